@@ -1,0 +1,189 @@
+//! Big-endian byte reading and writing with errors that say what was being
+//! read and at which offset of which region of the blob.
+
+use std::fmt;
+
+/// The part of a block a byte offset refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// The stored blob itself (offsets count from the version byte).
+    Blob,
+    /// The zstd-decompressed body of a version 29 block (offsets count from
+    /// the first byte after the version byte).
+    Body,
+    /// The inflated node data (first zlib stream) of a version < 29 block.
+    NodeData,
+    /// The inflated node metadata (second zlib stream) of a version < 29 block.
+    Metadata,
+}
+
+impl fmt::Display for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Region::Blob => "blob",
+            Region::Body => "decompressed body",
+            Region::NodeData => "inflated node data",
+            Region::Metadata => "inflated node metadata",
+        })
+    }
+}
+
+/// Why a blob (or part of one) could not be decoded, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    pub region: Region,
+    pub offset: usize,
+    pub message: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (at byte {} of the {})",
+            self.message, self.offset, self.region
+        )
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// A cursor over a byte slice. Every read names the field it reads so that
+/// a failure can say "truncated param1 array" rather than "unexpected EOF".
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    region: Region,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(data: &'a [u8], region: Region) -> Self {
+        Reader {
+            data,
+            pos: 0,
+            region,
+        }
+    }
+
+    /// A reader already positioned at `pos`, so that offsets in errors count
+    /// from the start of `data` (the blob) rather than from `pos`.
+    pub fn at(data: &'a [u8], pos: usize, region: Region) -> Self {
+        Reader { data, pos, region }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    pub fn rest(&self) -> &'a [u8] {
+        &self.data[self.pos..]
+    }
+
+    pub fn skip(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.data.len());
+    }
+
+    pub fn error(&self, message: impl Into<String>) -> DecodeError {
+        self.error_at(self.pos, message)
+    }
+
+    pub fn error_at(&self, offset: usize, message: impl Into<String>) -> DecodeError {
+        DecodeError {
+            region: self.region,
+            offset,
+            message: message.into(),
+        }
+    }
+
+    pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
+        if self.remaining() < n {
+            return Err(self.error(format!(
+                "truncated {what}: need {n} bytes, {} left",
+                self.remaining()
+            )));
+        }
+        let s = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    pub fn u8(&mut self, what: &str) -> Result<u8, DecodeError> {
+        Ok(self.bytes(1, what)?[0])
+    }
+
+    pub fn u16(&mut self, what: &str) -> Result<u16, DecodeError> {
+        let b = self.bytes(2, what)?;
+        Ok(u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    pub fn i16(&mut self, what: &str) -> Result<i16, DecodeError> {
+        Ok(self.u16(what)? as i16)
+    }
+
+    pub fn u32(&mut self, what: &str) -> Result<u32, DecodeError> {
+        let b = self.bytes(4, what)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    pub fn i32(&mut self, what: &str) -> Result<i32, DecodeError> {
+        Ok(self.u32(what)? as i32)
+    }
+
+    /// u16 length + bytes.
+    pub fn string16(&mut self, what: &str) -> Result<&'a [u8], DecodeError> {
+        let n = self.u16(what)? as usize;
+        self.bytes(n, what)
+    }
+
+    /// u32 length + bytes; lengths over 64 MiB are refused as the engine does.
+    pub fn string32(&mut self, what: &str) -> Result<&'a [u8], DecodeError> {
+        let start = self.pos;
+        let n = self.u32(what)? as usize;
+        if n > LONG_STRING_MAX {
+            return Err(self.error_at(start, format!("{what} length {n} exceeds 64 MiB")));
+        }
+        self.bytes(n, what)
+    }
+}
+
+/// The engine's limit for string32 values.
+pub const LONG_STRING_MAX: usize = 64 << 20;
+
+/// Appending big-endian writers.
+pub trait WriteBe {
+    fn put_u8(&mut self, v: u8);
+    fn put_u16(&mut self, v: u16);
+    fn put_u32(&mut self, v: u32);
+    fn put_i32(&mut self, v: i32) {
+        self.put_u32(v as u32)
+    }
+    fn put_i16(&mut self, v: i16) {
+        self.put_u16(v as u16)
+    }
+    fn put_string16(&mut self, s: &[u8]);
+    fn put_string32(&mut self, s: &[u8]);
+}
+
+impl WriteBe for Vec<u8> {
+    fn put_u8(&mut self, v: u8) {
+        self.push(v)
+    }
+    fn put_u16(&mut self, v: u16) {
+        self.extend_from_slice(&v.to_be_bytes())
+    }
+    fn put_u32(&mut self, v: u32) {
+        self.extend_from_slice(&v.to_be_bytes())
+    }
+    fn put_string16(&mut self, s: &[u8]) {
+        self.put_u16(s.len() as u16);
+        self.extend_from_slice(s)
+    }
+    fn put_string32(&mut self, s: &[u8]) {
+        self.put_u32(s.len() as u32);
+        self.extend_from_slice(s)
+    }
+}

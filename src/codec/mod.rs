@@ -1,0 +1,14 @@
+//! Bytes <-> structures for everything stored in a world. Pure: no I/O.
+
+pub mod block;
+pub mod bytes;
+pub mod compress;
+pub mod inventory;
+pub mod itemstring;
+pub mod jsonish;
+pub mod legacy_meta;
+pub mod nodemeta;
+pub mod objects;
+
+pub use block::{Block, MappingEntry};
+pub use bytes::DecodeError;

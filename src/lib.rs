@@ -1,0 +1,9 @@
+//! worldfs: a Luanti world as a filesystem.
+//!
+//! Layers, from the bytes up: [`codec`] (blobs <-> structures, pure),
+//! [`store`] (the map database), [`view`] (structures <-> the files a user
+//! sees, pure), [`fs`] (inodes, handles, caching, commits; no FUSE types)
+//! and [`fuse`] (the thin adapter to the kernel).
+
+pub mod codec;
+pub mod store;

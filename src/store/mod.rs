@@ -1,0 +1,72 @@
+//! The map database behind a world: a small trait so that SQLite (both
+//! schemas) today and PostgreSQL, LevelDB or Redis later fit the same place.
+//! No SQL outside this module.
+
+mod pos;
+pub mod sqlite;
+
+pub use pos::BlockPos;
+use std::fmt;
+
+/// One change inside a transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Put(BlockPos, Vec<u8>),
+    Delete(BlockPos),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// Another process holds a lock longer than our busy timeout.
+    Busy(String),
+    /// The store is open read-only.
+    ReadOnly,
+    /// Anything else the database reports.
+    Backend(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Busy(m) => write!(f, "map database is locked by another process: {m}"),
+            StoreError::ReadOnly => write!(f, "map database is open read-only"),
+            StoreError::Backend(m) => write!(f, "map database error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A map database. Implementations must be usable from several threads and
+/// must not hold a transaction (or a lock) between two calls.
+pub trait MapStore: Send + Sync {
+    /// For messages: backend and schema, e.g. "sqlite3, legacy pos schema".
+    fn describe(&self) -> String;
+
+    /// The stored blob of a block, if the block exists. An empty blob is
+    /// treated as absent, as the engine does.
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>>;
+
+    /// Whether a block exists (cheaper than `get`).
+    fn contains(&self, pos: BlockPos) -> Result<bool> {
+        Ok(self.get(pos)?.is_some())
+    }
+
+    /// Up to `limit` positions in the store's own key order, strictly after
+    /// `after` (from the start when None). Resumable from any position.
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>>;
+
+    /// Like `list_after`, with the blobs.
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize)
+    -> Result<Vec<(BlockPos, Vec<u8>)>>;
+
+    /// Apply all changes in one transaction: all or nothing.
+    fn apply(&self, changes: &[Change]) -> Result<()>;
+
+    /// Number of stored blocks (may scan the whole index).
+    fn count(&self) -> Result<u64>;
+
+    fn is_read_only(&self) -> bool;
+}

@@ -1,0 +1,473 @@
+//! `map.sqlite`, in both schemas: the legacy `blocks(pos, data)` (worlds
+//! made before Luanti 5.12, kept forever) and `blocks(x, y, z, data)` with
+//! primary key (x, z, y). The schema is detected by looking for a `z`
+//! column, as the engine does. Extra columns and triggers added by other
+//! tools are left alone: writes UPDATE the data column in place and only
+//! INSERT rows that do not exist.
+
+use super::{BlockPos, Change, MapStore, Result, StoreError};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schema {
+    /// `blocks(pos INT PRIMARY KEY, data BLOB)`, pos = z*2^24 + y*2^12 + x.
+    Legacy,
+    /// `blocks(x, y, z, data, PRIMARY KEY (x, z, y))` (Luanti 5.12+).
+    Split,
+}
+
+pub struct SqliteStore {
+    path: PathBuf,
+    schema: Schema,
+    read_only: bool,
+    busy_timeout: Duration,
+    /// Idle connections; one is taken per call so that FUSE threads do not
+    /// serialize on a single connection.
+    pool: Mutex<Vec<Connection>>,
+}
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(f, ref m) = e {
+        if matches!(
+            f.code,
+            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+        ) {
+            return StoreError::Busy(m.clone().unwrap_or_else(|| f.to_string()));
+        }
+        if f.code == rusqlite::ErrorCode::ReadOnly {
+            return StoreError::ReadOnly;
+        }
+    }
+    StoreError::Backend(e.to_string())
+}
+
+impl SqliteStore {
+    /// Open an existing map database.
+    pub fn open(path: &Path, read_only: bool) -> Result<SqliteStore> {
+        if !path.is_file() {
+            return Err(StoreError::Backend(format!(
+                "{} does not exist",
+                path.display()
+            )));
+        }
+        let mut store = SqliteStore {
+            path: path.to_path_buf(),
+            schema: Schema::Legacy,
+            read_only,
+            busy_timeout: Duration::from_secs(2),
+            pool: Mutex::new(Vec::new()),
+        };
+        let conn = store.connect()?;
+        store.schema = detect_schema(&conn)?;
+        store.pool.lock().unwrap().push(conn);
+        Ok(store)
+    }
+
+    /// Create a new, empty map database with the given schema.
+    pub fn create(path: &Path, schema: Schema) -> Result<SqliteStore> {
+        let conn = Connection::open(path).map_err(backend)?;
+        let sql = match schema {
+            Schema::Legacy => "CREATE TABLE `blocks` (`pos` INT PRIMARY KEY, `data` BLOB)",
+            Schema::Split => {
+                "CREATE TABLE `blocks` (`x` INTEGER, `y` INTEGER, `z` INTEGER, \
+                 `data` BLOB NOT NULL, PRIMARY KEY (`x`, `z`, `y`))"
+            }
+        };
+        conn.execute_batch(sql).map_err(backend)?;
+        drop(conn);
+        SqliteStore::open(path, false)
+    }
+
+    pub fn schema(&self) -> Schema {
+        self.schema
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn connect(&self) -> Result<Connection> {
+        let flags = if self.read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(&self.path, flags).map_err(backend)?;
+        conn.busy_timeout(self.busy_timeout).map_err(backend)?;
+        Ok(conn)
+    }
+
+    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let conn = self.pool.lock().unwrap().pop();
+        let mut conn = match conn {
+            Some(c) => c,
+            None => self.connect()?,
+        };
+        let r = f(&mut conn);
+        let mut pool = self.pool.lock().unwrap();
+        if pool.len() < 8 {
+            pool.push(conn);
+        }
+        r
+    }
+
+    fn select_sql(&self, with_data: bool, after: bool) -> String {
+        let cols = match (self.schema, with_data) {
+            (Schema::Legacy, false) => "pos",
+            (Schema::Legacy, true) => "pos, data",
+            (Schema::Split, false) => "x, y, z",
+            (Schema::Split, true) => "x, y, z, data",
+        };
+        let (cond, order) = match self.schema {
+            Schema::Legacy => ("pos > ?1", "pos"),
+            Schema::Split => ("(x, z, y) > (?1, ?2, ?3)", "x, z, y"),
+        };
+        let filter = if after {
+            format!("WHERE {cond} ")
+        } else {
+            String::new()
+        };
+        format!(
+            "SELECT {cols} FROM blocks {filter}ORDER BY {order} LIMIT ?{}",
+            self.limit_param(after)
+        )
+    }
+
+    fn limit_param(&self, after: bool) -> usize {
+        match (self.schema, after) {
+            (_, false) => 1,
+            (Schema::Legacy, true) => 2,
+            (Schema::Split, true) => 4,
+        }
+    }
+
+    fn row_pos(&self, row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<BlockPos>> {
+        Ok(match self.schema {
+            Schema::Legacy => {
+                let key: i64 = row.get(0)?;
+                let p = BlockPos::from_legacy_key(key);
+                (p.legacy_key() == key).then_some(p)
+            }
+            Schema::Split => {
+                let (x, y, z): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                let c = |v: i64| i16::try_from(v).ok();
+                match (c(x), c(y), c(z)) {
+                    (Some(x), Some(y), Some(z)) => {
+                        Some(BlockPos::new(x, y, z)).filter(|p| p.in_range())
+                    }
+                    _ => None,
+                }
+            }
+        })
+    }
+
+    fn query_after<T>(
+        &self,
+        after: Option<BlockPos>,
+        limit: usize,
+        with_data: bool,
+        mut map: impl FnMut(BlockPos, &rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
+        let sql = self.select_sql(with_data, after.is_some());
+        self.with_conn(|conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+            let limit = limit as i64;
+            let mut rows = match (after, self.schema) {
+                (None, _) => stmt.query(params![limit]),
+                (Some(p), Schema::Legacy) => stmt.query(params![p.legacy_key(), limit]),
+                (Some(p), Schema::Split) => stmt.query(params![p.x, p.z, p.y, limit]),
+            }
+            .map_err(backend)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().map_err(backend)? {
+                match self.row_pos(row).map_err(backend)? {
+                    Some(p) => out.push(map(p, row).map_err(backend)?),
+                    None => log::warn!(
+                        "{}: skipping a row whose key is not a valid block position",
+                        self.path.display()
+                    ),
+                }
+            }
+            Ok(out)
+        })
+    }
+}
+
+fn detect_schema(conn: &Connection) -> Result<Schema> {
+    let mut stmt = conn.prepare("PRAGMA table_info(blocks)").map_err(backend)?;
+    let cols: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(1))
+        .map_err(backend)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(backend)?;
+    let has = |c: &str| cols.iter().any(|x| x.eq_ignore_ascii_case(c));
+    if has("z") && has("x") && has("y") && has("data") {
+        Ok(Schema::Split)
+    } else if has("pos") && has("data") {
+        Ok(Schema::Legacy)
+    } else if cols.is_empty() {
+        Err(StoreError::Backend(
+            "no 'blocks' table in the map database".into(),
+        ))
+    } else {
+        Err(StoreError::Backend(format!(
+            "unrecognised 'blocks' table columns: {}",
+            cols.join(", ")
+        )))
+    }
+}
+
+impl MapStore for SqliteStore {
+    fn describe(&self) -> String {
+        let s = match self.schema {
+            Schema::Legacy => "legacy pos schema",
+            Schema::Split => "x,y,z schema",
+        };
+        format!("sqlite3, {s}")
+    }
+
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        self.with_conn(|conn| {
+            let blob: Option<Option<Vec<u8>>> = match self.schema {
+                Schema::Legacy => conn
+                    .prepare_cached("SELECT data FROM blocks WHERE pos = ?1 LIMIT 1")
+                    .and_then(|mut s| {
+                        s.query_row(params![pos.legacy_key()], |r| r.get(0))
+                            .optional()
+                    }),
+                Schema::Split => conn
+                    .prepare_cached(
+                        "SELECT data FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1",
+                    )
+                    .and_then(|mut s| {
+                        s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0))
+                            .optional()
+                    }),
+            }
+            .map_err(backend)?;
+            Ok(blob.flatten().filter(|b| !b.is_empty()))
+        })
+    }
+
+    fn contains(&self, pos: BlockPos) -> Result<bool> {
+        self.with_conn(|conn| {
+            let n: Option<i64> = match self.schema {
+                Schema::Legacy => conn
+                    .prepare_cached("SELECT length(data) FROM blocks WHERE pos = ?1 LIMIT 1")
+                    .and_then(|mut s| s.query_row(params![pos.legacy_key()], |r| r.get(0)).optional()),
+                Schema::Split => conn
+                    .prepare_cached("SELECT length(data) FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1")
+                    .and_then(|mut s| s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0)).optional()),
+            }
+            .map_err(backend)?
+            .flatten();
+            Ok(n.unwrap_or(0) > 0)
+        })
+    }
+
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        self.query_after(after, limit, false, |p, _| Ok(p))
+    }
+
+    fn scan_after(
+        &self,
+        after: Option<BlockPos>,
+        limit: usize,
+    ) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let col = match self.schema {
+            Schema::Legacy => 1,
+            Schema::Split => 3,
+        };
+        self.query_after(after, limit, true, |p, row| {
+            let data: Option<Vec<u8>> = row.get(col)?;
+            Ok((p, data.unwrap_or_default()))
+        })
+    }
+
+    fn apply(&self, changes: &[Change]) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        self.with_conn(|conn| {
+            let tx = conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(backend)?;
+            for change in changes {
+                match (change, self.schema) {
+                    (Change::Put(p, data), Schema::Legacy) => {
+                        let n = tx
+                            .prepare_cached("UPDATE blocks SET data = ?1 WHERE pos = ?2")
+                            .and_then(|mut s| s.execute(params![data, p.legacy_key()]))
+                            .map_err(backend)?;
+                        if n == 0 {
+                            tx.prepare_cached("INSERT INTO blocks (pos, data) VALUES (?1, ?2)")
+                                .and_then(|mut s| s.execute(params![p.legacy_key(), data]))
+                                .map_err(backend)?;
+                        }
+                    }
+                    (Change::Put(p, data), Schema::Split) => {
+                        let n = tx
+                            .prepare_cached(
+                                "UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4",
+                            )
+                            .and_then(|mut s| s.execute(params![data, p.x, p.y, p.z]))
+                            .map_err(backend)?;
+                        if n == 0 {
+                            tx.prepare_cached(
+                                "INSERT INTO blocks (x, y, z, data) VALUES (?1, ?2, ?3, ?4)",
+                            )
+                            .and_then(|mut s| s.execute(params![p.x, p.y, p.z, data]))
+                            .map_err(backend)?;
+                        }
+                    }
+                    (Change::Delete(p), Schema::Legacy) => {
+                        tx.prepare_cached("DELETE FROM blocks WHERE pos = ?1")
+                            .and_then(|mut s| s.execute(params![p.legacy_key()]))
+                            .map_err(backend)?;
+                    }
+                    (Change::Delete(p), Schema::Split) => {
+                        tx.prepare_cached("DELETE FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3")
+                            .and_then(|mut s| s.execute(params![p.x, p.y, p.z]))
+                            .map_err(backend)?;
+                    }
+                }
+            }
+            tx.commit().map_err(backend)
+        })
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.with_conn(|conn| {
+            conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get::<_, i64>(0))
+                .map(|n| n as u64)
+                .map_err(backend)
+        })
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both() -> Vec<(tempfile::TempDir, SqliteStore)> {
+        [Schema::Legacy, Schema::Split]
+            .into_iter()
+            .map(|s| {
+                let d = tempfile::tempdir().unwrap();
+                let st = SqliteStore::create(&d.path().join("map.sqlite"), s).unwrap();
+                (d, st)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn put_get_list_delete_in_both_schemas() {
+        for (_d, st) in both() {
+            let ps = [
+                BlockPos::new(0, 0, 0),
+                BlockPos::new(-1, 2, -3),
+                BlockPos::new(5, -6, 7),
+                BlockPos::new(-2048, 2047, 0),
+            ];
+            st.apply(
+                &ps.iter()
+                    .map(|&p| Change::Put(p, vec![29, p.x as u8]))
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+            assert_eq!(st.count().unwrap(), 4);
+            assert_eq!(st.get(ps[1]).unwrap(), Some(vec![29, ps[1].x as u8]));
+            assert!(st.contains(ps[2]).unwrap());
+            assert!(!st.contains(BlockPos::new(9, 9, 9)).unwrap());
+            // paging in pages of 1 visits everything once, in order
+            let mut seen = Vec::new();
+            let mut after = None;
+            loop {
+                let page = st.list_after(after, 1).unwrap();
+                let Some(&p) = page.first() else { break };
+                seen.push(p);
+                after = Some(p);
+            }
+            let mut all = st.list_after(None, 100).unwrap();
+            assert_eq!(seen, all);
+            all.sort();
+            let mut expect = ps.to_vec();
+            expect.sort();
+            assert_eq!(all, expect, "{}", st.describe());
+            let scanned = st.scan_after(None, 100).unwrap();
+            assert_eq!(scanned.len(), 4);
+            st.apply(&[Change::Put(ps[0], vec![1, 2, 3]), Change::Delete(ps[1])])
+                .unwrap();
+            assert_eq!(st.get(ps[0]).unwrap(), Some(vec![1, 2, 3]));
+            assert_eq!(st.get(ps[1]).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn extra_columns_survive_an_update() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("map.sqlite");
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE blocks (pos INT PRIMARY KEY, data BLOB, mtime INT DEFAULT 7); INSERT INTO blocks VALUES (0, x'1d', 42);").unwrap();
+        drop(c);
+        let st = SqliteStore::open(&path, false).unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![29, 1])])
+            .unwrap();
+        let c = Connection::open(&path).unwrap();
+        let mtime: i64 = c
+            .query_row("SELECT mtime FROM blocks WHERE pos = 0", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mtime, 42);
+    }
+
+    #[test]
+    fn read_only_refuses_writes_and_missing_table_is_explained() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("map.sqlite");
+        SqliteStore::create(&path, Schema::Legacy).unwrap();
+        let ro = SqliteStore::open(&path, true).unwrap();
+        assert_eq!(
+            ro.apply(&[Change::Delete(BlockPos::new(0, 0, 0))]),
+            Err(StoreError::ReadOnly)
+        );
+        let other = d.path().join("other.sqlite");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (a)")
+            .unwrap();
+        let e = SqliteStore::open(&other, true).err().unwrap();
+        assert!(e.to_string().contains("no 'blocks' table"), "{e}");
+    }
+
+    #[test]
+    fn a_held_lock_gives_busy_not_a_crash() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("map.sqlite");
+        let mut st = SqliteStore::create(&path, Schema::Legacy).unwrap();
+        st.busy_timeout = Duration::from_millis(50);
+        st.pool.lock().unwrap().clear();
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("BEGIN EXCLUSIVE; INSERT INTO blocks VALUES (1, x'00');")
+            .unwrap();
+        let e = st
+            .apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])])
+            .unwrap_err();
+        assert!(matches!(e, StoreError::Busy(_)), "{e:?}");
+        assert!(matches!(
+            st.get(BlockPos::new(0, 0, 0)),
+            Err(StoreError::Busy(_))
+        ));
+        other.execute_batch("ROLLBACK").unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])])
+            .unwrap();
+    }
+}

@@ -1,0 +1,54 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// `../shared` next to the checkout (or $WORLDFS_SHARED), if present.
+pub fn shared_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("WORLDFS_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    dir.is_dir().then_some(dir)
+}
+
+/// The real sqlite worlds under shared/realdata/worlds, or None with a
+/// message when the shared data is absent.
+pub fn real_sqlite_worlds(test: &str) -> Option<Vec<PathBuf>> {
+    let Some(shared) = shared_dir() else {
+        eprintln!("SKIP {test}: ../shared is absent (set WORLDFS_SHARED to run it)");
+        return None;
+    };
+    let root = shared.join("realdata/worlds");
+    let mut worlds: Vec<PathBuf> = std::fs::read_dir(&root)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("map.sqlite").is_file())
+        .collect();
+    worlds.sort();
+    Some(worlds)
+}
+
+/// Copy a world directory (files only, one level of subdirectories) to a
+/// fresh temporary directory; the copy is writable.
+pub fn copy_world(src: &std::path::Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(src, dir.path());
+    dir
+}
+
+fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+            let mut perm = std::fs::metadata(&to).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perm.set_readonly(false);
+            std::fs::set_permissions(&to, perm).unwrap();
+        }
+    }
+}
