@@ -5,5 +5,11 @@
 //! sees, pure), [`fs`] (inodes, handles, caching, commits; no FUSE types)
 //! and [`fuse`] (the thin adapter to the kernel).
 
+pub mod check;
 pub mod codec;
+pub mod demo;
+pub mod fs;
+pub mod fuse;
 pub mod store;
+pub mod view;
+pub mod world;

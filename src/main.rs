@@ -1,3 +1,314 @@
-fn main() {
-    println!("Hello, world!");
+use clap::{Parser, Subcommand};
+use std::io::{IsTerminal, Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use worldfs::fs::{Options, WorldFs};
+
+#[derive(Parser)]
+#[command(
+    name = "worldfs",
+    version,
+    about = "Mount a Luanti (Minetest) world as files: every mapblock a directory"
+)]
+struct Cli {
+    /// More log output (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Mount WORLD (a world directory) on MOUNTPOINT.
+    ///
+    /// Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`, or
+    /// stop a foreground mount with Ctrl-C.
+    Mount {
+        world: PathBuf,
+        mountpoint: PathBuf,
+        /// Comma-separated options: ro, rw, allow_other, allow_root,
+        /// auto_unmount, ttl=SECONDS, cache_mb=MIB, threads=N.
+        #[arg(short = 'o', value_name = "OPTIONS")]
+        options: Vec<String>,
+        /// Stay in the foreground (do not daemonize).
+        #[arg(short = 'f', long)]
+        foreground: bool,
+        /// Write the log to FILE (a daemon otherwise has no log).
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+    },
+    /// Decode every block of WORLD and print a summary; exit status 1 if any
+    /// block is corrupt.
+    Check { world: PathBuf },
+    /// Write a small demo world (a house with a chest, a sign and a furnace)
+    /// into DIR.
+    Demo { dir: PathBuf },
+}
+
+struct MountOpts {
+    fs: Options,
+    allow_other: bool,
+    allow_root: bool,
+    auto_unmount: bool,
+    threads: usize,
+}
+
+fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
+    let mut m = MountOpts {
+        fs: Options {
+            read_only: false,
+            ..Options::default()
+        },
+        allow_other: false,
+        allow_root: false,
+        auto_unmount: false,
+        threads: std::thread::available_parallelism()
+            .map(|n| n.get().min(4))
+            .unwrap_or(2),
+    };
+    for opt in list
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        let (k, v) = opt
+            .split_once('=')
+            .map_or((opt, None), |(k, v)| (k, Some(v)));
+        let num = |v: Option<&str>| -> Result<u64, String> {
+            v.and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("-o {k}= needs a whole number"))
+        };
+        match k {
+            "ro" => m.fs.read_only = true,
+            "rw" => m.fs.read_only = false,
+            "allow_other" => m.allow_other = true,
+            "allow_root" => m.allow_root = true,
+            "auto_unmount" => m.auto_unmount = true,
+            "ttl" => m.fs.ttl = Duration::from_secs(num(v)?),
+            "cache_mb" => m.fs.cache_bytes = (num(v)? as usize).max(1) << 20,
+            "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
+            _ => return Err(format!("unknown mount option '{opt}'")),
+        }
+    }
+    Ok(m)
+}
+
+fn fuser_config(m: &MountOpts) -> fuser::Config {
+    use fuser::MountOption as O;
+    let mut c = fuser::Config::default();
+    c.mount_options = vec![
+        O::FSName("worldfs".into()),
+        O::Subtype("worldfs".into()),
+        O::DefaultPermissions,
+        O::NoAtime,
+        O::NoDev,
+        O::NoSuid,
+        if m.fs.read_only { O::RO } else { O::RW },
+    ];
+    if m.auto_unmount {
+        c.mount_options.push(O::AutoUnmount);
+    }
+    c.acl = if m.allow_other {
+        fuser::SessionACL::All
+    } else if m.allow_root || m.auto_unmount {
+        fuser::SessionACL::RootAndOwner
+    } else {
+        fuser::SessionACL::Owner
+    };
+    c.n_threads = Some(m.threads);
+    c
+}
+
+/// Block SIGINT/SIGTERM in every thread, to be waited for in the main one.
+fn block_signals() -> libc::sigset_t {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Mount and serve until unmounted or signalled. `ready` is told the
+/// outcome of the mount itself.
+fn serve(
+    world: &Path,
+    mountpoint: &Path,
+    m: &MountOpts,
+    ready: &mut dyn FnMut(Result<(), String>),
+) -> Result<(), String> {
+    let signals = block_signals();
+    let fs = match WorldFs::open_world(world, m.fs.clone()) {
+        Ok(fs) => Arc::new(fs),
+        Err(e) => {
+            ready(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    let adapter = worldfs::fuse::FuseAdapter::new(fs.clone());
+    let session = match fuser::Session::new(adapter, mountpoint, &fuser_config(m)) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = format!("cannot mount on {}: {e}", mountpoint.display());
+            ready(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    let bg = session.spawn().map_err(|e| e.to_string())?;
+    log::info!(
+        "mounted {} on {} ({})",
+        world.display(),
+        mountpoint.display(),
+        fs.store().describe()
+    );
+    ready(Ok(()));
+    loop {
+        if bg.guard.is_finished() {
+            // Unmounted from outside (fusermount3 -u, umount).
+            return bg.join().map_err(|e| e.to_string());
+        }
+        let timeout = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 200_000_000,
+        };
+        let sig = unsafe { libc::sigtimedwait(&signals, std::ptr::null_mut(), &timeout) };
+        if sig > 0 {
+            log::info!("signal {sig}: unmounting {}", mountpoint.display());
+            return bg.umount_and_join().map_err(|e| e.to_string());
+        }
+    }
+}
+
+fn mount(
+    world: PathBuf,
+    mountpoint: PathBuf,
+    options: Vec<String>,
+    foreground: bool,
+    log: Option<PathBuf>,
+) -> Result<(), String> {
+    let m = parse_mount_options(&options)?;
+    let world = std::fs::canonicalize(&world).map_err(|e| format!("{}: {e}", world.display()))?;
+    let mountpoint =
+        std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+    // Check the world before detaching, so that errors reach the terminal.
+    drop(WorldFs::open_world(&world, m.fs.clone())?);
+    if foreground {
+        return serve(&world, &mountpoint, &m, &mut |_| {});
+    }
+    let log_file = match &log {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err("pipe failed".into());
+    }
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    match unsafe { libc::fork() } {
+        -1 => Err("fork failed".into()),
+        0 => {
+            drop(rd);
+            unsafe {
+                libc::setsid();
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                libc::dup2(null, 0);
+                libc::dup2(null, 1);
+                match &log_file {
+                    Some(f) => libc::dup2(std::os::fd::AsRawFd::as_raw_fd(f), 2),
+                    None => libc::dup2(null, 2),
+                };
+            }
+            let _ = std::env::set_current_dir("/");
+            let mut pipe = Some(std::fs::File::from(wr));
+            let r = serve(&world, &mountpoint, &m, &mut |r| {
+                let msg = match r {
+                    Ok(()) => "ok\n".to_string(),
+                    Err(e) => format!("{e}\n"),
+                };
+                // Closing the pipe lets the parent return.
+                if let Some(mut p) = pipe.take() {
+                    let _ = p.write_all(msg.as_bytes());
+                }
+            });
+            if let Err(e) = &r {
+                log::error!("{e}");
+            }
+            std::process::exit(if r.is_ok() { 0 } else { 1 });
+        }
+        _ => {
+            drop(wr);
+            let mut msg = String::new();
+            let _ = std::fs::File::from(rd).read_to_string(&mut msg);
+            match msg.trim_end() {
+                "ok" => Ok(()),
+                "" => Err("the mount process exited before mounting".into()),
+                e => Err(e.to_string()),
+            }
+        }
+    }
+}
+
+fn check(world: PathBuf) -> Result<bool, String> {
+    let w = worldfs::world::World::open(&world)?;
+    let store = w.open_store(true)?;
+    let tty = std::io::stderr().is_terminal();
+    let mut last = std::time::Instant::now();
+    let report = worldfs::check::check(store.as_ref(), &mut |done, total| {
+        if tty && (last.elapsed() > Duration::from_millis(200) || done == total) {
+            last = std::time::Instant::now();
+            eprint!("\rchecked {done}/{total} blocks");
+            if done == total {
+                eprintln!();
+            }
+        }
+    })?;
+    report
+        .print(store.as_ref(), &mut std::io::stdout())
+        .map_err(|e| e.to_string())?;
+    Ok(report.corrupt.is_empty())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
+    let r = match cli.command {
+        Command::Mount {
+            world,
+            mountpoint,
+            options,
+            foreground,
+            log,
+        } => mount(world, mountpoint, options, foreground, log).map(|_| true),
+        Command::Check { world } => check(world),
+        Command::Demo { dir } => worldfs::demo::write_demo(&dir).map(|_| {
+            println!("demo world written to {}", dir.display());
+            true
+        }),
+    };
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("worldfs: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

@@ -6,13 +6,16 @@
 
 use super::jsonish::{self, HighBytes};
 
+/// Item metadata: (key, value) pairs in stored order.
+pub type ItemMeta = Vec<(Vec<u8>, Vec<u8>)>;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ItemStack {
     pub name: Vec<u8>,
     pub count: u16,
     pub wear: u16,
     /// Item metadata pairs in stored order.
-    pub meta: Vec<(Vec<u8>, Vec<u8>)>,
+    pub meta: ItemMeta,
 }
 
 const META_START: u8 = 0x01;
@@ -228,11 +231,11 @@ fn parse_u16(t: &[u8]) -> Option<u16> {
 }
 
 /// Parse `\x01 (KEY \x02 VALUE \x03)*` strictly.
-fn parse_meta(m: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+fn parse_meta(m: &[u8]) -> Result<ItemMeta, String> {
     if m.first() != Some(&META_START) {
         return Err("item metadata must start with \\u0001".into());
     }
-    let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut pairs: ItemMeta = Vec::new();
     let mut rest = &m[1..];
     while !rest.is_empty() {
         let Some(k) = rest.iter().position(|&c| c == KV_DELIM) else {

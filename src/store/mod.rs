@@ -5,7 +5,7 @@
 mod pos;
 pub mod sqlite;
 
-pub use pos::BlockPos;
+pub use pos::{BlockPos, parse_triple};
 use std::fmt;
 
 /// One change inside a transaction.

@@ -1,0 +1,299 @@
+//! A bounded cache of loaded blocks: the blob, its decoding, and each file
+//! rendered at most once, so that the dozen files of a block cost one
+//! database read and one decode.
+//!
+//! Entries older than the TTL are checked against the store (one indexed
+//! read) before use, so changes made by another process show up.
+
+use crate::codec::{Block, DecodeError};
+use crate::store::{BlockPos, MapStore, StoreError};
+use crate::view::{self, BlockFile};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub struct Loaded {
+    pub pos: BlockPos,
+    /// Unique per load: two loads of the same blob get different serials.
+    pub serial: u64,
+    pub blob: Vec<u8>,
+    pub block: Result<Block, DecodeError>,
+    files: [OnceLock<Arc<Vec<u8>>>; 10],
+    rendered_bytes: AtomicUsize,
+}
+
+impl Loaded {
+    pub fn new(pos: BlockPos, blob: Vec<u8>) -> Loaded {
+        let block = Block::decode(&blob);
+        Loaded::with_block(pos, blob, block)
+    }
+
+    pub fn with_block(pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
+        static SERIAL: AtomicU64 = AtomicU64::new(1);
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        Loaded {
+            pos,
+            serial,
+            blob,
+            block,
+            files: Default::default(),
+            rendered_bytes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The files this block directory has, in listing order.
+    pub fn files(&self) -> &'static [BlockFile] {
+        match self.block {
+            Ok(_) => &BlockFile::DECODED,
+            Err(_) => &BlockFile::CORRUPT,
+        }
+    }
+
+    /// A block file's content, rendered on first use. None if this block
+    /// does not have that file.
+    pub fn file(&self, f: BlockFile) -> Option<Arc<Vec<u8>>> {
+        if !self.files().contains(&f) {
+            return None;
+        }
+        let slot = &self.files[f.id() as usize - 1];
+        Some(
+            slot.get_or_init(|| {
+                let content = match (&self.block, f) {
+                    (Err(e), BlockFile::Error) => {
+                        format!("block {} cannot be decoded: {e}\n", self.pos).into_bytes()
+                    }
+                    (Ok(b), _) => view::render_block_file(self.pos, b, &self.blob, f),
+                    (Err(_), _) => self.blob.clone(),
+                };
+                self.rendered_bytes
+                    .fetch_add(content.len(), Ordering::Relaxed);
+                Arc::new(content)
+            })
+            .clone(),
+        )
+    }
+
+    pub fn decoded(&self) -> Option<&Block> {
+        self.block.as_ref().ok()
+    }
+
+    /// Approximate memory held.
+    fn cost(&self) -> usize {
+        let decoded = match &self.block {
+            Ok(b) => {
+                4096 * 4
+                    + b.metadata
+                        .entries
+                        .iter()
+                        .map(|e| e.inventory.len() + 64 * e.vars.len())
+                        .sum::<usize>()
+                    + b.objects
+                        .objects
+                        .iter()
+                        .map(|o| o.data.len())
+                        .sum::<usize>()
+            }
+            Err(_) => 0,
+        };
+        256 + self.blob.len() + decoded + self.rendered_bytes.load(Ordering::Relaxed)
+    }
+}
+
+struct Slot {
+    loaded: Arc<Loaded>,
+    tick: u64,
+    checked: Instant,
+    cost: usize,
+}
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<BlockPos, Slot>,
+    /// Least recently used first.
+    order: BTreeMap<u64, BlockPos>,
+    tick: u64,
+    bytes: usize,
+}
+
+impl Inner {
+    fn touch(&mut self, pos: BlockPos) {
+        self.tick += 1;
+        let tick = self.tick;
+        if let Some(slot) = self.map.get_mut(&pos) {
+            self.order.remove(&slot.tick);
+            slot.tick = tick;
+            self.order.insert(tick, pos);
+            let cost = slot.loaded.cost();
+            self.bytes = self.bytes + cost - slot.cost;
+            slot.cost = cost;
+        }
+    }
+
+    fn remove(&mut self, pos: BlockPos) {
+        if let Some(slot) = self.map.remove(&pos) {
+            self.order.remove(&slot.tick);
+            self.bytes -= slot.cost;
+        }
+    }
+
+    fn evict(&mut self, cap: usize) {
+        while self.bytes > cap && self.map.len() > 1 {
+            let Some((_, pos)) = self.order.pop_first() else {
+                break;
+            };
+            if let Some(slot) = self.map.remove(&pos) {
+                self.bytes -= slot.cost;
+            }
+        }
+    }
+}
+
+pub struct BlockCache {
+    inner: Mutex<Inner>,
+    cap_bytes: usize,
+    ttl: Duration,
+}
+
+impl BlockCache {
+    pub fn new(cap_bytes: usize, ttl: Duration) -> BlockCache {
+        BlockCache {
+            inner: Mutex::new(Inner::default()),
+            cap_bytes,
+            ttl,
+        }
+    }
+
+    /// The block at `pos`, loading (or re-checking) it from the store when
+    /// needed. None if the block does not exist.
+    pub fn get(
+        &self,
+        pos: BlockPos,
+        store: &dyn MapStore,
+    ) -> Result<Option<Arc<Loaded>>, StoreError> {
+        let cached = {
+            let mut inner = self.inner.lock().unwrap();
+            inner.touch(pos);
+            inner
+                .map
+                .get(&pos)
+                .map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl))
+        };
+        if let Some((loaded, true)) = &cached {
+            return Ok(Some(loaded.clone()));
+        }
+        // Read outside the lock; decoding can take a while.
+        let Some(blob) = store.get(pos)? else {
+            self.inner.lock().unwrap().remove(pos);
+            return Ok(None);
+        };
+        if let Some((loaded, _)) = cached
+            && loaded.blob == blob
+        {
+            if let Some(slot) = self.inner.lock().unwrap().map.get_mut(&pos) {
+                slot.checked = Instant::now();
+            }
+            return Ok(Some(loaded));
+        }
+        let loaded = Arc::new(Loaded::new(pos, blob));
+        self.insert(loaded.clone());
+        Ok(Some(loaded))
+    }
+
+    /// Put a block in the cache (after loading it or committing it).
+    pub fn insert(&self, loaded: Arc<Loaded>) {
+        let mut inner = self.inner.lock().unwrap();
+        let pos = loaded.pos;
+        inner.remove(pos);
+        inner.tick += 1;
+        let tick = inner.tick;
+        let cost = loaded.cost();
+        inner.order.insert(tick, pos);
+        inner.bytes += cost;
+        inner.map.insert(
+            pos,
+            Slot {
+                loaded,
+                tick,
+                checked: Instant::now(),
+                cost,
+            },
+        );
+        inner.evict(self.cap_bytes);
+    }
+
+    pub fn remove(&self, pos: BlockPos) {
+        self.inner.lock().unwrap().remove(pos);
+    }
+
+    /// Whether the block is cached (without touching it).
+    pub fn peek(&self, pos: BlockPos) -> Option<Arc<Loaded>> {
+        self.inner
+            .lock()
+            .unwrap()
+            .map
+            .get(&pos)
+            .map(|s| s.loaded.clone())
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.inner.lock().unwrap().bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.lock().unwrap().map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Change;
+    use crate::store::sqlite::{Schema, SqliteStore};
+
+    #[test]
+    fn bounded_and_sees_outside_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
+        let blob = Block::new_air(29).encode().unwrap();
+        let changes: Vec<Change> = (0..50)
+            .map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone()))
+            .collect();
+        store.apply(&changes).unwrap();
+        let cache = BlockCache::new(200_000, Duration::ZERO);
+        for i in 0..50 {
+            let l = cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
+            l.file(BlockFile::Nodes).unwrap();
+        }
+        assert!(cache.bytes() <= 200_000 + 200_000, "{}", cache.bytes());
+        assert!(cache.len() < 50);
+        // A change behind our back shows up (TTL zero: always re-checked).
+        let p = BlockPos::new(49, 0, 0);
+        let before = cache.get(p, &store).unwrap().unwrap();
+        let mut b = Block::new_air(29);
+        b.flags = 1;
+        store.apply(&[Change::Put(p, b.encode().unwrap())]).unwrap();
+        let after = cache.get(p, &store).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&before, &after));
+        assert!(after.decoded().unwrap().is_underground());
+        store.apply(&[Change::Delete(p)]).unwrap();
+        assert!(cache.get(p, &store).unwrap().is_none());
+    }
+
+    #[test]
+    fn corrupt_blocks_have_raw_and_error() {
+        let l = Loaded::new(BlockPos::new(1, 2, 3), vec![29, 1, 2, 3]);
+        assert_eq!(l.files(), &BlockFile::CORRUPT);
+        let err = String::from_utf8(l.file(BlockFile::Error).unwrap().to_vec()).unwrap();
+        assert!(
+            err.starts_with("block 1,2,3 cannot be decoded: bad zstd"),
+            "{err}"
+        );
+        assert_eq!(*l.file(BlockFile::Raw).unwrap(), vec![29, 1, 2, 3]);
+        assert!(l.file(BlockFile::Nodes).is_none());
+    }
+}

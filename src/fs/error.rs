@@ -1,0 +1,64 @@
+//! Errors of the filesystem core: an errno for the kernel and a message for
+//! the user (logged, and for rejected writes also kept in the mount).
+
+use crate::store::StoreError;
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsError {
+    pub errno: i32,
+    pub message: String,
+}
+
+pub type Result<T> = std::result::Result<T, FsError>;
+
+impl FsError {
+    pub fn new(errno: i32, message: impl Into<String>) -> Self {
+        FsError {
+            errno,
+            message: message.into(),
+        }
+    }
+    pub fn not_found() -> Self {
+        Self::new(libc::ENOENT, "no such file or directory")
+    }
+    pub fn not_dir() -> Self {
+        Self::new(libc::ENOTDIR, "not a directory")
+    }
+    pub fn is_dir() -> Self {
+        Self::new(libc::EISDIR, "is a directory")
+    }
+    pub fn read_only(why: impl Into<String>) -> Self {
+        Self::new(libc::EROFS, why)
+    }
+    pub fn perm(why: impl Into<String>) -> Self {
+        Self::new(libc::EPERM, why)
+    }
+    pub fn invalid(why: impl Into<String>) -> Self {
+        Self::new(libc::EINVAL, why)
+    }
+    pub fn io(why: impl Into<String>) -> Self {
+        Self::new(libc::EIO, why)
+    }
+    pub fn bad_handle() -> Self {
+        Self::new(libc::EBADF, "unknown file handle")
+    }
+}
+
+impl fmt::Display for FsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FsError {}
+
+impl From<StoreError> for FsError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Busy(_) => FsError::new(libc::EBUSY, e.to_string()),
+            StoreError::ReadOnly => FsError::read_only(e.to_string()),
+            StoreError::Backend(_) => FsError::io(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Block <-> the files a user sees. Pure functions: no I/O, no FUSE.
+//!
+//! A block directory holds the files of [`BlockFile`]; `meta/X,Y,Z/` holds
+//! one directory per node with metadata (see [`MetaFile`]).
+
+pub mod decimal;
+pub mod escape;
+pub mod render;
+
+pub use render::*;
+
+use crate::codec::jsonish::{self, HighBytes};
+
+/// The files of a decodable block directory, in listing order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockFile {
+    Info,
+    Names,
+    Nodes,
+    Param0,
+    Param1,
+    Param2,
+    Timers,
+    Objects,
+    Raw,
+    /// Only in a block that cannot be decoded: what failed, and where.
+    Error,
+}
+
+impl BlockFile {
+    /// Files of a block that decodes (the `meta` directory comes after these).
+    pub const DECODED: [BlockFile; 9] = [
+        BlockFile::Info,
+        BlockFile::Names,
+        BlockFile::Nodes,
+        BlockFile::Param0,
+        BlockFile::Param1,
+        BlockFile::Param2,
+        BlockFile::Timers,
+        BlockFile::Objects,
+        BlockFile::Raw,
+    ];
+    /// Files of a block that does not decode.
+    pub const CORRUPT: [BlockFile; 2] = [BlockFile::Raw, BlockFile::Error];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockFile::Info => "info",
+            BlockFile::Names => "names",
+            BlockFile::Nodes => "nodes",
+            BlockFile::Param0 => "param0",
+            BlockFile::Param1 => "param1",
+            BlockFile::Param2 => "param2",
+            BlockFile::Timers => "timers",
+            BlockFile::Objects => "objects",
+            BlockFile::Raw => "raw",
+            BlockFile::Error => "error",
+        }
+    }
+
+    pub fn from_name(name: &[u8]) -> Option<BlockFile> {
+        Self::DECODED
+            .into_iter()
+            .chain([BlockFile::Error])
+            .find(|f| f.name().as_bytes() == name)
+    }
+
+    /// Small stable number (1..) used in inode numbers.
+    pub fn id(self) -> u8 {
+        self as u8 + 1
+    }
+
+    pub fn from_id(id: u8) -> Option<BlockFile> {
+        Self::DECODED
+            .into_iter()
+            .chain([BlockFile::Error])
+            .find(|f| f.id() == id)
+    }
+}
+
+/// The files in `meta/X,Y,Z/` besides the `fields` directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MetaFile {
+    Private,
+    Inventory,
+}
+
+impl MetaFile {
+    pub const ALL: [MetaFile; 2] = [MetaFile::Private, MetaFile::Inventory];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MetaFile::Private => "private",
+            MetaFile::Inventory => "inventory",
+        }
+    }
+
+    pub fn from_name(name: &[u8]) -> Option<MetaFile> {
+        Self::ALL.into_iter().find(|f| f.name().as_bytes() == name)
+    }
+}
+
+/// Quote a name or string for a line-based file: unchanged when it needs
+/// no quoting, else JSON-ish quoted (raw UTF-8 when valid, `\u00XX` per byte
+/// otherwise). Reversible with [`jsonish::unquote`].
+pub fn quote_text(s: &[u8]) -> Vec<u8> {
+    if !jsonish::needs_quoting(s) {
+        return s.to_vec();
+    }
+    quote_always(s)
+}
+
+/// Like [`quote_text`] but always quoted.
+pub fn quote_always(s: &[u8]) -> Vec<u8> {
+    let high = if std::str::from_utf8(s).is_ok() {
+        HighBytes::Raw
+    } else {
+        HighBytes::Escaped
+    };
+    jsonish::quote(s, high)
+}

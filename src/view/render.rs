@@ -1,0 +1,322 @@
+//! Rendering a decoded block into file contents.
+
+use super::{BlockFile, MetaFile, decimal, escape, quote_always, quote_text};
+use crate::codec::block::{Block, NODE_COUNT, index_xyz};
+use crate::codec::nodemeta::MetaEntry;
+use crate::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
+use crate::store::BlockPos;
+use std::io::Write;
+
+/// The content of one file of a decodable block directory.
+pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Vec<u8> {
+    match file {
+        BlockFile::Info => render_info(block, blob.len()),
+        BlockFile::Names => render_names(block),
+        BlockFile::Nodes => render_nodes(pos, block),
+        BlockFile::Param0 => block
+            .param0
+            .iter()
+            .flat_map(|id| id.to_be_bytes())
+            .collect(),
+        BlockFile::Param1 => block.param1.clone(),
+        BlockFile::Param2 => block.param2.clone(),
+        BlockFile::Timers => render_timers(pos, block),
+        BlockFile::Objects => render_objects(block),
+        BlockFile::Raw => blob.to_vec(),
+        BlockFile::Error => Vec::new(),
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+pub fn render_info(b: &Block, blob_len: usize) -> Vec<u8> {
+    format!(
+        "version = {}\nunderground = {}\ngenerated = {}\nday_night_differs = {}\n\
+         lighting_complete = 0x{:04x}\ntimestamp = {}\ncontent_width = {}\nparams_width = 2\n\
+         names = {}\nmetadata = {}\ntimers = {}\nobjects = {}\nblob_bytes = {}\n",
+        b.version,
+        yes_no(b.is_underground()),
+        yes_no(b.is_generated()),
+        yes_no(b.day_night_differs()),
+        b.lighting_complete,
+        b.timestamp,
+        b.content_width,
+        b.mapping.len(),
+        b.metadata.entries.len(),
+        b.timers.len(),
+        b.objects.objects.len(),
+        blob_len,
+    )
+    .into_bytes()
+}
+
+pub fn render_names(b: &Block) -> Vec<u8> {
+    let mut out = Vec::with_capacity(b.mapping.len() * 20);
+    for m in &b.mapping {
+        write!(out, "{} ", m.id).unwrap();
+        out.extend_from_slice(&quote_text(&m.name));
+        out.push(b'\n');
+    }
+    out
+}
+
+/// The name shown for a content id with no mapping entry.
+pub fn unmapped_name(id: u16) -> String {
+    format!("?{id}")
+}
+
+pub fn render_nodes(pos: BlockPos, b: &Block) -> Vec<u8> {
+    // Resolve each id once, not 4096 times.
+    let mut names: std::collections::HashMap<u16, Vec<u8>> = std::collections::HashMap::new();
+    for &id in &b.param0 {
+        names.entry(id).or_insert_with(|| match b.name_of(id) {
+            Some(n) => quote_text(n),
+            None => unmapped_name(id).into_bytes(),
+        });
+    }
+    let (ox, oy, oz) = pos.origin();
+    let mut out = Vec::with_capacity(NODE_COUNT * 32);
+    for i in 0..NODE_COUNT {
+        let (x, y, z) = index_xyz(i);
+        write!(
+            out,
+            "{} {} {} ",
+            ox + x as i32,
+            oy + y as i32,
+            oz + z as i32
+        )
+        .unwrap();
+        out.extend_from_slice(&names[&b.param0[i]]);
+        writeln!(out, " {} {}", b.param1[i], b.param2[i]).unwrap();
+    }
+    out
+}
+
+/// World node coordinates of an in-block position.
+pub fn node_coords(pos: BlockPos, p16: u16) -> (i32, i32, i32) {
+    let (ox, oy, oz) = pos.origin();
+    let (x, y, z) = index_xyz(p16 as usize);
+    (ox + x as i32, oy + y as i32, oz + z as i32)
+}
+
+pub fn render_timers(pos: BlockPos, b: &Block) -> Vec<u8> {
+    let mut out = Vec::new();
+    for t in &b.timers {
+        let (x, y, z) = node_coords(pos, t.pos);
+        writeln!(
+            out,
+            "{x} {y} {z} {} {}",
+            decimal::format(t.timeout as i64, 1000),
+            decimal::format(t.elapsed as i64, 1000)
+        )
+        .unwrap();
+    }
+    out
+}
+
+/// Node coordinates of an object position (world units x1000; 10 world
+/// units per node).
+fn object_pos(p: [i32; 3]) -> String {
+    let c = |v: i32| decimal::format(v as i64, 10_000);
+    format!("{},{},{}", c(p[0]), c(p[1]), c(p[2]))
+}
+
+pub fn render_object(o: &StaticObject) -> Vec<u8> {
+    let mut out = Vec::new();
+    let entity = if o.kind == LUA_ENTITY {
+        LuaEntity::decode(&o.data)
+    } else {
+        None
+    };
+    match entity {
+        Some(e) => {
+            let deg = |v: i32| decimal::format(v as i64, 1000);
+            let vel = |v: i32| decimal::format(v as i64, 10_000);
+            write!(out, "lua_entity {} ", object_pos(o.pos)).unwrap();
+            out.extend_from_slice(&quote_text(&e.name));
+            write!(
+                out,
+                " hp={} velocity={},{},{} yaw={}",
+                e.hp,
+                vel(e.velocity[0]),
+                vel(e.velocity[1]),
+                vel(e.velocity[2]),
+                deg(e.yaw)
+            )
+            .unwrap();
+            if let Some((p, r)) = e.pitch_roll {
+                write!(out, " pitch={} roll={}", deg(p), deg(r)).unwrap();
+            }
+            if let Some(g) = e.guid {
+                out.extend_from_slice(b" guid=");
+                for b in g {
+                    write!(out, "{b:02x}").unwrap();
+                }
+            }
+            out.extend_from_slice(b" staticdata=");
+            out.extend_from_slice(&quote_always(&e.staticdata));
+        }
+        None => {
+            write!(out, "object type={} {} data=", o.kind, object_pos(o.pos)).unwrap();
+            out.extend_from_slice(&quote_always(&o.data));
+        }
+    }
+    out.push(b'\n');
+    out
+}
+
+pub fn render_objects(b: &Block) -> Vec<u8> {
+    b.objects.objects.iter().flat_map(render_object).collect()
+}
+
+/// The name of the directory of a metadata entry: world node coordinates.
+pub fn meta_dir_name(pos: BlockPos, p16: u16) -> String {
+    let (x, y, z) = node_coords(pos, p16);
+    format!("{x},{y},{z}")
+}
+
+/// The content of a metadata file.
+pub fn render_meta_file(entry: &MetaEntry, file: MetaFile) -> Vec<u8> {
+    match file {
+        MetaFile::Inventory => entry.inventory.clone(),
+        MetaFile::Private => {
+            let mut out = Vec::new();
+            for v in entry.vars.iter().filter(|v| v.private) {
+                out.extend_from_slice(&escape::key_to_name(&v.key));
+                out.push(b'\n');
+            }
+            out
+        }
+    }
+}
+
+/// A field file: the value plus one newline.
+pub fn render_field(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 1);
+    out.extend_from_slice(value);
+    out.push(b'\n');
+    out
+}
+
+/// The field file names of an entry, in stored order, without duplicates
+/// (for a duplicated key the engine uses the last value).
+pub fn field_names(entry: &MetaEntry) -> Vec<Vec<u8>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::new();
+    for v in &entry.vars {
+        if seen.insert(v.key.as_slice()) {
+            let n = escape::key_to_name(&v.key);
+            if n.len() <= 255 {
+                names.push(n);
+            } else {
+                log::warn!(
+                    "metadata key of {} bytes cannot be shown as a file name",
+                    v.key.len()
+                );
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::block::{MappingEntry, node_index};
+    use crate::codec::nodemeta::MetaVar;
+
+    fn block() -> Block {
+        let mut b = Block::new_air(29);
+        b.mapping.push(MappingEntry {
+            id: 1,
+            name: b"default:chest".to_vec(),
+        });
+        b.param0[node_index(1, 2, 3)] = 1;
+        b.param0[node_index(2, 2, 3)] = 9;
+        b
+    }
+
+    #[test]
+    fn nodes_are_world_coordinates_x_fastest() {
+        let pos = BlockPos::new(-1, 0, 2);
+        let text = String::from_utf8(render_nodes(pos, &block())).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4096);
+        assert_eq!(lines[0], "-16 0 32 air 15 0");
+        assert_eq!(lines[1], "-15 0 32 air 15 0");
+        assert_eq!(lines[16], "-16 1 32 air 15 0");
+        assert_eq!(lines[node_index(1, 2, 3)], "-15 2 35 default:chest 15 0");
+        assert_eq!(lines[node_index(2, 2, 3)], "-14 2 35 ?9 15 0");
+    }
+
+    #[test]
+    fn names_info_and_meta_files() {
+        let mut b = block();
+        assert_eq!(render_names(&b), b"0 air\n1 default:chest\n");
+        b.mapping.push(MappingEntry {
+            id: 2,
+            name: b"odd name".to_vec(),
+        });
+        assert!(render_names(&b).ends_with(b"2 \"odd name\"\n"));
+        let info = String::from_utf8(render_info(&b, 99)).unwrap();
+        assert!(info.contains("version = 29\n") && info.contains("generated = true\n"));
+        assert!(
+            info.contains("lighting_complete = 0xffff\n") && info.contains("blob_bytes = 99\n")
+        );
+        let mut e = MetaEntry::new(5);
+        e.vars.push(MetaVar {
+            key: b"owner".to_vec(),
+            value: b"sam".to_vec(),
+            private: true,
+        });
+        e.vars.push(MetaVar {
+            key: b".x".to_vec(),
+            value: b"1".to_vec(),
+            private: true,
+        });
+        assert_eq!(render_meta_file(&e, MetaFile::Private), b"owner\n%2Ex\n");
+        assert_eq!(render_meta_file(&e, MetaFile::Inventory), b"EndInventory\n");
+        assert_eq!(
+            meta_dir_name(BlockPos::new(1, -1, 0), 5 + 16 + 256),
+            "21,-15,1"
+        );
+    }
+
+    #[test]
+    fn objects_and_timers() {
+        let mut b = block();
+        let e = LuaEntity {
+            name: b"mobs:sheep".to_vec(),
+            staticdata: b"{hp=3}".to_vec(),
+            hp: 10,
+            velocity: [0, -10000, 5000],
+            yaw: 90000,
+            pitch_roll: Some((0, 0)),
+            guid: None,
+        };
+        b.objects.objects.push(StaticObject {
+            kind: 7,
+            pos: [125000, 0, -10000],
+            data: e.encode(),
+        });
+        b.objects.objects.push(StaticObject {
+            kind: 1,
+            pos: [0, 0, 0],
+            data: b"\x00\x01".to_vec(),
+        });
+        let text = String::from_utf8(render_objects(&b)).unwrap();
+        assert_eq!(
+            text,
+            "lua_entity 12.5,0,-1 mobs:sheep hp=10 velocity=0,-1,0.5 yaw=90 pitch=0 roll=0 staticdata=\"{hp=3}\"\n\
+             object type=1 0,0,0 data=\"\\u0000\\u0001\"\n"
+        );
+        b.timers.push(crate::codec::objects::NodeTimer {
+            pos: 1,
+            timeout: 30000,
+            elapsed: 1500,
+        });
+        assert_eq!(render_timers(BlockPos::new(0, 0, 0), &b), b"1 0 0 30 1.5\n");
+    }
+}
