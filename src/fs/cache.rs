@@ -20,6 +20,7 @@ pub struct Loaded {
     pub blob: Vec<u8>,
     pub block: Result<Block, DecodeError>,
     files: [OnceLock<Arc<Vec<u8>>>; 10],
+    nodes_size: OnceLock<usize>,
     rendered_bytes: AtomicUsize,
 }
 
@@ -38,6 +39,7 @@ impl Loaded {
             blob,
             block,
             files: Default::default(),
+            nodes_size: OnceLock::new(),
             rendered_bytes: AtomicUsize::new(0),
         }
     }
@@ -50,11 +52,28 @@ impl Loaded {
         }
     }
 
-    /// A block file's content, rendered on first use. None if this block
-    /// does not have that file.
+    /// The size of a block file. `nodes` (the one big file) is measured
+    /// without rendering it.
+    pub fn file_size(&self, f: BlockFile) -> Option<usize> {
+        match (&self.block, f) {
+            (Ok(b), BlockFile::Nodes) => Some(
+                *self
+                    .nodes_size
+                    .get_or_init(|| view::nodes_size(self.pos, b)),
+            ),
+            _ => self.file(f).map(|c| c.len()),
+        }
+    }
+
+    /// A block file's content, rendered on first use and kept, except
+    /// `nodes`, which is rendered each time (it is large and is read once).
+    /// None if this block does not have that file.
     pub fn file(&self, f: BlockFile) -> Option<Arc<Vec<u8>>> {
         if !self.files().contains(&f) {
             return None;
+        }
+        if let (Ok(b), BlockFile::Nodes) = (&self.block, f) {
+            return Some(Arc::new(view::render_nodes(self.pos, b)));
         }
         let slot = &self.files[f.id() as usize - 1];
         Some(

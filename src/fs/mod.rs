@@ -351,6 +351,12 @@ impl WorldFs {
         if self.is_dir(node)? {
             self.check_dir(node)?;
             Ok(self.attr_of(node, Kind::Dir, 0))
+        } else if let Node::BlockFile(pos, f) = node {
+            let size = self
+                .existing_block(*pos)?
+                .file_size(*f)
+                .ok_or_else(FsError::not_found)?;
+            Ok(self.attr_of(node, Kind::File, size as u64))
         } else {
             let c = self.content(node)?;
             Ok(self.attr_of(node, Kind::File, c.bytes.len() as u64))

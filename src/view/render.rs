@@ -67,31 +67,75 @@ pub fn unmapped_name(id: u16) -> String {
     format!("?{id}")
 }
 
-pub fn render_nodes(pos: BlockPos, b: &Block) -> Vec<u8> {
-    // Resolve each id once, not 4096 times.
-    let mut names: std::collections::HashMap<u16, Vec<u8>> = std::collections::HashMap::new();
+/// The name column of `nodes`, indexed by content id (ids are dense in
+/// practice, so a table beats hashing 4096 lookups).
+fn node_names(b: &Block) -> Vec<Vec<u8>> {
+    let max = b.param0.iter().copied().max().unwrap_or(0) as usize;
+    let mut names: Vec<Option<Vec<u8>>> = vec![None; max + 1];
     for &id in &b.param0 {
-        names.entry(id).or_insert_with(|| match b.name_of(id) {
-            Some(n) => quote_text(n),
-            None => unmapped_name(id).into_bytes(),
-        });
+        let slot = &mut names[id as usize];
+        if slot.is_none() {
+            *slot = Some(match b.name_of(id) {
+                Some(n) => quote_text(n),
+                None => unmapped_name(id).into_bytes(),
+            });
+        }
     }
+    names.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// Decimal text of 0..=255, for param1 and param2.
+fn byte_texts() -> &'static [String; 256] {
+    static T: std::sync::OnceLock<[String; 256]> = std::sync::OnceLock::new();
+    T.get_or_init(|| std::array::from_fn(|i| i.to_string()))
+}
+
+/// The nodes file: 4096 lines, so it is assembled from precomputed pieces
+/// (coordinate and parameter texts) rather than formatted number by number.
+pub fn render_nodes(pos: BlockPos, b: &Block) -> Vec<u8> {
+    let names = node_names(b);
     let (ox, oy, oz) = pos.origin();
-    let mut out = Vec::with_capacity(NODE_COUNT * 32);
+    let axis = |o: i32| -> Vec<String> { (0..16).map(|d| format!("{} ", o + d)).collect() };
+    let (xs, ys, zs) = (axis(ox), axis(oy), axis(oz));
+    let bytes = byte_texts();
+    let mut out = Vec::with_capacity(nodes_size(pos, b));
     for i in 0..NODE_COUNT {
         let (x, y, z) = index_xyz(i);
-        write!(
-            out,
-            "{} {} {} ",
-            ox + x as i32,
-            oy + y as i32,
-            oz + z as i32
-        )
-        .unwrap();
-        out.extend_from_slice(&names[&b.param0[i]]);
-        writeln!(out, " {} {}", b.param1[i], b.param2[i]).unwrap();
+        out.extend_from_slice(xs[x].as_bytes());
+        out.extend_from_slice(ys[y].as_bytes());
+        out.extend_from_slice(zs[z].as_bytes());
+        out.extend_from_slice(&names[b.param0[i] as usize]);
+        out.push(b' ');
+        out.extend_from_slice(bytes[b.param1[i] as usize].as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(bytes[b.param2[i] as usize].as_bytes());
+        out.push(b'\n');
     }
     out
+}
+
+fn digits(v: i32) -> usize {
+    (v < 0) as usize
+        + v.unsigned_abs()
+            .checked_ilog10()
+            .map_or(1, |d| d as usize + 1)
+}
+
+/// The exact length of [`render_nodes`], computed without rendering.
+pub fn nodes_size(pos: BlockPos, b: &Block) -> usize {
+    let names = node_names(b);
+    let (ox, oy, oz) = pos.origin();
+    // Coordinates: each of the 16 values of an axis appears 256 times.
+    let axis = |o: i32| (0..16).map(|d| digits(o + d)).sum::<usize>() * 256;
+    let coords = axis(ox) + axis(oy) + axis(oz);
+    let rest: usize = (0..NODE_COUNT)
+        .map(|i| {
+            names[b.param0[i] as usize].len()
+                + digits(b.param1[i] as i32)
+                + digits(b.param2[i] as i32)
+        })
+        .sum();
+    coords + rest + NODE_COUNT * 6
 }
 
 /// World node coordinates of an in-block position.
@@ -249,6 +293,20 @@ mod tests {
         assert_eq!(lines[16], "-16 1 32 air 15 0");
         assert_eq!(lines[node_index(1, 2, 3)], "-15 2 35 default:chest 15 0");
         assert_eq!(lines[node_index(2, 2, 3)], "-14 2 35 ?9 15 0");
+    }
+
+    #[test]
+    fn nodes_size_is_exact() {
+        let mut b = block();
+        b.param1[5] = 200;
+        b.param2[4095] = 17;
+        for pos in [
+            BlockPos::new(0, 0, 0),
+            BlockPos::new(-1, -700, 2047),
+            BlockPos::new(-2048, 1, 99),
+        ] {
+            assert_eq!(nodes_size(pos, &b), render_nodes(pos, &b).len(), "{pos}");
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod mount;
+
 use std::path::PathBuf;
 
 /// `../shared` next to the checkout (or $WORLDFS_SHARED), if present.

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Run the whole test suite. On a fresh Debian machine, as root, it first
+# installs what the tests use: fuse3 (mounts), minetest-server and
+# minetest-data (the real server as oracle), and the editors the write tests
+# drive. Tests whose tools are missing say SKIP and pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v fusermount3 >/dev/null || need+=(fuse3)
+[ -x /usr/games/minetestserver ] || need+=(minetest-server)
+[ -d /usr/share/games/minetest/games/minetest_game ] || need+=(minetest-data)
+command -v vim >/dev/null || need+=(vim)
+command -v nano >/dev/null || need+=(nano)
+command -v sqlite3 >/dev/null || need+=(sqlite3)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing: ${need[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || {
+            apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${need[@]}" >/dev/null
+        }
+    else
+        echo "note: missing ${need[*]} (install them as root); the tests that need them will be skipped"
+    fi
+fi
+
+cargo fmt --check
+cargo clippy --all-targets --profile ci -- -D warnings
+cargo test --profile ci -- --test-threads="${TEST_THREADS:-2}"

@@ -1,0 +1,43 @@
+use std::time::Instant;
+use worldfs::codec::Block;
+use worldfs::store::MapStore;
+use worldfs::store::sqlite::SqliteStore;
+use worldfs::view::{self, BlockFile};
+
+fn main() {
+    let path = std::env::args().nth(1).unwrap();
+    let store = SqliteStore::open(std::path::Path::new(&path), true).unwrap();
+    let t = Instant::now();
+    let all = store.scan_after(None, 1 << 30).unwrap();
+    let read = t.elapsed();
+    let t = Instant::now();
+    let blocks: Vec<_> = all
+        .iter()
+        .map(|(p, b)| (*p, Block::decode(b).unwrap()))
+        .collect();
+    let dec = t.elapsed();
+    let mut sizes = [0usize; 9];
+    let mut times = [std::time::Duration::ZERO; 9];
+    for (p, b) in &blocks {
+        for (i, f) in BlockFile::DECODED.iter().enumerate() {
+            let t = Instant::now();
+            sizes[i] += view::render_block_file(*p, b, &[], *f).len();
+            times[i] += t.elapsed();
+        }
+    }
+    let n = blocks.len() as u32;
+    println!(
+        "{} blocks: read {:?}/block, decode {:?}/block",
+        n,
+        read / n,
+        dec / n
+    );
+    for (i, f) in BlockFile::DECODED.iter().enumerate() {
+        println!(
+            "  render {:8} {:?}/block, {} bytes/block",
+            f.name(),
+            times[i] / n,
+            sizes[i] / n as usize
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! Mount a world with the real `worldfs` binary for a test, and unmount it
+//! when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why mounting cannot be tested here, if it cannot.
+pub fn fuse_unavailable() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("no /dev/fuse".into());
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root && which("fusermount3").is_none() {
+        return Some("not root and no fusermount3 (apt install fuse3)".into());
+    }
+    None
+}
+
+pub fn which(cmd: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .chain(["/usr/games", "/usr/sbin", "/sbin"])
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| p.is_file())
+}
+
+/// Skip the calling test (return None) with a message if FUSE is missing.
+#[macro_export]
+macro_rules! require_fuse {
+    ($test:expr) => {
+        if let Some(why) = common::mount::fuse_unavailable() {
+            eprintln!("SKIP {}: {}", $test, why);
+            return;
+        }
+    };
+}
+
+pub struct Mounted {
+    pub world: PathBuf,
+    pub mnt: tempfile::TempDir,
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Mounted {
+    /// Mount `world` (a directory the caller owns) with extra `-o` options.
+    pub fn new(world: &Path, options: &[&str]) -> Mounted {
+        let mnt = tempfile::tempdir().unwrap();
+        let log = mnt.path().with_extension("log");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldfs"));
+        cmd.arg("mount").arg(world).arg(mnt.path()).arg("-f");
+        for o in options {
+            cmd.arg("-o").arg(o);
+        }
+        let child = cmd
+            .env("RUST_LOG", "worldfs=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start worldfs");
+        let m = Mounted {
+            world: world.to_path_buf(),
+            mnt,
+            child: Some(child),
+            log,
+        };
+        m.wait_mounted();
+        m
+    }
+
+    fn wait_mounted(&self) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if self.path("README").exists() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "mount did not appear; log:\n{}",
+            std::fs::read_to_string(&self.log).unwrap_or_default()
+        );
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.mnt.path().join(rel)
+    }
+
+    /// Run a shell command with MNT set to the mount point; returns
+    /// (status code, stdout, stderr).
+    pub fn sh(&self, script: &str) -> (i32, String, String) {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .env("MNT", self.mnt.path())
+            .env("WORLD", &self.world)
+            .current_dir(self.mnt.path())
+            .output()
+            .expect("bash");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Like `sh`, but panics unless the command succeeds; returns stdout.
+    pub fn ok(&self, script: &str) -> String {
+        let (code, out, err) = self.sh(script);
+        assert_eq!(
+            code,
+            0,
+            "`{script}` failed:\n{err}\nlog:\n{}",
+            self.log_text()
+        );
+        out
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Unmount and wait for the daemon to exit.
+    pub fn unmount(mut self) -> String {
+        self.stop();
+        self.log_text()
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let tool = if unsafe { libc::geteuid() } == 0 {
+                "umount"
+            } else {
+                "fusermount3"
+            };
+            let args: &[&str] = if tool == "umount" { &[] } else { &["-u"] };
+            let _ = Command::new(tool).args(args).arg(self.mnt.path()).status();
+            let start = Instant::now();
+            loop {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if start.elapsed() > Duration::from_secs(10) {
+                    let _ = child.kill();
+                    let _ = Command::new("umount")
+                        .arg("-l")
+                        .arg(self.mnt.path())
+                        .status();
+                    let _ = child.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

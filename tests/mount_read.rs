@@ -1,0 +1,202 @@
+//! Real mounts, real tools: cat, grep, find, cp -r, ls -l, python3 against
+//! mounted copies of the demo world and of the real worlds.
+
+mod common;
+
+use common::mount::Mounted;
+use std::collections::BTreeSet;
+use worldfs::codec::Block;
+use worldfs::store::sqlite::SqliteStore;
+use worldfs::store::{BlockPos, Change, MapStore};
+
+fn demo_world() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    worldfs::demo::write_demo(d.path()).unwrap();
+    d
+}
+
+/// Every (block, blob) of a world, via the codec, for expected values.
+fn all_blocks(world: &std::path::Path) -> Vec<(BlockPos, Vec<u8>)> {
+    let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
+    store.scan_after(None, usize::MAX >> 1).unwrap()
+}
+
+#[test]
+fn demo_world_with_shell_tools() {
+    require_fuse!("demo_world_with_shell_tools");
+    let world = demo_world();
+    let m = Mounted::new(world.path(), &["ro"]);
+    let ls = m.ok("ls $MNT");
+    assert_eq!(ls, "README\nblocks\nmap_meta.txt\nnode\nworld.mt\n");
+    assert_eq!(m.ok("ls $MNT/blocks | wc -l").trim(), "18");
+    assert_eq!(
+        m.ok("grep -l default:chest $MNT/blocks/*/names"),
+        format!("{}/blocks/0,0,0/names\n", m.mnt.path().display())
+    );
+    let inv = m.ok("cat $MNT/blocks/*/meta/*/inventory");
+    assert!(
+        inv.contains("Item default:apple 12\n") && inv.contains("Item default:coal_lump 5\n"),
+        "{inv}"
+    );
+    assert_eq!(m.ok("find $MNT -name inventory | wc -l").trim(), "3");
+    assert_eq!(m.ok("cat $MNT/node/3,1,3"), "default:chest 0 0\n");
+    assert_eq!(
+        m.ok("cat $MNT/blocks/0,0,0/meta/3,2,8/fields/infotext"),
+        "\"Welcome to worldfs!\"\n"
+    );
+    assert!(m.ok("cat $MNT/README").contains("MNT/blocks/X,Y,Z/"));
+    assert_eq!(m.ok("cat $MNT/blocks/0,0,0/timers"), "7 1 3 1 0\n");
+    // Sizes in stat are exact: ls -l agrees with wc -c for every file.
+    let check = m.ok(
+        "cd $MNT/blocks/0,0,0 && for f in info names nodes param0 param1 param2 timers objects raw meta/3,1,3/inventory; do \
+         [ \"$(stat -c %s $f)\" = \"$(wc -c < $f)\" ] || echo \"size mismatch $f\"; done; ls -l $MNT/blocks/0,0,0 > /dev/null",
+    );
+    assert_eq!(check, "");
+    // Writing is refused on a read-only mount.
+    let (code, _, err) = m.sh("echo x > $MNT/blocks/0,0,0/info");
+    assert_ne!(code, 0);
+    assert!(err.contains("Read-only file system"), "{err}");
+    // Missing and non-canonical names do not exist.
+    assert_ne!(m.sh("stat $MNT/blocks/5,5,5").0, 0);
+    assert_ne!(m.sh("stat $MNT/blocks/00,0,0").0, 0);
+    assert_ne!(m.sh("stat $MNT/node/100,100,100").0, 0);
+}
+
+#[test]
+fn cp_r_gives_the_same_files() {
+    require_fuse!("cp_r_gives_the_same_files");
+    let world = demo_world();
+    let m = Mounted::new(world.path(), &["ro"]);
+    let out = tempfile::tempdir().unwrap();
+    m.ok(&format!(
+        "cp -r $MNT/blocks/0,0,0 {0}/copy && diff -r $MNT/blocks/0,0,0 {0}/copy",
+        out.path().display()
+    ));
+    let blob = std::fs::read(out.path().join("copy/raw")).unwrap();
+    let b = Block::decode(&blob).unwrap();
+    assert_eq!(
+        std::fs::read(out.path().join("copy/names")).unwrap(),
+        worldfs::view::render_names(&b)
+    );
+}
+
+#[test]
+fn python_reads_nodes_and_binary_params_consistently() {
+    require_fuse!("python_reads_nodes_and_binary_params_consistently");
+    let world = demo_world();
+    let m = Mounted::new(world.path(), &["ro"]);
+    let script = r#"
+import os, struct, sys
+d = os.path.join(os.environ['MNT'], 'blocks', '0,0,0')
+names = dict(l.split(' ', 1) for l in open(d + '/names').read().splitlines())
+p0 = struct.unpack('>4096H', open(d + '/param0', 'rb').read())
+p1 = open(d + '/param1', 'rb').read()
+p2 = open(d + '/param2', 'rb').read()
+lines = open(d + '/nodes').read().splitlines()
+assert len(lines) == 4096
+for i, line in enumerate(lines):
+    x, y, z, name, a, b = line.split(' ')
+    assert (int(x), int(y), int(z)) == (i % 16, i // 16 % 16, i // 256), line
+    assert names[str(p0[i])] == name and int(a) == p1[i] and int(b) == p2[i], line
+print(sum(1 for l in lines if ' default:cobble ' in l))
+"#;
+    let n: usize = m
+        .ok(&format!("python3 -c \"{}\"", script.replace('"', "\\\"")))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(n > 50, "{n} cobble nodes");
+}
+
+#[test]
+fn a_corrupt_block_shows_raw_and_error_and_check_reports_it() {
+    require_fuse!("a_corrupt_block_shows_raw_and_error_and_check_reports_it");
+    let world = demo_world();
+    let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
+    let p = BlockPos::new(1, -1, 0);
+    let blob = store.get(p).unwrap().unwrap();
+    store
+        .apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())])
+        .unwrap();
+    drop(store);
+    let m = Mounted::new(world.path(), &["ro"]);
+    assert_eq!(m.ok("ls $MNT/blocks/1,-1,0"), "error\nraw\n");
+    let err = m.ok("cat $MNT/blocks/1,-1,0/error");
+    assert!(
+        err.starts_with("block 1,-1,0 cannot be decoded: bad zstd frame"),
+        "{err}"
+    );
+    assert_eq!(
+        m.ok("wc -c < $MNT/blocks/1,-1,0/raw").trim(),
+        (blob.len() / 2).to_string()
+    );
+    assert_eq!(m.ok("ls $MNT/blocks | wc -l").trim(), "18");
+    assert!(m.ok("cat $MNT/blocks/0,-1,0/info").contains("version = 29"));
+    drop(m);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+        .arg("check")
+        .arg(world.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("corrupt: 1\n  1,-1,0: bad zstd frame"),
+        "{text}"
+    );
+}
+
+#[test]
+fn real_worlds_through_the_mount() {
+    require_fuse!("real_worlds_through_the_mount");
+    let Some(worlds) = common::real_sqlite_worlds("real_worlds_through_the_mount") else {
+        return;
+    };
+    for src in worlds {
+        let world = common::copy_world(&src);
+        let blocks = all_blocks(world.path());
+        let mut chest_blocks = BTreeSet::new();
+        let mut inventories = 0;
+        let mut inventory_bytes = 0;
+        for (pos, blob) in &blocks {
+            let b = Block::decode(blob).unwrap();
+            if b.mapping.iter().any(|m| m.name == b"default:chest") {
+                chest_blocks.insert(format!("blocks/{pos}/names"));
+            }
+            inventories += b.metadata.entries.len();
+            inventory_bytes += b
+                .metadata
+                .entries
+                .iter()
+                .map(|e| e.inventory.len())
+                .sum::<usize>();
+        }
+        let m = Mounted::new(world.path(), &["ro"]);
+        let listed: BTreeSet<String> = m.ok("ls $MNT/blocks").lines().map(String::from).collect();
+        let expect: BTreeSet<String> = blocks.iter().map(|(p, _)| p.to_string()).collect();
+        assert_eq!(listed, expect, "{}", src.display());
+        let (_, grep, _) = m.sh("cd $MNT && grep -l default:chest blocks/*/names");
+        let grep: BTreeSet<String> = grep.lines().map(String::from).collect();
+        assert_eq!(grep, chest_blocks, "{}", src.display());
+        let found: usize = m
+            .ok("find $MNT -name inventory | wc -l")
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(found, inventories, "{}", src.display());
+        let cat: usize = m
+            .ok("cat $MNT/blocks/*/meta/*/inventory | wc -c")
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(cat, inventory_bytes, "{}", src.display());
+        // The world's own text files are there, byte for byte.
+        m.ok("cmp $MNT/world.mt $WORLD/world.mt && cmp $MNT/env_meta.txt $WORLD/env_meta.txt");
+        eprintln!(
+            "{}: {} blocks, {} inventories via the mount",
+            src.display(),
+            blocks.len(),
+            inventories
+        );
+    }
+}
