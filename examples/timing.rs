@@ -11,10 +11,7 @@ fn main() {
     let all = store.scan_after(None, 1 << 30).unwrap();
     let read = t.elapsed();
     let t = Instant::now();
-    let blocks: Vec<_> = all
-        .iter()
-        .map(|(p, b)| (*p, Block::decode(b).unwrap()))
-        .collect();
+    let blocks: Vec<_> = all.iter().map(|(p, b)| (*p, Block::decode(b).unwrap())).collect();
     let dec = t.elapsed();
     let mut sizes = [0usize; 9];
     let mut times = [std::time::Duration::ZERO; 9];
@@ -26,18 +23,8 @@ fn main() {
         }
     }
     let n = blocks.len() as u32;
-    println!(
-        "{} blocks: read {:?}/block, decode {:?}/block",
-        n,
-        read / n,
-        dec / n
-    );
+    println!("{} blocks: read {:?}/block, decode {:?}/block", n, read / n, dec / n);
     for (i, f) in BlockFile::DECODED.iter().enumerate() {
-        println!(
-            "  render {:8} {:?}/block, {} bytes/block",
-            f.name(),
-            times[i] / n,
-            sizes[i] / n as usize
-        );
+        println!("  render {:8} {:?}/block, {} bytes/block", f.name(), times[i] / n, sizes[i] / n as usize);
     }
 }

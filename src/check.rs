@@ -73,9 +73,7 @@ mod tests {
         let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Split).unwrap();
         let good = Block::new_air(29).encode().unwrap();
         let bad = good[..good.len() - 5].to_vec();
-        let mut changes: Vec<Change> = (0..10)
-            .map(|i| Change::Put(BlockPos::new(i, 0, 0), good.clone()))
-            .collect();
+        let mut changes: Vec<Change> = (0..10).map(|i| Change::Put(BlockPos::new(i, 0, 0), good.clone())).collect();
         changes.push(Change::Put(BlockPos::new(-4, 2, 9), bad));
         store.apply(&changes).unwrap();
         let r = check(&store, &mut |_, _| {}).unwrap();

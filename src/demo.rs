@@ -50,11 +50,7 @@ fn node_at(x: i32, y: i32, z: i32) -> (&'static str, u8) {
 }
 
 fn var(k: &str, v: &str) -> MetaVar {
-    MetaVar {
-        key: k.as_bytes().to_vec(),
-        value: v.as_bytes().to_vec(),
-        private: false,
-    }
+    MetaVar { key: k.as_bytes().to_vec(), value: v.as_bytes().to_vec(), private: false }
 }
 
 /// Build one block of the demo.
@@ -70,10 +66,7 @@ pub fn demo_block(pos: BlockPos) -> Block {
                     Some(i) => b.mapping[i].id,
                     None => {
                         let id = b.mapping.len() as u16;
-                        b.mapping.push(MappingEntry {
-                            id,
-                            name: name.as_bytes().to_vec(),
-                        });
+                        b.mapping.push(MappingEntry { id, name: name.as_bytes().to_vec() });
                         id
                     }
                 };
@@ -81,11 +74,7 @@ pub fn demo_block(pos: BlockPos) -> Block {
                 b.param0[i] = id;
                 b.param2[i] = p2;
                 // Sunlight above ground, dark below.
-                b.param1[i] = if name == "air" || name == "default:glass" {
-                    0x0f
-                } else {
-                    0
-                };
+                b.param1[i] = if name == "air" || name == "default:glass" { 0x0f } else { 0 };
             }
         }
     }
@@ -94,11 +83,7 @@ pub fn demo_block(pos: BlockPos) -> Block {
     }
     let local = |c: [i32; 3]| {
         (BlockPos::of_node(c[0], c[1], c[2]) == Some(pos)).then(|| {
-            node_index(
-                c[0].rem_euclid(16) as usize,
-                c[1].rem_euclid(16) as usize,
-                c[2].rem_euclid(16) as usize,
-            ) as u16
+            node_index(c[0].rem_euclid(16) as usize, c[1].rem_euclid(16) as usize, c[2].rem_euclid(16) as usize) as u16
         })
     };
     if let Some(p) = local(CHEST) {
@@ -115,18 +100,11 @@ pub fn demo_block(pos: BlockPos) -> Block {
         e.vars.push(var("src_time", "1"));
         e.inventory = FURNACE_INVENTORY.as_bytes().to_vec();
         b.metadata.entries.push(e);
-        b.timers.push(NodeTimer {
-            pos: p,
-            timeout: 1000,
-            elapsed: 0,
-        });
+        b.timers.push(NodeTimer { pos: p, timeout: 1000, elapsed: 0 });
     }
     if let Some(p) = local(SIGN) {
         let mut e = MetaEntry::new(p);
-        e.vars.push(var(
-            "text",
-            "Welcome to worldfs!\nEdit me in MNT/blocks/0,0,0/meta/3,2,8/fields/text",
-        ));
+        e.vars.push(var("text", "Welcome to worldfs!\nEdit me in MNT/blocks/0,0,0/meta/3,2,8/fields/text"));
         e.vars.push(var("infotext", "\"Welcome to worldfs!\""));
         b.metadata.entries.push(e);
     }
@@ -156,24 +134,17 @@ pub fn write_demo(dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let map = dir.join("map.sqlite");
     if map.exists() || dir.join("world.mt").exists() {
-        return Err(format!(
-            "{}: a world is already there; choose an empty directory",
-            dir.display()
-        ));
+        return Err(format!("{}: a world is already there; choose an empty directory", dir.display()));
     }
     let write = |name: &str, text: &str| {
-        std::fs::write(dir.join(name), text)
-            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+        std::fs::write(dir.join(name), text).map_err(|e| format!("{}: {e}", dir.join(name).display()))
     };
     write(
         "world.mt",
         "gameid = minetest\nworld_name = worldfs demo\nbackend = sqlite3\nplayer_backend = sqlite3\n\
          auth_backend = sqlite3\nmod_storage_backend = sqlite3\ncreative_mode = true\nenable_damage = false\n",
     )?;
-    write(
-        "map_meta.txt",
-        "mg_name = singlenode\nseed = 1\nchunksize = 5\nwater_level = 1\n[end_of_params]\n",
-    )?;
+    write("map_meta.txt", "mg_name = singlenode\nseed = 1\nchunksize = 5\nwater_level = 1\n[end_of_params]\n")?;
     // The legacy schema: every server version reads it.
     let store = SqliteStore::create(&map, Schema::Legacy).map_err(|e| e.to_string())?;
     let mut changes = Vec::new();

@@ -2,14 +2,15 @@
 //! translate arguments, call the core, reply. The only place that knows
 //! fuser types, and the one table from core errors to errno.
 
-use crate::fs::{Attr, FsError, Kind, WorldFs};
+use crate::fs::{Attr, FsError, Inval, Kind, WorldFs};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyXattr, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
+    LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::ffi::OsStr;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 pub struct FuseAdapter {
     fs: Arc<WorldFs>,
@@ -21,12 +22,36 @@ impl FuseAdapter {
     }
 }
 
+/// Send the core's invalidations to the kernel from a thread of their own:
+/// a notification sent from inside a request handler can deadlock.
+pub fn start_invalidator(fs: &WorldFs, notifier: Notifier) {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<Inval>>();
+    std::thread::Builder::new()
+        .name("worldfs-inval".into())
+        .spawn(move || {
+            for list in rx {
+                for inv in list {
+                    // ENOENT just means the kernel had nothing cached.
+                    let _ = match &inv {
+                        Inval::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
+                        Inval::Entry(parent, name) => notifier.inval_entry(INodeNo(*parent), name),
+                    };
+                }
+            }
+        })
+        .expect("start invalidation thread");
+    let tx = std::sync::Mutex::new(tx);
+    fs.set_invalidator(Box::new(move |list| {
+        let _ = tx.lock().unwrap().send(list);
+    }));
+}
+
 /// The single error translation: log, then the errno.
 fn errno(op: &str, e: &FsError) -> Errno {
-    if e.errno == libc::ENOENT {
-        log::debug!("{op}: {}", e.message);
-    } else {
-        log::warn!("{op}: {}", e.message);
+    match e.errno {
+        libc::ENOENT | libc::EEXIST => log::debug!("{op}: {}", e.message),
+        libc::EINVAL | libc::EROFS | libc::EPERM => log::info!("{op}: {}", e.message),
+        _ => log::warn!("{op}: {}", e.message),
     }
     Errno::from_i32(e.errno)
 }
@@ -40,10 +65,7 @@ fn file_attr(a: &Attr) -> FileAttr {
         mtime: a.mtime,
         ctime: a.mtime,
         crtime: a.mtime,
-        kind: match a.kind {
-            Kind::Dir => FileType::Directory,
-            Kind::File => FileType::RegularFile,
-        },
+        kind: file_type(a.kind),
         perm: a.perm,
         nlink: a.nlink,
         uid: a.uid,
@@ -62,10 +84,26 @@ fn file_type(k: Kind) -> FileType {
     }
 }
 
+impl FuseAdapter {
+    fn entry(&self, reply: ReplyEntry, r: Result<Attr, FsError>, op: &str) {
+        match r {
+            Ok(a) => reply.entry(&self.fs.ttl(), &file_attr(&a), Generation(0)),
+            Err(e) => reply.error(errno(op, &e)),
+        }
+    }
+
+    fn empty(&self, reply: ReplyEmpty, r: Result<(), FsError>, op: &str) {
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(op, &e)),
+        }
+    }
+}
+
 impl Filesystem for FuseAdapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // readdirplus (with the kernel's adaptive mode) saves a LOOKUP per entry
-        // for `ls -l`; atomic O_TRUNC brings truncation inside OPEN.
+        // readdirplus (in the kernel's adaptive mode) saves a LOOKUP per
+        // entry for `ls -l`; atomic O_TRUNC brings truncation inside OPEN.
         let wanted = InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
             | InitFlags::FUSE_ATOMIC_O_TRUNC
@@ -78,10 +116,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        match self.fs.lookup(parent.0, name) {
-            Ok(a) => reply.entry(&self.fs.ttl(), &file_attr(&a), Generation(0)),
-            Err(e) => reply.error(errno("lookup", &e)),
-        }
+        self.entry(reply, self.fs.lookup(parent.0, name), "lookup");
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -91,18 +126,93 @@ impl Filesystem for FuseAdapter {
         }
     }
 
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
+            Ok(a) => reply.attr(&self.fs.ttl(), &file_attr(&a)),
+            Err(e) => reply.error(errno("setattr", &e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        self.entry(reply, self.fs.mknod(parent.0, name, mode), "mknod");
+    }
+
+    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+        self.entry(reply, self.fs.mkdir(parent.0, name), "mkdir");
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.empty(reply, self.fs.unlink(parent.0, name), "unlink");
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.empty(reply, self.fs.rmdir(parent.0, name), "rmdir");
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.empty(reply, self.fs.rename(parent.0, name, newparent.0, newname, flags.bits()), "rename");
+    }
+
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let write = flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0;
-        match self.fs.open(ino.0, write) {
+        match self.fs.open(ino.0, flags.0) {
             Ok(o) => {
-                let f = if o.keep_cache {
-                    FopenFlags::FOPEN_KEEP_CACHE
-                } else {
-                    FopenFlags::empty()
-                };
+                let f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
                 reply.opened(FileHandle(o.fh), f)
             }
             Err(e) => reply.error(errno("open", &e)),
+        }
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        match self.fs.create(parent.0, name, mode, flags) {
+            Ok((a, o)) => {
+                reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
+            }
+            Err(e) => reply.error(errno("create", &e)),
         }
     }
 
@@ -123,15 +233,30 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn flush(
+    fn write(
         &self,
         _req: &Request,
         _ino: INodeNo,
-        _fh: FileHandle,
-        _lock_owner: LockOwner,
-        reply: ReplyEmpty,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
     ) {
-        reply.ok();
+        match self.fs.write(fh.0, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno("write", &e)),
+        }
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        self.empty(reply, self.fs.flush(fh.0), "flush");
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        self.empty(reply, self.fs.fsync(fh.0), "fsync");
     }
 
     fn release(
@@ -144,48 +269,29 @@ impl Filesystem for FuseAdapter {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        match self.fs.release(fh.0) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno("release", &e)),
-        }
+        self.empty(reply, self.fs.release(fh.0), "release");
     }
 
-    fn readdir(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectory,
-    ) {
-        let r = self.fs.readdir(ino.0, offset, false, &mut |e, _| {
-            reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name)
-        });
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        // Every directory change is committed before it is answered.
+        reply.ok();
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let r = self
+            .fs
+            .readdir(ino.0, offset, false, &mut |e, _| reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name));
         match r {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno("readdir", &e)),
         }
     }
 
-    fn readdirplus(
-        &self,
-        _req: &Request,
-        ino: INodeNo,
-        _fh: FileHandle,
-        offset: u64,
-        mut reply: ReplyDirectoryPlus,
-    ) {
+    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         let ttl = self.fs.ttl();
         let r = self.fs.readdir(ino.0, offset, true, &mut |e, a| {
             let attr = file_attr(a.expect("readdirplus gives attributes"));
-            reply.add(
-                INodeNo(e.ino),
-                e.offset,
-                &e.name,
-                &ttl,
-                &attr,
-                Generation(0),
-            )
+            reply.add(INodeNo(e.ino), e.offset, &e.name, &ttl, &attr, Generation(0))
         });
         match r {
             Ok(()) => reply.ok(),
@@ -198,19 +304,46 @@ impl Filesystem for FuseAdapter {
         reply.statfs(blocks, 0, 0, blocks, 0, 4096, 255, 4096);
     }
 
-    fn getxattr(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _name: &OsStr,
-        _size: u32,
-        reply: ReplyXattr,
-    ) {
+    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: ReplyXattr) {
         // ENOSYS is remembered by the kernel: no more xattr round trips.
         reply.error(Errno::ENOSYS);
     }
 
     fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
         reply.error(Errno::ENOSYS);
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        // Editors copy ACLs onto the files they write; there are none here.
+        reply.error(Errno::ENOSYS);
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // sed and python ask whether a file is a terminal (TCGETS).
+        reply.error(Errno::ENOTTY);
+    }
+
+    fn symlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _target: &std::path::Path, reply: ReplyEntry) {
+        // emacs makes its lock files as symlinks; it carries on without.
+        reply.error(Errno::EPERM);
     }
 }

@@ -8,11 +8,7 @@ use std::time::Duration;
 use worldfs::fs::{Options, WorldFs};
 
 #[derive(Parser)]
-#[command(
-    name = "worldfs",
-    version,
-    about = "Mount a Luanti (Minetest) world as files: every mapblock a directory"
-)]
+#[command(name = "worldfs", version, about = "Mount a Luanti (Minetest) world as files: every mapblock a directory")]
 struct Cli {
     /// More log output (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -40,6 +36,10 @@ enum Command {
         /// Write the log to FILE (a daemon otherwise has no log).
         #[arg(long, value_name = "FILE")]
         log: Option<PathBuf>,
+        /// Mount writable even while another process (a running server) has
+        /// the map database open, and keep writing if one opens it later.
+        #[arg(long)]
+        force: bool,
     },
     /// Decode every block of WORLD and print a summary; exit status 1 if any
     /// block is corrupt.
@@ -59,28 +59,16 @@ struct MountOpts {
 
 fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
     let mut m = MountOpts {
-        fs: Options {
-            read_only: false,
-            ..Options::default()
-        },
+        fs: Options { read_only: false, ..Options::default() },
         allow_other: false,
         allow_root: false,
         auto_unmount: false,
-        threads: std::thread::available_parallelism()
-            .map(|n| n.get().min(4))
-            .unwrap_or(2),
+        threads: std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2),
     };
-    for opt in list
-        .iter()
-        .flat_map(|s| s.split(','))
-        .filter(|s| !s.is_empty())
-    {
-        let (k, v) = opt
-            .split_once('=')
-            .map_or((opt, None), |(k, v)| (k, Some(v)));
+    for opt in list.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
+        let (k, v) = opt.split_once('=').map_or((opt, None), |(k, v)| (k, Some(v)));
         let num = |v: Option<&str>| -> Result<u64, String> {
-            v.and_then(|v| v.parse().ok())
-                .ok_or_else(|| format!("-o {k}= needs a whole number"))
+            v.and_then(|v| v.parse().ok()).ok_or_else(|| format!("-o {k}= needs a whole number"))
         };
         match k {
             "ro" => m.fs.read_only = true,
@@ -161,23 +149,16 @@ fn serve(
             return Err(e);
         }
     };
+    worldfs::fuse::start_invalidator(&fs, session.notifier());
     let bg = session.spawn().map_err(|e| e.to_string())?;
-    log::info!(
-        "mounted {} on {} ({})",
-        world.display(),
-        mountpoint.display(),
-        fs.store().describe()
-    );
+    log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.store().describe());
     ready(Ok(()));
     loop {
         if bg.guard.is_finished() {
             // Unmounted from outside (fusermount3 -u, umount).
             return bg.join().map_err(|e| e.to_string());
         }
-        let timeout = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 200_000_000,
-        };
+        let timeout = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
         let sig = unsafe { libc::sigtimedwait(&signals, std::ptr::null_mut(), &timeout) };
         if sig > 0 {
             log::info!("signal {sig}: unmounting {}", mountpoint.display());
@@ -192,11 +173,12 @@ fn mount(
     options: Vec<String>,
     foreground: bool,
     log: Option<PathBuf>,
+    force: bool,
 ) -> Result<(), String> {
-    let m = parse_mount_options(&options)?;
+    let mut m = parse_mount_options(&options)?;
+    m.fs.force = force;
     let world = std::fs::canonicalize(&world).map_err(|e| format!("{}: {e}", world.display()))?;
-    let mountpoint =
-        std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+    let mountpoint = std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
     // Check the world before detaching, so that errors reach the terminal.
     drop(WorldFs::open_world(&world, m.fs.clone())?);
     if foreground {
@@ -275,9 +257,7 @@ fn check(world: PathBuf) -> Result<bool, String> {
             }
         }
     })?;
-    report
-        .print(store.as_ref(), &mut std::io::stdout())
-        .map_err(|e| e.to_string())?;
+    report.print(store.as_ref(), &mut std::io::stdout()).map_err(|e| e.to_string())?;
     Ok(report.corrupt.is_empty())
 }
 
@@ -290,13 +270,9 @@ fn main() -> ExitCode {
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let r = match cli.command {
-        Command::Mount {
-            world,
-            mountpoint,
-            options,
-            foreground,
-            log,
-        } => mount(world, mountpoint, options, foreground, log).map(|_| true),
+        Command::Mount { world, mountpoint, options, foreground, log, force } => {
+            mount(world, mountpoint, options, foreground, log, force).map(|_| true)
+        }
         Command::Check { world } => check(world),
         Command::Demo { dir } => worldfs::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());

@@ -41,19 +41,12 @@ impl World {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(format!("{}: {e}", mt.display())),
         };
-        Ok(World {
-            dir: dir.to_path_buf(),
-            settings,
-        })
+        Ok(World { dir: dir.to_path_buf(), settings })
     }
 
     /// The last value of a world.mt key (later lines override earlier ones).
     pub fn setting(&self, key: &str) -> Option<&str> {
-        self.settings
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.settings.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// The map backend named by world.mt (`sqlite3` when absent).
@@ -75,8 +68,7 @@ impl World {
                         self.dir.display()
                     ));
                 }
-                let store = SqliteStore::open(&path, read_only)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                let store = SqliteStore::open(&path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
                 Ok(Box::new(store))
             }
             b if KNOWN_BACKENDS.contains(&b) => Err(format!(
@@ -84,10 +76,7 @@ impl World {
                  (convert a copy with: minetestserver --world DIR --migrate sqlite3)",
                 self.dir.display()
             )),
-            b => Err(format!(
-                "{}: world.mt names an unknown map backend '{b}'",
-                self.dir.display()
-            )),
+            b => Err(format!("{}: world.mt names an unknown map backend '{b}'", self.dir.display())),
         }
     }
 
@@ -123,45 +112,21 @@ mod tests {
         let w = World::open(d.path()).unwrap();
         assert_eq!(w.backend(), "sqlite3");
         assert!(w.open_store(true).err().unwrap().contains("no map.sqlite"));
-        std::fs::write(
-            d.path().join("world.mt"),
-            "gameid = minetest\nbackend = leveldb\n",
-        )
-        .unwrap();
+        std::fs::write(d.path().join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
         let w = World::open(d.path()).unwrap();
         let e = w.open_store(true).err().unwrap();
-        assert!(
-            e.contains("backend = leveldb") && e.contains("only sqlite3"),
-            "{e}"
-        );
+        assert!(e.contains("backend = leveldb") && e.contains("only sqlite3"), "{e}");
         std::fs::write(d.path().join("world.mt"), "backend = foo\n").unwrap();
-        assert!(
-            World::open(d.path())
-                .unwrap()
-                .open_store(true)
-                .err()
-                .unwrap()
-                .contains("unknown map backend 'foo'")
-        );
+        assert!(World::open(d.path()).unwrap().open_store(true).err().unwrap().contains("unknown map backend 'foo'"));
     }
 
     #[test]
     fn text_files_exclude_databases() {
         let d = tempfile::tempdir().unwrap();
-        for f in [
-            "world.mt",
-            "env_meta.txt",
-            "map.sqlite",
-            "map.sqlite-journal",
-            "players.sqlite",
-            ".hidden",
-        ] {
+        for f in ["world.mt", "env_meta.txt", "map.sqlite", "map.sqlite-journal", "players.sqlite", ".hidden"] {
             std::fs::write(d.path().join(f), "x").unwrap();
         }
         std::fs::create_dir(d.path().join("worldmods")).unwrap();
-        assert_eq!(
-            World::open(d.path()).unwrap().text_files(),
-            vec!["env_meta.txt", "world.mt"]
-        );
+        assert_eq!(World::open(d.path()).unwrap().text_files(), vec!["env_meta.txt", "world.mt"]);
     }
 }

@@ -12,8 +12,7 @@ use worldfs::store::sqlite::SqliteStore;
 
 #[test]
 fn every_block_of_every_real_world_round_trips() {
-    let Some(worlds) = common::real_sqlite_worlds("every_block_of_every_real_world_round_trips")
-    else {
+    let Some(worlds) = common::real_sqlite_worlds("every_block_of_every_real_world_round_trips") else {
         return;
     };
     assert!(!worlds.is_empty());
@@ -27,43 +26,24 @@ fn every_block_of_every_real_world_round_trips() {
             let Some(last) = page.last() else { break };
             after = Some(last.0);
             for (pos, blob) in page {
-                let b = Block::decode(&blob)
-                    .unwrap_or_else(|e| panic!("{} {pos}: {e}", world.display()));
+                let b = Block::decode(&blob).unwrap_or_else(|e| panic!("{} {pos}: {e}", world.display()));
                 let expect = block::uncompressed(&blob).unwrap();
                 let got = b.encode_uncompressed().unwrap();
-                assert!(
-                    expect == got,
-                    "{} {pos}: re-encoded body differs",
-                    world.display()
-                );
+                assert!(expect == got, "{} {pos}: re-encoded body differs", world.display());
                 let again = Block::decode(&b.encode().unwrap()).unwrap();
-                assert!(
-                    again == b,
-                    "{} {pos}: decode(encode(b)) != b",
-                    world.display()
-                );
+                assert!(again == b, "{} {pos}: decode(encode(b)) != b", world.display());
                 for e in &b.metadata.entries {
-                    let inv = Inventory::parse_strict(&e.inventory).unwrap_or_else(|err| {
-                        panic!("{} {pos}: inventory: {err}", world.display())
-                    });
-                    let ok = [HighBytes::Raw, HighBytes::Escaped]
-                        .iter()
-                        .any(|&h| inv.serialize(h) == e.inventory);
-                    assert!(
-                        ok,
-                        "{} {pos}: inventory not re-serialized exactly",
-                        world.display()
-                    );
+                    let inv = Inventory::parse_strict(&e.inventory)
+                        .unwrap_or_else(|err| panic!("{} {pos}: inventory: {err}", world.display()));
+                    let ok = [HighBytes::Raw, HighBytes::Escaped].iter().any(|&h| inv.serialize(h) == e.inventory);
+                    assert!(ok, "{} {pos}: inventory not re-serialized exactly", world.display());
                     inventories += 1;
                 }
                 *versions.entry(b.version).or_insert(0) += 1;
                 n += 1;
             }
         }
-        eprintln!(
-            "{}: {n} blocks round-trip, versions {versions:?}, {inventories} inventories",
-            world.display()
-        );
+        eprintln!("{}: {n} blocks round-trip, versions {versions:?}, {inventories} inventories", world.display());
         assert_eq!(n as u64, store.count().unwrap());
     }
 }

@@ -34,16 +34,10 @@ fn demo_world_with_shell_tools() {
         format!("{}/blocks/0,0,0/names\n", m.mnt.path().display())
     );
     let inv = m.ok("cat $MNT/blocks/*/meta/*/inventory");
-    assert!(
-        inv.contains("Item default:apple 12\n") && inv.contains("Item default:coal_lump 5\n"),
-        "{inv}"
-    );
+    assert!(inv.contains("Item default:apple 12\n") && inv.contains("Item default:coal_lump 5\n"), "{inv}");
     assert_eq!(m.ok("find $MNT -name inventory | wc -l").trim(), "3");
     assert_eq!(m.ok("cat $MNT/node/3,1,3"), "default:chest 0 0\n");
-    assert_eq!(
-        m.ok("cat $MNT/blocks/0,0,0/meta/3,2,8/fields/infotext"),
-        "\"Welcome to worldfs!\"\n"
-    );
+    assert_eq!(m.ok("cat $MNT/blocks/0,0,0/meta/3,2,8/fields/infotext"), "\"Welcome to worldfs!\"\n");
     assert!(m.ok("cat $MNT/README").contains("MNT/blocks/X,Y,Z/"));
     assert_eq!(m.ok("cat $MNT/blocks/0,0,0/timers"), "7 1 3 1 0\n");
     // Sizes in stat are exact: ls -l agrees with wc -c for every file.
@@ -68,16 +62,10 @@ fn cp_r_gives_the_same_files() {
     let world = demo_world();
     let m = Mounted::new(world.path(), &["ro"]);
     let out = tempfile::tempdir().unwrap();
-    m.ok(&format!(
-        "cp -r $MNT/blocks/0,0,0 {0}/copy && diff -r $MNT/blocks/0,0,0 {0}/copy",
-        out.path().display()
-    ));
+    m.ok(&format!("cp -r $MNT/blocks/0,0,0 {0}/copy && diff -r $MNT/blocks/0,0,0 {0}/copy", out.path().display()));
     let blob = std::fs::read(out.path().join("copy/raw")).unwrap();
     let b = Block::decode(&blob).unwrap();
-    assert_eq!(
-        std::fs::read(out.path().join("copy/names")).unwrap(),
-        worldfs::view::render_names(&b)
-    );
+    assert_eq!(std::fs::read(out.path().join("copy/names")).unwrap(), worldfs::view::render_names(&b));
 }
 
 #[test]
@@ -100,11 +88,7 @@ for i, line in enumerate(lines):
     assert names[str(p0[i])] == name and int(a) == p1[i] and int(b) == p2[i], line
 print(sum(1 for l in lines if ' default:cobble ' in l))
 "#;
-    let n: usize = m
-        .ok(&format!("python3 -c \"{}\"", script.replace('"', "\\\"")))
-        .trim()
-        .parse()
-        .unwrap();
+    let n: usize = m.ok(&format!("python3 -c \"{}\"", script.replace('"', "\\\""))).trim().parse().unwrap();
     assert!(n > 50, "{n} cobble nodes");
 }
 
@@ -115,35 +99,21 @@ fn a_corrupt_block_shows_raw_and_error_and_check_reports_it() {
     let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
     let p = BlockPos::new(1, -1, 0);
     let blob = store.get(p).unwrap().unwrap();
-    store
-        .apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())])
-        .unwrap();
+    store.apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())]).unwrap();
     drop(store);
     let m = Mounted::new(world.path(), &["ro"]);
     assert_eq!(m.ok("ls $MNT/blocks/1,-1,0"), "error\nraw\n");
     let err = m.ok("cat $MNT/blocks/1,-1,0/error");
-    assert!(
-        err.starts_with("block 1,-1,0 cannot be decoded: bad zstd frame"),
-        "{err}"
-    );
-    assert_eq!(
-        m.ok("wc -c < $MNT/blocks/1,-1,0/raw").trim(),
-        (blob.len() / 2).to_string()
-    );
+    assert!(err.starts_with("block 1,-1,0 cannot be decoded: bad zstd frame"), "{err}");
+    assert_eq!(m.ok("wc -c < $MNT/blocks/1,-1,0/raw").trim(), (blob.len() / 2).to_string());
     assert_eq!(m.ok("ls $MNT/blocks | wc -l").trim(), "18");
     assert!(m.ok("cat $MNT/blocks/0,-1,0/info").contains("version = 29"));
     drop(m);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
-        .arg("check")
-        .arg(world.path())
-        .output()
-        .unwrap();
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_worldfs")).arg("check").arg(world.path()).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(
-        text.contains("corrupt: 1\n  1,-1,0: bad zstd frame"),
-        "{text}"
-    );
+    assert!(text.contains("corrupt: 1\n  1,-1,0: bad zstd frame"), "{text}");
 }
 
 #[test]
@@ -164,12 +134,7 @@ fn real_worlds_through_the_mount() {
                 chest_blocks.insert(format!("blocks/{pos}/names"));
             }
             inventories += b.metadata.entries.len();
-            inventory_bytes += b
-                .metadata
-                .entries
-                .iter()
-                .map(|e| e.inventory.len())
-                .sum::<usize>();
+            inventory_bytes += b.metadata.entries.iter().map(|e| e.inventory.len()).sum::<usize>();
         }
         let m = Mounted::new(world.path(), &["ro"]);
         let listed: BTreeSet<String> = m.ok("ls $MNT/blocks").lines().map(String::from).collect();
@@ -178,25 +143,12 @@ fn real_worlds_through_the_mount() {
         let (_, grep, _) = m.sh("cd $MNT && grep -l default:chest blocks/*/names");
         let grep: BTreeSet<String> = grep.lines().map(String::from).collect();
         assert_eq!(grep, chest_blocks, "{}", src.display());
-        let found: usize = m
-            .ok("find $MNT -name inventory | wc -l")
-            .trim()
-            .parse()
-            .unwrap();
+        let found: usize = m.ok("find $MNT -name inventory | wc -l").trim().parse().unwrap();
         assert_eq!(found, inventories, "{}", src.display());
-        let cat: usize = m
-            .ok("cat $MNT/blocks/*/meta/*/inventory | wc -c")
-            .trim()
-            .parse()
-            .unwrap();
+        let cat: usize = m.ok("cat $MNT/blocks/*/meta/*/inventory | wc -c").trim().parse().unwrap();
         assert_eq!(cat, inventory_bytes, "{}", src.display());
         // The world's own text files are there, byte for byte.
         m.ok("cmp $MNT/world.mt $WORLD/world.mt && cmp $MNT/env_meta.txt $WORLD/env_meta.txt");
-        eprintln!(
-            "{}: {} blocks, {} inventories via the mount",
-            src.display(),
-            blocks.len(),
-            inventories
-        );
+        eprintln!("{}: {} blocks, {} inventories via the mount", src.display(), blocks.len(), inventories);
     }
 }

@@ -79,23 +79,14 @@ enum Parts<'a> {
     /// Version 29: everything after the version byte.
     Whole(Vec<u8>),
     /// Versions 22-28. `head` starts at the version byte.
-    Split {
-        head: &'a [u8],
-        nodes: Vec<u8>,
-        meta: Vec<u8>,
-        tail: &'a [u8],
-        tail_at: usize,
-    },
+    Split { head: &'a [u8], nodes: Vec<u8>, meta: Vec<u8>, tail: &'a [u8], tail_at: usize },
 }
 
 fn split(blob: &[u8]) -> Result<Parts<'_>, DecodeError> {
     let mut r = Reader::new(blob, Region::Blob);
     let version = r.u8("version byte")?;
     if !(MIN_READ_VERSION..=MAX_VERSION).contains(&version) {
-        return Err(r.error_at(
-            0,
-            format!("unsupported block version {version} (readable: 22-29)"),
-        ));
+        return Err(r.error_at(0, format!("unsupported block version {version} (readable: 22-29)")));
     }
     if version >= 29 {
         return Ok(Parts::Whole(compress::unzstd(blob)?));
@@ -112,13 +103,7 @@ fn split(blob: &[u8]) -> Result<Parts<'_>, DecodeError> {
     let meta_at = head_end + used;
     let (meta, used) = compress::inflate_zlib(blob, meta_at, "node metadata", 64)?;
     let tail_at = meta_at + used;
-    Ok(Parts::Split {
-        head: &blob[..head_end],
-        nodes,
-        meta,
-        tail: &blob[tail_at..],
-        tail_at,
-    })
+    Ok(Parts::Split { head: &blob[..head_end], nodes, meta, tail: &blob[tail_at..], tail_at })
 }
 
 /// The blob with every compressed section replaced by its inflated bytes:
@@ -126,13 +111,7 @@ fn split(blob: &[u8]) -> Result<Parts<'_>, DecodeError> {
 pub fn uncompressed(blob: &[u8]) -> Result<Vec<u8>, DecodeError> {
     Ok(match split(blob)? {
         Parts::Whole(body) => [&[blob[0]][..], &body].concat(),
-        Parts::Split {
-            head,
-            nodes,
-            meta,
-            tail,
-            ..
-        } => [head, &nodes, &meta, tail].concat(),
+        Parts::Split { head, nodes, meta, tail, .. } => [head, &nodes, &meta, tail].concat(),
     })
 }
 
@@ -153,9 +132,7 @@ fn decode_nodes(r: &mut Reader<'_>, cw: u8) -> Result<Nodes, DecodeError> {
     let param1 = r.bytes(NODE_COUNT, "param1 array")?.to_vec();
     let mut param2 = r.bytes(NODE_COUNT, "param2 array")?.to_vec();
     let param0 = if cw == 2 {
-        raw0.chunks_exact(2)
-            .map(|c| u16::from_be_bytes([c[0], c[1]]))
-            .collect()
+        raw0.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect()
     } else {
         // One byte per id; values above 0x7F borrow the high nibble of param2.
         raw0.iter()
@@ -208,10 +185,7 @@ impl Block {
             flags: 0,
             lighting_complete: 0xffff,
             timestamp: 0xffff_ffff,
-            mapping: vec![MappingEntry {
-                id: 0,
-                name: b"air".to_vec(),
-            }],
+            mapping: vec![MappingEntry { id: 0, name: b"air".to_vec() }],
             content_width: 2,
             param0: vec![0; NODE_COUNT],
             param1: vec![0x0f; NODE_COUNT],
@@ -226,13 +200,7 @@ impl Block {
     pub fn decode(blob: &[u8]) -> Result<Block, DecodeError> {
         match split(blob)? {
             Parts::Whole(body) => Self::decode_v29(&body),
-            Parts::Split {
-                head,
-                nodes,
-                meta,
-                tail_at,
-                ..
-            } => Self::decode_legacy(blob, head, &nodes, &meta, tail_at),
+            Parts::Split { head, nodes, meta, tail_at, .. } => Self::decode_legacy(blob, head, &nodes, &meta, tail_at),
         }
     }
 
@@ -277,11 +245,7 @@ impl Block {
         let mut h = Reader::new(head, Region::Blob);
         let version = h.u8("version byte")?;
         let flags = h.u8("flags")?;
-        let lighting_complete = if version >= 27 {
-            h.u16("lighting_complete")?
-        } else {
-            0xffff
-        };
+        let lighting_complete = if version >= 27 { h.u16("lighting_complete")? } else { 0xffff };
         let at = h.pos();
         let cw = h.u8("content_width")?;
         let pw = h.u8("params_width")?;
@@ -297,10 +261,7 @@ impl Block {
         } else {
             let (entries, furnace_timers) = legacy_meta::decode(&mut m)?;
             timers = furnace_timers;
-            MetaList {
-                version: if entries.is_empty() { 0 } else { 1 },
-                entries,
-            }
+            MetaList { version: if entries.is_empty() { 0 } else { 1 }, entries }
         };
 
         // The plain tail after the zlib streams; offsets are blob offsets.
@@ -357,15 +318,9 @@ impl Block {
     fn check_encodable(&self) -> Result<(), EncodeError> {
         let e = |m: String| Err(EncodeError(m));
         if !(MIN_WRITE_VERSION..=MAX_VERSION).contains(&self.version) {
-            return e(format!(
-                "cannot write block version {} (writable: 24-29)",
-                self.version
-            ));
+            return e(format!("cannot write block version {} (writable: 24-29)", self.version));
         }
-        if self.param0.len() != NODE_COUNT
-            || self.param1.len() != NODE_COUNT
-            || self.param2.len() != NODE_COUNT
-        {
+        if self.param0.len() != NODE_COUNT || self.param1.len() != NODE_COUNT || self.param2.len() != NODE_COUNT {
             return e("node arrays must hold 4096 entries".into());
         }
         if self.mapping.len() > u16::MAX as usize {
@@ -377,19 +332,10 @@ impl Block {
         if self.objects.objects.len() > u16::MAX as usize || self.timers.len() > u16::MAX as usize {
             return e("more than 65535 static objects or node timers".into());
         }
-        if self
-            .objects
-            .objects
-            .iter()
-            .any(|o| o.data.len() > u16::MAX as usize)
-        {
+        if self.objects.objects.iter().any(|o| o.data.len() > u16::MAX as usize) {
             return e("static object data longer than 65535 bytes".into());
         }
-        if self
-            .mapping
-            .iter()
-            .any(|m| m.name.len() > u16::MAX as usize)
-        {
+        if self.mapping.iter().any(|m| m.name.len() > u16::MAX as usize) {
             return e("node name longer than 65535 bytes".into());
         }
         for entry in &self.metadata.entries {
@@ -420,21 +366,15 @@ impl Block {
             out.extend_from_slice(&self.param1);
             out.extend_from_slice(&self.param2);
         } else {
-            out.extend(self.param0.iter().map(|&id| {
-                if id <= 0x7f {
-                    id as u8
-                } else {
-                    (id >> 4) as u8
-                }
-            }));
+            out.extend(self.param0.iter().map(|&id| if id <= 0x7f { id as u8 } else { (id >> 4) as u8 }));
             out.extend_from_slice(&self.param1);
-            out.extend(self.param0.iter().zip(&self.param2).map(|(&id, &p2)| {
-                if id <= 0x7f {
-                    p2
-                } else {
-                    (((id & 0x0f) as u8) << 4) | p2
-                }
-            }));
+            out.extend(
+                self.param0.iter().zip(&self.param2).map(
+                    |(&id, &p2)| {
+                        if id <= 0x7f { p2 } else { (((id & 0x0f) as u8) << 4) | p2 }
+                    },
+                ),
+            );
         }
     }
 
@@ -512,13 +452,9 @@ impl Block {
         let parts = self.encode_parts()?;
         Ok(match parts.as_slice() {
             [body] => [&[self.version][..], &compress::zstd(body)].concat(),
-            [head, nodes, meta, tail] => [
-                &head[..],
-                &compress::deflate_zlib(nodes),
-                &compress::deflate_zlib(meta),
-                tail,
-            ]
-            .concat(),
+            [head, nodes, meta, tail] => {
+                [&head[..], &compress::deflate_zlib(nodes), &compress::deflate_zlib(meta), tail].concat()
+            }
             _ => unreachable!(),
         })
     }
@@ -526,20 +462,12 @@ impl Block {
     /// The encoding with sections left uncompressed (see [`uncompressed`]).
     pub fn encode_uncompressed(&self) -> Result<Vec<u8>, EncodeError> {
         let parts = self.encode_parts()?;
-        Ok(if parts.len() == 1 {
-            [&[self.version][..], &parts[0]].concat()
-        } else {
-            parts.concat()
-        })
+        Ok(if parts.len() == 1 { [&[self.version][..], &parts[0]].concat() } else { parts.concat() })
     }
 
     /// The name of a content id as the engine resolves it (last entry wins).
     pub fn name_of(&self, id: u16) -> Option<&[u8]> {
-        self.mapping
-            .iter()
-            .rev()
-            .find(|m| m.id == id)
-            .map(|m| m.name.as_slice())
+        self.mapping.iter().rev().find(|m| m.id == id).map(|m| m.name.as_slice())
     }
 
     pub fn is_underground(&self) -> bool {
@@ -562,14 +490,10 @@ mod tests {
     use crate::codec::objects::StaticObject;
 
     /// The engine's smallest real block: all `ignore`, not generated (spec §1.4).
-    const IGNORE_BLOB: &str =
-        "1d28b52ffd0058f50000a808ff0000010000000669676e6f72650202000a000002000000b09700b0";
+    const IGNORE_BLOB: &str = "1d28b52ffd0058f50000a808ff0000010000000669676e6f72650202000a000002000000b09700b0";
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
     }
 
     #[test]
@@ -579,52 +503,26 @@ mod tests {
         assert_eq!(b.version, 29);
         assert_eq!(b.flags, FLAG_NOT_GENERATED);
         assert_eq!(b.timestamp, 0xffff_ffff);
-        assert_eq!(
-            b.mapping,
-            vec![MappingEntry {
-                id: 0,
-                name: b"ignore".to_vec()
-            }]
-        );
+        assert_eq!(b.mapping, vec![MappingEntry { id: 0, name: b"ignore".to_vec() }]);
         assert!(b.param0.iter().all(|&p| p == 0));
-        assert_eq!(
-            uncompressed(&blob).unwrap(),
-            b.encode_uncompressed().unwrap()
-        );
+        assert_eq!(uncompressed(&blob).unwrap(), b.encode_uncompressed().unwrap());
         // our zstd output differs from the engine's, but decodes the same
         assert_eq!(Block::decode(&b.encode().unwrap()).unwrap(), b);
     }
 
     fn sample(version: u8) -> Block {
         let mut b = Block::new_air(version);
-        b.mapping.push(MappingEntry {
-            id: 1,
-            name: b"default:chest".to_vec(),
-        });
+        b.mapping.push(MappingEntry { id: 1, name: b"default:chest".to_vec() });
         b.param0[node_index(1, 2, 3)] = 1;
         b.param2[node_index(1, 2, 3)] = 3;
         b.metadata.entries.push(MetaEntry {
             pos: node_index(1, 2, 3) as u16,
-            vars: vec![MetaVar {
-                key: b"infotext".to_vec(),
-                value: b"a\0b\nc".to_vec(),
-                private: version >= 28,
-            }],
-            inventory:
-                b"List main 1\nWidth 0\nItem default:dirt 5\nEndInventoryList\nEndInventory\n"
-                    .to_vec(),
+            vars: vec![MetaVar { key: b"infotext".to_vec(), value: b"a\0b\nc".to_vec(), private: version >= 28 }],
+            inventory: b"List main 1\nWidth 0\nItem default:dirt 5\nEndInventoryList\nEndInventory\n".to_vec(),
         });
         b.metadata.version = b.metadata.version_for(version);
-        b.objects.objects.push(StaticObject {
-            kind: 7,
-            pos: [1000, -2000, 3000],
-            data: vec![1, 2, 3],
-        });
-        b.timers.push(NodeTimer {
-            pos: 5,
-            timeout: 30000,
-            elapsed: 1500,
-        });
+        b.objects.objects.push(StaticObject { kind: 7, pos: [1000, -2000, 3000], data: vec![1, 2, 3] });
+        b.timers.push(NodeTimer { pos: 5, timeout: 30000, elapsed: 1500 });
         b.timestamp = 1234;
         b
     }
@@ -640,10 +538,7 @@ mod tests {
             assert_eq!(blob[0], v);
             let back = Block::decode(&blob).unwrap();
             assert_eq!(back, b, "version {v}");
-            assert_eq!(
-                uncompressed(&blob).unwrap(),
-                b.encode_uncompressed().unwrap()
-            );
+            assert_eq!(uncompressed(&blob).unwrap(), b.encode_uncompressed().unwrap());
         }
     }
 
@@ -651,10 +546,7 @@ mod tests {
     fn content_width_one_uses_the_high_id_trick() {
         let mut b = sample(27);
         b.content_width = 1;
-        b.mapping.push(MappingEntry {
-            id: 2048,
-            name: b"test:two".to_vec(),
-        });
+        b.mapping.push(MappingEntry { id: 2048, name: b"test:two".to_vec() });
         b.param0[7] = 2048;
         b.param2[7] = 0x0c;
         assert!(b.fits_content_width());
@@ -674,10 +566,7 @@ mod tests {
         }
         let blob = sample(29).encode().unwrap();
         let e = Block::decode(&blob[..blob.len() - 4]).unwrap_err();
-        assert!(
-            e.to_string().contains("zstd") || e.to_string().contains("truncated"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("zstd") || e.to_string().contains("truncated"), "{e}");
         let e = Block::decode(&[30, 0, 0]).unwrap_err();
         assert!(e.message.contains("version 30"));
     }

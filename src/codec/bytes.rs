@@ -38,11 +38,7 @@ pub struct DecodeError {
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (at byte {} of the {})",
-            self.message, self.offset, self.region
-        )
+        write!(f, "{} (at byte {} of the {})", self.message, self.offset, self.region)
     }
 }
 
@@ -58,11 +54,7 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(data: &'a [u8], region: Region) -> Self {
-        Reader {
-            data,
-            pos: 0,
-            region,
-        }
+        Reader { data, pos: 0, region }
     }
 
     /// A reader already positioned at `pos`, so that offsets in errors count
@@ -92,19 +84,12 @@ impl<'a> Reader<'a> {
     }
 
     pub fn error_at(&self, offset: usize, message: impl Into<String>) -> DecodeError {
-        DecodeError {
-            region: self.region,
-            offset,
-            message: message.into(),
-        }
+        DecodeError { region: self.region, offset, message: message.into() }
     }
 
     pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
         if self.remaining() < n {
-            return Err(self.error(format!(
-                "truncated {what}: need {n} bytes, {} left",
-                self.remaining()
-            )));
+            return Err(self.error(format!("truncated {what}: need {n} bytes, {} left", self.remaining())));
         }
         let s = &self.data[self.pos..self.pos + n];
         self.pos += n;

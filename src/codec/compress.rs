@@ -15,18 +15,9 @@ pub const MAX_INFLATED: usize = 64 << 20;
 
 /// Inflate one zlib stream starting at `start` of `blob`. Returns the
 /// inflated bytes and the number of compressed bytes the stream used.
-pub fn inflate_zlib(
-    blob: &[u8],
-    start: usize,
-    what: &str,
-    size_hint: usize,
-) -> Result<(Vec<u8>, usize), DecodeError> {
+pub fn inflate_zlib(blob: &[u8], start: usize, what: &str, size_hint: usize) -> Result<(Vec<u8>, usize), DecodeError> {
     let input = &blob[start.min(blob.len())..];
-    let err = |msg: String| DecodeError {
-        region: Region::Blob,
-        offset: start,
-        message: msg,
-    };
+    let err = |msg: String| DecodeError { region: Region::Blob, offset: start, message: msg };
     if input.is_empty() {
         return Err(err(format!("missing zlib stream for {what}")));
     }
@@ -35,9 +26,7 @@ pub fn inflate_zlib(
     loop {
         if out.len() == out.capacity() {
             if out.len() >= MAX_INFLATED {
-                return Err(err(format!(
-                    "{what} inflates to more than {MAX_INFLATED} bytes"
-                )));
+                return Err(err(format!("{what} inflates to more than {MAX_INFLATED} bytes")));
             }
             out.reserve(out.len().max(4096));
         }
@@ -83,13 +72,8 @@ pub fn deflate_zlib(data: &[u8]) -> Vec<u8> {
 /// Bytes after the frame are ignored, as the engine ignores them.
 pub fn unzstd(blob: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let input = &blob[1..];
-    let err = |message: String| DecodeError {
-        region: Region::Blob,
-        offset: 1,
-        message,
-    };
-    let decoder = zstd::stream::read::Decoder::with_buffer(input)
-        .map_err(|e| err(format!("bad zstd frame: {e}")))?;
+    let err = |message: String| DecodeError { region: Region::Blob, offset: 1, message };
+    let decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| err(format!("bad zstd frame: {e}")))?;
     let mut out = Vec::with_capacity(17 * 1024);
     decoder
         .single_frame()
@@ -106,8 +90,7 @@ pub fn unzstd(blob: &[u8]) -> Result<Vec<u8>, DecodeError> {
 /// the frame has no content size and no checksum.
 pub fn zstd(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
-    let mut enc = zstd::stream::write::Encoder::new(Vec::with_capacity(data.len() / 8), 3)
-        .expect("zstd encoder");
+    let mut enc = zstd::stream::write::Encoder::new(Vec::with_capacity(data.len() / 8), 3).expect("zstd encoder");
     enc.write_all(data).expect("write to Vec");
     enc.finish().expect("finish to Vec")
 }

@@ -75,9 +75,7 @@ impl Inventory {
         for list in &self.lists {
             out.extend_from_slice(b"List ");
             out.extend_from_slice(&list.name);
-            out.extend_from_slice(
-                format!(" {}\nWidth {}\n", list.slots.len(), list.width).as_bytes(),
-            );
+            out.extend_from_slice(format!(" {}\nWidth {}\n", list.slots.len(), list.width).as_bytes());
             for slot in &list.slots {
                 match slot {
                     None => out.extend_from_slice(b"Empty\n"),
@@ -113,10 +111,7 @@ impl Inventory {
             };
             let n = i + 1;
             if line.ends_with(b"\r") {
-                return Err(err(
-                    n,
-                    "line ends with \\r (Windows line ending); use \\n only".into(),
-                ));
+                return Err(err(n, "line ends with \\r (Windows line ending); use \\n only".into()));
             }
             if line == b"EndInventory" {
                 if i + 1 != lines.len() {
@@ -127,39 +122,25 @@ impl Inventory {
             let Some(head) = line.strip_prefix(b"List ") else {
                 return Err(err(
                     n,
-                    format!(
-                        "expected 'List NAME SIZE' or 'EndInventory', found '{}'",
-                        String::from_utf8_lossy(line)
-                    ),
+                    format!("expected 'List NAME SIZE' or 'EndInventory', found '{}'", String::from_utf8_lossy(line)),
                 ));
             };
             let mut words = head.split(|&c| c == b' ');
             let name = words.next().unwrap_or(b"");
             let size = words.next();
             if name.is_empty() || words.next().is_some() {
-                return Err(err(
-                    n,
-                    "a list header is 'List NAME SIZE' (NAME without spaces)".into(),
-                ));
+                return Err(err(n, "a list header is 'List NAME SIZE' (NAME without spaces)".into()));
             }
-            let size: usize = size
-                .and_then(|s| std::str::from_utf8(s).ok())
-                .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
-                .and_then(|s| s.parse::<u32>().ok())
-                .ok_or_else(|| err(n, "list size must be a whole number".into()))?
-                as usize;
+            let size: usize =
+                size.and_then(|s| std::str::from_utf8(s).ok())
+                    .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+                    .and_then(|s| s.parse::<u32>().ok())
+                    .ok_or_else(|| err(n, "list size must be a whole number".into()))? as usize;
             if inv.lists.iter().any(|l| l.name == name) {
-                return Err(err(
-                    n,
-                    format!("list '{}' appears twice", String::from_utf8_lossy(name)),
-                ));
+                return Err(err(n, format!("list '{}' appears twice", String::from_utf8_lossy(name))));
             }
             let header = n;
-            let mut list = InventoryList {
-                name: name.to_vec(),
-                width: 0,
-                slots: Vec::new(),
-            };
+            let mut list = InventoryList { name: name.to_vec(), width: 0, slots: Vec::new() };
             let mut width_seen = false;
             i += 1;
             loop {
@@ -175,10 +156,7 @@ impl Inventory {
                 let n = i + 1;
                 i += 1;
                 if line.ends_with(b"\r") {
-                    return Err(err(
-                        n,
-                        "line ends with \\r (Windows line ending); use \\n only".into(),
-                    ));
+                    return Err(err(n, "line ends with \\r (Windows line ending); use \\n only".into()));
                 }
                 if line == b"EndInventoryList" {
                     break;
@@ -198,12 +176,8 @@ impl Inventory {
                 let slot = if line == b"Empty" {
                     None
                 } else if let Some(item) = line.strip_prefix(b"Item ") {
-                    let stack = ItemStack::parse_strict(item).map_err(|e| {
-                        err(
-                            n,
-                            format!("bad item at column {}: {}", e.offset + 6, e.message),
-                        )
-                    })?;
+                    let stack = ItemStack::parse_strict(item)
+                        .map_err(|e| err(n, format!("bad item at column {}: {}", e.offset + 6, e.message)))?;
                     Some(stack)
                 } else {
                     return Err(err(
@@ -215,18 +189,12 @@ impl Inventory {
                     ));
                 };
                 if list.slots.len() == size {
-                    return Err(err(
-                        n,
-                        format!("more than {size} slots in list of size {size}"),
-                    ));
+                    return Err(err(n, format!("more than {size} slots in list of size {size}")));
                 }
                 list.slots.push(slot);
             }
             if !width_seen {
-                return Err(err(
-                    header,
-                    "list has no Width line (write 'Width 0')".into(),
-                ));
+                return Err(err(header, "list has no Width line (write 'Width 0')".into()));
             }
             if list.slots.len() != size {
                 return Err(err(
@@ -266,20 +234,8 @@ mod tests {
         let inv = Inventory::parse_strict(CHEST.as_bytes()).unwrap();
         assert_eq!(inv.lists[0].slots.len(), 4);
         assert_eq!(inv.serialize(HighBytes::Raw), CHEST.as_bytes());
-        assert_eq!(
-            Inventory::parse_strict(b"EndInventory\n")
-                .unwrap()
-                .lists
-                .len(),
-            0
-        );
-        assert_eq!(
-            Inventory::parse_strict(b"EndInventory")
-                .unwrap()
-                .lists
-                .len(),
-            0
-        );
+        assert_eq!(Inventory::parse_strict(b"EndInventory\n").unwrap().lists.len(), 0);
+        assert_eq!(Inventory::parse_strict(b"EndInventory").unwrap().lists.len(), 0);
     }
 
     #[test]
@@ -300,10 +256,7 @@ mod tests {
             "Lists main 1\nEndInventory\n",
         ];
         for c in cases {
-            assert!(
-                Inventory::parse_strict(c.as_bytes()).is_err(),
-                "accepted {c:?}"
-            );
+            assert!(Inventory::parse_strict(c.as_bytes()).is_err(), "accepted {c:?}");
         }
     }
 }

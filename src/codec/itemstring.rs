@@ -24,12 +24,7 @@ const PAIR_DELIM: u8 = 0x03;
 
 impl ItemStack {
     pub fn new(name: &str, count: u16) -> Self {
-        ItemStack {
-            name: name.as_bytes().to_vec(),
-            count,
-            wear: 0,
-            meta: Vec::new(),
-        }
+        ItemStack { name: name.as_bytes().to_vec(), count, wear: 0, meta: Vec::new() }
     }
 
     fn meta_bytes(&self) -> Vec<u8> {
@@ -47,9 +42,7 @@ impl ItemStack {
     }
 
     fn has_meta(&self) -> bool {
-        self.meta
-            .iter()
-            .any(|(k, v)| !k.is_empty() || !v.is_empty())
+        self.meta.iter().any(|(k, v)| !k.is_empty() || !v.is_empty())
     }
 
     /// The engine's writer: the shortest form that keeps all information.
@@ -90,15 +83,9 @@ impl ItemStack {
             (s[..end].to_vec(), end)
         };
         if name.is_empty() {
-            return Err(err(
-                0,
-                "empty item name (write Empty for an empty slot)".into(),
-            ));
+            return Err(err(0, "empty item name (write Empty for an empty slot)".into()));
         }
-        if let Some(bad) = name
-            .iter()
-            .position(|&c| c == b'\n' || c == b'\r' || c == 0)
-        {
+        if let Some(bad) = name.iter().position(|&c| c == b'\n' || c == b'\r' || c == 0) {
             return Err(err(bad, "item name contains a control character".into()));
         }
         const LEGACY: [&[u8]; 9] = [
@@ -121,27 +108,16 @@ impl ItemStack {
                 ),
             ));
         }
-        let mut stack = ItemStack {
-            name,
-            count: 1,
-            wear: 0,
-            meta: Vec::new(),
-        };
+        let mut stack = ItemStack { name, count: 1, wear: 0, meta: Vec::new() };
         if i == s.len() {
             return Ok(stack);
         }
         if s[i] != b' ' {
-            return Err(err(
-                i,
-                "unexpected text after the item name (quote names with spaces)".into(),
-            ));
+            return Err(err(i, "unexpected text after the item name (quote names with spaces)".into()));
         }
         i += 1;
         let token = |i: usize| {
-            let end = s[i..]
-                .iter()
-                .position(|&c| c == b' ')
-                .map_or(s.len(), |p| i + p);
+            let end = s[i..].iter().position(|&c| c == b' ').map_or(s.len(), |p| i + p);
             (&s[i..end], end)
         };
         let (count, end) = token(i);
@@ -149,25 +125,13 @@ impl ItemStack {
             if end == s.len() {
                 return Ok(stack);
             }
-            return Err(err(
-                i,
-                "two spaces in a row where the count should be".into(),
-            ));
+            return Err(err(i, "two spaces in a row where the count should be".into()));
         }
         stack.count = parse_u16(count).ok_or_else(|| {
-            err(
-                i,
-                format!(
-                    "count must be a number 1-65535, not '{}'",
-                    String::from_utf8_lossy(count)
-                ),
-            )
+            err(i, format!("count must be a number 1-65535, not '{}'", String::from_utf8_lossy(count)))
         })?;
         if stack.count == 0 {
-            return Err(err(
-                i,
-                "count 0 makes the slot empty; write Empty instead".into(),
-            ));
+            return Err(err(i, "count 0 makes the slot empty; write Empty instead".into()));
         }
         if end == s.len() {
             return Ok(stack);
@@ -178,20 +142,10 @@ impl ItemStack {
             if end == s.len() {
                 return Ok(stack);
             }
-            return Err(err(
-                i,
-                "two spaces in a row where the wear should be".into(),
-            ));
+            return Err(err(i, "two spaces in a row where the wear should be".into()));
         }
-        stack.wear = parse_u16(wear).ok_or_else(|| {
-            err(
-                i,
-                format!(
-                    "wear must be a number 0-65535, not '{}'",
-                    String::from_utf8_lossy(wear)
-                ),
-            )
-        })?;
+        stack.wear = parse_u16(wear)
+            .ok_or_else(|| err(i, format!("wear must be a number 0-65535, not '{}'", String::from_utf8_lossy(wear))))?;
         if end == s.len() {
             return Ok(stack);
         }
@@ -200,18 +154,11 @@ impl ItemStack {
             return Ok(stack);
         }
         if s[i] != b'"' {
-            return Err(err(
-                i,
-                "item metadata must be a quoted string starting with \\u0001".into(),
-            ));
+            return Err(err(i, "item metadata must be a quoted string starting with \\u0001".into()));
         }
-        let (meta, used) =
-            jsonish::unquote(&s[i..], true).map_err(|e| err(i + e.offset, e.message))?;
+        let (meta, used) = jsonish::unquote(&s[i..], true).map_err(|e| err(i + e.offset, e.message))?;
         if i + used != s.len() {
-            return Err(err(
-                i + used,
-                "text after the item metadata (the server ignores it)".into(),
-            ));
+            return Err(err(i + used, "text after the item metadata (the server ignores it)".into()));
         }
         stack.meta = parse_meta(&meta).map_err(|m| err(i, m))?;
         Ok(stack)
@@ -222,12 +169,7 @@ fn parse_u16(t: &[u8]) -> Option<u16> {
     if t.is_empty() || t.len() > 5 || !t.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(t)
-        .ok()?
-        .parse::<u32>()
-        .ok()
-        .filter(|&v| v <= 65535)
-        .map(|v| v as u16)
+    std::str::from_utf8(t).ok()?.parse::<u32>().ok().filter(|&v| v <= 65535).map(|v| v as u16)
 }
 
 /// Parse `\x01 (KEY \x02 VALUE \x03)*` strictly.
@@ -246,11 +188,7 @@ fn parse_meta(m: &[u8]) -> Result<ItemMeta, String> {
         };
         let key = &rest[..k];
         let value = &rest[k + 1..k + 1 + v];
-        if key
-            .iter()
-            .chain(value)
-            .any(|&c| c == META_START || c == KV_DELIM)
-        {
+        if key.iter().chain(value).any(|&c| c == META_START || c == KV_DELIM) {
             return Err("item metadata key or value contains \\u0001 or \\u0002".into());
         }
         if pairs.iter().any(|(pk, _)| pk == key) {
@@ -286,10 +224,7 @@ mod tests {
         assert_eq!(round("default:pick_steel"), "default:pick_steel");
         assert_eq!(round("default:pick_steel 1"), "default:pick_steel");
         assert_eq!(round("default:pick_steel 1 0"), "default:pick_steel");
-        assert_eq!(
-            round("default:pick_steel 1 1234"),
-            "default:pick_steel 1 1234"
-        );
+        assert_eq!(round("default:pick_steel 1 1234"), "default:pick_steel 1 1234");
         assert_eq!(round("\"foo bar\" 3"), "\"foo bar\" 3");
         let m = r#"default:pick_steel 1 1234 "\u0001color\u0002#ff0000\u0003description\u0002FUSE pick\u0003""#;
         assert_eq!(round(m), m);
@@ -328,10 +263,7 @@ mod tests {
             "MaterialItem 1 2",
             "default:dirt  5",
         ] {
-            assert!(
-                ItemStack::parse_strict(bad.as_bytes()).is_err(),
-                "accepted {bad:?}"
-            );
+            assert!(ItemStack::parse_strict(bad.as_bytes()).is_err(), "accepted {bad:?}");
         }
     }
 }

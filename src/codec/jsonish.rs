@@ -8,8 +8,7 @@
 /// Whether `s` must be quoted: any control byte, space, quote, DEL or
 /// non-ASCII byte. (A backslash alone does not force quoting.)
 pub fn needs_quoting(s: &[u8]) -> bool {
-    s.iter()
-        .any(|&c| c <= 0x1f || c >= 0x7f || c == b' ' || c == b'"')
+    s.iter().any(|&c| c <= 0x1f || c >= 0x7f || c == b' ' || c == b'"')
 }
 
 /// How bytes >= 0x80 are written inside quotes.
@@ -50,11 +49,7 @@ pub fn quote(s: &[u8], high: HighBytes) -> Vec<u8> {
 
 /// Quote only when needed, otherwise return `s` unchanged.
 pub fn quote_if_needed(s: &[u8], high: HighBytes) -> Vec<u8> {
-    if needs_quoting(s) {
-        quote(s, high)
-    } else {
-        s.to_vec()
-    }
+    if needs_quoting(s) { quote(s, high) } else { s.to_vec() }
 }
 
 /// Why a quoted string could not be read.
@@ -73,10 +68,7 @@ pub struct QuoteError {
 /// the ones the writer produces, and `\u` values above 0xFF (which the engine
 /// silently cuts to their low byte).
 pub fn unquote(s: &[u8], strict: bool) -> Result<(Vec<u8>, usize), QuoteError> {
-    let err = |offset: usize, m: &str| QuoteError {
-        offset,
-        message: m.to_string(),
-    };
+    let err = |offset: usize, m: &str| QuoteError { offset, message: m.to_string() };
     if s.first() != Some(&b'"') {
         return Err(err(0, "a quoted string must start with \""));
     }
@@ -124,10 +116,7 @@ pub fn unquote(s: &[u8], strict: bool) -> Result<(Vec<u8>, usize), QuoteError> {
                     }
                     b'"' | b'\\' | b'/' => out.push(e),
                     _ if strict => {
-                        return Err(err(
-                            i - 2,
-                            "unknown escape (use \\\" \\\\ \\n \\t \\uXXXX ...)",
-                        ));
+                        return Err(err(i - 2, "unknown escape (use \\\" \\\\ \\n \\t \\uXXXX ...)"));
                     }
                     _ => out.push(e),
                 }
@@ -149,10 +138,7 @@ mod tests {
         assert_eq!(quote_if_needed(b"a\\b", HighBytes::Raw), b"a\\b");
         assert_eq!(quote(b"\x01\x7f", HighBytes::Raw), b"\"\\u0001\\u007f\"");
         let g = "Grüße".as_bytes();
-        assert_eq!(
-            quote(g, HighBytes::Escaped),
-            b"\"Gr\\u00c3\\u00bc\\u00c3\\u009fe\""
-        );
+        assert_eq!(quote(g, HighBytes::Escaped), b"\"Gr\\u00c3\\u00bc\\u00c3\\u009fe\"");
         assert_eq!(quote(g, HighBytes::Raw), [b"\"", g, b"\""].concat());
     }
 

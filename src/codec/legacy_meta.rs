@@ -16,8 +16,7 @@ const CHEST: i16 = 15;
 const FURNACE: i16 = 16;
 const LOCKED_CHEST: i16 = 17;
 
-const CHEST_FORMSPEC: &[u8] =
-    b"size[8,9]list[current_name;main;0,0;8,4;]list[current_player;main;0,5;8,4;]";
+const CHEST_FORMSPEC: &[u8] = b"size[8,9]list[current_name;main;0,0;8,4;]list[current_player;main;0,5;8,4;]";
 const FURNACE_FORMSPEC: &[u8] = b"size[8,9]list[current_name;fuel;2,3;1,1;]list[current_name;src;2,1;1,1;]list[current_name;dst;5,1;2,2;]list[current_player;main;0,5;8,4;]";
 
 /// Decode the legacy list; furnaces also get the one-second timer the
@@ -25,10 +24,7 @@ const FURNACE_FORMSPEC: &[u8] = b"size[8,9]list[current_name;fuel;2,3;1,1;]list[
 pub fn decode(r: &mut Reader<'_>) -> Result<(Vec<MetaEntry>, Vec<NodeTimer>), DecodeError> {
     let version = r.u16("legacy node metadata version")?;
     if version > 1 {
-        return Err(r.error_at(
-            r.pos() - 2,
-            format!("unsupported legacy node metadata version {version}"),
-        ));
+        return Err(r.error_at(r.pos() - 2, format!("unsupported legacy node metadata version {version}")));
     }
     let count = r.u16("legacy node metadata count")?;
     let mut entries: Vec<MetaEntry> = Vec::new();
@@ -39,10 +35,7 @@ pub fn decode(r: &mut Reader<'_>) -> Result<(Vec<MetaEntry>, Vec<NodeTimer>), De
         let kind = r.i16("legacy node metadata type")?;
         let body = r.string16("legacy node metadata body")?;
         if pos >= 4096 {
-            return Err(r.error_at(
-                at,
-                format!("node metadata position {pos} is outside the block"),
-            ));
+            return Err(r.error_at(at, format!("node metadata position {pos} is outside the block")));
         }
         if entries.iter().any(|e| e.pos == pos) {
             continue; // the engine ignores later duplicates
@@ -50,17 +43,10 @@ pub fn decode(r: &mut Reader<'_>) -> Result<(Vec<MetaEntry>, Vec<NodeTimer>), De
         let body_at = r.pos() - body.len();
         let mut entry = MetaEntry::new(pos);
         let mut b = Reader::at(body, 0, Region::Metadata);
-        let fail = |e: DecodeError| DecodeError {
-            offset: body_at + e.offset,
-            ..e
-        };
+        let fail = |e: DecodeError| DecodeError { offset: body_at + e.offset, ..e };
         let furnace = decode_body(&mut b, kind, &mut entry).map_err(fail)?;
         if furnace {
-            timers.push(NodeTimer {
-                pos,
-                timeout: 1000,
-                elapsed: 0,
-            });
+            timers.push(NodeTimer { pos, timeout: 1000, elapsed: 0 });
         }
         entries.push(entry);
     }
@@ -71,11 +57,7 @@ fn set(entry: &mut MetaEntry, key: &[u8], value: &[u8]) {
     // setString("") deletes the key in the engine.
     entry.vars.retain(|v| v.key != key);
     if !value.is_empty() {
-        entry.vars.push(MetaVar {
-            key: key.to_vec(),
-            value: value.to_vec(),
-            private: false,
-        });
+        entry.vars.push(MetaVar { key: key.to_vec(), value: value.to_vec(), private: false });
     }
 }
 
@@ -88,9 +70,7 @@ fn read_inventory(b: &mut Reader<'_>) -> Result<Vec<u8>, DecodeError> {
 
 /// Chests called their list "0"; the engine renames it to "main".
 fn rename_list_zero(inv: Vec<u8>) -> Vec<u8> {
-    let has_main = inv
-        .split(|&c| c == b'\n')
-        .any(|l| l.starts_with(b"List main "));
+    let has_main = inv.split(|&c| c == b'\n').any(|l| l.starts_with(b"List main "));
     if has_main {
         return inv;
     }
@@ -149,16 +129,10 @@ fn decode_body(b: &mut Reader<'_>, kind: i16, e: &mut MetaEntry) -> Result<bool,
             e.inventory = read_inventory(b)?;
             // Four whitespace-separated integers: tenths of seconds.
             let text = String::from_utf8_lossy(b.rest()).into_owned();
-            let mut nums = text
-                .split_whitespace()
-                .map(|t| t.parse::<i32>().unwrap_or(0));
+            let mut nums = text.split_whitespace().map(|t| t.parse::<i32>().unwrap_or(0));
             let mut next = || nums.next().unwrap_or(0);
             let (fuel_total, fuel, _src_total, src) = (next(), next(), next(), next());
-            set(
-                e,
-                b"fuel_totaltime",
-                format_float(fuel_total as f32 / 10.0).as_bytes(),
-            );
+            set(e, b"fuel_totaltime", format_float(fuel_total as f32 / 10.0).as_bytes());
             set(e, b"fuel_time", format_float(fuel as f32 / 10.0).as_bytes());
             set(e, b"src_time", format_float(src as f32 / 10.0).as_bytes());
             set(e, b"formspec", FURNACE_FORMSPEC);
@@ -171,16 +145,8 @@ fn decode_body(b: &mut Reader<'_>, kind: i16, e: &mut MetaEntry) -> Result<bool,
 /// Like C++ `ostream << float` with default precision: up to 6 significant
 /// digits, no trailing zeros.
 fn format_float(f: f32) -> String {
-    let s = format!(
-        "{:.*}",
-        6usize.saturating_sub(f.abs().log10().floor().max(0.0) as usize + 1),
-        f
-    );
-    let s = if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    };
+    let s = format!("{:.*}", 6usize.saturating_sub(f.abs().log10().floor().max(0.0) as usize + 1), f);
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
     if s == "-0" { "0".into() } else { s }
 }
 
@@ -210,11 +176,7 @@ mod tests {
             CHEST,
             b"List 0 2\nWidth 0\nItem default:dirt 3\nEmpty\nEndInventoryList\nEndInventory\n",
         ));
-        data.extend(entry(
-            3,
-            FURNACE,
-            b"List fuel 1\nWidth 0\nEmpty\nEndInventoryList\nEndInventory\n15 7 0 30",
-        ));
+        data.extend(entry(3, FURNACE, b"List fuel 1\nWidth 0\nEmpty\nEndInventoryList\nEndInventory\n15 7 0 30"));
         let mut r = Reader::new(&data, Region::Metadata);
         let (entries, timers) = decode(&mut r).unwrap();
         assert_eq!(entries[0].get(b"text").unwrap().value, b"hi");
@@ -223,14 +185,7 @@ mod tests {
         assert_eq!(entries[2].get(b"fuel_totaltime").unwrap().value, b"1.5");
         assert_eq!(entries[2].get(b"fuel_time").unwrap().value, b"0.7");
         assert_eq!(entries[2].get(b"src_time").unwrap().value, b"3");
-        assert_eq!(
-            timers,
-            vec![NodeTimer {
-                pos: 3,
-                timeout: 1000,
-                elapsed: 0
-            }]
-        );
+        assert_eq!(timers, vec![NodeTimer { pos: 3, timeout: 1000, elapsed: 0 }]);
     }
 
     #[test]

@@ -37,11 +37,7 @@ pub const EMPTY_INVENTORY: &[u8] = b"EndInventory\n";
 
 impl MetaEntry {
     pub fn new(pos: u16) -> Self {
-        MetaEntry {
-            pos,
-            vars: Vec::new(),
-            inventory: EMPTY_INVENTORY.to_vec(),
-        }
+        MetaEntry { pos, vars: Vec::new(), inventory: EMPTY_INVENTORY.to_vec() }
     }
 
     /// The value of `key` as the engine sees it (the last duplicate wins).
@@ -54,16 +50,10 @@ impl MetaList {
     pub fn decode(r: &mut Reader<'_>) -> Result<MetaList, DecodeError> {
         let version = r.u8("node metadata list version")?;
         if version == 0 {
-            return Ok(MetaList {
-                version,
-                entries: Vec::new(),
-            });
+            return Ok(MetaList { version, entries: Vec::new() });
         }
         if version > 2 {
-            return Err(r.error_at(
-                r.pos() - 1,
-                format!("unsupported node metadata list version {version}"),
-            ));
+            return Err(r.error_at(r.pos() - 1, format!("unsupported node metadata list version {version}")));
         }
         let count = r.u16("node metadata count")?;
         let mut entries: Vec<MetaEntry> = Vec::with_capacity(count as usize);
@@ -71,10 +61,7 @@ impl MetaList {
             let at = r.pos();
             let pos = r.u16("node metadata position")?;
             if pos >= 4096 {
-                return Err(r.error_at(
-                    at,
-                    format!("node metadata position {pos} is outside the block"),
-                ));
+                return Err(r.error_at(at, format!("node metadata position {pos} is outside the block")));
             }
             if entries.iter().any(|e| e.pos == pos) {
                 // The engine skips the entry header and then reads out of step.
@@ -85,27 +72,15 @@ impl MetaList {
             for _ in 0..nvars {
                 let key = r.string16("node metadata key")?.to_vec();
                 let value = r.string32("node metadata value")?.to_vec();
-                let private = if version >= 2 {
-                    r.u8("node metadata private flag")? == 1
-                } else {
-                    false
-                };
-                vars.push(MetaVar {
-                    key,
-                    value,
-                    private,
-                });
+                let private = if version >= 2 { r.u8("node metadata private flag")? == 1 } else { false };
+                vars.push(MetaVar { key, value, private });
             }
             let inv_at = r.pos();
             let Some(len) = inventory::scan_end(r.rest()) else {
                 return Err(r.error_at(inv_at, "inventory text not terminated by EndInventory"));
             };
             let inventory = r.bytes(len, "inventory")?.to_vec();
-            entries.push(MetaEntry {
-                pos,
-                vars,
-                inventory,
-            });
+            entries.push(MetaEntry { pos, vars, inventory });
         }
         Ok(MetaList { version, entries })
     }
@@ -115,10 +90,7 @@ impl MetaList {
     /// blocks >= 28, 1 below; 0 for an empty list).
     pub fn version_for(&self, block_version: u8) -> u8 {
         let wanted = if block_version >= 28 { 2 } else { 1 };
-        let has_private = self
-            .entries
-            .iter()
-            .any(|e| e.vars.iter().any(|v| v.private));
+        let has_private = self.entries.iter().any(|e| e.vars.iter().any(|v| v.private));
         match self.version {
             0 if self.entries.is_empty() => 0,
             2 if block_version >= 28 => 2,

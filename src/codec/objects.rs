@@ -28,11 +28,8 @@ impl StaticObjects {
         let mut objects = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let kind = r.u8("static object type")?;
-            let pos = [
-                r.i32("static object position")?,
-                r.i32("static object position")?,
-                r.i32("static object position")?,
-            ];
+            let pos =
+                [r.i32("static object position")?, r.i32("static object position")?, r.i32("static object position")?];
             let data = r.string16("static object data")?.to_vec();
             objects.push(StaticObject { kind, pos, data });
         }
@@ -80,15 +77,7 @@ impl LuaEntity {
         let hp = r.u16("").ok()?;
         let velocity = [r.i32("").ok()?, r.i32("").ok()?, r.i32("").ok()?];
         let yaw = r.i32("").ok()?;
-        let mut e = LuaEntity {
-            name,
-            staticdata,
-            hp,
-            velocity,
-            yaw,
-            pitch_roll: None,
-            guid: None,
-        };
+        let mut e = LuaEntity { name, staticdata, hp, velocity, yaw, pitch_roll: None, guid: None };
         if r.remaining() > 0 {
             let v2 = r.u8("").ok()?;
             if v2 >= 1 {

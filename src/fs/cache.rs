@@ -56,11 +56,7 @@ impl Loaded {
     /// without rendering it.
     pub fn file_size(&self, f: BlockFile) -> Option<usize> {
         match (&self.block, f) {
-            (Ok(b), BlockFile::Nodes) => Some(
-                *self
-                    .nodes_size
-                    .get_or_init(|| view::nodes_size(self.pos, b)),
-            ),
+            (Ok(b), BlockFile::Nodes) => Some(*self.nodes_size.get_or_init(|| view::nodes_size(self.pos, b))),
             _ => self.file(f).map(|c| c.len()),
         }
     }
@@ -79,14 +75,11 @@ impl Loaded {
         Some(
             slot.get_or_init(|| {
                 let content = match (&self.block, f) {
-                    (Err(e), BlockFile::Error) => {
-                        format!("block {} cannot be decoded: {e}\n", self.pos).into_bytes()
-                    }
+                    (Err(e), BlockFile::Error) => format!("block {} cannot be decoded: {e}\n", self.pos).into_bytes(),
                     (Ok(b), _) => view::render_block_file(self.pos, b, &self.blob, f),
                     (Err(_), _) => self.blob.clone(),
                 };
-                self.rendered_bytes
-                    .fetch_add(content.len(), Ordering::Relaxed);
+                self.rendered_bytes.fetch_add(content.len(), Ordering::Relaxed);
                 Arc::new(content)
             })
             .clone(),
@@ -102,16 +95,8 @@ impl Loaded {
         let decoded = match &self.block {
             Ok(b) => {
                 4096 * 4
-                    + b.metadata
-                        .entries
-                        .iter()
-                        .map(|e| e.inventory.len() + 64 * e.vars.len())
-                        .sum::<usize>()
-                    + b.objects
-                        .objects
-                        .iter()
-                        .map(|o| o.data.len())
-                        .sum::<usize>()
+                    + b.metadata.entries.iter().map(|e| e.inventory.len() + 64 * e.vars.len()).sum::<usize>()
+                    + b.objects.objects.iter().map(|o| o.data.len()).sum::<usize>()
             }
             Err(_) => 0,
         };
@@ -176,27 +161,16 @@ pub struct BlockCache {
 
 impl BlockCache {
     pub fn new(cap_bytes: usize, ttl: Duration) -> BlockCache {
-        BlockCache {
-            inner: Mutex::new(Inner::default()),
-            cap_bytes,
-            ttl,
-        }
+        BlockCache { inner: Mutex::new(Inner::default()), cap_bytes, ttl }
     }
 
     /// The block at `pos`, loading (or re-checking) it from the store when
     /// needed. None if the block does not exist.
-    pub fn get(
-        &self,
-        pos: BlockPos,
-        store: &dyn MapStore,
-    ) -> Result<Option<Arc<Loaded>>, StoreError> {
+    pub fn get(&self, pos: BlockPos, store: &dyn MapStore) -> Result<Option<Arc<Loaded>>, StoreError> {
         let cached = {
             let mut inner = self.inner.lock().unwrap();
             inner.touch(pos);
-            inner
-                .map
-                .get(&pos)
-                .map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl))
+            inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl))
         };
         if let Some((loaded, true)) = &cached {
             return Ok(Some(loaded.clone()));
@@ -229,15 +203,7 @@ impl BlockCache {
         let cost = loaded.cost();
         inner.order.insert(tick, pos);
         inner.bytes += cost;
-        inner.map.insert(
-            pos,
-            Slot {
-                loaded,
-                tick,
-                checked: Instant::now(),
-                cost,
-            },
-        );
+        inner.map.insert(pos, Slot { loaded, tick, checked: Instant::now(), cost });
         inner.evict(self.cap_bytes);
     }
 
@@ -247,12 +213,7 @@ impl BlockCache {
 
     /// Whether the block is cached (without touching it).
     pub fn peek(&self, pos: BlockPos) -> Option<Arc<Loaded>> {
-        self.inner
-            .lock()
-            .unwrap()
-            .map
-            .get(&pos)
-            .map(|s| s.loaded.clone())
+        self.inner.lock().unwrap().map.get(&pos).map(|s| s.loaded.clone())
     }
 
     pub fn bytes(&self) -> usize {
@@ -279,9 +240,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
         let blob = Block::new_air(29).encode().unwrap();
-        let changes: Vec<Change> = (0..50)
-            .map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone()))
-            .collect();
+        let changes: Vec<Change> = (0..50).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
         store.apply(&changes).unwrap();
         let cache = BlockCache::new(200_000, Duration::ZERO);
         for i in 0..50 {
@@ -308,10 +267,7 @@ mod tests {
         let l = Loaded::new(BlockPos::new(1, 2, 3), vec![29, 1, 2, 3]);
         assert_eq!(l.files(), &BlockFile::CORRUPT);
         let err = String::from_utf8(l.file(BlockFile::Error).unwrap().to_vec()).unwrap();
-        assert!(
-            err.starts_with("block 1,2,3 cannot be decoded: bad zstd"),
-            "{err}"
-        );
+        assert!(err.starts_with("block 1,2,3 cannot be decoded: bad zstd"), "{err}");
         assert_eq!(*l.file(BlockFile::Raw).unwrap(), vec![29, 1, 2, 3]);
         assert!(l.file(BlockFile::Nodes).is_none());
     }

@@ -14,10 +14,7 @@ pub type Result<T> = std::result::Result<T, FsError>;
 
 impl FsError {
     pub fn new(errno: i32, message: impl Into<String>) -> Self {
-        FsError {
-            errno,
-            message: message.into(),
-        }
+        FsError { errno, message: message.into() }
     }
     pub fn not_found() -> Self {
         Self::new(libc::ENOENT, "no such file or directory")
@@ -56,7 +53,7 @@ impl std::error::Error for FsError {}
 impl From<StoreError> for FsError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Busy(_) => FsError::new(libc::EBUSY, e.to_string()),
+            StoreError::Busy(_) => FsError::io(e.to_string()),
             StoreError::ReadOnly => FsError::read_only(e.to_string()),
             StoreError::Backend(_) => FsError::io(e.to_string()),
         }

@@ -1,10 +1,23 @@
 //! The filesystem core: what each inode is, its attributes, directory
-//! listings, file contents and open handles. Plain Rust signatures so that
-//! it can be tested without mounting; the FUSE adapter only translates.
+//! listings, file contents, open handles and the commit path. Plain Rust
+//! signatures so that it can be tested without mounting; the FUSE adapter
+//! only translates.
+//!
+//! * `mod.rs`: the state, node resolution, attributes, listings.
+//! * `content.rs`: the bytes of each kind of file.
+//! * `handles.rs`: open/read/write/flush/fsync/release/setattr.
+//! * `namespace.rs`: create, mkdir, unlink, rmdir, rename.
+//! * `commit.rs`: a file's new content -> a validated block in the store.
 
 pub mod cache;
+mod commit;
+mod content;
 pub mod error;
+pub mod guard;
+mod handles;
 pub mod inode;
+mod namespace;
+mod scratch;
 mod table;
 
 pub use error::{FsError, Result};
@@ -16,11 +29,13 @@ use crate::store::{BlockPos, MapStore, parse_triple};
 use crate::view::{self, BlockFile, MetaFile, escape};
 use crate::world::World;
 use cache::{BlockCache, Loaded};
-use std::collections::HashMap;
+use handles::Handle;
+use scratch::Scratch;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 use table::{InodeTable, TableKey};
 
@@ -37,6 +52,8 @@ pub fn readme_text() -> &'static str {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub read_only: bool,
+    /// Write even while another process has the map database open.
+    pub force: bool,
     /// How long the kernel may cache attributes and entries, and how long a
     /// cached block is trusted before it is re-checked against the store.
     pub ttl: Duration,
@@ -50,6 +67,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             read_only: true,
+            force: false,
             ttl: Duration::from_secs(1),
             cache_bytes: 128 << 20,
             uid: unsafe { libc::getuid() },
@@ -95,16 +113,19 @@ pub struct Opened {
     pub keep_cache: bool,
 }
 
-struct Handle {
-    content: Arc<Vec<u8>>,
+/// Something the kernel may have cached that a commit made stale.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inval {
+    /// Attributes and data of an inode.
+    Inode(u64),
+    /// A name in a directory (it appeared, vanished or changed inode).
+    Entry(u64, OsString),
 }
 
-/// What a file's bytes come from, with an identity for page-cache reuse.
-struct Content {
-    bytes: Arc<Vec<u8>>,
-    /// Serial of the loaded block it was rendered from (0: no identity).
-    serial: u64,
-}
+/// Receives invalidations after the reply that caused them (the FUSE layer
+/// sends them to the kernel from another thread: sending from inside a
+/// request handler can deadlock).
+pub type Invalidator = Box<dyn Fn(Vec<Inval>) + Send + Sync>;
 
 pub struct WorldFs {
     world: World,
@@ -114,12 +135,27 @@ pub struct WorldFs {
     table: Mutex<InodeTable>,
     handles: Mutex<HashMap<u64, Handle>>,
     next_fh: AtomicU64,
-    /// Which loaded block each inode's content was last served from.
-    served: Mutex<HashMap<u64, u64>>,
+    scratch: Mutex<Scratch>,
+    /// Inodes of scratch files that were renamed over a decoded file: the
+    /// kernel may still use the old number for the new name for a moment.
+    aliases: Mutex<HashMap<u64, Node>>,
+    /// Which loaded block each block-related inode was last served from,
+    /// per block: for FOPEN_KEEP_CACHE and for invalidation after commits.
+    served: Mutex<HashMap<BlockPos, HashMap<u64, u64>>>,
+    /// One commit at a time: read-modify-write of a block must not race.
+    commit_lock: Mutex<()>,
+    /// Recent refused writes, shown in MNT/write-errors.
+    write_errors: Mutex<VecDeque<String>>,
+    /// When blocks were last changed through this mount.
+    changed: Mutex<HashMap<BlockPos, SystemTime>>,
+    invalidator: OnceLock<Invalidator>,
+    guard: guard::ServerGuard,
+    /// The block version new blocks get (the newest the world uses).
+    new_block_version: OnceLock<u8>,
     mount_time: SystemTime,
 }
 
-/// Cap on `served` entries (it is only an optimization).
+/// Cap on tracked served inodes (it is only an optimization).
 const SERVED_MAX: usize = 100_000;
 
 /// Blocks fetched per store query while listing `blocks/`.
@@ -143,17 +179,34 @@ fn parse_node_coords(name: &[u8]) -> Option<[i32; 3]> {
 
 /// The in-block index of world node coordinates, if they are in `pos`.
 fn in_block(pos: BlockPos, [x, y, z]: [i32; 3]) -> Option<u16> {
-    (BlockPos::of_node(x, y, z)? == pos).then(|| {
-        node_index(
-            x.rem_euclid(16) as usize,
-            y.rem_euclid(16) as usize,
-            z.rem_euclid(16) as usize,
-        ) as u16
-    })
+    (BlockPos::of_node(x, y, z)? == pos)
+        .then(|| node_index(x.rem_euclid(16) as usize, y.rem_euclid(16) as usize, z.rem_euclid(16) as usize) as u16)
+}
+
+/// The file name a path-like message uses for a node.
+fn describe(node: &Node, fs: &WorldFs) -> String {
+    match node {
+        Node::BlockFile(p, f) => format!("blocks/{p}/{}", f.name()),
+        Node::MetaFile(p, i, f) => format!("blocks/{p}/meta/{}/{}", view::meta_dir_name(*p, *i), f.name()),
+        Node::MetaDir(p, i) => format!("blocks/{p}/meta/{}", view::meta_dir_name(*p, *i)),
+        Node::BlockDir(p) => format!("blocks/{p}"),
+        Node::NodeFile([x, y, z]) => format!("node/{x},{y},{z}"),
+        Node::Table(id) => match fs.table.lock().unwrap().get(*id) {
+            Some(TableKey::WorldFile(n)) => n.clone(),
+            Some(TableKey::Field { pos, p16, key }) => format!(
+                "blocks/{pos}/meta/{}/fields/{}",
+                view::meta_dir_name(*pos, *p16),
+                String::from_utf8_lossy(&escape::key_to_name(key))
+            ),
+            _ => format!("{node:?}"),
+        },
+        _ => format!("{node:?}"),
+    }
 }
 
 impl WorldFs {
     pub fn new(world: World, store: Box<dyn MapStore>, opts: Options) -> WorldFs {
+        let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force);
         WorldFs {
             cache: BlockCache::new(opts.cache_bytes, opts.ttl),
             world,
@@ -162,19 +215,42 @@ impl WorldFs {
             table: Mutex::new(InodeTable::default()),
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            scratch: Mutex::new(Scratch::default()),
+            aliases: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
+            commit_lock: Mutex::new(()),
+            write_errors: Mutex::new(VecDeque::new()),
+            changed: Mutex::new(HashMap::new()),
+            invalidator: OnceLock::new(),
+            guard,
+            new_block_version: OnceLock::new(),
             mount_time: SystemTime::now(),
         }
     }
 
-    /// Open a world directory with the store its world.mt names.
-    pub fn open_world(
-        dir: &std::path::Path,
-        opts: Options,
-    ) -> std::result::Result<WorldFs, String> {
+    /// Open a world directory with the store its world.mt names. A writable
+    /// open is refused while another process has the map database open,
+    /// unless `opts.force`.
+    pub fn open_world(dir: &std::path::Path, opts: Options) -> std::result::Result<WorldFs, String> {
         let world = World::open(dir)?;
+        if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
+            let who = guard::openers(&world.map_path());
+            if !who.is_empty() {
+                return Err(format!(
+                    "{} is open in {} (a running server would overwrite changes made through \
+                     the mount); stop it, mount read-only with -o ro, or use --force",
+                    world.map_path().display(),
+                    who.join(", ")
+                ));
+            }
+        }
         let store = world.open_store(opts.read_only)?;
         Ok(WorldFs::new(world, store, opts))
+    }
+
+    /// Where invalidations go (set once by the FUSE layer).
+    pub fn set_invalidator(&self, f: Invalidator) {
+        let _ = self.invalidator.set(f);
     }
 
     pub fn options(&self) -> &Options {
@@ -189,6 +265,11 @@ impl WorldFs {
         self.opts.ttl
     }
 
+    /// The refused writes shown in MNT/write-errors.
+    pub fn write_errors(&self) -> Vec<String> {
+        self.write_errors.lock().unwrap().iter().cloned().collect()
+    }
+
     fn block(&self, pos: BlockPos) -> Result<Option<Arc<Loaded>>> {
         Ok(self.cache.get(pos, self.store.as_ref())?)
     }
@@ -200,109 +281,72 @@ impl WorldFs {
     /// A block's metadata entry at `p16`, with the block it came from.
     fn meta_entry(&self, pos: BlockPos, p16: u16) -> Result<(Arc<Loaded>, MetaEntry)> {
         let l = self.existing_block(pos)?;
-        let entry = l
-            .decoded()
-            .and_then(|b| b.metadata.get(p16))
-            .cloned()
-            .ok_or_else(FsError::not_found)?;
+        let entry = l.decoded().and_then(|b| b.metadata.get(p16)).cloned().ok_or_else(FsError::not_found)?;
         Ok((l, entry))
     }
 
     fn table_key(&self, id: u64) -> Result<TableKey> {
-        self.table
-            .lock()
-            .unwrap()
-            .get(id)
-            .cloned()
-            .ok_or_else(FsError::not_found)
+        self.table.lock().unwrap().get(id).cloned().ok_or_else(FsError::not_found)
     }
 
     fn table_node(&self, key: TableKey) -> Node {
         Node::Table(self.table.lock().unwrap().id(key))
     }
 
+    /// The node of an inode number, following scratch-to-decoded aliases.
     fn node(&self, ino: u64) -> Result<Node> {
+        if let Some(n) = self.aliases.lock().unwrap().get(&ino) {
+            return Ok(n.clone());
+        }
         Node::from_ino(ino).ok_or_else(FsError::not_found)
     }
 
-    fn is_dir(&self, node: &Node) -> Result<bool> {
-        Ok(match node {
-            Node::Root
-            | Node::Blocks
-            | Node::NodeDir
-            | Node::BlockDir(_)
-            | Node::MetaRoot(_)
-            | Node::MetaDir(..)
-            | Node::FieldsDir(..) => true,
-            Node::Table(id) => match self.table_key(*id)? {
-                TableKey::WorldFile(_) | TableKey::Field { .. } => false,
-            },
-            _ => false,
-        })
+    fn is_scratch(&self, node: &Node) -> bool {
+        matches!(node, Node::Table(id) if matches!(self.table.lock().unwrap().get(*id), Some(TableKey::Scratch(_))))
     }
 
-    /// The bytes of a file node (checking that it exists).
-    fn content(&self, node: &Node) -> Result<Content> {
-        let plain = |bytes: Vec<u8>| Content {
-            bytes: Arc::new(bytes),
-            serial: 0,
-        };
+    fn is_dir(&self, node: &Node) -> Result<bool> {
+        Ok(matches!(
+            node,
+            Node::Root
+                | Node::Blocks
+                | Node::NodeDir
+                | Node::BlockDir(_)
+                | Node::MetaRoot(_)
+                | Node::MetaDir(..)
+                | Node::FieldsDir(..)
+        ))
+    }
+
+    /// The block a node belongs to.
+    fn block_of(&self, node: &Node) -> Option<BlockPos> {
         match node {
-            Node::Readme => Ok(plain(readme_text().as_bytes().to_vec())),
-            Node::WriteErrors => Ok(plain(Vec::new())),
-            Node::BlockFile(pos, f) => {
-                let l = self.existing_block(*pos)?;
-                let bytes = l.file(*f).ok_or_else(FsError::not_found)?;
-                Ok(Content {
-                    bytes,
-                    serial: l.serial,
-                })
-            }
-            Node::MetaFile(pos, p16, f) => {
-                let (l, entry) = self.meta_entry(*pos, *p16)?;
-                Ok(Content {
-                    bytes: Arc::new(view::render_meta_file(&entry, *f)),
-                    serial: l.serial,
-                })
-            }
-            Node::NodeFile(c) => {
-                let pos = BlockPos::of_node(c[0], c[1], c[2]).ok_or_else(FsError::not_found)?;
-                let l = self.existing_block(pos)?;
-                let b = l
-                    .decoded()
-                    .ok_or_else(|| FsError::io(format!("block {pos} cannot be decoded")))?;
-                let i = in_block(pos, *c).expect("node is in its block") as usize;
-                let id = b.param0[i];
-                let mut out = match b.name_of(id) {
-                    Some(n) => view::quote_text(n),
-                    None => view::unmapped_name(id).into_bytes(),
-                };
-                out.extend_from_slice(format!(" {} {}\n", b.param1[i], b.param2[i]).as_bytes());
-                Ok(Content {
-                    bytes: Arc::new(out),
-                    serial: l.serial,
-                })
-            }
-            Node::Table(id) => match self.table_key(*id)? {
-                TableKey::WorldFile(name) => {
-                    let bytes =
-                        std::fs::read(self.world.dir.join(&name)).map_err(|e| match e.kind() {
-                            std::io::ErrorKind::NotFound => FsError::not_found(),
-                            _ => FsError::io(format!("{name}: {e}")),
-                        })?;
-                    Ok(plain(bytes))
-                }
-                TableKey::Field { pos, p16, key } => {
-                    let (l, entry) = self.meta_entry(pos, p16)?;
-                    let var = entry.get(&key).ok_or_else(FsError::not_found)?;
-                    Ok(Content {
-                        bytes: Arc::new(view::render_field(&var.value)),
-                        serial: l.serial,
-                    })
-                }
+            Node::BlockDir(p)
+            | Node::BlockFile(p, _)
+            | Node::MetaRoot(p)
+            | Node::MetaDir(p, _)
+            | Node::FieldsDir(p, _)
+            | Node::MetaFile(p, _, _) => Some(*p),
+            Node::NodeFile([x, y, z]) => BlockPos::of_node(*x, *y, *z),
+            Node::Table(id) => match self.table.lock().unwrap().get(*id) {
+                Some(TableKey::Field { pos, .. }) => Some(*pos),
+                _ => None,
             },
-            _ => Err(FsError::is_dir()),
+            _ => None,
         }
+    }
+
+    /// Remember that `ino` was served from `serial`; returns whether it was
+    /// served from the same load before.
+    fn note_served(&self, node: &Node, ino: u64, serial: u64) -> bool {
+        let Some(pos) = self.block_of(node) else {
+            return false;
+        };
+        let mut served = self.served.lock().unwrap();
+        if served.len() > SERVED_MAX {
+            served.clear();
+        }
+        served.entry(pos).or_default().insert(ino, serial) == Some(serial)
     }
 
     /// Check that a directory node exists.
@@ -320,10 +364,15 @@ impl WorldFs {
                 let l = self.existing_block(*pos)?;
                 l.decoded().map(|_| ()).ok_or_else(FsError::not_found)
             }
-            Node::MetaDir(pos, p16) | Node::FieldsDir(pos, p16) => {
-                self.meta_entry(*pos, *p16).map(|_| ())
-            }
+            Node::MetaDir(pos, p16) | Node::FieldsDir(pos, p16) => self.meta_entry(*pos, *p16).map(|_| ()),
             _ => Err(FsError::not_dir()),
+        }
+    }
+
+    fn mtime_of(&self, node: &Node) -> SystemTime {
+        match self.block_of(node) {
+            Some(p) => self.changed.lock().unwrap().get(&p).copied().unwrap_or(self.mount_time),
+            None => self.mount_time,
         }
     }
 
@@ -341,7 +390,7 @@ impl WorldFs {
             size,
             perm,
             nlink: if kind == Kind::Dir { 2 } else { 1 },
-            mtime: self.mount_time,
+            mtime: self.mtime_of(node),
             uid: self.opts.uid,
             gid: self.opts.gid,
         }
@@ -350,26 +399,50 @@ impl WorldFs {
     fn stat(&self, node: &Node) -> Result<Attr> {
         if self.is_dir(node)? {
             self.check_dir(node)?;
-            Ok(self.attr_of(node, Kind::Dir, 0))
-        } else if let Node::BlockFile(pos, f) = node {
-            let size = self
-                .existing_block(*pos)?
-                .file_size(*f)
-                .ok_or_else(FsError::not_found)?;
-            Ok(self.attr_of(node, Kind::File, size as u64))
-        } else {
-            let c = self.content(node)?;
-            Ok(self.attr_of(node, Kind::File, c.bytes.len() as u64))
+            return Ok(self.attr_of(node, Kind::Dir, 0));
         }
+        if let Node::Table(id) = node
+            && let TableKey::Scratch(_) = self.table_key(*id)?
+        {
+            let s = self.scratch.lock().unwrap();
+            let f = s.get(node.ino()).ok_or_else(FsError::not_found)?;
+            let mut a = self.attr_of(node, Kind::File, f.data.len() as u64);
+            a.perm = f.mode & 0o7777;
+            a.mtime = f.mtime;
+            return Ok(a);
+        }
+        let size = match node {
+            Node::BlockFile(pos, f) => self.existing_block(*pos)?.file_size(*f).ok_or_else(FsError::not_found)? as u64,
+            _ => self.content(node)?.bytes.len() as u64,
+        };
+        if let Some(pos) = self.block_of(node) {
+            // Remember that the kernel now knows this inode's size.
+            self.served.lock().unwrap().entry(pos).or_default().entry(node.ino()).or_insert(0);
+        }
+        Ok(self.attr_of(node, Kind::File, size))
     }
 
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
-        self.stat(&self.node(ino)?)
+        let mut a = self.stat(&self.node(ino)?)?;
+        a.ino = ino;
+        Ok(a)
     }
 
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
-        let child = self.child(&self.node(parent)?, name_bytes(name))?;
-        self.stat(&child)
+        let parent_node = self.node(parent)?;
+        match self.child(&parent_node, name_bytes(name)) {
+            Ok(child) => match self.stat(&child) {
+                Err(e) if e.errno == libc::ENOENT => self.scratch_attr(parent_node.ino(), name_bytes(name)),
+                r => r,
+            },
+            Err(e) if e.errno == libc::ENOENT => self.scratch_attr(parent_node.ino(), name_bytes(name)),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn scratch_attr(&self, parent: u64, name: &[u8]) -> Result<Attr> {
+        let ino = self.scratch.lock().unwrap().lookup(parent, name).ok_or_else(FsError::not_found)?;
+        self.stat(&Node::from_ino(ino).ok_or_else(FsError::not_found)?)
     }
 
     /// The node `name` in directory `parent`, if it could exist (existence
@@ -381,7 +454,7 @@ impl WorldFs {
                 b"README" => Node::Readme,
                 b"blocks" => Node::Blocks,
                 b"node" => Node::NodeDir,
-                b"write-errors" => Node::WriteErrors,
+                b"write-errors" if !self.opts.read_only => Node::WriteErrors,
                 _ => {
                     let s = std::str::from_utf8(name).map_err(|_| nf())?;
                     if !World::is_text_file_name(s) || !self.world.dir.join(s).is_file() {
@@ -407,19 +480,11 @@ impl WorldFs {
             }
             Node::MetaDir(pos, p16) => match name {
                 b"fields" => Ok(Node::FieldsDir(*pos, *p16)),
-                _ => Ok(Node::MetaFile(
-                    *pos,
-                    *p16,
-                    MetaFile::from_name(name).ok_or_else(nf)?,
-                )),
+                _ => Ok(Node::MetaFile(*pos, *p16, MetaFile::from_name(name).ok_or_else(nf)?)),
             },
             Node::FieldsDir(pos, p16) => {
                 let key = escape::name_to_key(name).ok_or_else(nf)?;
-                Ok(self.table_node(TableKey::Field {
-                    pos: *pos,
-                    p16: *p16,
-                    key,
-                }))
+                Ok(self.table_node(TableKey::Field { pos: *pos, p16: *p16, key }))
             }
             Node::NodeDir => Ok(Node::NodeFile(parse_node_coords(name).ok_or_else(nf)?)),
             _ => Err(FsError::not_dir()),
@@ -428,9 +493,7 @@ impl WorldFs {
 
     fn parent_of(&self, node: &Node) -> Result<Node> {
         Ok(match node {
-            Node::Root | Node::Blocks | Node::NodeDir | Node::Readme | Node::WriteErrors => {
-                Node::Root
-            }
+            Node::Root | Node::Blocks | Node::NodeDir | Node::Readme | Node::WriteErrors => Node::Root,
             Node::BlockDir(_) => Node::Blocks,
             Node::BlockFile(p, _) | Node::MetaRoot(p) => Node::BlockDir(*p),
             Node::MetaDir(p, _) => Node::MetaRoot(*p),
@@ -439,14 +502,19 @@ impl WorldFs {
             Node::Table(id) => match self.table_key(*id)? {
                 TableKey::WorldFile(_) => Node::Root,
                 TableKey::Field { pos, p16, .. } => Node::FieldsDir(pos, p16),
+                TableKey::Scratch(_) => {
+                    let parent = self.scratch.lock().unwrap().get(node.ino()).map(|f| f.parent);
+                    self.node(parent.ok_or_else(FsError::not_found)?)?
+                }
             },
         })
     }
 
-    /// The children of a directory other than `blocks/`, in listing order.
+    /// The children of a directory other than `blocks/`, in listing order
+    /// (decoded entries first, then scratch files).
     fn children(&self, dir: &Node) -> Result<Vec<(Vec<u8>, Node)>> {
         self.check_dir(dir)?;
-        Ok(match dir {
+        let mut v: Vec<(Vec<u8>, Node)> = match dir {
             Node::Root => {
                 let mut v: Vec<(Vec<u8>, Node)> = vec![(b"README".to_vec(), Node::Readme)];
                 for name in self.world.text_files() {
@@ -463,17 +531,11 @@ impl WorldFs {
             Node::NodeDir => Vec::new(),
             Node::BlockDir(pos) => {
                 let l = self.existing_block(*pos)?;
-                let mut v: Vec<(Vec<u8>, Node)> = l
-                    .files()
-                    .iter()
-                    .map(|&f| (f.name().as_bytes().to_vec(), Node::BlockFile(*pos, f)))
-                    .collect();
+                let mut v: Vec<(Vec<u8>, Node)> =
+                    l.files().iter().map(|&f| (f.name().as_bytes().to_vec(), Node::BlockFile(*pos, f))).collect();
                 if l.decoded().is_some() {
                     // after the node arrays, before timers: the order of the format
-                    let at = v
-                        .iter()
-                        .position(|(n, _)| n == b"timers")
-                        .unwrap_or(v.len());
+                    let at = v.iter().position(|(n, _)| n == b"timers").unwrap_or(v.len());
                     v.insert(at, (b"meta".to_vec(), Node::MetaRoot(*pos)));
                 }
                 v
@@ -484,21 +546,12 @@ impl WorldFs {
                 b.metadata
                     .entries
                     .iter()
-                    .map(|e| {
-                        (
-                            view::meta_dir_name(*pos, e.pos).into_bytes(),
-                            Node::MetaDir(*pos, e.pos),
-                        )
-                    })
+                    .map(|e| (view::meta_dir_name(*pos, e.pos).into_bytes(), Node::MetaDir(*pos, e.pos)))
                     .collect()
             }
             Node::MetaDir(pos, p16) => {
                 let mut v = vec![(b"fields".to_vec(), Node::FieldsDir(*pos, *p16))];
-                v.extend(
-                    MetaFile::ALL
-                        .iter()
-                        .map(|&f| (f.name().as_bytes().to_vec(), Node::MetaFile(*pos, *p16, f))),
-                );
+                v.extend(MetaFile::ALL.iter().map(|&f| (f.name().as_bytes().to_vec(), Node::MetaFile(*pos, *p16, f))));
                 v
             }
             Node::FieldsDir(pos, p16) => {
@@ -507,17 +560,20 @@ impl WorldFs {
                     .into_iter()
                     .map(|name| {
                         let key = escape::name_to_key(&name).expect("escaped names unescape");
-                        let node = self.table_node(TableKey::Field {
-                            pos: *pos,
-                            p16: *p16,
-                            key,
-                        });
+                        let node = self.table_node(TableKey::Field { pos: *pos, p16: *p16, key });
                         (name, node)
                     })
                     .collect()
             }
             _ => return Err(FsError::not_dir()),
-        })
+        };
+        let names: HashSet<Vec<u8>> = v.iter().map(|(n, _)| n.clone()).collect();
+        for (name, ino) in self.scratch.lock().unwrap().children(dir.ino()) {
+            if !names.contains(&name) {
+                v.push((name, Node::from_ino(ino).expect("scratch inode")));
+            }
+        }
+        Ok(v)
     }
 
     /// List a directory from `offset` (0 = the start). `add` receives each
@@ -534,12 +590,9 @@ impl WorldFs {
         if !self.is_dir(&dir)? {
             return Err(FsError::not_dir());
         }
-        let dots = [
-            (1u64, b".".to_vec(), dir.clone()),
-            (2, b"..".to_vec(), self.parent_of(&dir)?),
-        ];
+        let dots = [(1u64, b".".to_vec(), dir.clone()), (2, b"..".to_vec(), self.parent_of(&dir)?)];
         for (cookie, name, node) in dots {
-            if offset < cookie && self.emit(&node, name, cookie, Kind::Dir, plus, add)? {
+            if offset < cookie && self.emit(&node, name, cookie, plus, add)? {
                 return Ok(());
             }
         }
@@ -552,12 +605,7 @@ impl WorldFs {
             if offset >= cookie {
                 continue;
             }
-            let kind = if self.is_dir(&node)? {
-                Kind::Dir
-            } else {
-                Kind::File
-            };
-            if self.emit(&node, name, cookie, kind, plus, add)? {
+            if self.emit(&node, name, cookie, plus, add)? {
                 return Ok(());
             }
         }
@@ -570,16 +618,11 @@ impl WorldFs {
         node: &Node,
         name: Vec<u8>,
         cookie: u64,
-        kind: Kind,
         plus: bool,
         add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
     ) -> Result<bool> {
-        let entry = DirEntry {
-            ino: node.ino(),
-            offset: cookie,
-            kind,
-            name: OsString::from_vec(name),
-        };
+        let kind = if self.is_dir(node)? { Kind::Dir } else { Kind::File };
+        let entry = DirEntry { ino: node.ino(), offset: cookie, kind, name: OsString::from_vec(name) };
         let attr = if plus {
             match self.stat(node) {
                 Ok(a) => Some(a),
@@ -601,19 +644,13 @@ impl WorldFs {
         plus: bool,
         add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
     ) -> Result<()> {
-        let mut after =
-            (offset >= BLOCK_COOKIE_BASE).then(|| BlockPos::unpack(offset - BLOCK_COOKIE_BASE));
+        let mut after = (offset >= BLOCK_COOKIE_BASE).then(|| BlockPos::unpack(offset - BLOCK_COOKIE_BASE));
         loop {
             let page = self.store.list_after(after, LIST_PAGE)?;
             for &pos in &page {
                 let node = Node::BlockDir(pos);
                 let cookie = pos.packed() + BLOCK_COOKIE_BASE;
-                let entry = DirEntry {
-                    ino: node.ino(),
-                    offset: cookie,
-                    kind: Kind::Dir,
-                    name: pos.to_string().into(),
-                };
+                let entry = DirEntry { ino: node.ino(), offset: cookie, kind: Kind::Dir, name: pos.to_string().into() };
                 let attr = plus.then(|| self.attr_of(&node, Kind::Dir, 0));
                 if add(&entry, attr.as_ref()) {
                     return Ok(());
@@ -624,48 +661,6 @@ impl WorldFs {
             }
             after = page.last().copied();
         }
-    }
-
-    pub fn open(&self, ino: u64, write: bool) -> Result<Opened> {
-        let node = self.node(ino)?;
-        if self.is_dir(&node)? {
-            return Err(FsError::is_dir());
-        }
-        if write {
-            return Err(FsError::read_only(if self.opts.read_only {
-                "the mount is read-only (-o ro)"
-            } else {
-                "this file is read-only"
-            }));
-        }
-        let c = self.content(&node)?;
-        let keep_cache = {
-            let mut served = self.served.lock().unwrap();
-            if served.len() > SERVED_MAX {
-                served.clear();
-            }
-            c.serial != 0 && served.insert(ino, c.serial) == Some(c.serial)
-        };
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.handles
-            .lock()
-            .unwrap()
-            .insert(fh, Handle { content: c.bytes });
-        Ok(Opened { fh, keep_cache })
-    }
-
-    /// Read from an open handle; the content is the snapshot taken at open.
-    pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let handles = self.handles.lock().unwrap();
-        let h = handles.get(&fh).ok_or_else(FsError::bad_handle)?;
-        let start = (offset as usize).min(h.content.len());
-        let end = start.saturating_add(size as usize).min(h.content.len());
-        Ok(h.content[start..end].to_vec())
-    }
-
-    pub fn release(&self, fh: u64) -> Result<()> {
-        self.handles.lock().unwrap().remove(&fh);
-        Ok(())
     }
 
     /// Number of stored blocks (for statfs).

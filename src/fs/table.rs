@@ -1,5 +1,5 @@
 //! Inode numbers for things that have no fixed place in the numbering:
-//! the world's text files and metadata field files. Each gets a number the
+//! the world's text files, metadata field files and scratch files. Each gets a number the
 //! first time it is looked up and keeps it for the life of the mount (the
 //! set is small: it grows only with the fields and files actually visited).
 
@@ -11,11 +11,9 @@ pub enum TableKey {
     /// A file in the world directory.
     WorldFile(String),
     /// `blocks/P/meta/X,Y,Z/fields/<key>`.
-    Field {
-        pos: BlockPos,
-        p16: u16,
-        key: Vec<u8>,
-    },
+    Field { pos: BlockPos, p16: u16, key: Vec<u8> },
+    /// A scratch file (by creation number).
+    Scratch(u64),
 }
 
 #[derive(Default)]
@@ -40,5 +38,16 @@ impl InodeTable {
 
     pub fn get(&self, id: u64) -> Option<&TableKey> {
         self.by_id.get(&id)
+    }
+
+    /// The id of `key` if it has one (without assigning).
+    pub fn find(&self, key: &TableKey) -> Option<u64> {
+        self.by_key.get(key).copied()
+    }
+
+    /// A new scratch file's id.
+    pub fn new_scratch(&mut self) -> u64 {
+        let n = self.next + 1;
+        self.id(TableKey::Scratch(n))
     }
 }

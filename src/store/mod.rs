@@ -59,8 +59,7 @@ pub trait MapStore: Send + Sync {
     fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>>;
 
     /// Like `list_after`, with the blobs.
-    fn scan_after(&self, after: Option<BlockPos>, limit: usize)
-    -> Result<Vec<(BlockPos, Vec<u8>)>>;
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>>;
 
     /// Apply all changes in one transaction: all or nothing.
     fn apply(&self, changes: &[Change]) -> Result<()>;

@@ -27,9 +27,7 @@ impl BlockPos {
 
     /// Whether the position can be stored (all axes in -2048..=2047).
     pub fn in_range(&self) -> bool {
-        [self.x, self.y, self.z]
-            .iter()
-            .all(|c| (KEY_MIN..=KEY_MAX).contains(c))
+        [self.x, self.y, self.z].iter().all(|c| (KEY_MIN..=KEY_MAX).contains(c))
     }
 
     /// The legacy sqlite/leveldb/redis key: z*2^24 + y*2^12 + x.
@@ -120,9 +118,7 @@ mod tests {
     #[test]
     fn names_parse_only_in_canonical_form() {
         assert_eq!("-3,0,12".parse(), Ok(BlockPos::new(-3, 0, 12)));
-        for bad in [
-            "+3,0,12", "03,0,12", "3, 0,12", "3,0", "3,0,1,2", "3,0,2048", "x,0,0", "-0,0,0",
-        ] {
+        for bad in ["+3,0,12", "03,0,12", "3, 0,12", "3,0", "3,0,1,2", "3,0,2048", "x,0,0", "-0,0,0"] {
             assert!(bad.parse::<BlockPos>().is_err(), "{bad}");
         }
     }

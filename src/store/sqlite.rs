@@ -31,10 +31,7 @@ pub struct SqliteStore {
 
 fn backend(e: rusqlite::Error) -> StoreError {
     if let rusqlite::Error::SqliteFailure(f, ref m) = e {
-        if matches!(
-            f.code,
-            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-        ) {
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) {
             return StoreError::Busy(m.clone().unwrap_or_else(|| f.to_string()));
         }
         if f.code == rusqlite::ErrorCode::ReadOnly {
@@ -48,10 +45,7 @@ impl SqliteStore {
     /// Open an existing map database.
     pub fn open(path: &Path, read_only: bool) -> Result<SqliteStore> {
         if !path.is_file() {
-            return Err(StoreError::Backend(format!(
-                "{} does not exist",
-                path.display()
-            )));
+            return Err(StoreError::Backend(format!("{} does not exist", path.display())));
         }
         let mut store = SqliteStore {
             path: path.to_path_buf(),
@@ -90,11 +84,8 @@ impl SqliteStore {
     }
 
     fn connect(&self) -> Result<Connection> {
-        let flags = if self.read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-        } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        let flags = if self.read_only { OpenFlags::SQLITE_OPEN_READ_ONLY } else { OpenFlags::SQLITE_OPEN_READ_WRITE }
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(&self.path, flags).map_err(backend)?;
         conn.busy_timeout(self.busy_timeout).map_err(backend)?;
@@ -126,15 +117,8 @@ impl SqliteStore {
             Schema::Legacy => ("pos > ?1", "pos"),
             Schema::Split => ("(x, z, y) > (?1, ?2, ?3)", "x, z, y"),
         };
-        let filter = if after {
-            format!("WHERE {cond} ")
-        } else {
-            String::new()
-        };
-        format!(
-            "SELECT {cols} FROM blocks {filter}ORDER BY {order} LIMIT ?{}",
-            self.limit_param(after)
-        )
+        let filter = if after { format!("WHERE {cond} ") } else { String::new() };
+        format!("SELECT {cols} FROM blocks {filter}ORDER BY {order} LIMIT ?{}", self.limit_param(after))
     }
 
     fn limit_param(&self, after: bool) -> usize {
@@ -156,9 +140,7 @@ impl SqliteStore {
                 let (x, y, z): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
                 let c = |v: i64| i16::try_from(v).ok();
                 match (c(x), c(y), c(z)) {
-                    (Some(x), Some(y), Some(z)) => {
-                        Some(BlockPos::new(x, y, z)).filter(|p| p.in_range())
-                    }
+                    (Some(x), Some(y), Some(z)) => Some(BlockPos::new(x, y, z)).filter(|p| p.in_range()),
                     _ => None,
                 }
             }
@@ -186,10 +168,9 @@ impl SqliteStore {
             while let Some(row) = rows.next().map_err(backend)? {
                 match self.row_pos(row).map_err(backend)? {
                     Some(p) => out.push(map(p, row).map_err(backend)?),
-                    None => log::warn!(
-                        "{}: skipping a row whose key is not a valid block position",
-                        self.path.display()
-                    ),
+                    None => {
+                        log::warn!("{}: skipping a row whose key is not a valid block position", self.path.display())
+                    }
                 }
             }
             Ok(out)
@@ -210,14 +191,9 @@ fn detect_schema(conn: &Connection) -> Result<Schema> {
     } else if has("pos") && has("data") {
         Ok(Schema::Legacy)
     } else if cols.is_empty() {
-        Err(StoreError::Backend(
-            "no 'blocks' table in the map database".into(),
-        ))
+        Err(StoreError::Backend("no 'blocks' table in the map database".into()))
     } else {
-        Err(StoreError::Backend(format!(
-            "unrecognised 'blocks' table columns: {}",
-            cols.join(", ")
-        )))
+        Err(StoreError::Backend(format!("unrecognised 'blocks' table columns: {}", cols.join(", "))))
     }
 }
 
@@ -235,18 +211,10 @@ impl MapStore for SqliteStore {
             let blob: Option<Option<Vec<u8>>> = match self.schema {
                 Schema::Legacy => conn
                     .prepare_cached("SELECT data FROM blocks WHERE pos = ?1 LIMIT 1")
-                    .and_then(|mut s| {
-                        s.query_row(params![pos.legacy_key()], |r| r.get(0))
-                            .optional()
-                    }),
+                    .and_then(|mut s| s.query_row(params![pos.legacy_key()], |r| r.get(0)).optional()),
                 Schema::Split => conn
-                    .prepare_cached(
-                        "SELECT data FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1",
-                    )
-                    .and_then(|mut s| {
-                        s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0))
-                            .optional()
-                    }),
+                    .prepare_cached("SELECT data FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1")
+                    .and_then(|mut s| s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0)).optional()),
             }
             .map_err(backend)?;
             Ok(blob.flatten().filter(|b| !b.is_empty()))
@@ -273,11 +241,7 @@ impl MapStore for SqliteStore {
         self.query_after(after, limit, false, |p, _| Ok(p))
     }
 
-    fn scan_after(
-        &self,
-        after: Option<BlockPos>,
-        limit: usize,
-    ) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
         let col = match self.schema {
             Schema::Legacy => 1,
             Schema::Split => 3,
@@ -293,9 +257,7 @@ impl MapStore for SqliteStore {
             return Err(StoreError::ReadOnly);
         }
         self.with_conn(|conn| {
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(backend)?;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
             for change in changes {
                 match (change, self.schema) {
                     (Change::Put(p, data), Schema::Legacy) => {
@@ -311,17 +273,13 @@ impl MapStore for SqliteStore {
                     }
                     (Change::Put(p, data), Schema::Split) => {
                         let n = tx
-                            .prepare_cached(
-                                "UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4",
-                            )
+                            .prepare_cached("UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4")
                             .and_then(|mut s| s.execute(params![data, p.x, p.y, p.z]))
                             .map_err(backend)?;
                         if n == 0 {
-                            tx.prepare_cached(
-                                "INSERT INTO blocks (x, y, z, data) VALUES (?1, ?2, ?3, ?4)",
-                            )
-                            .and_then(|mut s| s.execute(params![p.x, p.y, p.z, data]))
-                            .map_err(backend)?;
+                            tx.prepare_cached("INSERT INTO blocks (x, y, z, data) VALUES (?1, ?2, ?3, ?4)")
+                                .and_then(|mut s| s.execute(params![p.x, p.y, p.z, data]))
+                                .map_err(backend)?;
                         }
                     }
                     (Change::Delete(p), Schema::Legacy) => {
@@ -342,9 +300,7 @@ impl MapStore for SqliteStore {
 
     fn count(&self) -> Result<u64> {
         self.with_conn(|conn| {
-            conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get::<_, i64>(0))
-                .map(|n| n as u64)
-                .map_err(backend)
+            conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(backend)
         })
     }
 
@@ -377,12 +333,7 @@ mod tests {
                 BlockPos::new(5, -6, 7),
                 BlockPos::new(-2048, 2047, 0),
             ];
-            st.apply(
-                &ps.iter()
-                    .map(|&p| Change::Put(p, vec![29, p.x as u8]))
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap();
+            st.apply(&ps.iter().map(|&p| Change::Put(p, vec![29, p.x as u8])).collect::<Vec<_>>()).unwrap();
             assert_eq!(st.count().unwrap(), 4);
             assert_eq!(st.get(ps[1]).unwrap(), Some(vec![29, ps[1].x as u8]));
             assert!(st.contains(ps[2]).unwrap());
@@ -404,8 +355,7 @@ mod tests {
             assert_eq!(all, expect, "{}", st.describe());
             let scanned = st.scan_after(None, 100).unwrap();
             assert_eq!(scanned.len(), 4);
-            st.apply(&[Change::Put(ps[0], vec![1, 2, 3]), Change::Delete(ps[1])])
-                .unwrap();
+            st.apply(&[Change::Put(ps[0], vec![1, 2, 3]), Change::Delete(ps[1])]).unwrap();
             assert_eq!(st.get(ps[0]).unwrap(), Some(vec![1, 2, 3]));
             assert_eq!(st.get(ps[1]).unwrap(), None);
         }
@@ -419,12 +369,9 @@ mod tests {
         c.execute_batch("CREATE TABLE blocks (pos INT PRIMARY KEY, data BLOB, mtime INT DEFAULT 7); INSERT INTO blocks VALUES (0, x'1d', 42);").unwrap();
         drop(c);
         let st = SqliteStore::open(&path, false).unwrap();
-        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![29, 1])])
-            .unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![29, 1])]).unwrap();
         let c = Connection::open(&path).unwrap();
-        let mtime: i64 = c
-            .query_row("SELECT mtime FROM blocks WHERE pos = 0", [], |r| r.get(0))
-            .unwrap();
+        let mtime: i64 = c.query_row("SELECT mtime FROM blocks WHERE pos = 0", [], |r| r.get(0)).unwrap();
         assert_eq!(mtime, 42);
     }
 
@@ -434,15 +381,9 @@ mod tests {
         let path = d.path().join("map.sqlite");
         SqliteStore::create(&path, Schema::Legacy).unwrap();
         let ro = SqliteStore::open(&path, true).unwrap();
-        assert_eq!(
-            ro.apply(&[Change::Delete(BlockPos::new(0, 0, 0))]),
-            Err(StoreError::ReadOnly)
-        );
+        assert_eq!(ro.apply(&[Change::Delete(BlockPos::new(0, 0, 0))]), Err(StoreError::ReadOnly));
         let other = d.path().join("other.sqlite");
-        Connection::open(&other)
-            .unwrap()
-            .execute_batch("CREATE TABLE t (a)")
-            .unwrap();
+        Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (a)").unwrap();
         let e = SqliteStore::open(&other, true).err().unwrap();
         assert!(e.to_string().contains("no 'blocks' table"), "{e}");
     }
@@ -455,19 +396,11 @@ mod tests {
         st.busy_timeout = Duration::from_millis(50);
         st.pool.lock().unwrap().clear();
         let other = Connection::open(&path).unwrap();
-        other
-            .execute_batch("BEGIN EXCLUSIVE; INSERT INTO blocks VALUES (1, x'00');")
-            .unwrap();
-        let e = st
-            .apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])])
-            .unwrap_err();
+        other.execute_batch("BEGIN EXCLUSIVE; INSERT INTO blocks VALUES (1, x'00');").unwrap();
+        let e = st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])]).unwrap_err();
         assert!(matches!(e, StoreError::Busy(_)), "{e:?}");
-        assert!(matches!(
-            st.get(BlockPos::new(0, 0, 0)),
-            Err(StoreError::Busy(_))
-        ));
+        assert!(matches!(st.get(BlockPos::new(0, 0, 0)), Err(StoreError::Busy(_))));
         other.execute_batch("ROLLBACK").unwrap();
-        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])])
-            .unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])]).unwrap();
     }
 }

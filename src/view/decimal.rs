@@ -27,20 +27,11 @@ pub fn parse(s: &str, scale: i64) -> Option<i32> {
     };
     let (int, frac) = body.split_once('.').unwrap_or((body, ""));
     let ok = |t: &str| t.bytes().all(|c| c.is_ascii_digit());
-    if int.is_empty()
-        || !ok(int)
-        || !ok(frac)
-        || frac.len() > digits
-        || (body.contains('.') && frac.is_empty())
-    {
+    if int.is_empty() || !ok(int) || !ok(frac) || frac.len() > digits || (body.contains('.') && frac.is_empty()) {
         return None;
     }
     let int: i64 = int.parse().ok()?;
-    let frac: i64 = if frac.is_empty() {
-        0
-    } else {
-        format!("{frac:0<digits$}").parse().ok()?
-    };
+    let frac: i64 = if frac.is_empty() { 0 } else { format!("{frac:0<digits$}").parse().ok()? };
     let v = int.checked_mul(scale)?.checked_add(frac)?;
     i32::try_from(if neg { -v } else { v }).ok()
 }
@@ -51,14 +42,7 @@ mod tests {
 
     #[test]
     fn exact_both_ways() {
-        for (v, s) in [
-            (1500, "1.5"),
-            (-1500, "-1.5"),
-            (0, "0"),
-            (1, "0.001"),
-            (-30, "-0.03"),
-            (30000, "30"),
-        ] {
+        for (v, s) in [(1500, "1.5"), (-1500, "-1.5"), (0, "0"), (1, "0.001"), (-30, "-0.03"), (30000, "30")] {
             assert_eq!(format(v, 1000), s);
             assert_eq!(parse(s, 1000), Some(v as i32));
         }

@@ -5,6 +5,7 @@
 
 pub mod decimal;
 pub mod escape;
+pub mod parse;
 pub mod render;
 
 pub use render::*;
@@ -59,10 +60,7 @@ impl BlockFile {
     }
 
     pub fn from_name(name: &[u8]) -> Option<BlockFile> {
-        Self::DECODED
-            .into_iter()
-            .chain([BlockFile::Error])
-            .find(|f| f.name().as_bytes() == name)
+        Self::DECODED.into_iter().chain([BlockFile::Error]).find(|f| f.name().as_bytes() == name)
     }
 
     /// Small stable number (1..) used in inode numbers.
@@ -71,10 +69,7 @@ impl BlockFile {
     }
 
     pub fn from_id(id: u8) -> Option<BlockFile> {
-        Self::DECODED
-            .into_iter()
-            .chain([BlockFile::Error])
-            .find(|f| f.id() == id)
+        Self::DECODED.into_iter().chain([BlockFile::Error]).find(|f| f.id() == id)
     }
 }
 
@@ -112,10 +107,6 @@ pub fn quote_text(s: &[u8]) -> Vec<u8> {
 
 /// Like [`quote_text`] but always quoted.
 pub fn quote_always(s: &[u8]) -> Vec<u8> {
-    let high = if std::str::from_utf8(s).is_ok() {
-        HighBytes::Raw
-    } else {
-        HighBytes::Escaped
-    };
+    let high = if std::str::from_utf8(s).is_ok() { HighBytes::Raw } else { HighBytes::Escaped };
     jsonish::quote(s, high)
 }

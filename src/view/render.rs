@@ -13,11 +13,7 @@ pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockF
         BlockFile::Info => render_info(block, blob.len()),
         BlockFile::Names => render_names(block),
         BlockFile::Nodes => render_nodes(pos, block),
-        BlockFile::Param0 => block
-            .param0
-            .iter()
-            .flat_map(|id| id.to_be_bytes())
-            .collect(),
+        BlockFile::Param0 => block.param0.iter().flat_map(|id| id.to_be_bytes()).collect(),
         BlockFile::Param1 => block.param1.clone(),
         BlockFile::Param2 => block.param2.clone(),
         BlockFile::Timers => render_timers(pos, block),
@@ -115,10 +111,7 @@ pub fn render_nodes(pos: BlockPos, b: &Block) -> Vec<u8> {
 }
 
 fn digits(v: i32) -> usize {
-    (v < 0) as usize
-        + v.unsigned_abs()
-            .checked_ilog10()
-            .map_or(1, |d| d as usize + 1)
+    (v < 0) as usize + v.unsigned_abs().checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// The exact length of [`render_nodes`], computed without rendering.
@@ -129,13 +122,20 @@ pub fn nodes_size(pos: BlockPos, b: &Block) -> usize {
     let axis = |o: i32| (0..16).map(|d| digits(o + d)).sum::<usize>() * 256;
     let coords = axis(ox) + axis(oy) + axis(oz);
     let rest: usize = (0..NODE_COUNT)
-        .map(|i| {
-            names[b.param0[i] as usize].len()
-                + digits(b.param1[i] as i32)
-                + digits(b.param2[i] as i32)
-        })
+        .map(|i| names[b.param0[i] as usize].len() + digits(b.param1[i] as i32) + digits(b.param2[i] as i32))
         .sum();
     coords + rest + NODE_COUNT * 6
+}
+
+/// The file `node/X,Y,Z`: "<name> <param1> <param2>".
+pub fn render_node(b: &Block, i: usize) -> Vec<u8> {
+    let id = b.param0[i];
+    let mut out = match b.name_of(id) {
+        Some(n) => quote_text(n),
+        None => unmapped_name(id).into_bytes(),
+    };
+    out.extend_from_slice(format!(" {} {}\n", b.param1[i], b.param2[i]).as_bytes());
+    out
 }
 
 /// World node coordinates of an in-block position.
@@ -169,11 +169,7 @@ fn object_pos(p: [i32; 3]) -> String {
 
 pub fn render_object(o: &StaticObject) -> Vec<u8> {
     let mut out = Vec::new();
-    let entity = if o.kind == LUA_ENTITY {
-        LuaEntity::decode(&o.data)
-    } else {
-        None
-    };
+    let entity = if o.kind == LUA_ENTITY { LuaEntity::decode(&o.data) } else { None };
     match entity {
         Some(e) => {
             let deg = |v: i32| decimal::format(v as i64, 1000);
@@ -255,10 +251,7 @@ pub fn field_names(entry: &MetaEntry) -> Vec<Vec<u8>> {
             if n.len() <= 255 {
                 names.push(n);
             } else {
-                log::warn!(
-                    "metadata key of {} bytes cannot be shown as a file name",
-                    v.key.len()
-                );
+                log::warn!("metadata key of {} bytes cannot be shown as a file name", v.key.len());
             }
         }
     }
@@ -273,10 +266,7 @@ mod tests {
 
     fn block() -> Block {
         let mut b = Block::new_air(29);
-        b.mapping.push(MappingEntry {
-            id: 1,
-            name: b"default:chest".to_vec(),
-        });
+        b.mapping.push(MappingEntry { id: 1, name: b"default:chest".to_vec() });
         b.param0[node_index(1, 2, 3)] = 1;
         b.param0[node_index(2, 2, 3)] = 9;
         b
@@ -300,11 +290,7 @@ mod tests {
         let mut b = block();
         b.param1[5] = 200;
         b.param2[4095] = 17;
-        for pos in [
-            BlockPos::new(0, 0, 0),
-            BlockPos::new(-1, -700, 2047),
-            BlockPos::new(-2048, 1, 99),
-        ] {
+        for pos in [BlockPos::new(0, 0, 0), BlockPos::new(-1, -700, 2047), BlockPos::new(-2048, 1, 99)] {
             assert_eq!(nodes_size(pos, &b), render_nodes(pos, &b).len(), "{pos}");
         }
     }
@@ -313,33 +299,17 @@ mod tests {
     fn names_info_and_meta_files() {
         let mut b = block();
         assert_eq!(render_names(&b), b"0 air\n1 default:chest\n");
-        b.mapping.push(MappingEntry {
-            id: 2,
-            name: b"odd name".to_vec(),
-        });
+        b.mapping.push(MappingEntry { id: 2, name: b"odd name".to_vec() });
         assert!(render_names(&b).ends_with(b"2 \"odd name\"\n"));
         let info = String::from_utf8(render_info(&b, 99)).unwrap();
         assert!(info.contains("version = 29\n") && info.contains("generated = true\n"));
-        assert!(
-            info.contains("lighting_complete = 0xffff\n") && info.contains("blob_bytes = 99\n")
-        );
+        assert!(info.contains("lighting_complete = 0xffff\n") && info.contains("blob_bytes = 99\n"));
         let mut e = MetaEntry::new(5);
-        e.vars.push(MetaVar {
-            key: b"owner".to_vec(),
-            value: b"sam".to_vec(),
-            private: true,
-        });
-        e.vars.push(MetaVar {
-            key: b".x".to_vec(),
-            value: b"1".to_vec(),
-            private: true,
-        });
+        e.vars.push(MetaVar { key: b"owner".to_vec(), value: b"sam".to_vec(), private: true });
+        e.vars.push(MetaVar { key: b".x".to_vec(), value: b"1".to_vec(), private: true });
         assert_eq!(render_meta_file(&e, MetaFile::Private), b"owner\n%2Ex\n");
         assert_eq!(render_meta_file(&e, MetaFile::Inventory), b"EndInventory\n");
-        assert_eq!(
-            meta_dir_name(BlockPos::new(1, -1, 0), 5 + 16 + 256),
-            "21,-15,1"
-        );
+        assert_eq!(meta_dir_name(BlockPos::new(1, -1, 0), 5 + 16 + 256), "21,-15,1");
     }
 
     #[test]
@@ -354,27 +324,15 @@ mod tests {
             pitch_roll: Some((0, 0)),
             guid: None,
         };
-        b.objects.objects.push(StaticObject {
-            kind: 7,
-            pos: [125000, 0, -10000],
-            data: e.encode(),
-        });
-        b.objects.objects.push(StaticObject {
-            kind: 1,
-            pos: [0, 0, 0],
-            data: b"\x00\x01".to_vec(),
-        });
+        b.objects.objects.push(StaticObject { kind: 7, pos: [125000, 0, -10000], data: e.encode() });
+        b.objects.objects.push(StaticObject { kind: 1, pos: [0, 0, 0], data: b"\x00\x01".to_vec() });
         let text = String::from_utf8(render_objects(&b)).unwrap();
         assert_eq!(
             text,
             "lua_entity 12.5,0,-1 mobs:sheep hp=10 velocity=0,-1,0.5 yaw=90 pitch=0 roll=0 staticdata=\"{hp=3}\"\n\
              object type=1 0,0,0 data=\"\\u0000\\u0001\"\n"
         );
-        b.timers.push(crate::codec::objects::NodeTimer {
-            pos: 1,
-            timeout: 30000,
-            elapsed: 1500,
-        });
+        b.timers.push(crate::codec::objects::NodeTimer { pos: 1, timeout: 30000, elapsed: 1500 });
         assert_eq!(render_timers(BlockPos::new(0, 0, 0), &b), b"1 0 0 30 1.5\n");
     }
 }

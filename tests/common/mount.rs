@@ -61,12 +61,7 @@ impl Mounted {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("start worldfs");
-        let m = Mounted {
-            world: world.to_path_buf(),
-            mnt,
-            child: Some(child),
-            log,
-        };
+        let m = Mounted { world: world.to_path_buf(), mnt, child: Some(child), log };
         m.wait_mounted();
         m
     }
@@ -79,10 +74,7 @@ impl Mounted {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
-            "mount did not appear; log:\n{}",
-            std::fs::read_to_string(&self.log).unwrap_or_default()
-        );
+        panic!("mount did not appear; log:\n{}", std::fs::read_to_string(&self.log).unwrap_or_default());
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
@@ -110,12 +102,7 @@ impl Mounted {
     /// Like `sh`, but panics unless the command succeeds; returns stdout.
     pub fn ok(&self, script: &str) -> String {
         let (code, out, err) = self.sh(script);
-        assert_eq!(
-            code,
-            0,
-            "`{script}` failed:\n{err}\nlog:\n{}",
-            self.log_text()
-        );
+        assert_eq!(code, 0, "`{script}` failed:\n{err}\nlog:\n{}", self.log_text());
         out
     }
 
@@ -131,11 +118,7 @@ impl Mounted {
 
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let tool = if unsafe { libc::geteuid() } == 0 {
-                "umount"
-            } else {
-                "fusermount3"
-            };
+            let tool = if unsafe { libc::geteuid() } == 0 { "umount" } else { "fusermount3" };
             let args: &[&str] = if tool == "umount" { &[] } else { &["-u"] };
             let _ = Command::new(tool).args(args).arg(self.mnt.path()).status();
             let start = Instant::now();
@@ -145,10 +128,7 @@ impl Mounted {
                 }
                 if start.elapsed() > Duration::from_secs(10) {
                     let _ = child.kill();
-                    let _ = Command::new("umount")
-                        .arg("-l")
-                        .arg(self.mnt.path())
-                        .status();
+                    let _ = Command::new("umount").arg("-l").arg(self.mnt.path()).status();
                     let _ = child.wait();
                     break;
                 }

@@ -1,0 +1,464 @@
+//! The commit path: a file's new content -> a new block -> validated,
+//! encoded, checked by decoding, and written in one short transaction.
+//! A refused write changes nothing and says why (errno EINVAL for content,
+//! EIO for storage, EROFS while a server has the map open); the reason is
+//! logged and kept in MNT/write-errors.
+
+use super::cache::Loaded;
+use super::table::TableKey;
+use super::{FsError, Inval, Node, Result, WorldFs, describe};
+use crate::codec::Block;
+use crate::codec::block::{MAX_VERSION, MIN_WRITE_VERSION};
+use crate::codec::nodemeta::MetaEntry;
+use crate::store::{BlockPos, Change};
+use crate::view::parse::{self, ParseError};
+use crate::view::{BlockFile, MetaFile, escape, meta_dir_name};
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// How many refused writes MNT/write-errors keeps.
+const WRITE_ERRORS_KEPT: usize = 100;
+
+/// The rules the engine relies on when it loads a block; a block breaking
+/// one of them is never written (a v29 block that breaks them stops the
+/// server). Only checked for what changed, so that an old oddity elsewhere
+/// in a block does not make it impossible to edit.
+fn validate(orig: &Block, new: &Block) -> std::result::Result<(), String> {
+    if new.param0 != orig.param0 || new.mapping != orig.mapping {
+        let named: HashSet<u16> = new.mapping.iter().map(|m| m.id).collect();
+        if let Some(id) = new.param0.iter().find(|id| !named.contains(id)) {
+            return Err(format!("content id {id} is used but has no name in names"));
+        }
+        if new.mapping.iter().any(|m| m.name.is_empty()) {
+            return Err("a name in names is empty".into());
+        }
+    }
+    let mut seen = HashSet::new();
+    for e in &new.metadata.entries {
+        if e.pos >= 4096 || !seen.insert(e.pos) {
+            return Err(format!("node metadata position {} is outside the block or repeated", e.pos));
+        }
+    }
+    if new.version < 28 && new.metadata.entries.iter().any(|e| e.vars.iter().any(|v| v.private)) {
+        return Err(format!("version {} cannot store private fields", new.version));
+    }
+    Ok(())
+}
+
+/// What the engine would write for an edited block: versions 22/23 become
+/// 25, content ids that no longer fit one byte widen the ids, and the
+/// metadata list version follows the block version.
+fn normalize(b: &mut Block) {
+    if b.version < MIN_WRITE_VERSION {
+        b.version = 25;
+    }
+    if !b.fits_content_width() {
+        b.content_width = 2;
+    }
+    b.metadata.version = b.metadata.version_for(b.version);
+}
+
+fn invalid(node: &str, e: ParseError) -> FsError {
+    FsError::invalid(format!("{node}: {e}"))
+}
+
+impl WorldFs {
+    pub(super) fn send_invals(&self, list: Vec<Inval>) {
+        if let Some(f) = self.invalidator.get()
+            && !list.is_empty()
+        {
+            f(list);
+        }
+    }
+
+    fn record_error(&self, what: &str, e: &FsError) {
+        let line = if e.message.starts_with(what) { e.message.clone() } else { format!("{what}: {}", e.message) };
+        log::warn!("write refused: {line}");
+        let mut errors = self.write_errors.lock().unwrap();
+        errors.push_back(format!("{} {line}\n", utc_now()));
+        while errors.len() > WRITE_ERRORS_KEPT {
+            errors.pop_front();
+        }
+        drop(errors);
+        self.send_invals(vec![Inval::Inode(super::inode::WRITE_ERRORS)]);
+    }
+
+    /// Run a write operation; a refusal is recorded for MNT/write-errors.
+    fn recorded<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            self.record_error(&what(), e);
+        }
+        r
+    }
+
+    /// Refuse while another process has the map database open.
+    fn check_guard(&self) -> Result<()> {
+        let who = self.guard.current();
+        if who.is_empty() {
+            return Ok(());
+        }
+        Err(FsError::read_only(format!(
+            "the map database is open in {}; writes are refused while it runs (it would overwrite them)",
+            who.join(", ")
+        )))
+    }
+
+    /// The block as stored now (the cache is refreshed if it is stale).
+    fn fresh(&self, pos: BlockPos) -> Result<Option<Arc<Loaded>>> {
+        let Some(blob) = self.store.get(pos)? else {
+            self.cache.remove(pos);
+            return Ok(None);
+        };
+        if let Some(l) = self.cache.peek(pos)
+            && l.blob == blob
+        {
+            return Ok(Some(l));
+        }
+        let l = Arc::new(Loaded::new(pos, blob));
+        self.cache.insert(l.clone());
+        Ok(Some(l))
+    }
+
+    /// Commit new content for a file node.
+    pub(super) fn commit(&self, node: &Node, content: &[u8]) -> Result<()> {
+        let r = self.commit_file(node, content);
+        self.recorded(|| describe(node, self), r)
+    }
+
+    fn commit_file(&self, node: &Node, content: &[u8]) -> Result<()> {
+        self.check_writable(node)?;
+        let what = describe(node, self);
+        match node {
+            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content),
+            Node::BlockFile(pos, f) => self.edit_block(*pos, Some(node), content, |b| {
+                let current = crate::view::render_info(b, 0);
+                match f {
+                    BlockFile::Info => parse::apply_info(b, content, &self.info_now(*pos, &current)),
+                    BlockFile::Names => parse::apply_names(b, content),
+                    BlockFile::Nodes => parse::apply_nodes(*pos, b, content),
+                    BlockFile::Param0 => parse::apply_param0(b, content),
+                    BlockFile::Param1 => parse::apply_param(&mut b.param1, content, "param1"),
+                    BlockFile::Param2 => parse::apply_param(&mut b.param2, content, "param2"),
+                    BlockFile::Timers => parse::apply_timers(*pos, b, content),
+                    BlockFile::Objects => parse::apply_objects(b, content),
+                    BlockFile::Raw | BlockFile::Error => unreachable!(),
+                }
+                .map_err(|e| invalid(&what, e))
+            }),
+            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, Some(node), content, |b| {
+                let version = b.version;
+                let e = entry_mut(b, *p16)?;
+                match f {
+                    MetaFile::Inventory => parse::apply_inventory(e, content),
+                    MetaFile::Private => parse::apply_private(e, content, version),
+                }
+                .map_err(|e| invalid(&what, e))
+            }),
+            Node::NodeFile([x, y, z]) => {
+                let pos = BlockPos::of_node(*x, *y, *z).ok_or_else(FsError::not_found)?;
+                let i = super::in_block(pos, [*x, *y, *z]).expect("in its block") as usize;
+                self.edit_block(pos, Some(node), content, |b| {
+                    parse::apply_node(b, i, content).map_err(|e| invalid(&what, e))
+                })
+            }
+            Node::Table(id) => match self.table_key(*id)? {
+                TableKey::WorldFile(name) => self.write_world_file(&name, content),
+                TableKey::Field { pos, p16, key } => self.edit_block(pos, Some(node), content, |b| {
+                    let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
+                    parse::set_field(entry_mut(b, p16)?, &key, value).map_err(|e| invalid(&what, e))
+                }),
+                TableKey::Scratch(_) => Err(FsError::invalid("not a decoded file")),
+            },
+            _ => Err(FsError::perm("this file cannot be written")),
+        }
+    }
+
+    /// `info` as it is now, with the real blob size (the computed keys a
+    /// user may repeat unchanged).
+    fn info_now(&self, pos: BlockPos, fallback: &[u8]) -> Vec<u8> {
+        match self.cache.peek(pos).and_then(|l| l.file(BlockFile::Info)) {
+            Some(c) => c.to_vec(),
+            None => fallback.to_vec(),
+        }
+    }
+
+    /// Read-modify-write of one block. `node`: the file being written, for
+    /// the no-op check (content equal to what the file shows now).
+    fn edit_block(
+        &self,
+        pos: BlockPos,
+        node: Option<&Node>,
+        content: &[u8],
+        edit: impl FnOnce(&mut Block) -> Result<()>,
+    ) -> Result<()> {
+        let _lock = self.commit_lock.lock().unwrap();
+        self.check_guard()?;
+        let loaded = self.fresh(pos)?.ok_or_else(|| FsError::not_found())?;
+        let Ok(orig) = &loaded.block else {
+            return Err(FsError::io(format!(
+                "block {pos} cannot be decoded; write a valid blob to its raw file or rmdir it"
+            )));
+        };
+        if let Some(node) = node
+            && self.content(node).map(|c| c.bytes.as_slice() == content).unwrap_or(false)
+        {
+            return Ok(());
+        }
+        let mut b = orig.clone();
+        edit(&mut b)?;
+        if b == *orig {
+            return Ok(());
+        }
+        normalize(&mut b);
+        validate(orig, &b).map_err(|m| FsError::invalid(format!("block {pos}: {m}")))?;
+        let blob = b.encode().map_err(|e| FsError::invalid(format!("block {pos}: {e}")))?;
+        match Block::decode(&blob) {
+            Ok(back) if back == b => {}
+            other => {
+                return Err(FsError::io(format!(
+                    "block {pos}: internal error: the encoded block does not decode back ({:?})",
+                    other.err()
+                )));
+            }
+        }
+        self.store.apply(&[Change::Put(pos, blob.clone())])?;
+        let old = orig.clone();
+        self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
+        self.after_commit(pos, Some(&old), Some(&b));
+        Ok(())
+    }
+
+    /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
+    /// none of the engine's rules.
+    fn commit_raw(&self, pos: BlockPos, content: &[u8]) -> Result<()> {
+        let _lock = self.commit_lock.lock().unwrap();
+        self.check_guard()?;
+        let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
+        if loaded.blob == content {
+            return Ok(());
+        }
+        let b = Block::decode(content)
+            .map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: the new blob does not decode: {e}")))?;
+        let empty = Block { param0: Vec::new(), ..b.clone() };
+        validate(&empty, &b).map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
+        self.store.apply(&[Change::Put(pos, content.to_vec())])?;
+        let old = loaded.decoded().cloned();
+        self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
+        self.after_commit(pos, old.as_ref(), Some(&b));
+        Ok(())
+    }
+
+    /// Everything the kernel may hold about a block that just changed.
+    fn after_commit(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
+        self.changed.lock().unwrap().insert(pos, SystemTime::now());
+        let mut inv = vec![Inval::Inode(Node::BlockDir(pos).ino()), Inval::Inode(Node::MetaRoot(pos).ino())];
+        for f in BlockFile::DECODED.iter().chain(&[BlockFile::Error]) {
+            inv.push(Inval::Inode(Node::BlockFile(pos, *f).ino()));
+        }
+        let entries =
+            |b: Option<&Block>| -> Vec<MetaEntry> { b.map(|b| b.metadata.entries.clone()).unwrap_or_default() };
+        let (old_e, new_e) = (entries(old), entries(new));
+        let meta_root = Node::MetaRoot(pos).ino();
+        let table = self.table.lock().unwrap();
+        for e in old_e.iter().chain(&new_e) {
+            let p16 = e.pos;
+            inv.push(Inval::Inode(Node::MetaDir(pos, p16).ino()));
+            inv.push(Inval::Inode(Node::FieldsDir(pos, p16).ino()));
+            for f in MetaFile::ALL {
+                inv.push(Inval::Inode(Node::MetaFile(pos, p16, f).ino()));
+            }
+            let in_old = old_e.iter().find(|o| o.pos == p16);
+            let in_new = new_e.iter().find(|o| o.pos == p16);
+            if in_old.is_none() || in_new.is_none() {
+                inv.push(Inval::Entry(meta_root, meta_dir_name(pos, p16).into()));
+            }
+            let fields = Node::FieldsDir(pos, p16).ino();
+            for v in &e.vars {
+                let key = TableKey::Field { pos, p16, key: v.key.clone() };
+                if let Some(id) = table.find(&key) {
+                    inv.push(Inval::Inode(Node::Table(id).ino()));
+                }
+                let has = |x: Option<&MetaEntry>| x.is_some_and(|x| x.get(&v.key).is_some());
+                if !has(in_old) || !has(in_new) {
+                    inv.push(Inval::Entry(fields, OsString::from_vec(escape::key_to_name(&v.key))));
+                }
+            }
+        }
+        drop(table);
+        if let Some(inos) = self.served.lock().unwrap().remove(&pos) {
+            inv.extend(inos.into_keys().map(Inval::Inode));
+        }
+        inv.sort_by_key(|i| format!("{i:?}"));
+        inv.dedup();
+        self.send_invals(inv);
+    }
+
+    /// The version new blocks get: the newest the world uses (looking at
+    /// its first blocks), 29 for an empty world.
+    fn new_block_version(&self) -> u8 {
+        *self.new_block_version.get_or_init(|| {
+            let page = self.store.scan_after(None, 64).unwrap_or_default();
+            let newest = page.iter().filter_map(|(_, b)| b.first().copied()).max().unwrap_or(MAX_VERSION);
+            newest.clamp(25, MAX_VERSION)
+        })
+    }
+
+    pub(super) fn create_block(&self, pos: BlockPos) -> Result<()> {
+        let r = (|| {
+            let _lock = self.commit_lock.lock().unwrap();
+            self.check_guard()?;
+            if self.store.contains(pos)? {
+                return Err(FsError::new(libc::EEXIST, format!("block {pos} exists")));
+            }
+            let b = Block::new_air(self.new_block_version());
+            let blob = b.encode().map_err(|e| FsError::io(e.to_string()))?;
+            self.store.apply(&[Change::Put(pos, blob.clone())])?;
+            self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
+            self.after_commit(pos, None, Some(&b));
+            Ok(())
+        })();
+        self.recorded(|| format!("mkdir blocks/{pos}"), r)
+    }
+
+    pub(super) fn delete_block(&self, pos: BlockPos) -> Result<()> {
+        let r = (|| {
+            let _lock = self.commit_lock.lock().unwrap();
+            self.check_guard()?;
+            let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
+            self.store.apply(&[Change::Delete(pos)])?;
+            self.cache.remove(pos);
+            self.after_commit(pos, old.decoded(), None);
+            Ok(())
+        })();
+        self.recorded(|| format!("rmdir blocks/{pos}"), r)
+    }
+
+    pub(super) fn add_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
+        let r = self.edit_block(pos, None, b"", |b| {
+            if b.metadata.get(p16).is_some() {
+                return Err(FsError::new(libc::EEXIST, "the node already has metadata"));
+            }
+            b.metadata.entries.push(MetaEntry::new(p16));
+            Ok(())
+        });
+        self.recorded(|| format!("mkdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16)), r)
+    }
+
+    pub(super) fn remove_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
+        let r = self.edit_block(pos, None, b"", |b| {
+            let before = b.metadata.entries.len();
+            b.metadata.entries.retain(|e| e.pos != p16);
+            if b.metadata.entries.len() == before {
+                return Err(FsError::not_found());
+            }
+            Ok(())
+        });
+        self.recorded(|| format!("rmdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16)), r)
+    }
+
+    pub(super) fn delete_field(&self, pos: BlockPos, p16: u16, key: &[u8]) -> Result<()> {
+        let r = self.edit_block(pos, None, b"", |b| {
+            let e = entry_mut(b, p16)?;
+            if e.get(key).is_none() {
+                return Err(FsError::not_found());
+            }
+            e.vars.retain(|v| v.key != key);
+            Ok(())
+        });
+        self.recorded(|| format!("unlink field {} of {pos}", String::from_utf8_lossy(key)), r)
+    }
+
+    /// Rename a key (replacing `to` if it exists), keeping value and flag.
+    pub(super) fn rename_field(&self, pos: BlockPos, p16: u16, from: &[u8], to: &[u8]) -> Result<()> {
+        let r = self.edit_block(pos, None, b"", |b| {
+            let e = entry_mut(b, p16)?;
+            let var = e.get(from).cloned().ok_or_else(FsError::not_found)?;
+            e.vars.retain(|v| v.key != to);
+            for v in e.vars.iter_mut().filter(|v| v.key == from) {
+                v.key = to.to_vec();
+                v.value = var.value.clone();
+            }
+            Ok(())
+        });
+        self.recorded(|| format!("rename field {} of {pos}", String::from_utf8_lossy(from)), r)
+    }
+
+    /// The world's own text files are replaced atomically: a temporary file
+    /// in the world directory, then rename.
+    fn write_world_file(&self, name: &str, content: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let path = self.world.dir.join(name);
+        if std::fs::read(&path).map(|c| c == content).unwrap_or(false) {
+            return Ok(());
+        }
+        let tmp = self.world.dir.join(format!(".{name}.worldfs-{}", std::process::id()));
+        let io = |e: std::io::Error| FsError::io(format!("{name}: {e}"));
+        let r = (|| {
+            let mut f = std::fs::File::create(&tmp).map_err(io)?;
+            f.write_all(content).map_err(io)?;
+            f.sync_all().map_err(io)?;
+            if let Ok(meta) = std::fs::metadata(&path) {
+                std::fs::set_permissions(&tmp, meta.permissions()).map_err(io)?;
+            }
+            std::fs::rename(&tmp, &path).map_err(io)
+        })();
+        if r.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        r
+    }
+}
+
+/// The current time as "2026-11-22T09:34:59Z".
+fn utc_now() -> String {
+    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn entry_mut(b: &mut Block, p16: u16) -> Result<&mut MetaEntry> {
+    b.metadata.get_mut(p16).ok_or_else(|| FsError::not_found())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_follows_the_engine() {
+        let mut b = Block::new_air(22);
+        normalize(&mut b);
+        assert_eq!(b.version, 25);
+        let mut b = Block::new_air(29);
+        b.content_width = 1;
+        b.param0[0] = 300;
+        b.mapping.push(crate::codec::MappingEntry { id: 300, name: b"x".to_vec() });
+        normalize(&mut b);
+        assert_eq!(b.content_width, 2);
+    }
+
+    #[test]
+    fn validate_refuses_unnamed_ids_and_repeated_metadata() {
+        let orig = Block::new_air(29);
+        let mut b = orig.clone();
+        b.param0[3] = 9;
+        assert!(validate(&orig, &b).unwrap_err().contains("content id 9"));
+        let mut b = orig.clone();
+        b.metadata.entries.push(MetaEntry::new(1));
+        b.metadata.entries.push(MetaEntry::new(1));
+        assert!(validate(&orig, &b).is_err());
+    }
+}

@@ -1,0 +1,61 @@
+//! The bytes of each kind of file.
+
+use super::table::TableKey;
+use super::{FsError, Node, Result, WorldFs};
+use crate::store::BlockPos;
+use crate::view;
+use std::sync::Arc;
+
+/// A file's bytes, with an identity for page-cache reuse.
+pub(super) struct Content {
+    pub bytes: Arc<Vec<u8>>,
+    /// Serial of the loaded block it was rendered from (0: no identity).
+    pub serial: u64,
+}
+
+impl WorldFs {
+    /// The bytes of a file node (checking that it exists).
+    pub(super) fn content(&self, node: &Node) -> Result<Content> {
+        let plain = |bytes: Vec<u8>| Content { bytes: Arc::new(bytes), serial: 0 };
+        match node {
+            Node::Readme => Ok(plain(super::readme_text().as_bytes().to_vec())),
+            Node::WriteErrors => Ok(plain(self.write_errors().concat().into_bytes())),
+            Node::BlockFile(pos, f) => {
+                let l = self.existing_block(*pos)?;
+                let bytes = l.file(*f).ok_or_else(FsError::not_found)?;
+                Ok(Content { bytes, serial: l.serial })
+            }
+            Node::MetaFile(pos, p16, f) => {
+                let (l, entry) = self.meta_entry(*pos, *p16)?;
+                Ok(Content { bytes: Arc::new(view::render_meta_file(&entry, *f)), serial: l.serial })
+            }
+            Node::NodeFile(c) => {
+                let pos = BlockPos::of_node(c[0], c[1], c[2]).ok_or_else(FsError::not_found)?;
+                let l = self.existing_block(pos)?;
+                let b = l.decoded().ok_or_else(|| FsError::io(format!("block {pos} cannot be decoded")))?;
+                let i = super::in_block(pos, *c).expect("node is in its block") as usize;
+                Ok(Content { bytes: Arc::new(view::render_node(b, i)), serial: l.serial })
+            }
+            Node::Table(id) => match self.table_key(*id)? {
+                TableKey::WorldFile(name) => {
+                    let bytes = std::fs::read(self.world.dir.join(&name)).map_err(|e| match e.kind() {
+                        std::io::ErrorKind::NotFound => FsError::not_found(),
+                        _ => FsError::io(format!("{name}: {e}")),
+                    })?;
+                    Ok(plain(bytes))
+                }
+                TableKey::Field { pos, p16, key } => {
+                    let (l, entry) = self.meta_entry(pos, p16)?;
+                    let var = entry.get(&key).ok_or_else(FsError::not_found)?;
+                    Ok(Content { bytes: Arc::new(view::render_field(&var.value)), serial: l.serial })
+                }
+                TableKey::Scratch(_) => {
+                    let s = self.scratch.lock().unwrap();
+                    let f = s.get(node.ino()).ok_or_else(FsError::not_found)?;
+                    Ok(plain(f.data.clone()))
+                }
+            },
+            _ => Err(FsError::is_dir()),
+        }
+    }
+}

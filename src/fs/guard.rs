@@ -1,0 +1,96 @@
+//! Refusing to write while another process (a running server) has the map
+//! database open: the server would overwrite our changes with its own copy
+//! of loaded blocks, and may crash on our lock (spec §3.3).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Processes other than this one that have `path` open, described as
+/// "pid 123 (minetestserver --world ...)". Only processes whose /proc
+/// entries we may read are seen (all of them when running as root).
+pub fn openers(path: &Path) -> Vec<String> {
+    let Ok(target) = std::fs::canonicalize(path) else {
+        return Vec::new();
+    };
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        let pid = p.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|c| c.is_ascii_digit()) || pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        let opened = fds.flatten().any(|fd| std::fs::read_link(fd.path()).map(|l| l == target).unwrap_or(false));
+        if opened {
+            let cmd = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            let cmd: Vec<String> = cmd
+                .split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect();
+            found.push(format!("pid {pid} ({})", cmd.join(" ")));
+        }
+    }
+    found
+}
+
+/// Checks, at most every `interval`, that nobody else has the map open.
+pub struct ServerGuard {
+    path: PathBuf,
+    enabled: bool,
+    interval: Duration,
+    last: Mutex<Option<(Instant, Vec<String>)>>,
+}
+
+impl ServerGuard {
+    pub fn new(path: PathBuf, enabled: bool) -> ServerGuard {
+        ServerGuard { path, enabled, interval: Duration::from_millis(500), last: Mutex::new(None) }
+    }
+
+    /// The processes that have the map open (recent scan reused).
+    pub fn current(&self) -> Vec<String> {
+        if !self.enabled {
+            return Vec::new();
+        }
+        let mut last = self.last.lock().unwrap();
+        if let Some((at, who)) = &*last
+            && at.elapsed() < self.interval
+        {
+            return who.clone();
+        }
+        let who = openers(&self.path);
+        *last = Some((Instant::now(), who.clone()));
+        who
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sees_another_process_holding_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("map.sqlite");
+        std::fs::write(&f, b"x").unwrap();
+        assert!(openers(&f).is_empty());
+        let mut child =
+            std::process::Command::new("sleep").arg("30").stdin(std::fs::File::open(&f).unwrap()).spawn().unwrap();
+        let start = Instant::now();
+        let mut seen: Vec<String> = Vec::new();
+        // Between fork and exec the child still shows our own command line.
+        while !seen.iter().any(|s| s.contains("sleep 30")) && start.elapsed() < Duration::from_secs(5) {
+            seen = openers(&f);
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].contains("sleep 30"), "{seen:?}");
+    }
+}

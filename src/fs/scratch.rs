@@ -1,0 +1,84 @@
+//! Scratch files: new names that editors and tools create next to the
+//! decoded files (swap files, `sed -i` temporaries, backups). They live in
+//! memory only, behave like ordinary files, and never reach the database,
+//! except when one is renamed over a decoded file, which then gets its
+//! content (validated) as a write.
+
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+pub struct ScratchFile {
+    pub parent: u64,
+    pub name: Vec<u8>,
+    pub data: Vec<u8>,
+    pub mode: u16,
+    pub mtime: SystemTime,
+    /// A new name in `fields/` that becomes a metadata key when written.
+    pub pending_key: bool,
+}
+
+#[derive(Default)]
+pub struct Scratch {
+    files: HashMap<u64, ScratchFile>,
+    by_name: HashMap<(u64, Vec<u8>), u64>,
+    bytes: usize,
+}
+
+/// Memory all scratch files together may hold.
+pub const SCRATCH_LIMIT: usize = 512 << 20;
+
+impl Scratch {
+    pub fn insert(&mut self, ino: u64, f: ScratchFile) {
+        self.bytes += f.data.len();
+        self.by_name.insert((f.parent, f.name.clone()), ino);
+        self.files.insert(ino, f);
+    }
+
+    pub fn get(&self, ino: u64) -> Option<&ScratchFile> {
+        self.files.get(&ino)
+    }
+
+    pub fn lookup(&self, parent: u64, name: &[u8]) -> Option<u64> {
+        self.by_name.get(&(parent, name.to_vec())).copied()
+    }
+
+    pub fn remove(&mut self, ino: u64) -> Option<ScratchFile> {
+        let f = self.files.remove(&ino)?;
+        self.by_name.remove(&(f.parent, f.name.clone()));
+        self.bytes -= f.data.len();
+        Some(f)
+    }
+
+    pub fn rename(&mut self, ino: u64, parent: u64, name: &[u8]) {
+        if let Some(f) = self.files.get_mut(&ino) {
+            self.by_name.remove(&(f.parent, f.name.clone()));
+            f.parent = parent;
+            f.name = name.to_vec();
+            self.by_name.insert((parent, name.to_vec()), ino);
+        }
+    }
+
+    /// Change a file's data through `edit`, keeping the memory count right.
+    /// Err when the scratch budget would be exceeded (the growth is undone).
+    pub fn edit<T>(&mut self, ino: u64, edit: impl FnOnce(&mut ScratchFile) -> T) -> Option<Result<T, ()>> {
+        let f = self.files.get_mut(&ino)?;
+        let before = f.data.len();
+        let r = edit(f);
+        let after = f.data.len();
+        if after > before && self.bytes + (after - before) > SCRATCH_LIMIT {
+            f.data.truncate(before);
+            return Some(Err(()));
+        }
+        f.mtime = SystemTime::now();
+        self.bytes = self.bytes + after - before;
+        Some(Ok(r))
+    }
+
+    /// The scratch files in a directory, by name.
+    pub fn children(&self, parent: u64) -> Vec<(Vec<u8>, u64)> {
+        let mut v: Vec<(Vec<u8>, u64)> =
+            self.files.iter().filter(|(_, f)| f.parent == parent).map(|(&ino, f)| (f.name.clone(), ino)).collect();
+        v.sort();
+        v
+    }
+}

@@ -1,0 +1,794 @@
+//! Parsing the files a user writes back into a block: the inverse of
+//! `render`. Pure functions: each takes the current block (or metadata
+//! entry) and the new file content, and either changes it or says exactly
+//! which line is wrong and why.
+//!
+//! A file's content is the truth: whatever a file says is what that part of
+//! the block becomes. Everything the server would refuse, or silently read
+//! as something other than what is written, is an error here.
+
+use super::{decimal, escape};
+use crate::codec::block::{Block, MAX_VERSION, MIN_WRITE_VERSION, MappingEntry, NODE_COUNT, node_index};
+use crate::codec::inventory::Inventory;
+use crate::codec::jsonish::{self, HighBytes};
+use crate::codec::nodemeta::{MetaEntry, MetaVar};
+use crate::codec::objects::{LUA_ENTITY, LuaEntity, NodeTimer, StaticObject};
+use crate::store::BlockPos;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// 1-based line number, when the problem is on one line.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(n) => write!(f, "line {n}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+pub type Result<T> = std::result::Result<T, ParseError>;
+
+fn at(line: usize, message: impl Into<String>) -> ParseError {
+    ParseError { line: Some(line), message: message.into() }
+}
+
+fn whole(message: impl Into<String>) -> ParseError {
+    ParseError { line: None, message: message.into() }
+}
+
+/// The lines of a text file: split on `\n`, one final newline optional.
+/// `\r` and NUL are refused (they are never part of these formats).
+fn lines(text: &[u8]) -> Result<Vec<&[u8]>> {
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    let v: Vec<&[u8]> = body.split(|&c| c == b'\n').collect();
+    for (i, l) in v.iter().enumerate() {
+        if l.ends_with(b"\r") {
+            return Err(at(i + 1, "line ends with \\r (Windows line ending); use \\n only"));
+        }
+        if l.contains(&0) {
+            return Err(at(i + 1, "NUL byte in a text line"));
+        }
+    }
+    Ok(v)
+}
+
+/// One space-separated word; quoted words may contain spaces.
+#[derive(Debug)]
+struct Word {
+    bytes: Vec<u8>,
+    quoted: bool,
+}
+
+fn words(line: &[u8], n: usize) -> Result<Vec<Word>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] == b' ' {
+            return Err(at(n, format!("extra space at column {}", i + 1)));
+        }
+        if line[i] == b'"' {
+            let (bytes, used) = jsonish::unquote(&line[i..], true)
+                .map_err(|e| at(n, format!("column {}: {}", i + e.offset + 1, e.message)))?;
+            out.push(Word { bytes, quoted: true });
+            i += used;
+        } else {
+            let end = line[i..].iter().position(|&c| c == b' ').map_or(line.len(), |p| i + p);
+            let bytes = line[i..end].to_vec();
+            if bytes.contains(&b'"') {
+                return Err(at(n, format!("column {}: a quote inside a word", i + 1)));
+            }
+            out.push(Word { bytes, quoted: false });
+            i = end;
+        }
+        if i < line.len() {
+            if line[i] != b' ' {
+                return Err(at(n, format!("column {}: expected a space after the quoted word", i + 1)));
+            }
+            i += 1;
+            if i == line.len() {
+                return Err(at(n, "trailing space"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn text(w: &Word, n: usize, what: &str) -> Result<String> {
+    if w.quoted {
+        return Err(at(n, format!("{what} must not be quoted")));
+    }
+    String::from_utf8(w.bytes.clone()).map_err(|_| at(n, format!("{what} is not text")))
+}
+
+fn int<T: std::str::FromStr>(w: &Word, n: usize, what: &str, range: &str) -> Result<T> {
+    let s = text(w, n, what)?;
+    let canonical = !s.is_empty()
+        && s.bytes().enumerate().all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-'))
+        && !(s.len() > 1 && s.starts_with('0'))
+        && !s.starts_with("-0");
+    if !canonical {
+        return Err(at(n, format!("{what} must be a whole number {range}, not '{s}'")));
+    }
+    s.parse().map_err(|_| at(n, format!("{what} must be a whole number {range}, not '{s}'")))
+}
+
+/// A node name from a word: quoted (any bytes) or plain UTF-8 text.
+fn node_name(w: &Word, n: usize) -> Result<Vec<u8>> {
+    let name = w.bytes.clone();
+    if name.is_empty() {
+        return Err(at(n, "empty node name"));
+    }
+    if !w.quoted {
+        if std::str::from_utf8(&name).is_err() {
+            return Err(at(n, "node name is not valid UTF-8; write other bytes as \\u00XX inside quotes"));
+        }
+        if name.iter().any(|&c| c < 0x20 || c == 0x7f) {
+            return Err(at(n, "control character in node name"));
+        }
+        if name[0] == b'?' && name[1..].iter().all(u8::is_ascii_digit) && name.len() > 1 {
+            return Err(at(
+                n,
+                format!(
+                    "{} stands for a content id that has no name in this block; write a node name instead",
+                    String::from_utf8_lossy(&name)
+                ),
+            ));
+        }
+    }
+    if name.len() > u16::MAX as usize {
+        return Err(at(n, "node name longer than 65535 bytes"));
+    }
+    Ok(name)
+}
+
+/// World node coordinates -> in-block index, if inside `pos`.
+fn local_index(pos: BlockPos, n: usize, x: i32, y: i32, z: i32) -> Result<usize> {
+    let (ox, oy, oz) = pos.origin();
+    let (dx, dy, dz) = (x - ox, y - oy, z - oz);
+    if [dx, dy, dz].iter().any(|d| !(0..16).contains(d)) {
+        return Err(at(
+            n,
+            format!(
+                "node {x},{y},{z} is not in block {pos} (nodes {ox}..{} , {oy}..{}, {oz}..{})",
+                ox + 15,
+                oy + 15,
+                oz + 15
+            ),
+        ));
+    }
+    Ok(node_index(dx as usize, dy as usize, dz as usize))
+}
+
+fn coords(ws: &[Word], n: usize) -> Result<(i32, i32, i32)> {
+    Ok((int(&ws[0], n, "x", "")?, int(&ws[1], n, "y", "")?, int(&ws[2], n, "z", "")?))
+}
+
+// ---------------------------------------------------------------- info
+
+/// Keys of `info` that can be set, and those that are computed.
+const INFO_EDITABLE: [&str; 6] =
+    ["version", "underground", "generated", "day_night_differs", "lighting_complete", "timestamp"];
+const INFO_COMPUTED: [&str; 7] =
+    ["content_width", "params_width", "names", "metadata", "timers", "objects", "blob_bytes"];
+
+fn parse_bool(v: &str, n: usize, key: &str) -> Result<bool> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(at(n, format!("{key} must be true or false, not '{v}'"))),
+    }
+}
+
+/// Apply `info`: editable keys change the block; computed keys may be left
+/// out or repeated unchanged; a left-out editable key keeps its value.
+pub fn apply_info(b: &mut Block, content: &[u8], current: &[u8]) -> Result<()> {
+    let current: HashMap<String, String> = String::from_utf8_lossy(current)
+        .lines()
+        .filter_map(|l| l.split_once(" = ").map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    let mut seen = HashSet::new();
+    let mut new_version = None;
+    for (i, line) in lines(content)?.iter().enumerate() {
+        let n = i + 1;
+        let line = std::str::from_utf8(line).map_err(|_| at(n, "not UTF-8 text"))?;
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let (k, v) = line.split_once('=').ok_or_else(|| at(n, "expected 'key = value'"))?;
+        let (k, v) = (k.trim(), v.trim());
+        if !seen.insert(k.to_string()) {
+            return Err(at(n, format!("'{k}' appears twice")));
+        }
+        if INFO_COMPUTED.contains(&k) {
+            if current.get(k).map(String::as_str) != Some(v) {
+                return Err(at(n, format!("'{k}' is computed from the block and cannot be set")));
+            }
+            continue;
+        }
+        if !INFO_EDITABLE.contains(&k) {
+            return Err(at(n, format!("unknown key '{k}' (editable: {})", INFO_EDITABLE.join(", "))));
+        }
+        let set_flag = |b: &mut Block, bit: u8, on: bool| {
+            if on { b.flags |= bit } else { b.flags &= !bit }
+        };
+        use crate::codec::block::{FLAG_DAY_NIGHT_DIFFERS, FLAG_NOT_GENERATED, FLAG_UNDERGROUND};
+        match k {
+            "version" => {
+                let v: u8 =
+                    v.parse().map_err(|_| at(n, format!("version must be {MIN_WRITE_VERSION}-{MAX_VERSION}")))?;
+                if !(MIN_WRITE_VERSION..=MAX_VERSION).contains(&v) {
+                    return Err(at(
+                        n,
+                        format!("version {v} cannot be written (writable: {MIN_WRITE_VERSION}-{MAX_VERSION})"),
+                    ));
+                }
+                new_version = Some((v, n));
+            }
+            "underground" => set_flag(b, FLAG_UNDERGROUND, parse_bool(v, n, k)?),
+            "generated" => set_flag(b, FLAG_NOT_GENERATED, !parse_bool(v, n, k)?),
+            "day_night_differs" => set_flag(b, FLAG_DAY_NIGHT_DIFFERS, parse_bool(v, n, k)?),
+            "lighting_complete" => {
+                let parsed = match v.strip_prefix("0x") {
+                    Some(h) if !h.is_empty() && h.len() <= 4 => u16::from_str_radix(h, 16).ok(),
+                    Some(_) => None,
+                    None => v.parse::<u16>().ok(),
+                };
+                b.lighting_complete = parsed.ok_or_else(|| at(n, "lighting_complete must be 0x0000-0xffff"))?;
+            }
+            "timestamp" => {
+                b.timestamp = v.parse().map_err(|_| at(n, "timestamp must be a whole number 0-4294967295"))?;
+            }
+            _ => unreachable!(),
+        }
+    }
+    if let Some((v, n)) = new_version {
+        if v < 28 && b.metadata.entries.iter().any(|e| e.vars.iter().any(|v| v.private)) {
+            return Err(at(n, format!("version {v} cannot store private metadata fields (28 and later can)")));
+        }
+        if v < 27 && b.lighting_complete != 0xffff {
+            return Err(at(n, format!("version {v} does not store lighting_complete; set it to 0xffff first")));
+        }
+        b.version = v;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- names
+
+/// Apply `names`: the name-id mapping. Renaming an entry changes that node
+/// type everywhere in the block; entries of unused ids are dropped; every
+/// id used by a node must be named.
+pub fn apply_names(b: &mut Block, content: &[u8]) -> Result<()> {
+    let mut mapping = Vec::new();
+    let mut ids = HashSet::new();
+    for (i, line) in lines(content)?.iter().enumerate() {
+        let n = i + 1;
+        let ws = words(line, n)?;
+        if ws.len() != 2 {
+            return Err(at(n, "expected '<id> <name>'"));
+        }
+        let id: u16 = int(&ws[0], n, "id", "0-65535")?;
+        if !ids.insert(id) {
+            return Err(at(n, format!("id {id} is named twice")));
+        }
+        mapping.push(MappingEntry { id, name: node_name(&ws[1], n)? });
+    }
+    let used: HashSet<u16> = b.param0.iter().copied().collect();
+    let mut missing: Vec<u16> = used.iter().copied().filter(|id| !ids.contains(id)).collect();
+    if !missing.is_empty() {
+        missing.sort();
+        let count = b.param0.iter().filter(|id| missing.contains(id)).count();
+        return Err(whole(format!(
+            "content id {} is used by {count} node(s) of this block but has no name",
+            missing.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    mapping.retain(|m| used.contains(&m.id));
+    b.mapping = mapping;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- nodes
+
+/// The id for `name` in the block's mapping, adding an entry (smallest free
+/// id) if the name is new.
+pub fn id_for(b: &mut Block, name: &[u8]) -> Result<u16> {
+    if let Some(m) = b.mapping.iter().rev().find(|m| m.name == name) {
+        return Ok(m.id);
+    }
+    let used: HashSet<u16> = b.mapping.iter().map(|m| m.id).collect();
+    let id = (0..=u16::MAX).find(|i| !used.contains(i)).ok_or_else(|| whole("no free content id"))?;
+    b.mapping.push(MappingEntry { id, name: name.to_vec() });
+    Ok(id)
+}
+
+/// Drop mapping entries that no node uses (the engine writes only used ids).
+pub fn drop_unused_names(b: &mut Block) {
+    let used: HashSet<u16> = b.param0.iter().copied().collect();
+    b.mapping.retain(|m| used.contains(&m.id));
+}
+
+/// Apply `nodes`: all 4096 positions, each once, in any order.
+pub fn apply_nodes(pos: BlockPos, b: &mut Block, content: &[u8]) -> Result<()> {
+    let ls = lines(content)?;
+    let mut seen = vec![0usize; NODE_COUNT];
+    let mut new = b.clone();
+    for (i, line) in ls.iter().enumerate() {
+        let n = i + 1;
+        let ws = words(line, n)?;
+        if ws.len() != 6 {
+            return Err(at(n, "expected '<x> <y> <z> <name> <param1> <param2>'"));
+        }
+        let (x, y, z) = coords(&ws, n)?;
+        let idx = local_index(pos, n, x, y, z)?;
+        if seen[idx] != 0 {
+            return Err(at(n, format!("node {x},{y},{z} is also on line {}", seen[idx])));
+        }
+        seen[idx] = n;
+        let name = node_name(&ws[3], n)?;
+        new.param0[idx] = id_for(&mut new, &name).map_err(|e| at(n, e.message))?;
+        new.param1[idx] = int(&ws[4], n, "param1", "0-255")?;
+        new.param2[idx] = int(&ws[5], n, "param2", "0-255")?;
+    }
+    if let Some(missing) = seen.iter().position(|&s| s == 0) {
+        let (x, y, z) = super::render::node_coords(pos, missing as u16);
+        return Err(whole(format!(
+            "{} of 4096 nodes given; node {x},{y},{z} (and maybe others) is missing",
+            ls.len().min(NODE_COUNT)
+        )));
+    }
+    drop_unused_names(&mut new);
+    *b = new;
+    Ok(())
+}
+
+/// Apply one node (`node/X,Y,Z`): "name [param1 [param2]]"; left-out
+/// params keep their values.
+pub fn apply_node(b: &mut Block, index: usize, content: &[u8]) -> Result<()> {
+    let ls = lines(content)?;
+    if ls.len() != 1 {
+        return Err(whole("expected one line: '<name> [<param1> [<param2>]]'"));
+    }
+    let ws = words(ls[0], 1)?;
+    if ws.is_empty() || ws.len() > 3 {
+        return Err(at(1, "expected '<name> [<param1> [<param2>]]'"));
+    }
+    let name = node_name(&ws[0], 1)?;
+    if ws.len() > 1 {
+        b.param1[index] = int(&ws[1], 1, "param1", "0-255")?;
+    }
+    if ws.len() > 2 {
+        b.param2[index] = int(&ws[2], 1, "param2", "0-255")?;
+    }
+    b.param0[index] = id_for(b, &name)?;
+    drop_unused_names(b);
+    Ok(())
+}
+
+// ---------------------------------------------------------------- params
+
+pub fn apply_param0(b: &mut Block, content: &[u8]) -> Result<()> {
+    if content.len() != NODE_COUNT * 2 {
+        return Err(whole(format!("param0 must be exactly 8192 bytes (4096 big-endian u16), not {}", content.len())));
+    }
+    let ids: Vec<u16> = content.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
+    let named: HashSet<u16> = b.mapping.iter().map(|m| m.id).collect();
+    if let Some(i) = ids.iter().position(|id| !named.contains(id)) {
+        let (x, y, z) = crate::codec::block::index_xyz(i);
+        return Err(whole(format!(
+            "content id {} (node {i}, in-block {x},{y},{z}) has no name in names; add it there first",
+            ids[i]
+        )));
+    }
+    b.param0 = ids;
+    drop_unused_names(b);
+    Ok(())
+}
+
+pub fn apply_param(target: &mut Vec<u8>, content: &[u8], which: &str) -> Result<()> {
+    if content.len() != NODE_COUNT {
+        return Err(whole(format!("{which} must be exactly 4096 bytes, not {}", content.len())));
+    }
+    *target = content.to_vec();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- timers
+
+/// Apply `timers`: the full list, "<x> <y> <z> <timeout> <elapsed>".
+pub fn apply_timers(pos: BlockPos, b: &mut Block, content: &[u8]) -> Result<()> {
+    let mut timers = Vec::new();
+    let mut seen = HashMap::new();
+    for (i, line) in lines(content)?.iter().enumerate() {
+        let n = i + 1;
+        let ws = words(line, n)?;
+        if ws.len() != 5 {
+            return Err(at(n, "expected '<x> <y> <z> <timeout> <elapsed>' (seconds)"));
+        }
+        let (x, y, z) = coords(&ws, n)?;
+        let idx = local_index(pos, n, x, y, z)?;
+        if let Some(prev) = seen.insert(idx, n) {
+            return Err(at(n, format!("node {x},{y},{z} already has a timer on line {prev}")));
+        }
+        let secs = |w: &Word, what: &str| -> Result<i32> {
+            let s = text(w, n, what)?;
+            decimal::parse(&s, 1000)
+                .ok_or_else(|| at(n, format!("{what} must be seconds with at most 3 decimals, not '{s}'")))
+        };
+        let timeout = secs(&ws[3], "timeout")?;
+        let elapsed = secs(&ws[4], "elapsed")?;
+        if timeout <= 0 {
+            return Err(at(n, "timeout must be above 0 (the server drops such timers)"));
+        }
+        if elapsed < 0 {
+            return Err(at(n, "elapsed must not be negative"));
+        }
+        timers.push(NodeTimer { pos: idx as u16, timeout, elapsed });
+    }
+    if timers.len() > u16::MAX as usize {
+        return Err(whole("more than 65535 timers"));
+    }
+    b.timers = timers;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- objects
+
+fn object_pos(s: &str, n: usize) -> Result<[i32; 3]> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() != 3 {
+        return Err(at(n, format!("position must be X,Y,Z, not '{s}'")));
+    }
+    let mut p = [0; 3];
+    for (i, part) in parts.iter().enumerate() {
+        p[i] = decimal::parse(part, 10_000)
+            .ok_or_else(|| at(n, format!("position part '{part}' must be a decimal with at most 4 decimals")))?;
+    }
+    Ok(p)
+}
+
+/// `key=value` words after the fixed ones; values may be quoted.
+fn kv_words(line: &[u8], n: usize) -> Result<Vec<(String, Word)>> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        let eq = rest.iter().position(|&c| c == b'=' || c == b' ').filter(|&p| rest[p] == b'=');
+        let Some(eq) = eq else {
+            return Err(at(n, format!("expected key=value, found '{}'", String::from_utf8_lossy(rest))));
+        };
+        let key = String::from_utf8_lossy(&rest[..eq]).into_owned();
+        rest = &rest[eq + 1..];
+        let (word, used) = if rest.first() == Some(&b'"') {
+            let (bytes, used) = jsonish::unquote(rest, true).map_err(|e| at(n, format!("{key}: {}", e.message)))?;
+            (Word { bytes, quoted: true }, used)
+        } else {
+            let end = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
+            (Word { bytes: rest[..end].to_vec(), quoted: false }, end)
+        };
+        out.push((key, word));
+        rest = &rest[used..];
+        if let Some(r) = rest.strip_prefix(b" ") {
+            if r.is_empty() {
+                return Err(at(n, "trailing space"));
+            }
+            rest = r;
+        } else if !rest.is_empty() {
+            return Err(at(n, "expected a space between key=value pairs"));
+        }
+    }
+    Ok(out)
+}
+
+fn parse_object(line: &[u8], n: usize) -> Result<StaticObject> {
+    let head_end = |k: usize| {
+        let mut spaces = 0;
+        for (i, &c) in line.iter().enumerate() {
+            if c == b' ' {
+                spaces += 1;
+                if spaces == k {
+                    return i;
+                }
+            }
+        }
+        line.len()
+    };
+    if let Some(rest) = line.strip_prefix(b"lua_entity ") {
+        // lua_entity POS NAME key=value...
+        let ws_end = head_end(3);
+        let head = words(&line[..ws_end], n)?;
+        if head.len() != 3 {
+            return Err(at(n, "expected 'lua_entity X,Y,Z NAME hp=.. velocity=.. yaw=.. staticdata=\"..\"'"));
+        }
+        let _ = rest;
+        let pos = object_pos(&text(&head[1], n, "position")?, n)?;
+        let name = node_name(&head[2], n)?;
+        let kvs = kv_words(line.get(ws_end + 1..).unwrap_or(b""), n)?;
+        let mut e =
+            LuaEntity { name, staticdata: Vec::new(), hp: 0, velocity: [0; 3], yaw: 0, pitch_roll: None, guid: None };
+        let mut seen = HashSet::new();
+        let (mut pitch, mut roll, mut have_static, mut have_hp) = (None, None, false, false);
+        for (k, w) in kvs {
+            if !seen.insert(k.clone()) {
+                return Err(at(n, format!("{k}= given twice")));
+            }
+            let deg = |w: &Word| -> Result<i32> {
+                let s = text(w, n, &k)?;
+                decimal::parse(&s, 1000).ok_or_else(|| at(n, format!("{k} must be degrees with at most 3 decimals")))
+            };
+            match k.as_str() {
+                "hp" => {
+                    e.hp = int(&w, n, "hp", "0-65535")?;
+                    have_hp = true;
+                }
+                "velocity" => e.velocity = object_pos(&text(&w, n, "velocity")?, n)?,
+                "yaw" => e.yaw = deg(&w)?,
+                "pitch" => pitch = Some(deg(&w)?),
+                "roll" => roll = Some(deg(&w)?),
+                "guid" => {
+                    let s = text(&w, n, "guid")?;
+                    let bytes: Option<Vec<u8>> = (s.len() == 32)
+                        .then(|| (0..16).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()).collect())
+                        .flatten();
+                    e.guid =
+                        Some(bytes.and_then(|b| b.try_into().ok()).ok_or_else(|| at(n, "guid must be 32 hex digits"))?);
+                }
+                "staticdata" => {
+                    if !w.quoted {
+                        return Err(at(n, "staticdata must be quoted"));
+                    }
+                    e.staticdata = w.bytes;
+                    have_static = true;
+                }
+                _ => {
+                    return Err(at(
+                        n,
+                        format!("unknown field {k}= (known: hp velocity yaw pitch roll guid staticdata)"),
+                    ));
+                }
+            }
+        }
+        if !have_static || !have_hp {
+            return Err(at(n, "a lua_entity needs hp= and staticdata="));
+        }
+        e.pitch_roll = match (pitch, roll) {
+            (Some(p), Some(r)) => Some((p, r)),
+            (None, None) if e.guid.is_none() => None,
+            (None, None) => Some((0, 0)),
+            _ => return Err(at(n, "give both pitch= and roll=, or neither")),
+        };
+        let data = e.encode();
+        if data.len() > u16::MAX as usize {
+            return Err(at(n, "entity data longer than 65535 bytes"));
+        }
+        return Ok(StaticObject { kind: LUA_ENTITY, pos, data });
+    }
+    if line.starts_with(b"object ") {
+        // object type=N POS data="..."
+        let ws_end = head_end(3);
+        let head = words(&line[..ws_end], n)?;
+        if head.len() != 3 {
+            return Err(at(n, "expected 'object type=N X,Y,Z data=\"...\"'"));
+        }
+        let t = text(&head[1], n, "type")?;
+        let kind: u8 = t
+            .strip_prefix("type=")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| at(n, format!("expected type=N (0-255), not '{t}'")))?;
+        let pos = object_pos(&text(&head[2], n, "position")?, n)?;
+        let kvs = kv_words(line.get(ws_end + 1..).unwrap_or(b""), n)?;
+        match kvs.as_slice() {
+            [(k, w)] if k == "data" && w.quoted => {
+                if w.bytes.len() > u16::MAX as usize {
+                    return Err(at(n, "object data longer than 65535 bytes"));
+                }
+                Ok(StaticObject { kind, pos, data: w.bytes.clone() })
+            }
+            _ => Err(at(n, "expected data=\"...\" after the position")),
+        }
+    } else {
+        Err(at(n, "an object line starts with 'lua_entity' or 'object'"))
+    }
+}
+
+/// Apply `objects`: the full list of static objects.
+pub fn apply_objects(b: &mut Block, content: &[u8]) -> Result<()> {
+    let mut objects = Vec::new();
+    for (i, line) in lines(content)?.iter().enumerate() {
+        objects.push(parse_object(line, i + 1)?);
+    }
+    if objects.len() > u16::MAX as usize {
+        return Err(whole("more than 65535 objects"));
+    }
+    b.objects.objects = objects;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- metadata
+
+/// Largest metadata value accepted (the format's string32 limit).
+pub const MAX_FIELD: usize = crate::codec::bytes::LONG_STRING_MAX;
+
+/// A field file's content -> the value (one trailing newline stripped).
+pub fn field_value(content: &[u8]) -> Result<Vec<u8>> {
+    let v = content.strip_suffix(b"\n").unwrap_or(content);
+    if v.len() > MAX_FIELD {
+        return Err(whole(format!("value of {} bytes is over the 64 MiB limit", v.len())));
+    }
+    Ok(v.to_vec())
+}
+
+/// Set a field (keeping its place and private flag if it exists).
+pub fn set_field(e: &mut MetaEntry, key: &[u8], value: Vec<u8>) -> Result<()> {
+    if key.len() > u16::MAX as usize {
+        return Err(whole("metadata key longer than 65535 bytes"));
+    }
+    let mut found = false;
+    for v in e.vars.iter_mut().filter(|v| v.key == key) {
+        v.value = value.clone();
+        found = true;
+    }
+    if !found {
+        e.vars.push(MetaVar { key: key.to_vec(), value, private: false });
+    }
+    Ok(())
+}
+
+/// Apply `private`: the file names of the private fields, one per line.
+pub fn apply_private(e: &mut MetaEntry, content: &[u8], block_version: u8) -> Result<()> {
+    let mut private = HashSet::new();
+    for (i, line) in lines(content)?.iter().enumerate() {
+        let n = i + 1;
+        if line.is_empty() {
+            continue;
+        }
+        let key = escape::name_to_key(line)
+            .ok_or_else(|| at(n, format!("'{}' is not a field file name", String::from_utf8_lossy(line))))?;
+        if e.get(&key).is_none() {
+            return Err(at(n, format!("there is no field '{}'", String::from_utf8_lossy(line))));
+        }
+        private.insert(key);
+    }
+    if !private.is_empty() && block_version < 28 {
+        return Err(whole(format!(
+            "block version {block_version} cannot store private fields (28 and later can; set version in info)"
+        )));
+    }
+    for v in e.vars.iter_mut() {
+        v.private = private.contains(&v.key);
+    }
+    Ok(())
+}
+
+/// Apply `inventory`: validated as the server reads it, stored as the
+/// server writes it.
+pub fn apply_inventory(e: &mut MetaEntry, content: &[u8]) -> Result<()> {
+    let inv = Inventory::parse_strict(content).map_err(|e| at(e.line, e.message))?;
+    e.inventory = inv.serialize(HighBytes::Raw);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::render;
+
+    fn block() -> Block {
+        let mut b = Block::new_air(29);
+        b.mapping.push(MappingEntry { id: 1, name: b"default:stone".to_vec() });
+        for i in 0..100 {
+            b.param0[i] = 1;
+        }
+        b
+    }
+
+    const P: BlockPos = BlockPos::new(1, 0, -1);
+
+    #[test]
+    fn rendered_files_parse_back_to_the_same_block() {
+        let mut b = block();
+        b.timers.push(NodeTimer { pos: 7, timeout: 1500, elapsed: 0 });
+        let e = LuaEntity {
+            name: b"mobs:cow".to_vec(),
+            staticdata: b"x\ny".to_vec(),
+            hp: 5,
+            velocity: [1, 2, 3],
+            yaw: 4,
+            pitch_roll: None,
+            guid: Some([9; 16]),
+        };
+        b.objects.objects.push(StaticObject { kind: 7, pos: [10000, -20000, 5], data: e.encode() });
+        b.objects.objects.push(StaticObject { kind: 3, pos: [0, 0, 0], data: vec![0xff, 0] });
+        let orig = b.clone();
+        apply_nodes(P, &mut b, &render::render_nodes(P, &orig)).unwrap();
+        apply_names(&mut b, &render::render_names(&orig)).unwrap();
+        apply_timers(P, &mut b, &render::render_timers(P, &orig)).unwrap();
+        apply_objects(&mut b, &render::render_objects(&orig)).unwrap();
+        let info = render::render_info(&orig, 10);
+        apply_info(&mut b, &info, &info).unwrap();
+        assert_eq!(b, orig);
+    }
+
+    #[test]
+    fn nodes_rename_and_new_names() {
+        let mut b = block();
+        let text = String::from_utf8(render::render_nodes(P, &b)).unwrap();
+        let edited = text.replace(" default:stone ", " default:cobble ").replacen(" air ", " \"odd name\" ", 1);
+        apply_nodes(P, &mut b, edited.as_bytes()).unwrap();
+        let names: Vec<&[u8]> = b.mapping.iter().map(|m| m.name.as_slice()).collect();
+        assert_eq!(names, vec![&b"air"[..], b"default:cobble", b"odd name"]);
+        assert_eq!(b.name_of(b.param0[0]), Some(&b"default:cobble"[..]));
+    }
+
+    #[test]
+    fn names_rename_replaces_everywhere() {
+        let mut b = block();
+        apply_names(&mut b, b"0 air\n1 default:cobble\n7 unused:thing\n").unwrap();
+        assert_eq!(b.mapping.len(), 2);
+        assert_eq!(b.name_of(1), Some(&b"default:cobble"[..]));
+        assert!(apply_names(&mut b, b"0 air\n").unwrap_err().message.contains("content id 1 is used by 100"));
+    }
+
+    #[test]
+    fn bad_inputs_are_refused_with_a_line() {
+        let b = block();
+        let nodes = String::from_utf8(render::render_nodes(P, &b)).unwrap();
+        let cases: Vec<(&str, Box<dyn Fn(&mut Block) -> Result<()>>)> = vec![
+            ("duplicate node", Box::new(|b| apply_nodes(P, b, nodes.replacen("16 0 -16 ", "17 0 -16 ", 1).as_bytes()))),
+            (
+                "missing nodes",
+                Box::new(|b| apply_nodes(P, b, nodes.lines().skip(1).collect::<Vec<_>>().join("\n").as_bytes())),
+            ),
+            ("outside block", Box::new(|b| apply_nodes(P, b, nodes.replacen("16 0 -16 ", "0 0 0 ", 1).as_bytes()))),
+            ("param1 256", Box::new(|b| apply_nodes(P, b, nodes.replacen(" 15 0\n", " 256 0\n", 1).as_bytes()))),
+            ("unmapped placeholder", Box::new(|b| apply_nodes(P, b, nodes.replacen(" air ", " ?77 ", 1).as_bytes()))),
+            ("crlf", Box::new(|b| apply_nodes(P, b, nodes.replace('\n', "\r\n").as_bytes()))),
+            ("bad escape", Box::new(|b| apply_nodes(P, b, nodes.replacen(" air ", " \"a\\qb\" ", 1).as_bytes()))),
+            ("non-utf8 name", Box::new(|b| apply_node(b, 0, b"caf\xe9"))),
+            ("dup id in names", Box::new(|b| apply_names(b, b"0 air\n0 default:stone\n1 x\n"))),
+            ("param0 size", Box::new(|b| apply_param0(b, &[0; 100]))),
+            ("param0 unknown id", Box::new(|b| apply_param0(b, &[0x12; 8192]))),
+            ("param2 size", Box::new(|b| apply_param(&mut b.param2, &[0; 4097], "param2"))),
+            ("timer zero", Box::new(|b| apply_timers(P, b, b"16 0 -16 0 0\n"))),
+            ("timer dup", Box::new(|b| apply_timers(P, b, b"16 0 -16 1 0\n16 0 -16 2 0\n"))),
+            ("timer decimals", Box::new(|b| apply_timers(P, b, b"16 0 -16 1.0001 0\n"))),
+            ("info computed", Box::new(|b| apply_info(b, b"names = 5\n", b"names = 2\n"))),
+            ("info unknown", Box::new(|b| apply_info(b, b"colour = blue\n", b""))),
+            ("info version", Box::new(|b| apply_info(b, b"version = 23\n", b""))),
+            ("info bool", Box::new(|b| apply_info(b, b"underground = maybe\n", b""))),
+            ("object junk", Box::new(|b| apply_objects(b, b"cow 1,2,3\n"))),
+            ("object unquoted", Box::new(|b| apply_objects(b, b"lua_entity 0,0,0 a:b hp=1 staticdata=x\n"))),
+        ];
+        for (what, f) in cases {
+            let mut c = b.clone();
+            let e = f(&mut c).expect_err(what);
+            assert!(!e.message.is_empty(), "{what}");
+            assert_eq!(c, b, "{what}: block changed by a refused write");
+        }
+    }
+
+    #[test]
+    fn metadata_edits() {
+        let mut e = MetaEntry::new(5);
+        set_field(&mut e, b"text", field_value(b"hello\n").unwrap()).unwrap();
+        set_field(&mut e, b".dot", b"x".to_vec()).unwrap();
+        apply_private(&mut e, b"%2Edot\n", 28).unwrap();
+        assert!(e.get(b".dot").unwrap().private && !e.get(b"text").unwrap().private);
+        assert!(apply_private(&mut e, b"%2Edot\n", 27).is_err());
+        assert!(apply_private(&mut e, b"nope\n", 28).is_err());
+        apply_inventory(&mut e, "List main 1\nWidth 0\nItem default:dirt 5 0 \"\\u0001d\\u0002Gr\\u00c3\\u00bc\\u0003\"\nEndInventoryList\nEndInventory\n".as_bytes()).unwrap();
+        assert_eq!(e.inventory, "List main 1\nWidth 0\nItem default:dirt 5 0 \"\\u0001d\\u0002Grü\\u0003\"\nEndInventoryList\nEndInventory\n".as_bytes());
+        assert!(apply_inventory(&mut e, b"List main 1\nEndInventory\n").is_err());
+    }
+}
