@@ -196,7 +196,7 @@ impl WorldFs {
     ) -> Result<()> {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
-        let loaded = self.fresh(pos)?.ok_or_else(|| FsError::not_found())?;
+        let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         let Ok(orig) = &loaded.block else {
             return Err(FsError::io(format!(
                 "block {pos} cannot be decoded; write a valid blob to its raw file or rmdir it"
@@ -430,7 +430,7 @@ fn utc_now() -> String {
 }
 
 fn entry_mut(b: &mut Block, p16: u16) -> Result<&mut MetaEntry> {
-    b.metadata.get_mut(p16).ok_or_else(|| FsError::not_found())
+    b.metadata.get_mut(p16).ok_or_else(FsError::not_found)
 }
 
 #[cfg(test)]

@@ -114,10 +114,12 @@ fn text(w: &Word, n: usize, what: &str) -> Result<String> {
 
 fn int<T: std::str::FromStr>(w: &Word, n: usize, what: &str, range: &str) -> Result<T> {
     let s = text(w, n, what)?;
-    let canonical = !s.is_empty()
-        && s.bytes().enumerate().all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-'))
-        && !(s.len() > 1 && s.starts_with('0'))
-        && !s.starts_with("-0");
+    // One spelling per number: no '+', no leading zeros, no "-0".
+    let digits = s.strip_prefix('-').unwrap_or(&s);
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|c| c.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && s != "-0";
     if !canonical {
         return Err(at(n, format!("{what} must be a whole number {range}, not '{s}'")));
     }
@@ -744,7 +746,8 @@ mod tests {
     fn bad_inputs_are_refused_with_a_line() {
         let b = block();
         let nodes = String::from_utf8(render::render_nodes(P, &b)).unwrap();
-        let cases: Vec<(&str, Box<dyn Fn(&mut Block) -> Result<()>>)> = vec![
+        type Edit<'a> = Box<dyn Fn(&mut Block) -> Result<()> + 'a>;
+        let cases: Vec<(&str, Edit)> = vec![
             ("duplicate node", Box::new(|b| apply_nodes(P, b, nodes.replacen("16 0 -16 ", "17 0 -16 ", 1).as_bytes()))),
             (
                 "missing nodes",
