@@ -3,7 +3,7 @@
 //! of 3x3 blocks with a cobblestone house holding a chest, a sign and a
 //! lit furnace. The real server (minetest_game) loads it.
 
-use crate::codec::block::{Block, FLAG_UNDERGROUND, MappingEntry, node_index};
+use crate::codec::block::{Block, FLAG_DAY_NIGHT_DIFFERS, FLAG_UNDERGROUND, MappingEntry, node_index};
 use crate::codec::nodemeta::{MetaEntry, MetaVar};
 use crate::codec::objects::NodeTimer;
 use crate::store::sqlite::{Schema, SqliteStore};
@@ -80,6 +80,10 @@ pub fn demo_block(pos: BlockPos) -> Block {
     }
     if pos.y < 0 {
         b.flags |= FLAG_UNDERGROUND;
+    }
+    // Sunlit air is bright by day and dark at night.
+    if b.param1.iter().any(|&l| l & 0x0f != l >> 4) {
+        b.flags |= FLAG_DAY_NIGHT_DIFFERS;
     }
     let local = |c: [i32; 3]| {
         (BlockPos::of_node(c[0], c[1], c[2]) == Some(pos)).then(|| {
