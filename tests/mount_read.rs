@@ -152,3 +152,67 @@ fn real_worlds_through_the_mount() {
         eprintln!("{}: {} blocks, {} inventories via the mount", src.display(), blocks.len(), inventories);
     }
 }
+
+fn is_mounted(path: &std::path::Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let p = path.to_str().unwrap();
+    mounts.lines().any(|l| l.split(' ').nth(1) == Some(p))
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(needle) {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !f() {
+        assert!(t.elapsed().as_secs() < 15, "timed out waiting: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn daemon_mode_and_signals_unmount_cleanly() {
+    require_fuse!("daemon_mode_and_signals_unmount_cleanly");
+    let world = demo_world();
+    let mnt = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_worldfs");
+    let canonical = std::fs::canonicalize(mnt.path()).unwrap();
+    // Without -f the command returns once the mount is ready.
+    let st = std::process::Command::new(bin).arg("mount").arg(world.path()).arg(mnt.path()).status().unwrap();
+    assert!(st.success());
+    assert!(mnt.path().join("README").exists() && is_mounted(&canonical));
+    let needle = canonical.to_str().unwrap().to_string();
+    assert_eq!(processes_with(&needle).len(), 1, "one daemon");
+    let tool = if unsafe { libc::geteuid() } == 0 { vec!["umount"] } else { vec!["fusermount3", "-u"] };
+    let st = std::process::Command::new(tool[0]).args(&tool[1..]).arg(mnt.path()).status().unwrap();
+    assert!(st.success());
+    wait_until("the daemon exits after unmount", || processes_with(&needle).is_empty());
+    // In the foreground, SIGTERM and SIGINT unmount and exit with success.
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = std::process::Command::new(bin)
+            .args(["mount", "-f", "-o", "ro"])
+            .arg(world.path())
+            .arg(mnt.path())
+            .spawn()
+            .unwrap();
+        wait_until("mounted", || mnt.path().join("README").exists());
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let st = child.wait().unwrap();
+        assert!(st.success(), "signal {sig}: {st:?}");
+        assert!(!is_mounted(&canonical), "signal {sig}: still mounted");
+    }
+    // A world that cannot be opened is reported before detaching.
+    let out = std::process::Command::new(bin).arg("mount").arg(mnt.path()).arg(mnt.path()).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no map.sqlite"));
+}

@@ -88,6 +88,13 @@ fn editors_and_shell_tools_edit_metadata() {
     if has_tool("vim") {
         m.ok(&format!("cd $MNT/{CHEST} && vim -es -c '%s/apple 12/apple 13/' -c wq inventory"));
         assert!(inventory(&db_block(world.path(), ORIGIN), CHEST_P16).contains("Item default:apple 13\n"));
+        // full vim with Debian's defaults.vim (no vimrc in a fresh HOME)
+        let home = tempfile::tempdir().unwrap();
+        m.ok(&format!(
+            "cd $MNT/{CHEST} && HOME={} TERM=dumb vim -c '%s/apple 13/apple 14/' -c wq inventory </dev/null >/dev/null 2>&1",
+            home.path().display()
+        ));
+        assert!(inventory(&db_block(world.path(), ORIGIN), CHEST_P16).contains("Item default:apple 14\n"));
         // no swap file or backup left behind, in the mount or the world
         assert_eq!(m.ok(&format!("ls -A $MNT/{CHEST}")), "fields\ninventory\nprivate\n");
     } else {

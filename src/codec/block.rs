@@ -557,6 +557,51 @@ mod tests {
         assert!(b.encode().is_err());
     }
 
+    /// Versions 22 and 23 cannot be written, so build them from the v25
+    /// sections: 23 has an unused byte after the metadata and no timers;
+    /// 22 has the legacy metadata list.
+    fn legacy_blob(b: &Block, version: u8, meta: &[u8]) -> Vec<u8> {
+        let mut v25 = b.clone();
+        v25.version = 25;
+        v25.timers.clear();
+        let parts = v25.encode_parts().unwrap();
+        let (mut head, nodes, mut tail) = (parts[0].clone(), &parts[1], parts[3].clone());
+        head[0] = version;
+        tail.truncate(tail.len() - 3); // the v25 timer header: 0a 00 00
+        let mut blob = [head, compress::deflate_zlib(nodes), compress::deflate_zlib(meta)].concat();
+        if version == 23 {
+            blob.push(0);
+        }
+        blob.extend_from_slice(&tail);
+        blob
+    }
+
+    #[test]
+    fn versions_22_and_23_decode() {
+        let b = sample(25);
+        let mut meta = Vec::new();
+        b.metadata.encode(25, &mut meta);
+        let v23 = Block::decode(&legacy_blob(&b, 23, &meta)).unwrap();
+        assert_eq!(v23.version, 23);
+        assert_eq!(v23.metadata, b.metadata);
+        assert!(v23.timers.is_empty());
+        assert_eq!((v23.param0.clone(), v23.mapping.clone()), (b.param0.clone(), b.mapping.clone()));
+        // v22: a legacy sign at node 5.
+        let mut legacy = Vec::new();
+        legacy.put_u16(1);
+        legacy.put_u16(1);
+        legacy.put_u16(5);
+        legacy.put_i16(14);
+        let mut body = Vec::new();
+        body.put_string16(b"old sign");
+        legacy.put_string16(&body);
+        let v22 = Block::decode(&legacy_blob(&b, 22, &legacy)).unwrap();
+        assert_eq!(v22.version, 22);
+        assert_eq!(v22.metadata.entries[0].get(b"text").unwrap().value, b"old sign");
+        assert_eq!(v22.objects, b.objects);
+        assert_eq!(v22.timestamp, b.timestamp);
+    }
+
     #[test]
     fn truncations_are_errors_with_offsets() {
         let blob = sample(28).encode().unwrap();
