@@ -119,6 +119,10 @@ impl Filesystem for FuseAdapter {
         self.entry(reply, self.fs.lookup(parent.0, name), "lookup");
     }
 
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.fs.forget(ino.0, nlookup);
+    }
+
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.fs.getattr(ino.0) {
             Ok(a) => reply.attr(&self.fs.ttl(), &file_attr(&a)),

@@ -156,7 +156,7 @@ pub struct WorldFs {
 }
 
 /// Cap on tracked served inodes (it is only an optimization).
-const SERVED_MAX: usize = 100_000;
+const SERVED_MAX: usize = 20_000;
 
 /// Blocks fetched per store query while listing `blocks/`.
 const LIST_PAGE: usize = 512;
@@ -428,15 +428,43 @@ impl WorldFs {
         Ok(a)
     }
 
+    /// Look a name up. On success the kernel holds one more reference to
+    /// the inode (see `forget`).
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         let parent_node = self.node(parent)?;
-        match self.child(&parent_node, name_bytes(name)) {
+        let attr = match self.child(&parent_node, name_bytes(name)) {
             Ok(child) => match self.stat(&child) {
                 Err(e) if e.errno == libc::ENOENT => self.scratch_attr(parent_node.ino(), name_bytes(name)),
                 r => r,
             },
             Err(e) if e.errno == libc::ENOENT => self.scratch_attr(parent_node.ino(), name_bytes(name)),
             Err(e) => Err(e),
+        }?;
+        self.remember(attr.ino);
+        Ok(attr)
+    }
+
+    /// The kernel was handed `ino` (by lookup, create, readdirplus...).
+    pub(crate) fn remember(&self, ino: u64) {
+        if let Some(Node::Table(id)) = Node::from_ino(ino) {
+            self.table.lock().unwrap().remember(id);
+        }
+    }
+
+    /// The kernel dropped `n` references to `ino`. Unreferenced table
+    /// entries of things that no longer exist are removed.
+    pub fn forget(&self, ino: u64, n: u64) {
+        let Some(Node::Table(id)) = Node::from_ino(ino) else { return };
+        let mut table = self.table.lock().unwrap();
+        if let Some(key) = table.forget(id, n) {
+            let gone = match key {
+                TableKey::Scratch(_) => self.scratch.lock().unwrap().get(ino).is_none(),
+                _ => true,
+            };
+            if gone {
+                table.remove(id);
+                self.aliases.lock().unwrap().remove(&ino);
+            }
         }
     }
 
@@ -484,6 +512,9 @@ impl WorldFs {
             },
             Node::FieldsDir(pos, p16) => {
                 let key = escape::name_to_key(name).ok_or_else(nf)?;
+                // Numbers are handed out only for keys that exist.
+                let (_, entry) = self.meta_entry(*pos, *p16)?;
+                entry.get(&key).ok_or_else(nf)?;
                 Ok(self.table_node(TableKey::Field { pos: *pos, p16: *p16, key }))
             }
             Node::NodeDir => Ok(Node::NodeFile(parse_node_coords(name).ok_or_else(nf)?)),
@@ -632,7 +663,12 @@ impl WorldFs {
         } else {
             None
         };
-        Ok(add(&entry, attr.as_ref()))
+        let full = add(&entry, attr.as_ref());
+        // readdirplus entries (not . and ..) count as lookups.
+        if plus && !full && cookie > 2 {
+            self.remember(entry.ino);
+        }
+        Ok(full)
     }
 
     /// `blocks/` is streamed from the store in key order: the cookie of an

@@ -60,7 +60,9 @@ impl WorldFs {
                 return Err(FsError::new(libc::EEXIST, "file exists"));
             }
             let opened = self.open(node.ino(), flags)?;
-            return Ok((self.stat(&node)?, opened));
+            let attr = self.stat(&node)?;
+            self.remember(attr.ino);
+            return Ok((attr, opened));
         }
         if let Node::NodeDir = dir
             && let Some([x, y, z]) = parse_node_coords(name)
@@ -72,6 +74,7 @@ impl WorldFs {
         }
         let ino = self.new_scratch(&dir, name, mode)?;
         let fh = self.open_scratch(ino, flags);
+        self.remember(ino);
         Ok((self.scratch_stat(ino)?, Opened { fh, keep_cache: false }))
     }
 
@@ -87,6 +90,7 @@ impl WorldFs {
             return Err(FsError::new(libc::EEXIST, "file exists"));
         }
         let ino = self.new_scratch(&dir, name.as_bytes(), mode)?;
+        self.remember(ino);
         self.scratch_stat(ino)
     }
 

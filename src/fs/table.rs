@@ -1,10 +1,13 @@
 //! Inode numbers for things that have no fixed place in the numbering:
-//! the world's text files, metadata field files and scratch files. Each gets a number the
-//! first time it is looked up and keeps it for the life of the mount (the
-//! set is small: it grows only with the fields and files actually visited).
+//! the world's text files, metadata field files and scratch files. Each gets
+//! a number when it is first looked up. The kernel's lookup count is kept
+//! (`remember`/`forget`), and entries the kernel does not hold are dropped
+//! when the table grows, so its size follows what the kernel caches, not
+//! what a walk over the world has visited.
 
 use crate::store::BlockPos;
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TableKey {
@@ -16,28 +19,47 @@ pub enum TableKey {
     Scratch(u64),
 }
 
+struct Entry {
+    key: TableKey,
+    /// How many times the kernel was given this inode and not yet told us
+    /// to forget it.
+    lookups: u64,
+    used: Instant,
+}
+
 #[derive(Default)]
 pub struct InodeTable {
     next: u64,
-    by_id: HashMap<u64, TableKey>,
+    by_id: HashMap<u64, Entry>,
     by_key: HashMap<TableKey, u64>,
 }
+
+/// Above this many entries, unreferenced ones are dropped.
+const SWEEP_ABOVE: usize = 10_000;
+/// An entry just handed out may be about to be given to the kernel: keep it.
+const SWEEP_GRACE: Duration = Duration::from_secs(30);
 
 impl InodeTable {
     /// The id of `key`, assigning one if it has none yet.
     pub fn id(&mut self, key: TableKey) -> u64 {
         if let Some(&id) = self.by_key.get(&key) {
+            if let Some(e) = self.by_id.get_mut(&id) {
+                e.used = Instant::now();
+            }
             return id;
+        }
+        if self.by_id.len() > SWEEP_ABOVE {
+            self.sweep();
         }
         self.next += 1;
         let id = self.next;
-        self.by_id.insert(id, key.clone());
+        self.by_id.insert(id, Entry { key: key.clone(), lookups: 0, used: Instant::now() });
         self.by_key.insert(key, id);
         id
     }
 
     pub fn get(&self, id: u64) -> Option<&TableKey> {
-        self.by_id.get(&id)
+        self.by_id.get(&id).map(|e| &e.key)
     }
 
     /// The id of `key` if it has one (without assigning).
@@ -49,5 +71,70 @@ impl InodeTable {
     pub fn new_scratch(&mut self) -> u64 {
         let n = self.next + 1;
         self.id(TableKey::Scratch(n))
+    }
+
+    /// The kernel was handed this id once more.
+    pub fn remember(&mut self, id: u64) {
+        if let Some(e) = self.by_id.get_mut(&id) {
+            e.lookups += 1;
+            e.used = Instant::now();
+        }
+    }
+
+    /// The kernel dropped `n` references. Returns the key when the entry
+    /// is now unreferenced (the caller decides whether to `remove` it).
+    pub fn forget(&mut self, id: u64, n: u64) -> Option<TableKey> {
+        let e = self.by_id.get_mut(&id)?;
+        e.lookups = e.lookups.saturating_sub(n);
+        (e.lookups == 0).then(|| e.key.clone())
+    }
+
+    pub fn remove(&mut self, id: u64) {
+        if let Some(e) = self.by_id.remove(&id) {
+            self.by_key.remove(&e.key);
+        }
+    }
+
+    /// Drop entries that the kernel does not hold (scratch files stay: they
+    /// are files, not just names).
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        let stale: Vec<u64> = self
+            .by_id
+            .iter()
+            .filter(|(_, e)| {
+                e.lookups == 0 && !matches!(e.key, TableKey::Scratch(_)) && now.duration_since(e.used) > SWEEP_GRACE
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        for id in stale {
+            self.remove(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_sweeps() {
+        let mut t = InodeTable::default();
+        let a = t.id(TableKey::WorldFile("a".into()));
+        assert_eq!(t.id(TableKey::WorldFile("a".into())), a);
+        t.remember(a);
+        t.remember(a);
+        assert_eq!(t.forget(a, 1), None);
+        assert_eq!(t.forget(a, 1), Some(TableKey::WorldFile("a".into())));
+        // Unreferenced, old entries go when the table is large.
+        for i in 0..SWEEP_ABOVE + 1 {
+            let id = t.id(TableKey::WorldFile(i.to_string()));
+            t.by_id.get_mut(&id).unwrap().used -= SWEEP_GRACE * 2;
+        }
+        let s = t.new_scratch();
+        t.by_id.get_mut(&s).unwrap().used -= SWEEP_GRACE * 2;
+        t.id(TableKey::WorldFile("new".into()));
+        assert!(t.by_id.len() < 10, "{}", t.by_id.len());
+        assert!(t.get(s).is_some(), "scratch entries are never swept");
     }
 }
