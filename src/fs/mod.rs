@@ -152,6 +152,7 @@ pub struct WorldFs {
     guard: guard::ServerGuard,
     /// The block version new blocks get (the newest the world uses).
     new_block_version: OnceLock<u8>,
+    block_count: Mutex<Option<(std::time::Instant, u64)>>,
     mount_time: SystemTime,
 }
 
@@ -224,6 +225,7 @@ impl WorldFs {
             invalidator: OnceLock::new(),
             guard,
             new_block_version: OnceLock::new(),
+            block_count: Mutex::new(None),
             mount_time: SystemTime::now(),
         }
     }
@@ -700,7 +702,17 @@ impl WorldFs {
     }
 
     /// Number of stored blocks (for statfs).
+    /// Counting scans the whole index (a second on millions of blocks), so
+    /// the figure is reused for a minute.
     pub fn block_count(&self) -> u64 {
-        self.store.count().unwrap_or(0)
+        let mut c = self.block_count.lock().unwrap();
+        match *c {
+            Some((at, n)) if at.elapsed() < Duration::from_secs(60) => n,
+            _ => {
+                let n = self.store.count().unwrap_or(0);
+                *c = Some((std::time::Instant::now(), n));
+                n
+            }
+        }
     }
 }
