@@ -48,7 +48,7 @@ fn has_tool(t: &str) -> bool {
 fn write_py(m: &Mounted, rel: &str, content: &[u8]) -> String {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/write_file.py");
     let hex: String = content.iter().map(|b| format!("{b:02x}")).collect();
-    let tmp = m.mnt.path().with_extension("content");
+    let tmp = m.dir.path().join("content");
     std::fs::write(&tmp, hex.as_bytes()).unwrap();
     // Large contents go through a file, small ones on the command line.
     let arg = if content.len() > 50_000 {

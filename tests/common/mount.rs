@@ -39,7 +39,9 @@ macro_rules! require_fuse {
 
 pub struct Mounted {
     pub world: PathBuf,
-    pub mnt: tempfile::TempDir,
+    /// Holds the mount point `mnt/`, the daemon's log and test scratch.
+    pub dir: tempfile::TempDir,
+    pub mnt: PathBuf,
     child: Option<Child>,
     pub log: PathBuf,
 }
@@ -47,10 +49,12 @@ pub struct Mounted {
 impl Mounted {
     /// Mount `world` (a directory the caller owns) with extra `-o` options.
     pub fn new(world: &Path, options: &[&str]) -> Mounted {
-        let mnt = tempfile::tempdir().unwrap();
-        let log = mnt.path().with_extension("log");
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let log = dir.path().join("worldfs.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldfs"));
-        cmd.arg("mount").arg(world).arg(mnt.path()).arg("-f");
+        cmd.arg("mount").arg(world).arg(&mnt).arg("-f");
         for o in options {
             cmd.arg("-o").arg(o);
         }
@@ -61,7 +65,7 @@ impl Mounted {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("start worldfs");
-        let m = Mounted { world: world.to_path_buf(), mnt, child: Some(child), log };
+        let m = Mounted { world: world.to_path_buf(), dir, mnt, child: Some(child), log };
         m.wait_mounted();
         m
     }
@@ -78,7 +82,7 @@ impl Mounted {
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
-        self.mnt.path().join(rel)
+        self.mnt.join(rel)
     }
 
     /// Run a shell command with MNT set to the mount point; returns
@@ -87,9 +91,9 @@ impl Mounted {
         let out = Command::new("bash")
             .arg("-c")
             .arg(script)
-            .env("MNT", self.mnt.path())
+            .env("MNT", &self.mnt)
             .env("WORLD", &self.world)
-            .current_dir(self.mnt.path())
+            .current_dir(&self.mnt)
             .output()
             .expect("bash");
         (
@@ -120,7 +124,7 @@ impl Mounted {
         if let Some(mut child) = self.child.take() {
             let tool = if unsafe { libc::geteuid() } == 0 { "umount" } else { "fusermount3" };
             let args: &[&str] = if tool == "umount" { &[] } else { &["-u"] };
-            let _ = Command::new(tool).args(args).arg(self.mnt.path()).status();
+            let _ = Command::new(tool).args(args).arg(&self.mnt).status();
             let start = Instant::now();
             loop {
                 if let Ok(Some(_)) = child.try_wait() {
@@ -128,7 +132,7 @@ impl Mounted {
                 }
                 if start.elapsed() > Duration::from_secs(10) {
                     let _ = child.kill();
-                    let _ = Command::new("umount").arg("-l").arg(self.mnt.path()).status();
+                    let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
                     let _ = child.wait();
                     break;
                 }
