@@ -33,7 +33,9 @@ fn item() -> impl Strategy<Value = ItemStack> {
         .prop_map(|(name, count, wear, meta)| {
             let mut m: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
             for (k, v) in meta {
-                if !m.iter().any(|(mk, _)| *mk == k) && !(k.is_empty() && v.is_empty()) {
+                let duplicate = m.iter().any(|(mk, _)| *mk == k);
+                let blank = k.is_empty() && v.is_empty();
+                if !duplicate && !blank {
                     m.push((k, v));
                 }
             }
