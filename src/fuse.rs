@@ -116,7 +116,27 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.entry(reply, self.fs.lookup(parent.0, name), "lookup");
+        match self.fs.lookup(parent.0, name) {
+            // A negative entry (inode 0) lets the kernel answer repeated
+            // lookups of a missing name itself for the TTL. Not under node/,
+            // where a name can appear through another directory (mkdir of
+            // its block) without an invalidation for it.
+            Err(e) if e.errno == libc::ENOENT && parent.0 != crate::fs::inode::NODE_DIR => {
+                let mut attr = file_attr(&Attr {
+                    ino: 0,
+                    kind: Kind::File,
+                    size: 0,
+                    perm: 0,
+                    nlink: 0,
+                    mtime: SystemTime::UNIX_EPOCH,
+                    uid: 0,
+                    gid: 0,
+                });
+                attr.ino = INodeNo(0);
+                reply.entry(&self.fs.ttl(), &attr, Generation(0));
+            }
+            r => self.entry(reply, r, "lookup"),
+        }
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {

@@ -185,6 +185,9 @@ fn keys_metadata_nodes_timers_objects_and_blocks() {
     let b = db_block(world.path(), ORIGIN);
     assert_eq!(b.objects.objects.len(), 1);
     assert_eq!(b.objects.objects[0].data, b"ab");
+    // `: >` empties a file: committed by the shell's final close
+    m.ok(": > $MNT/blocks/0,0,0/objects");
+    assert!(db_block(world.path(), ORIGIN).objects.objects.is_empty());
     // metadata directories
     m.ok("mkdir $MNT/blocks/0,0,0/meta/1,1,1 && echo hi > $MNT/blocks/0,0,0/meta/1,1,1/fields/note");
     assert_eq!(field(&db_block(world.path(), ORIGIN), 256 + 16 + 1, "note").unwrap(), b"hi");

@@ -255,9 +255,13 @@ impl WorldFs {
     fn after_commit(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
         self.changed.lock().unwrap().insert(pos, SystemTime::now());
         let mut inv = vec![Inval::Inode(Node::BlockDir(pos).ino()), Inval::Inode(Node::MetaRoot(pos).ino())];
+        let dir = Node::BlockDir(pos).ino();
         for f in BlockFile::DECODED.iter().chain(&[BlockFile::Error]) {
             inv.push(Inval::Inode(Node::BlockFile(pos, *f).ino()));
+            // the set of files changes when a block becomes (un)decodable
+            inv.push(Inval::Entry(dir, f.name().into()));
         }
+        inv.push(Inval::Entry(dir, "meta".into()));
         let entries =
             |b: Option<&Block>| -> Vec<MetaEntry> { b.map(|b| b.metadata.entries.clone()).unwrap_or_default() };
         let (old_e, new_e) = (entries(old), entries(new));

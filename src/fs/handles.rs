@@ -20,10 +20,13 @@ pub(super) enum Handle {
         buf: Vec<u8>,
         /// Written to since the last commit.
         dirty: bool,
-        /// Opened with O_TRUNC (or truncated to 0) and not written since:
-        /// committed (as empty content) only at release, because bash sends
-        /// a FLUSH between the truncating open and its first write.
+        /// Opened with O_TRUNC and not written since. Bash sends a FLUSH
+        /// between its truncating open and its first write (it dup2s the
+        /// file descriptor and closes the original), so the first flush of
+        /// a handle does not commit the empty content; a later flush, or
+        /// release, does.
         truncated: bool,
+        flushes: u32,
         append: bool,
     },
     /// A scratch file: reads and writes go to it directly.
@@ -108,7 +111,7 @@ impl WorldFs {
         } else {
             self.content(&node)?.bytes.to_vec()
         };
-        let fh = self.new_handle(Handle::Write { node, buf, dirty: false, truncated: trunc, append });
+        let fh = self.new_handle(Handle::Write { node, buf, dirty: false, truncated: trunc, flushes: 0, append });
         Ok(Opened { fh, keep_cache: false })
     }
 
@@ -149,15 +152,17 @@ impl WorldFs {
         }
     }
 
-    /// Commit what a handle holds, if it changed. `last` is true at release:
-    /// a truncation that was never followed by a write is committed then.
+    /// Commit what a handle holds, if it changed. `last` is true at release.
+    /// A truncation never followed by a write is committed from the second
+    /// flush on, or at release (see `Handle::Write::truncated`).
     fn commit_handle(&self, fh: u64, last: bool) -> Result<()> {
         let job = {
             let mut handles = self.handles.lock().unwrap();
             match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
                 Handle::Read { .. } => None,
-                Handle::Write { node, buf, dirty, truncated, .. } => {
-                    if *dirty || (last && *truncated) {
+                Handle::Write { node, buf, dirty, truncated, flushes, .. } => {
+                    *flushes += 1;
+                    if *dirty || (*truncated && (last || *flushes > 1)) {
                         *dirty = false;
                         *truncated = false;
                         Some((node.clone(), Some(buf.clone())))
@@ -226,12 +231,12 @@ impl WorldFs {
             if let Some(fh) = fh {
                 let mut handles = self.handles.lock().unwrap();
                 if let Some(Handle::Write { buf, dirty, truncated, .. }) = handles.get_mut(&fh) {
+                    // An explicit ftruncate is a change, committed at the
+                    // next flush (O_TRUNC at open arrives inside OPEN, with
+                    // FUSE_ATOMIC_O_TRUNC, and is handled there).
                     buf.resize(size, 0);
-                    if size == 0 {
-                        *truncated = true;
-                    } else {
-                        *dirty = true;
-                    }
+                    *dirty = true;
+                    *truncated = false;
                     handled = true;
                 }
             }
