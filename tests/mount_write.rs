@@ -275,7 +275,7 @@ fn bad_inputs_are_refused_and_change_nothing() {
         ("param0 wrong size", "blocks/0,0,0/param0".into(), vec![0; 100]),
         ("param0 unknown id", "blocks/0,0,0/param0".into(), vec![0x7f; 8192]),
         ("param1 wrong size", "blocks/0,0,0/param1".into(), vec![0; 4095]),
-        ("computed info key", "blocks/0,0,0/info".into(), b"names = 99\n".to_vec()),
+        ("info key twice", "blocks/0,0,0/info".into(), b"timestamp = 1\ntimestamp = 2\n".to_vec()),
         ("unknown info key", "blocks/0,0,0/info".into(), b"colour = blue\n".to_vec()),
         ("unwritable version", "blocks/0,0,0/info".into(), b"version = 21\n".to_vec()),
         ("timer timeout 0", "blocks/0,0,0/timers".into(), b"1 1 1 0 0\n".to_vec()),

@@ -155,8 +155,7 @@ proptest! {
             parse::apply_inventory(e, &orig.inventory).unwrap();
             parse::apply_private(e, &render::render_meta_file(&orig, worldfs::view::MetaFile::Private), 29).unwrap();
         }
-        let info = render::render_info(&b, 1);
-        parse::apply_info(&mut c, &info, &info).unwrap();
+        parse::apply_info(&mut c, &render::render_info(&b, 1)).unwrap();
         prop_assert_eq!(c, b);
     }
 }

@@ -134,9 +134,8 @@ impl WorldFs {
         match node {
             Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content),
             Node::BlockFile(pos, f) => self.edit_block(*pos, Some(node), content, |b| {
-                let current = crate::view::render_info(b, 0);
                 match f {
-                    BlockFile::Info => parse::apply_info(b, content, &self.info_now(*pos, &current)),
+                    BlockFile::Info => parse::apply_info(b, content),
                     BlockFile::Names => parse::apply_names(b, content),
                     BlockFile::Nodes => parse::apply_nodes(*pos, b, content),
                     BlockFile::Param0 => parse::apply_param0(b, content),
@@ -173,15 +172,6 @@ impl WorldFs {
                 TableKey::Scratch(_) => Err(FsError::invalid("not a decoded file")),
             },
             _ => Err(FsError::perm("this file cannot be written")),
-        }
-    }
-
-    /// `info` as it is now, with the real blob size (the computed keys a
-    /// user may repeat unchanged).
-    fn info_now(&self, pos: BlockPos, fallback: &[u8]) -> Vec<u8> {
-        match self.cache.peek(pos).and_then(|l| l.file(BlockFile::Info)) {
-            Some(c) => c.to_vec(),
-            None => fallback.to_vec(),
         }
     }
 

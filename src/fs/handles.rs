@@ -95,7 +95,7 @@ impl WorldFs {
                 let _ = s.edit(node.ino(), |f| f.data.clear());
             }
             drop(s);
-            let fh = self.new_handle(Handle::Scratch { ino: node.ino(), append, dirty: trunc });
+            let fh = self.new_handle(Handle::Scratch { ino: node.ino(), append, dirty: false });
             return Ok(Opened { fh, keep_cache: false });
         }
         if !write && !trunc {
