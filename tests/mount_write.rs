@@ -217,6 +217,24 @@ fn keys_metadata_nodes_timers_objects_and_blocks() {
     assert_eq!(m.ok("cat $MNT/write-errors").lines().count(), 1);
 }
 
+/// Copying a build: a block's raw blob does not hold its position, so
+/// copying `raw` into a new block copies everything.
+#[test]
+fn copying_blocks_through_raw() {
+    require_fuse!("copying_blocks_through_raw");
+    let world = demo_world();
+    let m = Mounted::new(world.path(), &[]);
+    m.ok("for x in 0 1; do mkdir $MNT/blocks/$((x+5)),0,0 && cp $MNT/blocks/$x,0,0/raw $MNT/blocks/$((x+5)),0,0/raw; done");
+    for x in [0, 1] {
+        let src = db_blob(world.path(), BlockPos::new(x, 0, 0)).unwrap();
+        assert_eq!(db_blob(world.path(), BlockPos::new(x + 5, 0, 0)).unwrap(), src);
+    }
+    // the copied chest is at the same place inside its block
+    assert_eq!(m.ok("cat $MNT/node/83,1,3"), "default:chest 0 0\n");
+    assert!(m.ok("cat $MNT/blocks/5,0,0/meta/83,1,3/inventory").contains("default:apple 12"));
+    assert_eq!(m.ok("cat $MNT/write-errors"), "");
+}
+
 #[test]
 fn unchanged_content_is_never_rewritten() {
     require_fuse!("unchanged_content_is_never_rewritten");
