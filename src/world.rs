@@ -54,6 +54,13 @@ impl World {
         self.setting("backend").unwrap_or("sqlite3")
     }
 
+    /// A value from env_meta.txt (game_time, last_clear_objects_time...),
+    /// read now: the server rewrites that file while it runs.
+    pub fn env_meta(&self, key: &str) -> Option<String> {
+        let text = std::fs::read_to_string(self.dir.join("env_meta.txt")).ok()?;
+        parse_settings(&text).into_iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
     pub fn map_path(&self) -> PathBuf {
         self.dir.join("map.sqlite")
     }

@@ -176,7 +176,12 @@ fn keys_metadata_nodes_timers_objects_and_blocks() {
     assert_eq!(db_block(world.path(), ORIGIN).timers.len(), 2);
     m.ok("truncate -s 0 $MNT/blocks/0,0,0/timers");
     assert!(db_block(world.path(), ORIGIN).timers.is_empty());
-    // objects: add two, remove one
+    // objects: refused while the block's timestamp is undefined (the server
+    // would drop them); once it is set, add two and remove one
+    let obj = "lua_entity 5,1,5 mobs:sheep hp=8 velocity=0,0,0 yaw=90 staticdata=\"{}\"";
+    assert_eq!(write_py(&m, "blocks/0,0,0/objects", format!("{obj}\n").as_bytes()), "ERR EINVAL");
+    assert!(m.ok("cat $MNT/write-errors").contains("timestamp is undefined"));
+    m.ok("sed -i 's/^timestamp = .*/timestamp = 100/' $MNT/blocks/0,0,0/info");
     m.ok(
         "printf 'lua_entity 5,1,5 mobs:sheep hp=8 velocity=0,0,0 yaw=90 staticdata=\"{}\"\\nobject type=1 4,1,4 data=\"ab\"\\n' > $MNT/blocks/0,0,0/objects",
     );
@@ -214,7 +219,7 @@ fn keys_metadata_nodes_timers_objects_and_blocks() {
     let b = Block::decode(&blob).unwrap();
     assert!(b.is_underground() && b.metadata.get(CHEST_P16 as u16).unwrap().get(b"owner").unwrap().private);
     assert!(m.ok("cat $MNT/blocks/0,0,0/info").starts_with("version = 28\nunderground = true\n"));
-    assert_eq!(m.ok("cat $MNT/write-errors").lines().count(), 1);
+    assert_eq!(m.ok("cat $MNT/write-errors").lines().count(), 2);
 }
 
 /// Copying a build: a block's raw blob does not hold its position, so
@@ -299,6 +304,11 @@ fn bad_inputs_are_refused_and_change_nothing() {
         ("timer timeout 0", "blocks/0,0,0/timers".into(), b"1 1 1 0 0\n".to_vec()),
         ("duplicate timer", "blocks/0,0,0/timers".into(), b"1 1 1 5 0\n1 1 1 6 0\n".to_vec()),
         ("garbage object", "blocks/0,0,0/objects".into(), b"a cow at 1,2,3\n".to_vec()),
+        (
+            "object in a never-activated block",
+            "blocks/0,0,0/objects".into(),
+            b"object type=1 1,1,1 data=\"x\"\n".to_vec(),
+        ),
         ("truncated raw blob", "blocks/0,0,0/raw".into(), raw[..raw.len() - 10].to_vec()),
         ("private names no field", format!("{CHEST}/private"), b"nosuchfield\n".to_vec()),
         ("unmapped placeholder", "node/1,1,1".into(), b"?77\n".to_vec()),

@@ -142,7 +142,10 @@ impl WorldFs {
                     BlockFile::Param1 => parse::apply_param(&mut b.param1, content, "param1"),
                     BlockFile::Param2 => parse::apply_param(&mut b.param2, content, "param2"),
                     BlockFile::Timers => parse::apply_timers(*pos, b, content),
-                    BlockFile::Objects => parse::apply_objects(b, content),
+                    BlockFile::Objects => {
+                        let old = b.objects.objects.clone();
+                        parse::apply_objects(b, content).and_then(|_| self.check_objects_survive(b, &old))
+                    }
                     BlockFile::Raw | BlockFile::Error => unreachable!(),
                 }
                 .map_err(|e| invalid(&what, e))
@@ -173,6 +176,31 @@ impl WorldFs {
             },
             _ => Err(FsError::perm("this file cannot be written")),
         }
+    }
+
+    /// The server deletes a block's stored objects when it activates the
+    /// block if its timestamp is undefined or older than the last
+    /// /clearobjects: new objects written there would silently vanish.
+    fn check_objects_survive(&self, b: &Block, old: &[crate::codec::objects::StaticObject]) -> parse::Result<()> {
+        if b.objects.objects.iter().all(|o| old.contains(o)) {
+            return Ok(());
+        }
+        let cleared: u32 = self.world.env_meta("last_clear_objects_time").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let why = if b.timestamp == u32::MAX {
+            "the block's timestamp is undefined (4294967295)".to_string()
+        } else if b.timestamp < cleared {
+            format!("the block's timestamp {} is older than the last /clearobjects ({cleared})", b.timestamp)
+        } else {
+            return Ok(());
+        };
+        let game_time = self.world.env_meta("game_time").unwrap_or_else(|| "0".into());
+        Err(ParseError {
+            line: None,
+            message: format!(
+                "{why}, so the server would delete these objects when it activates the block; \
+                 set timestamp in info first (the world's game_time is {game_time})"
+            ),
+        })
     }
 
     /// Read-modify-write of one block. `node`: the file being written, for

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mount;
+pub mod probe;
 
 use std::path::PathBuf;
 
