@@ -21,11 +21,13 @@ macro_rules! require_server {
     };
 }
 
+/// An inventory list as the server sees it: (size, width, item strings by slot).
+pub type List = (usize, u32, Vec<Vec<u8>>);
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Meta {
     pub fields: BTreeMap<Vec<u8>, Vec<u8>>,
-    /// list name -> (size, width, item strings by slot)
-    pub lists: BTreeMap<Vec<u8>, (usize, u32, Vec<Vec<u8>>)>,
+    pub lists: BTreeMap<Vec<u8>, List>,
 }
 
 #[derive(Clone, Debug, Default)]
