@@ -163,6 +163,35 @@ fn parse(out: &str) -> Facts {
     f
 }
 
+/// Lua run after generation: chests with inventories (stacks, a worn tool,
+/// an item with metadata and non-ASCII text), signs with multi-line text,
+/// furnaces with fuel, node timers, a private field.
+const FURNISH: &str = r#"
+function furnish()
+  for i = 0, 7 do
+    local p = {x = i * 5 - 20, y = 3, z = (i * 7) % 30 - 15}
+    minetest.set_node(p, {name = "default:chest"})
+    local meta = minetest.get_meta(p)
+    local inv = meta:get_inventory()
+    inv:add_item("main", "default:dirt " .. (i + 1))
+    inv:add_item("main", ItemStack("default:pick_steel 1 " .. (i * 1000)))
+    local named = ItemStack("default:apple 2")
+    named:get_meta():set_string("description", 'Grüße "apple" ' .. i)
+    inv:add_item("main", named)
+    meta:set_string("owner", "player" .. i)
+    meta:mark_as_private("owner")
+    local q = {x = p.x + 1, y = p.y, z = p.z}
+    minetest.set_node(q, {name = "default:sign_wall_wood", param2 = 3})
+    minetest.get_meta(q):set_string("text", "sign " .. i .. "\nsecond line")
+    minetest.get_meta(q):set_string("infotext", '"sign ' .. i .. '"')
+    local f = {x = p.x + 2, y = p.y, z = p.z}
+    minetest.set_node(f, {name = "default:furnace"})
+    minetest.get_meta(f):get_inventory():add_item("fuel", "default:coal_lump 5")
+    minetest.get_node_timer(f):start(10 + i)
+  end
+end
+"#;
+
 /// Generate a real world with the server: mapgen v7 with a fixed seed over
 /// [-r, r] x [-h, h] x [-r, r] nodes, stored in the legacy sqlite schema
 /// (what the 5.6.1 server writes).
@@ -178,9 +207,9 @@ pub fn generate_world(dir: &Path, r: i32, h: i32) {
     std::fs::write(
         dir.join("worldmods/worldfs_gen/init.lua"),
         format!(
-            "minetest.register_on_mods_loaded(function() minetest.after(0.2, function()\n\
+            "{FURNISH}\nminetest.register_on_mods_loaded(function() minetest.after(0.2, function()\n\
              minetest.emerge_area({{x=-{r},y=-{h},z=-{r}}}, {{x={r},y={h},z={r}}}, function(bp, action, left)\n\
-             if left == 0 then minetest.request_shutdown('generated') end end) end) end)\n"
+             if left == 0 then furnish() minetest.request_shutdown('generated') end end) end) end)\n"
         ),
     )
     .unwrap();
@@ -201,8 +230,14 @@ pub fn generate_world(dir: &Path, r: i32, h: i32) {
         .arg(free_port().to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(dir.join("gen.err")).unwrap())
         .status()
         .unwrap();
-    assert!(st.success(), "generation failed: {}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(
+        st.success(),
+        "generation failed: {}{}",
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        std::fs::read_to_string(dir.join("gen.err")).unwrap_or_default()
+    );
     std::fs::remove_dir_all(dir.join("worldmods/worldfs_gen")).unwrap();
 }
