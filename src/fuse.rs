@@ -212,8 +212,8 @@ impl Filesystem for FuseAdapter {
         self.empty(reply, self.fs.rename(parent.0, name, newparent.0, newname, flags.bits()), "rename");
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.fs.open(ino.0, flags.0) {
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        match self.fs.open(ino.0, flags.0, req.pid()) {
             Ok(o) => {
                 let f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
                 reply.opened(FileHandle(o.fh), f)
@@ -224,7 +224,7 @@ impl Filesystem for FuseAdapter {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -232,7 +232,7 @@ impl Filesystem for FuseAdapter {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        match self.fs.create(parent.0, name, mode, flags) {
+        match self.fs.create(parent.0, name, mode, flags, req.pid()) {
             Ok((a, o)) => {
                 reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
             }
@@ -275,8 +275,8 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        self.empty(reply, self.fs.flush(fh.0), "flush");
+    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        self.empty(reply, self.fs.flush(fh.0, req.pid()), "flush");
     }
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {

@@ -423,3 +423,63 @@ fn real_world_blocks_of_old_versions_are_edited_in_place() {
         assert_eq!(m.ok("cat $MNT/write-errors"), "");
     }
 }
+
+/// The world's own text files are replaced atomically, through the mount.
+#[test]
+fn world_text_files_are_written_atomically() {
+    require_fuse!("world_text_files_are_written_atomically");
+    let world = demo_world();
+    let m = Mounted::new(world.path(), &[]);
+    m.ok("sed -i 's/^creative_mode = true/creative_mode = false/' $MNT/world.mt");
+    m.ok("echo 'server_announce = false' >> $MNT/world.mt");
+    let text = std::fs::read_to_string(world.path().join("world.mt")).unwrap();
+    assert!(text.contains("creative_mode = false\n") && text.ends_with("server_announce = false\n"), "{text}");
+    // no temporary file left in the world directory
+    let names: Vec<String> =
+        std::fs::read_dir(world.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(names.iter().all(|n| !n.contains("worldfs-")), "{names:?}");
+    // scratch files at the top never reach the world directory
+    m.ok("echo hi > $MNT/notes.txt && cat $MNT/notes.txt && rm $MNT/notes.txt");
+    assert!(!world.path().join("notes.txt").exists());
+}
+
+/// A database that stays locked past the busy timeout: the commit fails
+/// with EIO and changes nothing (mounted with --force, so that the guard
+/// lets the locking process be).
+#[test]
+fn a_locked_database_gives_eio() {
+    require_fuse!("a_locked_database_gives_eio");
+    use std::os::fd::IntoRawFd;
+    let world = demo_world();
+    let before = db_blob(world.path(), ORIGIN).unwrap();
+    let m = Mounted::with_args(world.path(), &["--force"]);
+    // Open before the lock: lookups need the database too.
+    let f =
+        std::fs::OpenOptions::new().write(true).truncate(true).open(m.path(&format!("{SIGN}/fields/text"))).unwrap();
+    let map = world.path().join("map.sqlite");
+    let mut locker = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import sqlite3,time; c=sqlite3.connect('{}', isolation_level=None); c.execute('BEGIN EXCLUSIVE'); \
+             print('locked', flush=True); time.sleep(8)",
+            map.display()
+        ))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(locker.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "locked");
+    let fd = f.into_raw_fd();
+    let (w, c, errno) = unsafe {
+        let w = libc::write(fd, b"locked\n".as_ptr().cast(), 7);
+        let c = libc::close(fd);
+        (w, c, *libc::__errno_location())
+    };
+    locker.kill().unwrap();
+    locker.wait().unwrap();
+    assert_eq!((w, c, errno), (7, -1, libc::EIO));
+    assert_eq!(db_blob(world.path(), ORIGIN).unwrap(), before);
+    let errors = m.ok("cat $MNT/write-errors");
+    assert!(errors.contains("locked"), "{errors}");
+}

@@ -10,6 +10,15 @@ use std::sync::atomic::Ordering;
 /// Largest content a write buffer may grow to.
 const MAX_WRITE: usize = 256 << 20;
 
+/// Why a handle is asked to commit.
+#[derive(Clone, Copy)]
+enum When {
+    /// A close(2) by this process.
+    Flush(u32),
+    Fsync,
+    Release,
+}
+
 pub(super) enum Handle {
     /// A snapshot of the content taken at open.
     Read { content: Arc<Vec<u8>> },
@@ -23,14 +32,19 @@ pub(super) enum Handle {
         /// Opened with O_TRUNC and not written since. Bash sends a FLUSH
         /// between its truncating open and its first write (it dup2s the
         /// file descriptor and closes the original), so the first flush of
-        /// a handle does not commit the empty content; a later flush, or
-        /// release, does.
+        /// a handle does not commit the empty content; a later flush by the
+        /// opener, an fsync, or release does.
         truncated: bool,
-        flushes: u32,
+        /// The process that opened the file, and how often it flushed.
+        /// Flushes by other processes (children that inherited the file and
+        /// exited, or closed it at exec) commit nothing: the opener may not
+        /// have finished writing.
+        opener: u32,
+        opener_flushes: u32,
         append: bool,
     },
     /// A scratch file: reads and writes go to it directly.
-    Scratch { ino: u64, append: bool, dirty: bool },
+    Scratch { ino: u64, append: bool, dirty: bool, opener: u32 },
 }
 
 /// Put `data` at `offset` of `buf` (or at its end when appending).
@@ -74,8 +88,8 @@ impl WorldFs {
         }
     }
 
-    /// Open a file. `flags` are the open(2) flags.
-    pub fn open(&self, ino: u64, flags: i32) -> Result<Opened> {
+    /// Open a file. `flags` are the open(2) flags; `pid` is the caller.
+    pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
         let node = self.node(ino)?;
         if self.is_dir(&node)? {
             return Err(FsError::is_dir());
@@ -95,7 +109,7 @@ impl WorldFs {
                 let _ = s.edit(node.ino(), |f| f.data.clear());
             }
             drop(s);
-            let fh = self.new_handle(Handle::Scratch { ino: node.ino(), append, dirty: false });
+            let fh = self.new_handle(Handle::Scratch { ino: node.ino(), append, dirty: false, opener: pid });
             return Ok(Opened { fh, keep_cache: false });
         }
         if !write && !trunc {
@@ -111,7 +125,15 @@ impl WorldFs {
         } else {
             self.content(&node)?.bytes.to_vec()
         };
-        let fh = self.new_handle(Handle::Write { node, buf, dirty: false, truncated: trunc, flushes: 0, append });
+        let fh = self.new_handle(Handle::Write {
+            node,
+            buf,
+            dirty: false,
+            truncated: trunc,
+            opener: pid,
+            opener_flushes: 0,
+            append,
+        });
         Ok(Opened { fh, keep_cache: false })
     }
 
@@ -137,7 +159,7 @@ impl WorldFs {
                 *truncated = false;
                 Ok(data.len() as u32)
             }
-            Handle::Scratch { ino, append, dirty } => {
+            Handle::Scratch { ino, append, dirty, .. } => {
                 let mut s = self.scratch.lock().unwrap();
                 match s.edit(*ino, |f| write_into(&mut f.data, offset, data, *append)) {
                     None => Err(FsError::bad_handle()),
@@ -152,17 +174,23 @@ impl WorldFs {
         }
     }
 
-    /// Commit what a handle holds, if it changed. `last` is true at release.
-    /// A truncation never followed by a write is committed from the second
-    /// flush on, or at release (see `Handle::Write::truncated`).
-    fn commit_handle(&self, fh: u64, last: bool) -> Result<()> {
+    /// Commit what a handle holds, if it changed and the moment is right
+    /// (see `Handle::Write`).
+    fn commit_handle(&self, fh: u64, when: When) -> Result<()> {
         let job = {
             let mut handles = self.handles.lock().unwrap();
             match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
                 Handle::Read { .. } => None,
-                Handle::Write { node, buf, dirty, truncated, flushes, .. } => {
-                    *flushes += 1;
-                    if *dirty || (*truncated && (last || *flushes > 1)) {
+                Handle::Write { node, buf, dirty, truncated, opener, opener_flushes, .. } => {
+                    let now = match when {
+                        When::Flush(pid) if pid != *opener => false,
+                        When::Flush(_) => {
+                            *opener_flushes += 1;
+                            *dirty || (*truncated && *opener_flushes > 1)
+                        }
+                        When::Fsync | When::Release => *dirty || *truncated,
+                    };
+                    if now {
                         *dirty = false;
                         *truncated = false;
                         Some((node.clone(), Some(buf.clone())))
@@ -170,9 +198,10 @@ impl WorldFs {
                         None
                     }
                 }
-                Handle::Scratch { ino, dirty, .. } => {
+                Handle::Scratch { ino, dirty, opener, .. } => {
+                    let ours = !matches!(when, When::Flush(pid) if pid != *opener);
                     let pending = self.scratch.lock().unwrap().get(*ino).is_some_and(|f| f.pending_key);
-                    if *dirty && pending {
+                    if *dirty && pending && ours {
                         *dirty = false;
                         Some((Node::from_ino(*ino).expect("scratch inode"), None))
                     } else {
@@ -188,20 +217,21 @@ impl WorldFs {
         }
     }
 
-    pub fn flush(&self, fh: u64) -> Result<()> {
-        self.commit_handle(fh, false)
+    /// close(2) of a descriptor (every one, including dup'ed copies).
+    pub fn flush(&self, fh: u64, pid: u32) -> Result<()> {
+        self.commit_handle(fh, When::Flush(pid))
     }
 
     /// Our commits are durable when they return (one SQLite transaction
-    /// each), so fsync is a flush.
+    /// each), so fsync commits what the handle holds.
     pub fn fsync(&self, fh: u64) -> Result<()> {
-        self.commit_handle(fh, false)
+        self.commit_handle(fh, When::Fsync)
     }
 
     /// Release a handle. An error here cannot reach the program (the kernel
     /// does not wait for release); it is logged and kept in write-errors.
     pub fn release(&self, fh: u64) -> Result<()> {
-        let r = self.commit_handle(fh, true);
+        let r = self.commit_handle(fh, When::Release);
         let h = self.handles.lock().unwrap().remove(&fh);
         if let Some(Handle::Scratch { ino, .. }) = h {
             self.drop_orphan(ino);
@@ -288,7 +318,7 @@ impl WorldFs {
     }
 
     /// Open handle for a newly created scratch file.
-    pub(super) fn open_scratch(&self, ino: u64, flags: i32) -> u64 {
-        self.new_handle(Handle::Scratch { ino, append: flags & libc::O_APPEND != 0, dirty: false })
+    pub(super) fn open_scratch(&self, ino: u64, flags: i32, pid: u32) -> u64 {
+        self.new_handle(Handle::Scratch { ino, append: flags & libc::O_APPEND != 0, dirty: false, opener: pid })
     }
 }

@@ -50,7 +50,7 @@ impl WorldFs {
     }
 
     /// create(2): open an existing file, or make a scratch file.
-    pub fn create(&self, parent: u64, name: &OsStr, mode: u32, flags: i32) -> Result<(Attr, Opened)> {
+    pub fn create(&self, parent: u64, name: &OsStr, mode: u32, flags: i32, pid: u32) -> Result<(Attr, Opened)> {
         self.writable_mount()?;
         let dir = self.node(parent)?;
         self.check_dir(&dir)?;
@@ -59,7 +59,7 @@ impl WorldFs {
             if flags & libc::O_EXCL != 0 {
                 return Err(FsError::new(libc::EEXIST, "file exists"));
             }
-            let opened = self.open(node.ino(), flags)?;
+            let opened = self.open(node.ino(), flags, pid)?;
             let attr = self.stat(&node)?;
             self.remember(attr.ino);
             return Ok((attr, opened));
@@ -73,7 +73,7 @@ impl WorldFs {
             ));
         }
         let ino = self.new_scratch(&dir, name, mode)?;
-        let fh = self.open_scratch(ino, flags);
+        let fh = self.open_scratch(ino, flags, pid);
         self.remember(ino);
         Ok((self.scratch_stat(ino)?, Opened { fh, keep_cache: false }))
     }

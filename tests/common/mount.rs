@@ -49,15 +49,18 @@ pub struct Mounted {
 impl Mounted {
     /// Mount `world` (a directory the caller owns) with extra `-o` options.
     pub fn new(world: &Path, options: &[&str]) -> Mounted {
+        let args: Vec<String> = options.iter().flat_map(|o| ["-o".to_string(), o.to_string()]).collect();
+        Self::with_args(world, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Mount `world` with extra command-line arguments.
+    pub fn with_args(world: &Path, extra: &[&str]) -> Mounted {
         let dir = tempfile::tempdir().unwrap();
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
         let log = dir.path().join("worldfs.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldfs"));
-        cmd.arg("mount").arg(world).arg(&mnt).arg("-f");
-        for o in options {
-            cmd.arg("-o").arg(o);
-        }
+        cmd.arg("mount").arg(world).arg(&mnt).arg("-f").args(extra);
         let child = cmd
             .env("RUST_LOG", "worldfs=info")
             .stdin(Stdio::null())
