@@ -3,7 +3,8 @@
 //! signatures so that it can be tested without mounting; the FUSE adapter
 //! only translates.
 //!
-//! * `mod.rs`: the state, node resolution, attributes, listings.
+//! * `mod.rs`: the state, node resolution, attributes.
+//! * `listing.rs`: directory listings (`blocks/` streamed from the store).
 //! * `content.rs`: the bytes of each kind of file.
 //! * `handles.rs`: open/read/write/flush/fsync/release/setattr.
 //! * `namespace.rs`: create, mkdir, unlink, rmdir, rename.
@@ -16,6 +17,7 @@ pub mod error;
 pub mod guard;
 mod handles;
 pub mod inode;
+mod listing;
 mod namespace;
 mod scratch;
 mod table;
@@ -31,9 +33,9 @@ use crate::world::World;
 use cache::{BlockCache, Loaded};
 use handles::Handle;
 use scratch::Scratch;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
@@ -158,13 +160,6 @@ pub struct WorldFs {
 
 /// Cap on tracked served inodes (it is only an optimization).
 const SERVED_MAX: usize = 20_000;
-
-/// Blocks fetched per store query while listing `blocks/`.
-const LIST_PAGE: usize = 512;
-
-/// Directory cookies of `blocks/`: 1 and 2 are `.` and `..`; a block's
-/// cookie is its packed position plus this.
-const BLOCK_COOKIE_BASE: u64 = 3;
 
 fn name_bytes(name: &OsStr) -> &[u8] {
     name.as_bytes()
@@ -541,164 +536,6 @@ impl WorldFs {
                 }
             },
         })
-    }
-
-    /// The children of a directory other than `blocks/`, in listing order
-    /// (decoded entries first, then scratch files).
-    fn children(&self, dir: &Node) -> Result<Vec<(Vec<u8>, Node)>> {
-        self.check_dir(dir)?;
-        let mut v: Vec<(Vec<u8>, Node)> = match dir {
-            Node::Root => {
-                let mut v: Vec<(Vec<u8>, Node)> = vec![(b"README".to_vec(), Node::Readme)];
-                for name in self.world.text_files() {
-                    let node = self.table_node(TableKey::WorldFile(name.clone()));
-                    v.push((name.into_bytes(), node));
-                }
-                v.push((b"blocks".to_vec(), Node::Blocks));
-                v.push((b"node".to_vec(), Node::NodeDir));
-                if !self.opts.read_only {
-                    v.push((b"write-errors".to_vec(), Node::WriteErrors));
-                }
-                v
-            }
-            Node::NodeDir => Vec::new(),
-            Node::BlockDir(pos) => {
-                let l = self.existing_block(*pos)?;
-                let mut v: Vec<(Vec<u8>, Node)> =
-                    l.files().iter().map(|&f| (f.name().as_bytes().to_vec(), Node::BlockFile(*pos, f))).collect();
-                if l.decoded().is_some() {
-                    // after the node arrays, before timers: the order of the format
-                    let at = v.iter().position(|(n, _)| n == b"timers").unwrap_or(v.len());
-                    v.insert(at, (b"meta".to_vec(), Node::MetaRoot(*pos)));
-                }
-                v
-            }
-            Node::MetaRoot(pos) => {
-                let l = self.existing_block(*pos)?;
-                let b = l.decoded().ok_or_else(FsError::not_found)?;
-                b.metadata
-                    .entries
-                    .iter()
-                    .map(|e| (view::meta_dir_name(*pos, e.pos).into_bytes(), Node::MetaDir(*pos, e.pos)))
-                    .collect()
-            }
-            Node::MetaDir(pos, p16) => {
-                let mut v = vec![(b"fields".to_vec(), Node::FieldsDir(*pos, *p16))];
-                v.extend(MetaFile::ALL.iter().map(|&f| (f.name().as_bytes().to_vec(), Node::MetaFile(*pos, *p16, f))));
-                v
-            }
-            Node::FieldsDir(pos, p16) => {
-                let (_, entry) = self.meta_entry(*pos, *p16)?;
-                view::field_names(&entry)
-                    .into_iter()
-                    .map(|name| {
-                        let key = escape::name_to_key(&name).expect("escaped names unescape");
-                        let node = self.table_node(TableKey::Field { pos: *pos, p16: *p16, key });
-                        (name, node)
-                    })
-                    .collect()
-            }
-            _ => return Err(FsError::not_dir()),
-        };
-        let names: HashSet<Vec<u8>> = v.iter().map(|(n, _)| n.clone()).collect();
-        for (name, ino) in self.scratch.lock().unwrap().children(dir.ino()) {
-            if !names.contains(&name) {
-                v.push((name, Node::from_ino(ino).expect("scratch inode")));
-            }
-        }
-        Ok(v)
-    }
-
-    /// List a directory from `offset` (0 = the start). `add` receives each
-    /// entry (with its attributes when `plus`) and returns true when the
-    /// reply buffer is full; the entry it was given is then not consumed.
-    pub fn readdir(
-        &self,
-        ino: u64,
-        offset: u64,
-        plus: bool,
-        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
-    ) -> Result<()> {
-        let dir = self.node(ino)?;
-        if !self.is_dir(&dir)? {
-            return Err(FsError::not_dir());
-        }
-        let dots = [(1u64, b".".to_vec(), dir.clone()), (2, b"..".to_vec(), self.parent_of(&dir)?)];
-        for (cookie, name, node) in dots {
-            if offset < cookie && self.emit(&node, name, cookie, plus, add)? {
-                return Ok(());
-            }
-        }
-        if dir == Node::Blocks {
-            return self.list_blocks(offset, plus, add);
-        }
-        let children = self.children(&dir)?;
-        for (i, (name, node)) in children.into_iter().enumerate() {
-            let cookie = i as u64 + 3;
-            if offset >= cookie {
-                continue;
-            }
-            if self.emit(&node, name, cookie, plus, add)? {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
-    /// Send one entry; true when the buffer is full.
-    fn emit(
-        &self,
-        node: &Node,
-        name: Vec<u8>,
-        cookie: u64,
-        plus: bool,
-        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
-    ) -> Result<bool> {
-        let kind = if self.is_dir(node)? { Kind::Dir } else { Kind::File };
-        let entry = DirEntry { ino: node.ino(), offset: cookie, kind, name: OsString::from_vec(name) };
-        let attr = if plus {
-            match self.stat(node) {
-                Ok(a) => Some(a),
-                Err(e) if e.errno == libc::ENOENT => return Ok(false), // vanished meanwhile
-                Err(e) => return Err(e),
-            }
-        } else {
-            None
-        };
-        let full = add(&entry, attr.as_ref());
-        // readdirplus entries (not . and ..) count as lookups.
-        if plus && !full && cookie > 2 {
-            self.remember(entry.ino);
-        }
-        Ok(full)
-    }
-
-    /// `blocks/` is streamed from the store in key order: the cookie of an
-    /// entry encodes its position, so any offset resumes with one indexed
-    /// query and no state is kept between calls.
-    fn list_blocks(
-        &self,
-        offset: u64,
-        plus: bool,
-        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
-    ) -> Result<()> {
-        let mut after = (offset >= BLOCK_COOKIE_BASE).then(|| BlockPos::unpack(offset - BLOCK_COOKIE_BASE));
-        loop {
-            let page = self.store.list_after(after, LIST_PAGE)?;
-            for &pos in &page {
-                let node = Node::BlockDir(pos);
-                let cookie = pos.packed() + BLOCK_COOKIE_BASE;
-                let entry = DirEntry { ino: node.ino(), offset: cookie, kind: Kind::Dir, name: pos.to_string().into() };
-                let attr = plus.then(|| self.attr_of(&node, Kind::Dir, 0));
-                if add(&entry, attr.as_ref()) {
-                    return Ok(());
-                }
-            }
-            if page.len() < LIST_PAGE {
-                return Ok(());
-            }
-            after = page.last().copied();
-        }
     }
 
     /// Number of stored blocks (for statfs).
