@@ -52,24 +52,33 @@ impl Loaded {
         }
     }
 
-    /// The size of a block file. `nodes` (the one big file) is measured
-    /// without rendering it.
+    /// The size of a block file, without rendering the big ones: the node
+    /// arrays have fixed sizes, `raw` is the blob, and `nodes` is measured
+    /// arithmetically.
     pub fn file_size(&self, f: BlockFile) -> Option<usize> {
         match (&self.block, f) {
             (Ok(b), BlockFile::Nodes) => Some(*self.nodes_size.get_or_init(|| view::nodes_size(self.pos, b))),
+            (Ok(_), BlockFile::Param0) => Some(2 * crate::codec::block::NODE_COUNT),
+            (Ok(_), BlockFile::Param1 | BlockFile::Param2) => Some(crate::codec::block::NODE_COUNT),
+            (_, BlockFile::Raw) => Some(self.blob.len()),
             _ => self.file(f).map(|c| c.len()),
         }
     }
 
-    /// A block file's content, rendered on first use and kept, except
-    /// `nodes`, which is rendered each time (it is large and is read once).
+    /// A block file's content. The small text files are rendered once and
+    /// kept; the large ones (`nodes`, the node arrays, `raw`) are made on
+    /// each open, so that the cache holds mostly decoded blocks.
     /// None if this block does not have that file.
     pub fn file(&self, f: BlockFile) -> Option<Arc<Vec<u8>>> {
         if !self.files().contains(&f) {
             return None;
         }
-        if let (Ok(b), BlockFile::Nodes) = (&self.block, f) {
-            return Some(Arc::new(view::render_nodes(self.pos, b)));
+        match (&self.block, f) {
+            (Ok(b), BlockFile::Nodes | BlockFile::Param0 | BlockFile::Param1 | BlockFile::Param2) => {
+                return Some(Arc::new(view::render_block_file(self.pos, b, &self.blob, f)));
+            }
+            (_, BlockFile::Raw) => return Some(Arc::new(self.blob.clone())),
+            _ => {}
         }
         let slot = &self.files[f.id() as usize - 1];
         Some(

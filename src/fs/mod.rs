@@ -159,7 +159,7 @@ pub struct WorldFs {
 }
 
 /// Cap on tracked served inodes (it is only an optimization).
-const SERVED_MAX: usize = 20_000;
+const SERVED_MAX: usize = 10_000;
 
 fn name_bytes(name: &OsStr) -> &[u8] {
     name.as_bytes()
@@ -333,17 +333,24 @@ impl WorldFs {
         }
     }
 
-    /// Remember that `ino` was served from `serial`; returns whether it was
-    /// served from the same load before.
-    fn note_served(&self, node: &Node, ino: u64, serial: u64) -> bool {
-        let Some(pos) = self.block_of(node) else {
-            return false;
-        };
+    /// Remember that the kernel got `ino`'s content (serial of the load it
+    /// came from) or size (serial 0). Returns the serial recorded before.
+    /// Only an optimization (FOPEN_KEEP_CACHE) and a list of what to
+    /// invalidate after a commit, so it is simply emptied when it grows
+    /// large: the kernel's own caches expire after the TTL anyway.
+    fn record_served(&self, node: &Node, ino: u64, serial: u64) -> Option<u64> {
+        let pos = self.block_of(node)?;
         let mut served = self.served.lock().unwrap();
-        if served.len() > SERVED_MAX {
+        if served.len() >= SERVED_MAX && !served.contains_key(&pos) {
             served.clear();
         }
-        served.entry(pos).or_default().insert(ino, serial) == Some(serial)
+        served.entry(pos).or_default().insert(ino, serial)
+    }
+
+    /// Whether `ino` was last served from the same load (then the kernel's
+    /// page cache of it is still right).
+    fn note_served(&self, node: &Node, ino: u64, serial: u64) -> bool {
+        self.record_served(node, ino, serial) == Some(serial)
     }
 
     /// Check that a directory node exists.
@@ -412,9 +419,12 @@ impl WorldFs {
             Node::BlockFile(pos, f) => self.existing_block(*pos)?.file_size(*f).ok_or_else(FsError::not_found)? as u64,
             _ => self.content(node)?.bytes.len() as u64,
         };
-        if let Some(pos) = self.block_of(node) {
-            // Remember that the kernel now knows this inode's size.
-            self.served.lock().unwrap().entry(pos).or_default().entry(node.ino()).or_insert(0);
+        if let Node::NodeFile(_) = node
+            && !self.opts.read_only
+        {
+            // node/X,Y,Z cannot be enumerated from its block: remember that
+            // the kernel knows its size, to invalidate it after a commit.
+            self.record_served(node, node.ino(), 0);
         }
         Ok(self.attr_of(node, Kind::File, size))
     }
