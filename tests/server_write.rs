@@ -6,7 +6,7 @@
 mod common;
 
 use common::mount::Mounted;
-use common::probe::{Ask, ask};
+use common::server::{generate_world, server_dump, server_dump_with_objects};
 use worldfs::codec::Block;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, MapStore};
@@ -21,7 +21,7 @@ fn has_tool(t: &str) -> bool {
 #[test]
 fn demo_world_edits_are_what_the_server_sees() {
     require_fuse!("demo_world_edits_are_what_the_server_sees");
-    require_server!("demo_world_edits_are_what_the_server_sees");
+    require_minetestserver!("demo_world_edits_are_what_the_server_sees");
     let world = tempfile::tempdir().unwrap();
     worldfs::demo::write_demo(world.path()).unwrap();
     let m = Mounted::new(world.path(), &[]);
@@ -48,41 +48,34 @@ fn demo_world_edits_are_what_the_server_sees() {
     assert_eq!(m.ok("cat $MNT/write-errors"), "");
     m.unmount();
 
-    let facts = ask(
+    let facts = server_dump_with_objects(
         world.path(),
-        &[
-            Ask::Meta(CHEST),
-            Ask::Meta(SIGN),
-            Ask::Node([5, 3, 5]),
-            Ask::Node([6, 3, 5]),
-            Ask::Timer([5, 3, 5]),
-            Ask::Node([50, 3, 50]),
-            Ask::Node([-10, -10, -10]),
-            Ask::Node(CHEST),
-            Ask::Objects([5, 1, 6], 12),
-        ],
+        &[[5, 3, 5], [6, 3, 5], [50, 3, 50], [-10, -10, -10], CHEST, SIGN],
+        &[([5, 1, 6], 12)],
     );
+    let name = |p: [i32; 3]| facts.nodes[&p].clone().map(|n| (String::from_utf8(n.0).unwrap(), n.1, n.2));
     let main = &facts.meta[&CHEST].lists[&b"main".to_vec()];
-    assert_eq!(main.0, 32);
-    assert_eq!(main.2[0], b"default:apple 13");
-    assert_eq!(main.2[2], b"default:torch 25");
+    assert_eq!(main.size, 32);
+    assert_eq!(main.items[0], b"default:apple 13");
+    assert_eq!(main.items[2], b"default:torch 25");
     assert_eq!(facts.meta[&SIGN].fields[&b"text".to_vec()], b"Hello\nserver");
-    assert_eq!(facts.nodes[&[5, 3, 5]].0, "default:mese");
-    assert_eq!(facts.nodes[&[6, 3, 5]], ("default:torch".to_string(), 14, 1));
-    assert_eq!(facts.timers[&[5, 3, 5]], (30.0, 1.5, true));
-    assert_eq!(facts.nodes[&[50, 3, 50]].0, "air", "the block made with mkdir");
-    assert_eq!(facts.nodes[&[-10, -10, -10]].0, "ignore", "the block removed with rmdir is gone");
-    assert_eq!(facts.nodes[&CHEST].0, "default:chest");
+    assert_eq!(name([5, 3, 5]).unwrap().0, "default:mese");
+    assert_eq!(name([6, 3, 5]), Some(("default:torch".to_string(), 14, 1)));
+    let t = facts.timers[&[5, 3, 5]];
+    assert_eq!((t.timeout, t.elapsed), (30.0, 1.5));
+    assert_eq!(name([50, 3, 50]).unwrap().0, "air", "the block made with mkdir");
+    assert_eq!(name([-10, -10, -10]).unwrap().0, "ignore", "the block removed with rmdir is gone");
+    assert_eq!(name(CHEST).unwrap().0, "default:chest");
     let objects = &facts.objects[&[5, 1, 6]];
-    assert_eq!(objects, &vec![("__builtin:item".to_string(), "default:apple 3".to_string())], "{objects:?}");
+    assert_eq!(objects, &vec![(b"__builtin:item".to_vec(), b"default:apple 3".to_vec())], "{objects:?}");
 }
 
 #[test]
 fn a_node_type_replaced_with_sed_in_hundreds_of_blocks() {
     require_fuse!("a_node_type_replaced_with_sed_in_hundreds_of_blocks");
-    require_server!("a_node_type_replaced_with_sed_in_hundreds_of_blocks");
+    require_minetestserver!("a_node_type_replaced_with_sed_in_hundreds_of_blocks");
     let world = tempfile::tempdir().unwrap();
-    common::probe::generate_world(world.path(), 40, 24);
+    generate_world(world.path(), 40, 24);
     let store = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
     let mut stone_blocks: Vec<(BlockPos, Block)> = store
         .scan_after(None, 1 << 30)
@@ -104,17 +97,17 @@ fn a_node_type_replaced_with_sed_in_hundreds_of_blocks() {
     assert_eq!(m.ok("cat $MNT/write-errors"), "");
     m.unmount();
     // One stone node of each edited block, as the server sees it.
-    let mut asks = Vec::new();
+    let mut positions = Vec::new();
     for (pos, b) in &stone_blocks {
         let id = b.mapping.iter().find(|m| m.name == b"default:stone").unwrap().id;
         let i = b.param0.iter().position(|&p| p == id).unwrap();
         let (x, y, z) = worldfs::view::node_coords(*pos, i as u16);
-        asks.push(Ask::Node([x, y, z]));
+        positions.push([x, y, z]);
     }
-    let facts = ask(world.path(), &asks);
-    assert_eq!(facts.nodes.len(), stone_blocks.len());
-    for (p, (name, _, _)) in &facts.nodes {
-        assert_eq!(name, "default:desert_stone", "node {p:?}");
+    let facts = server_dump(world.path(), &positions);
+    for p in &positions {
+        let node = facts.nodes[p].as_ref().expect("loaded");
+        assert_eq!(node.0, b"default:desert_stone", "node {p:?}");
     }
 }
 
@@ -123,7 +116,7 @@ fn a_node_type_replaced_with_sed_in_hundreds_of_blocks() {
 #[test]
 fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
     require_fuse!("real_world_blocks_of_versions_25_and_28_load_after_edits");
-    require_server!("real_world_blocks_of_versions_25_and_28_load_after_edits");
+    require_minetestserver!("real_world_blocks_of_versions_25_and_28_load_after_edits");
     let Some(worlds) = common::real_sqlite_worlds("real_world_blocks_of_versions_25_and_28_load_after_edits") else {
         return;
     };
@@ -147,13 +140,13 @@ fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
         let edited: Vec<&(BlockPos, Block)> = blocks.iter().step_by((blocks.len() / 5).max(1)).take(5).collect();
         let with_meta = blocks.iter().find(|(_, b)| !b.metadata.entries.is_empty());
         let m = Mounted::new(world.path(), &[]);
-        let mut asks = Vec::new();
+        let mut positions = Vec::new();
         for (pos, b) in &edited {
             let last = b.mapping.last().unwrap();
             m.ok(&format!("sed -i 's/^{} .*/{} default:goldblock/' $MNT/blocks/{pos}/names", last.id, last.id));
             let i = b.param0.iter().position(|&p| p == last.id).unwrap();
             let (x, y, z) = worldfs::view::node_coords(*pos, i as u16);
-            asks.push(Ask::Node([x, y, z]));
+            positions.push([x, y, z]);
             versions_seen.insert(b.version);
         }
         let mut meta_at = None;
@@ -161,7 +154,7 @@ fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
             let e = &b.metadata.entries[0];
             let (x, y, z) = worldfs::view::node_coords(*pos, e.pos);
             m.ok(&format!("echo 'written by worldfs' > $MNT/blocks/{pos}/meta/{x},{y},{z}/fields/worldfs"));
-            asks.push(Ask::Meta([x, y, z]));
+            positions.push([x, y, z]);
             meta_at = Some(([x, y, z], e.clone()));
         }
         assert_eq!(m.ok("cat $MNT/write-errors"), "");
@@ -170,11 +163,10 @@ fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
             let blob = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap().get(*pos).unwrap().unwrap();
             assert_eq!(blob[0], b.version, "{pos}: the version is kept");
         }
-        let facts = ask(world.path(), &asks);
-        for a in &asks {
-            if let Ask::Node(p) = a {
-                assert_eq!(facts.nodes[p].0, "default:goldblock", "{}: node {p:?}", src.display());
-            }
+        let facts = server_dump(world.path(), &positions);
+        for p in positions.iter().take(edited.len()) {
+            let node = facts.nodes[p].as_ref().expect("loaded");
+            assert_eq!(node.0, b"default:goldblock", "{}: node {p:?}", src.display());
         }
         if let Some((p, entry)) = meta_at {
             let seen = &facts.meta[&p];

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 pub mod mount;
-pub mod probe;
+pub mod server;
 
 use std::path::PathBuf;
 
