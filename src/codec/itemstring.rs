@@ -191,6 +191,9 @@ fn parse_meta(m: &[u8]) -> Result<ItemMeta, String> {
         if key.iter().chain(value).any(|&c| c == META_START || c == KV_DELIM) {
             return Err("item metadata key or value contains \\u0001 or \\u0002".into());
         }
+        if key.is_empty() && value.is_empty() {
+            return Err("empty item metadata pair \\u0002\\u0003 (the server drops it)".into());
+        }
         if pairs.iter().any(|(pk, _)| pk == key) {
             return Err(format!(
                 "item metadata key '{}' appears twice (the server keeps only the last)",

@@ -86,14 +86,16 @@ impl MetaList {
     }
 
     /// The list version to write in a block of `block_version`: the stored
-    /// one when it is valid there, else what the engine writes (2 for
-    /// blocks >= 28, 1 below; 0 for an empty list).
+    /// one when it can hold the entries, else what the engine writes (2 for
+    /// blocks >= 28, 1 below; 0 for an empty list). The engine reads list
+    /// version 2 in any block version, so a stored 2 stays 2 and private
+    /// flags are never dropped.
     pub fn version_for(&self, block_version: u8) -> u8 {
-        let wanted = if block_version >= 28 { 2 } else { 1 };
         let has_private = self.entries.iter().any(|e| e.vars.iter().any(|v| v.private));
+        let wanted = if block_version >= 28 || has_private { 2 } else { 1 };
         match self.version {
             0 if self.entries.is_empty() => 0,
-            2 if block_version >= 28 => 2,
+            2 => 2,
             1 if !has_private => 1,
             _ if self.entries.is_empty() => 0,
             _ => wanted,

@@ -42,6 +42,12 @@ fn validate(orig: &Block, new: &Block) -> std::result::Result<(), String> {
             return Err(format!("node metadata position {} is outside the block or repeated", e.pos));
         }
     }
+    if new.version < 27 && new.lighting_complete != 0xffff {
+        return Err(format!(
+            "version {} cannot store lighting_complete (27 and later can); it must stay 0xffff",
+            new.version
+        ));
+    }
     if new.version < 28 && new.metadata.entries.iter().any(|e| e.vars.iter().any(|v| v.private)) {
         return Err(format!("version {} cannot store private fields", new.version));
     }

@@ -100,7 +100,10 @@ impl MetaFile {
 /// no quoting, else JSON-ish quoted (raw UTF-8 when valid, `\u00XX` per byte
 /// otherwise). Reversible with [`jsonish::unquote`].
 pub fn quote_text(s: &[u8]) -> Vec<u8> {
-    if !jsonish::needs_quoting(s) {
+    // Empty and `?N` (our mark for an unnamed content id) must be quoted to
+    // read back as the same text.
+    let unnamed_mark = s.len() > 1 && s[0] == b'?' && s[1..].iter().all(u8::is_ascii_digit);
+    if !s.is_empty() && !unnamed_mark && !jsonish::needs_quoting(s) {
         return s.to_vec();
     }
     quote_always(s)

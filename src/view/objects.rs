@@ -38,7 +38,9 @@ fn parse_lua_entity(toks: &[&[u8]], n: usize) -> Result<StaticObject> {
         return Err(at(n, "expected 'lua_entity X,Y,Z NAME hp=.. velocity=.. yaw=.. staticdata=\"..\"'"));
     }
     let pos = object_pos(&text(&word_of(toks[1], n)?, n, "position")?, n)?;
-    let name = node_name(&word_of(toks[2], n)?, n)?;
+    // The engine stores whatever name a mod gave; only an empty one must be quoted.
+    let name_word = word_of(toks[2], n)?;
+    let name = if name_word.quoted && name_word.bytes.is_empty() { Vec::new() } else { node_name(&name_word, n)? };
     let mut e =
         LuaEntity { name, staticdata: Vec::new(), hp: 0, velocity: [0; 3], yaw: 0, pitch_roll: None, guid: None };
     let mut seen = HashSet::new();
@@ -62,7 +64,7 @@ fn parse_lua_entity(toks: &[&[u8]], n: usize) -> Result<StaticObject> {
             "roll" => roll = Some(deg(&w)?),
             "guid" => {
                 let s = text(&w, n, "guid")?;
-                let bytes: Option<Vec<u8>> = (s.len() == 32)
+                let bytes: Option<Vec<u8>> = (s.len() == 32 && s.is_ascii())
                     .then(|| (0..16).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()).collect())
                     .flatten();
                 e.guid =

@@ -173,8 +173,9 @@ pub(super) fn node_name(w: &Word, n: usize) -> Result<Vec<u8>> {
 /// World node coordinates -> in-block index, if inside `pos`.
 fn local_index(pos: BlockPos, n: usize, x: i32, y: i32, z: i32) -> Result<usize> {
     let (ox, oy, oz) = pos.origin();
-    let (dx, dy, dz) = (x - ox, y - oy, z - oz);
-    if [dx, dy, dz].iter().any(|d| !(0..16).contains(d)) {
+    // i64: coordinates near i32::MIN/MAX must not overflow.
+    let d = [x as i64 - ox as i64, y as i64 - oy as i64, z as i64 - oz as i64];
+    if d.iter().any(|d| !(0..16).contains(d)) {
         return Err(at(
             n,
             format!(
@@ -185,7 +186,7 @@ fn local_index(pos: BlockPos, n: usize, x: i32, y: i32, z: i32) -> Result<usize>
             ),
         ));
     }
-    Ok(node_index(dx as usize, dy as usize, dz as usize))
+    Ok(node_index(d[0] as usize, d[1] as usize, d[2] as usize))
 }
 
 fn coords(ws: &[Word], n: usize) -> Result<(i32, i32, i32)> {
@@ -215,6 +216,7 @@ pub fn apply_info(block: &mut Block, content: &[u8]) -> Result<()> {
     let b = &mut new;
     let mut seen = HashSet::new();
     let mut new_version = None;
+    let mut lighting_line = 0;
     for (i, line) in lines(content)?.iter().enumerate() {
         let n = i + 1;
         let line = std::str::from_utf8(line).map_err(|_| at(n, "not UTF-8 text"))?;
@@ -260,6 +262,7 @@ pub fn apply_info(block: &mut Block, content: &[u8]) -> Result<()> {
                     None => v.parse::<u16>().ok(),
                 };
                 b.lighting_complete = parsed.ok_or_else(|| at(n, "lighting_complete must be 0x0000-0xffff"))?;
+                lighting_line = n;
             }
             "timestamp" => {
                 b.timestamp = v.parse().map_err(|_| at(n, "timestamp must be a whole number 0-4294967295"))?;
@@ -275,6 +278,10 @@ pub fn apply_info(block: &mut Block, content: &[u8]) -> Result<()> {
             return Err(at(n, format!("version {v} does not store lighting_complete; set it to 0xffff first")));
         }
         b.version = v;
+    }
+    if b.version < 27 && b.lighting_complete != 0xffff {
+        let v = b.version;
+        return Err(at(lighting_line, format!("version {v} does not store lighting_complete; it must be 0xffff")));
     }
     *block = new;
     Ok(())

@@ -1,0 +1,101 @@
+//! Problems the fuzz targets (fuzz/) found, kept as tests that run in CI.
+//! The inputs themselves are in fuzz/regressions/ for the fuzz harness.
+
+use worldfs::codec::block::Block;
+use worldfs::codec::itemstring::ItemStack;
+use worldfs::codec::nodemeta::{MetaEntry, MetaList, MetaVar};
+use worldfs::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
+use worldfs::store::BlockPos;
+use worldfs::view::{parse, render};
+
+/// `\u0001\u0002\u0003` is an empty item metadata pair: the engine drops it
+/// when it writes the item, so accepting it would not read back the same.
+#[test]
+fn empty_item_metadata_pair_is_refused() {
+    let e = ItemStack::parse_strict(b"default:pick_stone 1 7 \"\\u0001\\u0002\\u0003\"").unwrap_err();
+    assert!(e.message.contains("empty item metadata pair"), "{}", e.message);
+    assert!(ItemStack::parse_strict(b"default:pick_stone 1 7 \"\\u0001a\\u0002\\u0003\"").is_ok());
+}
+
+/// Coordinates near the ends of i32 used to overflow in the subtraction
+/// that finds the node inside the block.
+#[test]
+fn extreme_coordinates_are_an_error_not_an_overflow() {
+    let pos = BlockPos::new(0, 0, 0);
+    let mut b = Block::new_air(29);
+    let e = parse::apply_nodes(pos, &mut b, b"2147483647 -2147483648 0 air 0 0\n").unwrap_err();
+    assert!(e.message.contains("is not in block"), "{}", e.message);
+    let e = parse::apply_timers(pos, &mut b, b"-2147483648 2147483647 0 1 0\n").unwrap_err();
+    assert!(e.message.contains("is not in block"), "{}", e.message);
+}
+
+/// A 32-byte guid of non-ASCII text used to panic on a char boundary.
+#[test]
+fn non_ascii_guid_is_an_error_not_a_panic() {
+    let mut b = Block::new_air(29);
+    let line = "lua_entity 0,0,0 a hp=1 velocity=0,0,0 yaw=0 pitch=0 roll=0 guid=éééééééééééééééé staticdata=\"\"\n";
+    let e = parse::apply_objects(&mut b, line.as_bytes()).unwrap_err();
+    assert!(e.message.contains("guid"), "{}", e.message);
+}
+
+/// A node literally named `?5` must be written quoted, since plain `?5`
+/// stands for "content id 5 without a name".
+#[test]
+fn question_mark_names_read_back() {
+    let mut b = Block::new_air(29);
+    parse::apply_names(&mut b, b"0 \"?5\"\n").unwrap();
+    let names = render::render_names(&b);
+    assert_eq!(names, b"0 \"?5\"\n");
+    let mut c = b.clone();
+    parse::apply_names(&mut c, &names).unwrap();
+    assert_eq!(b, c);
+    let node = render::render_node(&b, 0);
+    parse::apply_node(&mut c, 0, &node).unwrap();
+    assert_eq!(b, c);
+}
+
+/// An entity with an empty name (a mod can store one) renders as `""` and
+/// reads back.
+#[test]
+fn entity_with_empty_name_reads_back() {
+    let e = LuaEntity {
+        name: Vec::new(),
+        staticdata: Vec::new(),
+        hp: 1,
+        velocity: [0; 3],
+        yaw: 0,
+        pitch_roll: None,
+        guid: None,
+    };
+    let mut b = Block::new_air(29);
+    b.objects.objects.push(StaticObject { kind: LUA_ENTITY, pos: [1000, 2000, 3000], data: e.encode() });
+    let text = render::render_objects(&b);
+    assert!(text.windows(4).any(|w| w == b" \"\" "), "{}", String::from_utf8_lossy(&text));
+    let mut c = b.clone();
+    parse::apply_objects(&mut c, &text).unwrap();
+    assert_eq!(b.objects, c.objects);
+}
+
+/// A metadata list of version 2 inside a block older than 28 (the engine
+/// reads it) must encode back as it was, private flags included.
+#[test]
+fn metadata_list_v2_in_old_block_round_trips() {
+    let mut m = MetaList { version: 2, entries: vec![MetaEntry::new(7)] };
+    m.entries[0].vars.push(MetaVar { key: b"k".to_vec(), value: b"v".to_vec(), private: false });
+    assert_eq!(m.version_for(25), 2);
+    let mut b = Block::new_air(25);
+    b.metadata = m;
+    let back = Block::decode(&b.encode().unwrap()).unwrap();
+    assert_eq!(back.metadata, b.metadata);
+}
+
+/// A block older than 27 has no lighting_complete field: setting it in
+/// `info` alone would give a block that cannot be written.
+#[test]
+fn lighting_complete_refused_in_old_versions() {
+    let mut b = Block::new_air(25);
+    let e = parse::apply_info(&mut b, b"lighting_complete = 0x1234\n").unwrap_err();
+    assert!(e.message.contains("does not store lighting_complete"), "{}", e.message);
+    assert_eq!(b.lighting_complete, 0xffff);
+    parse::apply_info(&mut b, b"lighting_complete = 0xffff\n").unwrap();
+}
