@@ -75,7 +75,7 @@ mod tests {
         let bad = good[..good.len() - 5].to_vec();
         let mut changes: Vec<Change> = (0..10).map(|i| Change::Put(BlockPos::new(i, 0, 0), good.clone())).collect();
         changes.push(Change::Put(BlockPos::new(-4, 2, 9), bad));
-        store.apply(&changes).unwrap();
+        store.apply(&changes, &crate::store::Note::default()).unwrap();
         let r = check(&store, &mut |_, _| {}).unwrap();
         assert_eq!(r.blocks, 11);
         assert_eq!(r.per_version[&29], 11);

@@ -7,7 +7,7 @@ use crate::codec::block::{Block, FLAG_DAY_NIGHT_DIFFERS, FLAG_UNDERGROUND, Mappi
 use crate::codec::nodemeta::{MetaEntry, MetaVar};
 use crate::codec::objects::NodeTimer;
 use crate::store::sqlite::{Schema, SqliteStore};
-use crate::store::{BlockPos, Change, MapStore};
+use crate::store::{BlockPos, Change, MapStore, Note};
 use std::path::Path;
 
 /// Where the demo's furnishings are (world node coordinates).
@@ -156,7 +156,7 @@ pub fn write_demo(dir: &Path) -> Result<(), String> {
         let blob = demo_block(pos).encode().map_err(|e| e.to_string())?;
         changes.push(Change::Put(pos, blob));
     }
-    store.apply(&changes).map_err(|e| e.to_string())
+    store.apply(&changes, &Note::new("demo world")).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

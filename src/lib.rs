@@ -11,5 +11,7 @@ pub mod demo;
 pub mod fs;
 pub mod fuse;
 pub mod store;
+pub mod time;
+pub mod undo;
 pub mod view;
 pub mod world;

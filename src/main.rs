@@ -27,7 +27,8 @@ enum Command {
         world: PathBuf,
         mountpoint: PathBuf,
         /// Comma-separated options: ro, rw, allow_other, allow_root,
-        /// auto_unmount, ttl=SECONDS, cache_mb=MIB, threads=N.
+        /// auto_unmount, ttl=SECONDS, cache_mb=MIB, threads=N, nojournal (no
+        /// undo journal).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).
@@ -47,6 +48,53 @@ enum Command {
     /// Write a small demo world (a house with a chest, a sign and a furnace)
     /// into DIR.
     Demo { dir: PathBuf },
+    /// List the changes in WORLD's undo journal, or revert some of them.
+    ///
+    /// Without --last, --since or --id: list the newest changes. A revert is
+    /// itself a change in the journal, so it can be reverted with --id.
+    /// TIME is 2026-11-22, '2026-11-22 10:30' (UTC), @UNIXSECONDS, or an
+    /// age: 90s, 15m, 2h, 3d.
+    Undo {
+        world: PathBuf,
+        /// Revert the newest N changes that are not reverted yet.
+        #[arg(long, value_name = "N", conflicts_with_all = ["since", "id"])]
+        last: Option<usize>,
+        /// Put every block changed since TIME back as it was then.
+        #[arg(long, value_name = "TIME", conflicts_with = "id")]
+        since: Option<String>,
+        /// Revert the change numbered K (as listed).
+        #[arg(long, value_name = "K")]
+        id: Option<i64>,
+        /// Only show what would be reverted.
+        #[arg(long)]
+        dry_run: bool,
+        /// Revert even blocks changed since outside the journal, or while
+        /// another process has the map open.
+        #[arg(long)]
+        force: bool,
+        /// List every change, not only the newest 20.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Maintain WORLD's undo journal.
+    Journal {
+        #[command(subcommand)]
+        action: JournalAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum JournalAction {
+    /// Drop the oldest changes (they can no longer be undone) and compact.
+    Prune {
+        world: PathBuf,
+        /// Drop changes older than TIME (see `undo --help`).
+        #[arg(long, value_name = "TIME")]
+        before: Option<String>,
+        /// Keep only the newest changes that fit in MIB mebibytes.
+        #[arg(long, value_name = "MIB")]
+        max_mb: Option<u64>,
+    },
 }
 
 struct MountOpts {
@@ -76,6 +124,7 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "allow_other" => m.allow_other = true,
             "allow_root" => m.allow_root = true,
             "auto_unmount" => m.auto_unmount = true,
+            "nojournal" => m.fs.journal = false,
             "ttl" => m.fs.ttl = Duration::from_secs(num(v)?),
             "cache_mb" => m.fs.cache_bytes = (num(v)? as usize).max(1) << 20,
             "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
@@ -245,7 +294,7 @@ fn mount(
 
 fn check(world: PathBuf) -> Result<bool, String> {
     let w = worldfs::world::World::open(&world)?;
-    let store = w.open_store(true)?;
+    let store = w.open_store(true, false)?;
     let tty = std::io::stderr().is_terminal();
     let mut last = std::time::Instant::now();
     let report = worldfs::check::check(store.as_ref(), &mut |done, total| {
@@ -261,6 +310,86 @@ fn check(world: PathBuf) -> Result<bool, String> {
     Ok(report.corrupt.is_empty())
 }
 
+fn open_journal(w: &worldfs::world::World) -> Result<worldfs::store::journal::Journal, String> {
+    let path = w.journal_path();
+    worldfs::store::journal::Journal::open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", path.display()))
+}
+
+fn undo(
+    world: &Path,
+    last: Option<usize>,
+    since: Option<String>,
+    id: Option<i64>,
+    dry_run: bool,
+    force: bool,
+    all: bool,
+) -> Result<(), String> {
+    use worldfs::undo::{Selection, execute, plan};
+    let w = worldfs::world::World::open(world)?;
+    let journal = open_journal(&w)?;
+    let sel = match (last, since, id) {
+        (Some(n), _, _) => Selection::Last(n),
+        (_, Some(t), _) => Selection::Since(worldfs::time::parse_time(&t, worldfs::time::now_secs())? * 1000),
+        (_, _, Some(k)) => Selection::Id(k),
+        _ => {
+            print!(
+                "{}",
+                worldfs::undo::listing(&journal, if all { None } else { Some(20) }).map_err(|e| e.to_string())?
+            );
+            return Ok(());
+        }
+    };
+    let who = worldfs::fs::guard::openers(&w.map_path());
+    if !who.is_empty() && !force && !dry_run {
+        return Err(format!(
+            "{} is open in {}; stop it (or unmount) first, or use --force",
+            w.map_path().display(),
+            who.join(", ")
+        ));
+    }
+    let store = w.open_store(dry_run, !dry_run)?;
+    let p = plan(&journal, store.as_ref(), sel)?;
+    println!("{}: {} block(s) to restore", p.note().what, p.changes.len());
+    for c in &p.conflicts {
+        eprintln!("conflict: {c}");
+    }
+    if !p.conflicts.is_empty() && !force {
+        return Err(format!(
+            "{} block(s) were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
+            p.conflicts.len()
+        ));
+    }
+    if dry_run {
+        return Ok(());
+    }
+    execute(store.as_ref(), &p)?;
+    println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
+    Ok(())
+}
+
+fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Result<(), String> {
+    if before.is_none() && max_mb.is_none() {
+        return Err("say what to drop: --before TIME and/or --max-mb MIB".into());
+    }
+    let w = worldfs::world::World::open(world)?;
+    let journal = open_journal(&w)?;
+    let before = match before {
+        Some(t) => Some(worldfs::time::parse_time(&t, worldfs::time::now_secs())? * 1000),
+        None => None,
+    };
+    let r = journal.prune(before, max_mb.map(|m| m << 20)).map_err(|e| e.to_string())?;
+    println!(
+        "dropped {} change(s); {} is now {} KiB (was {} KiB)",
+        r.changes,
+        journal.path().display(),
+        r.bytes_after / 1024,
+        r.bytes_before / 1024
+    );
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let level = match cli.verbose {
@@ -274,6 +403,12 @@ fn main() -> ExitCode {
             mount(world, mountpoint, options, foreground, log, force).map(|_| true)
         }
         Command::Check { world } => check(world),
+        Command::Undo { world, last, since, id, dry_run, force, all } => {
+            undo(&world, last, since, id, dry_run, force, all).map(|_| true)
+        }
+        Command::Journal { action: JournalAction::Prune { world, before, max_mb } } => {
+            prune(&world, before, max_mb).map(|_| true)
+        }
         Command::Demo { dir } => worldfs::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());
             true

@@ -65,7 +65,14 @@ impl World {
         self.dir.join("map.sqlite")
     }
 
-    pub fn open_store(&self, read_only: bool) -> Result<Box<dyn MapStore>, String> {
+    /// Where the undo journal of this world lives.
+    pub fn journal_path(&self) -> PathBuf {
+        self.dir.join(crate::store::journal::FILE_NAME)
+    }
+
+    /// Open the map database; a writable one keeps the undo journal unless
+    /// `journal` is false.
+    pub fn open_store(&self, read_only: bool, journal: bool) -> Result<Box<dyn MapStore>, String> {
         match self.backend() {
             "sqlite3" => {
                 let path = self.map_path();
@@ -75,7 +82,17 @@ impl World {
                         self.dir.display()
                     ));
                 }
-                let store = SqliteStore::open(&path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
+                let mut store = SqliteStore::open(&path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
+                if !read_only && journal {
+                    let j = self.journal_path();
+                    store.enable_journal(&j).map_err(|e| {
+                        format!(
+                            "{}: cannot keep the undo journal ({e}); mount with -o nojournal to write \
+                             without it, or -o ro",
+                            j.display()
+                        )
+                    })?;
+                }
                 Ok(Box::new(store))
             }
             b if KNOWN_BACKENDS.contains(&b) => Err(format!(
@@ -118,13 +135,15 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let w = World::open(d.path()).unwrap();
         assert_eq!(w.backend(), "sqlite3");
-        assert!(w.open_store(true).err().unwrap().contains("no map.sqlite"));
+        assert!(w.open_store(true, false).err().unwrap().contains("no map.sqlite"));
         std::fs::write(d.path().join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
         let w = World::open(d.path()).unwrap();
-        let e = w.open_store(true).err().unwrap();
+        let e = w.open_store(true, false).err().unwrap();
         assert!(e.contains("backend = leveldb") && e.contains("only sqlite3"), "{e}");
         std::fs::write(d.path().join("world.mt"), "backend = foo\n").unwrap();
-        assert!(World::open(d.path()).unwrap().open_store(true).err().unwrap().contains("unknown map backend 'foo'"));
+        assert!(
+            World::open(d.path()).unwrap().open_store(true, false).err().unwrap().contains("unknown map backend 'foo'")
+        );
     }
 
     #[test]

@@ -96,7 +96,7 @@ fn a_corrupt_block_shows_raw_and_error_and_check_reports_it() {
     let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
     let p = BlockPos::new(1, -1, 0);
     let blob = store.get(p).unwrap().unwrap();
-    store.apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())]).unwrap();
+    store.apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())], &worldfs::store::Note::default()).unwrap();
     drop(store);
     let m = Mounted::new(world.path(), &["ro"]);
     assert_eq!(m.ok("ls $MNT/blocks/1,-1,0"), "error\nraw\n");

@@ -510,7 +510,7 @@ fn to_legacy_schema(world: &Path) {
     std::fs::remove_file(&path).unwrap();
     let store = SqliteStore::create(&path, Schema::Legacy).unwrap();
     let changes: Vec<Change> = blobs.into_iter().map(|(p, b)| Change::Put(p, b)).collect();
-    store.apply(&changes).unwrap();
+    store.apply(&changes, &worldfs::store::Note::default()).unwrap();
 }
 
 const REAL: &str = "real_worlds_match_the_server_at_every_metadata_node";

@@ -250,7 +250,7 @@ mod tests {
         let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
         let blob = Block::new_air(29).encode().unwrap();
         let changes: Vec<Change> = (0..50).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
-        store.apply(&changes).unwrap();
+        store.apply(&changes, &crate::store::Note::default()).unwrap();
         let cache = BlockCache::new(200_000, Duration::ZERO);
         for i in 0..50 {
             let l = cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
@@ -263,11 +263,11 @@ mod tests {
         let before = cache.get(p, &store).unwrap().unwrap();
         let mut b = Block::new_air(29);
         b.flags = 1;
-        store.apply(&[Change::Put(p, b.encode().unwrap())]).unwrap();
+        store.apply(&[Change::Put(p, b.encode().unwrap())], &crate::store::Note::default()).unwrap();
         let after = cache.get(p, &store).unwrap().unwrap();
         assert!(!Arc::ptr_eq(&before, &after));
         assert!(after.decoded().unwrap().is_underground());
-        store.apply(&[Change::Delete(p)]).unwrap();
+        store.apply(&[Change::Delete(p)], &crate::store::Note::default()).unwrap();
         assert!(cache.get(p, &store).unwrap().is_none());
     }
 

@@ -10,7 +10,7 @@ use super::{FsError, Inval, Node, Result, WorldFs, describe};
 use crate::codec::Block;
 use crate::codec::block::{MAX_VERSION, MIN_WRITE_VERSION};
 use crate::codec::nodemeta::MetaEntry;
-use crate::store::{BlockPos, Change};
+use crate::store::{BlockPos, Change, Note};
 use crate::view::parse::{self, ParseError};
 use crate::view::{BlockFile, MetaFile, escape, meta_dir_name};
 use std::collections::HashSet;
@@ -138,8 +138,8 @@ impl WorldFs {
         self.check_writable(node)?;
         let what = describe(node, self);
         match node {
-            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content),
-            Node::BlockFile(pos, f) => self.edit_block(*pos, Some(node), content, |b| {
+            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content, &what),
+            Node::BlockFile(pos, f) => self.edit_block(*pos, Some(node), content, &what, |b| {
                 match f {
                     BlockFile::Info => parse::apply_info(b, content),
                     BlockFile::Names => parse::apply_names(b, content),
@@ -156,7 +156,7 @@ impl WorldFs {
                 }
                 .map_err(|e| invalid(&what, e))
             }),
-            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, Some(node), content, |b| {
+            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, Some(node), content, &what, |b| {
                 let version = b.version;
                 let e = entry_mut(b, *p16)?;
                 match f {
@@ -168,13 +168,13 @@ impl WorldFs {
             Node::NodeFile([x, y, z]) => {
                 let pos = BlockPos::of_node(*x, *y, *z).ok_or_else(FsError::not_found)?;
                 let i = super::in_block(pos, [*x, *y, *z]).expect("in its block") as usize;
-                self.edit_block(pos, Some(node), content, |b| {
+                self.edit_block(pos, Some(node), content, &what, |b| {
                     parse::apply_node(b, i, content).map_err(|e| invalid(&what, e))
                 })
             }
             Node::Table(id) => match self.table_key(*id)? {
                 TableKey::WorldFile(name) => self.write_world_file(&name, content),
-                TableKey::Field { pos, p16, key } => self.edit_block(pos, Some(node), content, |b| {
+                TableKey::Field { pos, p16, key } => self.edit_block(pos, Some(node), content, &what, |b| {
                     let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
                     parse::set_field(entry_mut(b, p16)?, &key, value).map_err(|e| invalid(&what, e))
                 }),
@@ -216,6 +216,7 @@ impl WorldFs {
         pos: BlockPos,
         node: Option<&Node>,
         content: &[u8],
+        what: &str,
         edit: impl FnOnce(&mut Block) -> Result<()>,
     ) -> Result<()> {
         let _lock = self.commit_lock.lock().unwrap();
@@ -248,7 +249,7 @@ impl WorldFs {
                 )));
             }
         }
-        self.store.apply(&[Change::Put(pos, blob.clone())])?;
+        self.store.apply(&[Change::Put(pos, blob.clone())], &Note::new(what))?;
         let old = orig.clone();
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
         self.after_commit(pos, Some(&old), Some(&b));
@@ -257,7 +258,7 @@ impl WorldFs {
 
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
     /// none of the engine's rules.
-    fn commit_raw(&self, pos: BlockPos, content: &[u8]) -> Result<()> {
+    fn commit_raw(&self, pos: BlockPos, content: &[u8], what: &str) -> Result<()> {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
@@ -268,7 +269,7 @@ impl WorldFs {
             .map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: the new blob does not decode: {e}")))?;
         let empty = Block { param0: Vec::new(), ..b.clone() };
         validate(&empty, &b).map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
-        self.store.apply(&[Change::Put(pos, content.to_vec())])?;
+        self.store.apply(&[Change::Put(pos, content.to_vec())], &Note::new(what))?;
         let old = loaded.decoded().cloned();
         self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
         self.after_commit(pos, old.as_ref(), Some(&b));
@@ -343,7 +344,7 @@ impl WorldFs {
             }
             let b = Block::new_air(self.new_block_version());
             let blob = b.encode().map_err(|e| FsError::io(e.to_string()))?;
-            self.store.apply(&[Change::Put(pos, blob.clone())])?;
+            self.store.apply(&[Change::Put(pos, blob.clone())], &Note::new(format!("mkdir blocks/{pos}")))?;
             self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
             self.after_commit(pos, None, Some(&b));
             Ok(())
@@ -356,7 +357,7 @@ impl WorldFs {
             let _lock = self.commit_lock.lock().unwrap();
             self.check_guard()?;
             let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
-            self.store.apply(&[Change::Delete(pos)])?;
+            self.store.apply(&[Change::Delete(pos)], &Note::new(format!("rmdir blocks/{pos}")))?;
             self.cache.remove(pos);
             self.after_commit(pos, old.decoded(), None);
             Ok(())
@@ -365,18 +366,20 @@ impl WorldFs {
     }
 
     pub(super) fn add_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
-        let r = self.edit_block(pos, None, b"", |b| {
+        let what = format!("mkdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
+        let r = self.edit_block(pos, None, b"", &what, |b| {
             if b.metadata.get(p16).is_some() {
                 return Err(FsError::new(libc::EEXIST, "the node already has metadata"));
             }
             b.metadata.entries.push(MetaEntry::new(p16));
             Ok(())
         });
-        self.recorded(|| format!("mkdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16)), r)
+        self.recorded(|| what, r)
     }
 
     pub(super) fn remove_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
-        let r = self.edit_block(pos, None, b"", |b| {
+        let what = format!("rmdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
+        let r = self.edit_block(pos, None, b"", &what, |b| {
             let before = b.metadata.entries.len();
             b.metadata.entries.retain(|e| e.pos != p16);
             if b.metadata.entries.len() == before {
@@ -384,11 +387,12 @@ impl WorldFs {
             }
             Ok(())
         });
-        self.recorded(|| format!("rmdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16)), r)
+        self.recorded(|| what, r)
     }
 
     pub(super) fn delete_field(&self, pos: BlockPos, p16: u16, key: &[u8]) -> Result<()> {
-        let r = self.edit_block(pos, None, b"", |b| {
+        let what = format!("unlink field {} of {pos}", String::from_utf8_lossy(key));
+        let r = self.edit_block(pos, None, b"", &what, |b| {
             let e = entry_mut(b, p16)?;
             if e.get(key).is_none() {
                 return Err(FsError::not_found());
@@ -396,12 +400,13 @@ impl WorldFs {
             e.vars.retain(|v| v.key != key);
             Ok(())
         });
-        self.recorded(|| format!("unlink field {} of {pos}", String::from_utf8_lossy(key)), r)
+        self.recorded(|| what, r)
     }
 
     /// Rename a key (replacing `to` if it exists), keeping value and flag.
     pub(super) fn rename_field(&self, pos: BlockPos, p16: u16, from: &[u8], to: &[u8]) -> Result<()> {
-        let r = self.edit_block(pos, None, b"", |b| {
+        let what = format!("rename field {} of {pos}", String::from_utf8_lossy(from));
+        let r = self.edit_block(pos, None, b"", &what, |b| {
             let e = entry_mut(b, p16)?;
             let var = e.get(from).cloned().ok_or_else(FsError::not_found)?;
             e.vars.retain(|v| v.key != to);
@@ -411,7 +416,7 @@ impl WorldFs {
             }
             Ok(())
         });
-        self.recorded(|| format!("rename field {} of {pos}", String::from_utf8_lossy(from)), r)
+        self.recorded(|| what, r)
     }
 
     /// The world's own text files are replaced atomically: a temporary file
@@ -442,19 +447,7 @@ impl WorldFs {
 
 /// The current time as "2026-11-22T09:34:59Z".
 fn utc_now() -> String {
-    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let (days, rem) = ((secs / 86400) as i64, secs % 86400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + (m <= 2) as i64;
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    crate::time::format_utc(crate::time::now_secs())
 }
 
 fn entry_mut(b: &mut Block, p16: u16) -> Result<&mut MetaEntry> {

@@ -63,6 +63,8 @@ pub struct Options {
     pub cache_bytes: usize,
     pub uid: u32,
     pub gid: u32,
+    /// Keep the undo journal (worldfs-journal.sqlite) on writable mounts.
+    pub journal: bool,
 }
 
 impl Default for Options {
@@ -74,6 +76,7 @@ impl Default for Options {
             cache_bytes: 128 << 20,
             uid: unsafe { libc::getuid() },
             gid: unsafe { libc::getgid() },
+            journal: true,
         }
     }
 }
@@ -241,7 +244,7 @@ impl WorldFs {
                 ));
             }
         }
-        let store = world.open_store(opts.read_only)?;
+        let store = world.open_store(opts.read_only, opts.journal)?;
         Ok(WorldFs::new(world, store, opts))
     }
 

@@ -2,6 +2,7 @@
 //! schemas) today and PostgreSQL, LevelDB or Redis later fit the same place.
 //! No SQL outside this module.
 
+pub mod journal;
 mod pos;
 pub mod sqlite;
 
@@ -13,6 +14,21 @@ use std::fmt;
 pub enum Change {
     Put(BlockPos, Vec<u8>),
     Delete(BlockPos),
+}
+
+/// What a transaction does, for the undo journal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Note {
+    /// A short description, e.g. "write blocks/1,2,3/names".
+    pub what: String,
+    /// Journal entries this transaction reverts (for `worldfs undo`).
+    pub reverts: Vec<i64>,
+}
+
+impl Note {
+    pub fn new(what: impl Into<String>) -> Note {
+        Note { what: what.into(), reverts: Vec::new() }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,8 +77,10 @@ pub trait MapStore: Send + Sync {
     /// Like `list_after`, with the blobs.
     fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>>;
 
-    /// Apply all changes in one transaction: all or nothing.
-    fn apply(&self, changes: &[Change]) -> Result<()>;
+    /// Apply all changes in one transaction: all or nothing. When the store
+    /// keeps an undo journal, the previous bytes of every changed block are
+    /// recorded in that same transaction, under `note`.
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()>;
 
     /// Number of stored blocks (may scan the whole index).
     fn count(&self) -> Result<u64>;

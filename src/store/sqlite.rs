@@ -5,7 +5,7 @@
 //! tools are left alone: writes UPDATE the data column in place and only
 //! INSERT rows that do not exist.
 
-use super::{BlockPos, Change, MapStore, Result, StoreError};
+use super::{BlockPos, Change, MapStore, Note, Result, StoreError, journal};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -27,6 +27,8 @@ pub struct SqliteStore {
     /// Idle connections; one is taken per call so that FUSE threads do not
     /// serialize on a single connection.
     pool: Mutex<Vec<Connection>>,
+    /// The undo journal attached to every connection, if kept.
+    journal: Option<PathBuf>,
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
@@ -53,6 +55,7 @@ impl SqliteStore {
             read_only,
             busy_timeout: Duration::from_secs(2),
             pool: Mutex::new(Vec::new()),
+            journal: None,
         };
         let conn = store.connect()?;
         store.schema = detect_schema(&conn)?;
@@ -89,6 +92,10 @@ impl SqliteStore {
             | OpenFlags::SQLITE_OPEN_URI;
         let conn = Connection::open_with_flags(&self.path, flags).map_err(backend)?;
         conn.busy_timeout(self.busy_timeout).map_err(backend)?;
+        if let Some(j) = &self.journal {
+            let j = j.to_str().ok_or_else(|| StoreError::Backend("journal path is not UTF-8".into()))?;
+            conn.execute("ATTACH DATABASE ?1 AS journal", [j]).map_err(backend)?;
+        }
         Ok(conn)
     }
 
@@ -104,6 +111,50 @@ impl SqliteStore {
             pool.push(conn);
         }
         r
+    }
+
+    fn get_in(&self, conn: &Connection, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        let blob: Option<Option<Vec<u8>>> = match self.schema {
+            Schema::Legacy => conn
+                .prepare_cached("SELECT data FROM blocks WHERE pos = ?1 LIMIT 1")
+                .and_then(|mut s| s.query_row(params![pos.legacy_key()], |r| r.get(0)).optional()),
+            Schema::Split => conn
+                .prepare_cached("SELECT data FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1")
+                .and_then(|mut s| s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0)).optional()),
+        }
+        .map_err(backend)?;
+        Ok(blob.flatten().filter(|b| !b.is_empty()))
+    }
+
+    /// Keep an undo journal in `path` (created if missing), written in the
+    /// same transaction as every change.
+    pub fn enable_journal(&mut self, path: &Path) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        // Created here: connections to the map are opened without CREATE,
+        // and an ATTACH inherits that.
+        let j = Connection::open(path).map_err(backend)?;
+        j.busy_timeout(self.busy_timeout).map_err(backend)?;
+        j.execute_batch(&journal::create_sql("main")).map_err(backend)?;
+        drop(j);
+        self.journal = Some(path.to_path_buf());
+        self.pool.lock().unwrap().clear();
+        let conn = self.connect()?;
+        let mode: String = conn.query_row("PRAGMA main.journal_mode", [], |r| r.get(0)).map_err(backend)?;
+        if mode.eq_ignore_ascii_case("wal") {
+            log::warn!(
+                "{}: the map is in WAL mode, so SQLite cannot commit it and the undo journal as one; \
+                 after a crash the journal may lack the last change",
+                self.path.display()
+            );
+        }
+        self.pool.lock().unwrap().push(conn);
+        Ok(())
+    }
+
+    pub fn journal_path(&self) -> Option<&Path> {
+        self.journal.as_deref()
     }
 
     fn select_sql(&self, with_data: bool, after: bool) -> String {
@@ -207,18 +258,7 @@ impl MapStore for SqliteStore {
     }
 
     fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
-        self.with_conn(|conn| {
-            let blob: Option<Option<Vec<u8>>> = match self.schema {
-                Schema::Legacy => conn
-                    .prepare_cached("SELECT data FROM blocks WHERE pos = ?1 LIMIT 1")
-                    .and_then(|mut s| s.query_row(params![pos.legacy_key()], |r| r.get(0)).optional()),
-                Schema::Split => conn
-                    .prepare_cached("SELECT data FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1")
-                    .and_then(|mut s| s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0)).optional()),
-            }
-            .map_err(backend)?;
-            Ok(blob.flatten().filter(|b| !b.is_empty()))
-        })
+        self.with_conn(|conn| self.get_in(conn, pos))
     }
 
     fn contains(&self, pos: BlockPos) -> Result<bool> {
@@ -252,12 +292,23 @@ impl MapStore for SqliteStore {
         })
     }
 
-    fn apply(&self, changes: &[Change]) -> Result<()> {
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
         self.with_conn(|conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
+            if self.journal.is_some() {
+                let mut blocks = Vec::with_capacity(changes.len());
+                for change in changes {
+                    let (p, after) = match change {
+                        Change::Put(p, data) => (*p, Some(data.as_slice())),
+                        Change::Delete(p) => (*p, None),
+                    };
+                    blocks.push((p, self.get_in(&tx, p)?, after));
+                }
+                journal::record(&tx, note, &blocks).map_err(backend)?;
+            }
             for change in changes {
                 match (change, self.schema) {
                     (Change::Put(p, data), Schema::Legacy) => {
@@ -333,7 +384,11 @@ mod tests {
                 BlockPos::new(5, -6, 7),
                 BlockPos::new(-2048, 2047, 0),
             ];
-            st.apply(&ps.iter().map(|&p| Change::Put(p, vec![29, p.x as u8])).collect::<Vec<_>>()).unwrap();
+            st.apply(
+                &ps.iter().map(|&p| Change::Put(p, vec![29, p.x as u8])).collect::<Vec<_>>(),
+                &crate::store::Note::default(),
+            )
+            .unwrap();
             assert_eq!(st.count().unwrap(), 4);
             assert_eq!(st.get(ps[1]).unwrap(), Some(vec![29, ps[1].x as u8]));
             assert!(st.contains(ps[2]).unwrap());
@@ -355,7 +410,8 @@ mod tests {
             assert_eq!(all, expect, "{}", st.describe());
             let scanned = st.scan_after(None, 100).unwrap();
             assert_eq!(scanned.len(), 4);
-            st.apply(&[Change::Put(ps[0], vec![1, 2, 3]), Change::Delete(ps[1])]).unwrap();
+            st.apply(&[Change::Put(ps[0], vec![1, 2, 3]), Change::Delete(ps[1])], &crate::store::Note::default())
+                .unwrap();
             assert_eq!(st.get(ps[0]).unwrap(), Some(vec![1, 2, 3]));
             assert_eq!(st.get(ps[1]).unwrap(), None);
         }
@@ -369,7 +425,7 @@ mod tests {
         c.execute_batch("CREATE TABLE blocks (pos INT PRIMARY KEY, data BLOB, mtime INT DEFAULT 7); INSERT INTO blocks VALUES (0, x'1d', 42);").unwrap();
         drop(c);
         let st = SqliteStore::open(&path, false).unwrap();
-        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![29, 1])]).unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![29, 1])], &crate::store::Note::default()).unwrap();
         let c = Connection::open(&path).unwrap();
         let mtime: i64 = c.query_row("SELECT mtime FROM blocks WHERE pos = 0", [], |r| r.get(0)).unwrap();
         assert_eq!(mtime, 42);
@@ -381,7 +437,10 @@ mod tests {
         let path = d.path().join("map.sqlite");
         SqliteStore::create(&path, Schema::Legacy).unwrap();
         let ro = SqliteStore::open(&path, true).unwrap();
-        assert_eq!(ro.apply(&[Change::Delete(BlockPos::new(0, 0, 0))]), Err(StoreError::ReadOnly));
+        assert_eq!(
+            ro.apply(&[Change::Delete(BlockPos::new(0, 0, 0))], &crate::store::Note::default()),
+            Err(StoreError::ReadOnly)
+        );
         let other = d.path().join("other.sqlite");
         Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (a)").unwrap();
         let e = SqliteStore::open(&other, true).err().unwrap();
@@ -397,10 +456,10 @@ mod tests {
         st.pool.lock().unwrap().clear();
         let other = Connection::open(&path).unwrap();
         other.execute_batch("BEGIN EXCLUSIVE; INSERT INTO blocks VALUES (1, x'00');").unwrap();
-        let e = st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])]).unwrap_err();
+        let e = st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])], &crate::store::Note::default()).unwrap_err();
         assert!(matches!(e, StoreError::Busy(_)), "{e:?}");
         assert!(matches!(st.get(BlockPos::new(0, 0, 0)), Err(StoreError::Busy(_))));
         other.execute_batch("ROLLBACK").unwrap();
-        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])]).unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])], &crate::store::Note::default()).unwrap();
     }
 }

@@ -1,0 +1,277 @@
+//! The undo journal: a SQLite file in the world directory
+//! (`worldfs-journal.sqlite`) holding, for every transaction worldfs makes,
+//! what it was ("write blocks/1,2,3/names"), when, and each changed block's
+//! bytes from before. A fingerprint (length and CRC-32) of the bytes after
+//! lets `worldfs undo` notice blocks changed since by someone else.
+//!
+//! For the SQLite map the journal is ATTACHed to the map's connections and
+//! written inside the same transaction as the change, so block and journal
+//! entry commit together or not at all (SQLite commits attached databases
+//! atomically unless the map is in WAL mode, which the engine never sets).
+
+use super::{BlockPos, Note, Result, StoreError};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The journal's file name in the world directory.
+pub const FILE_NAME: &str = "worldfs-journal.sqlite";
+
+/// Tables, created in the schema named `db` ("main" or an ATTACH alias).
+pub(super) fn create_sql(db: &str) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {db}.changes (
+             id INTEGER PRIMARY KEY,
+             time_ms INTEGER NOT NULL,
+             what TEXT NOT NULL,
+             blocks INTEGER NOT NULL,
+             reverted_by INTEGER);
+         CREATE TABLE IF NOT EXISTS {db}.blocks (
+             change INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             x INTEGER NOT NULL, y INTEGER NOT NULL, z INTEGER NOT NULL,
+             before BLOB,
+             after_len INTEGER,
+             after_crc INTEGER,
+             PRIMARY KEY (change, seq));"
+    )
+}
+
+/// Length and CRC-32 of a blob: enough to tell whether a block still holds
+/// what a journaled change wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub len: u64,
+    pub crc: u32,
+}
+
+impl Fingerprint {
+    pub fn of(data: &[u8]) -> Fingerprint {
+        let mut c = flate2::Crc::new();
+        c.update(data);
+        Fingerprint { len: data.len() as u64, crc: c.sum() }
+    }
+}
+
+/// One journaled transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChangeInfo {
+    pub id: i64,
+    /// Milliseconds since 1970-01-01 UTC.
+    pub time_ms: i64,
+    pub what: String,
+    pub blocks: u64,
+    /// The change that reverted this one, if any.
+    pub reverted_by: Option<i64>,
+}
+
+/// One block of a journaled transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRecord {
+    pub pos: BlockPos,
+    /// The bytes before; None: the block did not exist.
+    pub before: Option<Vec<u8>>,
+    /// What the change left; None: it deleted the block.
+    pub after: Option<Fingerprint>,
+}
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(format!("undo journal: {e}"))
+}
+
+pub(super) fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// One block for `record`: position, bytes before, bytes after (None:
+/// absent).
+pub(super) type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
+
+/// Record a transaction in the journal attached as `journal`, inside the
+/// caller's transaction.
+pub(super) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step<'_>]) -> rusqlite::Result<i64> {
+    tx.prepare_cached("INSERT INTO journal.changes (time_ms, what, blocks) VALUES (?1, ?2, ?3)")?.execute(params![
+        now_ms(),
+        note.what,
+        blocks.len() as i64
+    ])?;
+    let id = tx.last_insert_rowid();
+    let mut ins = tx.prepare_cached(
+        "INSERT INTO journal.blocks (change, seq, x, y, z, before, after_len, after_crc) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (seq, (p, before, after)) in blocks.iter().enumerate() {
+        let fp = after.map(Fingerprint::of);
+        ins.execute(params![
+            id,
+            seq as i64,
+            p.x,
+            p.y,
+            p.z,
+            before,
+            fp.map(|f| f.len as i64),
+            fp.map(|f| f.crc as i64)
+        ])?;
+    }
+    let mut mark = tx.prepare_cached("UPDATE journal.changes SET reverted_by = ?1 WHERE id = ?2")?;
+    for r in &note.reverts {
+        mark.execute(params![id, r])?;
+    }
+    Ok(id)
+}
+
+/// Read and maintain a journal file (not for recording: see `record`).
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What `prune` removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub changes: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+impl Journal {
+    /// Open an existing journal; Ok(None) when the world has none.
+    pub fn open(path: &Path) -> Result<Option<Journal>> {
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(backend)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
+        conn.execute_batch(&create_sql("main")).map_err(backend)?;
+        Ok(Some(Journal { conn, path: path.to_path_buf() }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn change_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChangeInfo> {
+        Ok(ChangeInfo {
+            id: r.get(0)?,
+            time_ms: r.get(1)?,
+            what: r.get(2)?,
+            blocks: r.get::<_, i64>(3)? as u64,
+            reverted_by: r.get(4)?,
+        })
+    }
+
+    /// Changes, newest first; only those from `since_ms` on when given.
+    pub fn changes(&self, since_ms: Option<i64>, limit: Option<usize>) -> Result<Vec<ChangeInfo>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, time_ms, what, blocks, reverted_by FROM changes \
+                 WHERE time_ms >= ?1 ORDER BY id DESC LIMIT ?2",
+            )
+            .map_err(backend)?;
+        let limit = limit.map_or(-1, |l| l as i64);
+        let rows = stmt.query_map(params![since_ms.unwrap_or(i64::MIN), limit], Self::change_row).map_err(backend)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(backend)
+    }
+
+    pub fn change(&self, id: i64) -> Result<Option<ChangeInfo>> {
+        self.conn
+            .query_row(
+                "SELECT id, time_ms, what, blocks, reverted_by FROM changes WHERE id = ?1",
+                [id],
+                Self::change_row,
+            )
+            .optional()
+            .map_err(backend)
+    }
+
+    /// Every change from `id` on (newest first).
+    pub fn changes_from(&self, id: i64) -> Result<Vec<ChangeInfo>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, time_ms, what, blocks, reverted_by FROM changes WHERE id >= ?1 ORDER BY id DESC")
+            .map_err(backend)?;
+        let rows = stmt.query_map([id], Self::change_row).map_err(backend)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(backend)
+    }
+
+    /// The blocks of one change, in the order they were changed.
+    pub fn blocks(&self, change: i64) -> Result<Vec<BlockRecord>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT x, y, z, before, after_len, after_crc FROM blocks WHERE change = ?1 ORDER BY seq")
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map([change], |r| {
+                let (x, y, z): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                let len: Option<i64> = r.get(4)?;
+                let crc: Option<i64> = r.get(5)?;
+                Ok((x, y, z, r.get::<_, Option<Vec<u8>>>(3)?, len.zip(crc)))
+            })
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (x, y, z, before, after) = row.map_err(backend)?;
+            let c =
+                |v: i64| i16::try_from(v).map_err(|_| StoreError::Backend(format!("undo journal: bad coordinate {v}")));
+            out.push(BlockRecord {
+                pos: BlockPos::new(c(x)?, c(y)?, c(z)?),
+                before,
+                after: after.map(|(len, crc)| Fingerprint { len: len as u64, crc: crc as u32 }),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The file's size on disk.
+    pub fn file_size(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Drop the oldest changes: those older than `before_ms`, and more until
+    /// the journal's contents fit in `max_bytes`; then compact the file.
+    pub fn prune(&self, before_ms: Option<i64>, max_bytes: Option<u64>) -> Result<Pruned> {
+        let bytes_before = self.file_size();
+        let mut cutoff: Option<i64> = None; // delete ids <= cutoff
+        if let Some(t) = before_ms {
+            let id: Option<i64> = self
+                .conn
+                .query_row("SELECT max(id) FROM changes WHERE time_ms < ?1", [t], |r| r.get(0))
+                .map_err(backend)?;
+            cutoff = id;
+        }
+        if let Some(max) = max_bytes {
+            // Sizes per change, newest first; keep changes while they fit.
+            let mut stmt = self
+                .conn
+                .prepare(
+                    "SELECT c.id, 64 + coalesce(sum(coalesce(length(b.before), 0) + 64), 0) \
+                     FROM changes c LEFT JOIN blocks b ON b.change = c.id \
+                     GROUP BY c.id ORDER BY c.id DESC",
+                )
+                .map_err(backend)?;
+            let sizes: Vec<(i64, i64)> = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(backend)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(backend)?;
+            let mut total = 0u64;
+            for (id, size) in sizes {
+                total += size as u64;
+                if total > max {
+                    cutoff = Some(cutoff.map_or(id, |c| c.max(id)));
+                    break;
+                }
+            }
+        }
+        let Some(cutoff) = cutoff else {
+            return Ok(Pruned { changes: 0, bytes_before, bytes_after: bytes_before });
+        };
+        let tx = self.conn.unchecked_transaction().map_err(backend)?;
+        tx.execute("DELETE FROM blocks WHERE change <= ?1", [cutoff]).map_err(backend)?;
+        let changes = tx.execute("DELETE FROM changes WHERE id <= ?1", [cutoff]).map_err(backend)? as u64;
+        tx.commit().map_err(backend)?;
+        self.conn.execute_batch("VACUUM").map_err(backend)?;
+        Ok(Pruned { changes, bytes_before, bytes_after: self.file_size() })
+    }
+}

@@ -1,0 +1,265 @@
+//! `worldfs undo`: revert journaled changes by putting back the bytes each
+//! block had before. The revert is one transaction, itself journaled (so it
+//! can be reverted in turn), and it marks the changes it reverts.
+//!
+//! Before touching a block, the plan checks that the block still holds what
+//! the journal says the change left; a block changed since by something
+//! that did not go through worldfs (a server, another tool) is a conflict,
+//! and the undo is refused unless forced.
+
+use crate::store::journal::{ChangeInfo, Fingerprint, Journal};
+use crate::store::{BlockPos, Change, MapStore, Note};
+use std::collections::{BTreeMap, HashSet};
+
+/// Which changes to revert.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Selection {
+    /// The newest N changes not yet reverted (reverts themselves excluded).
+    Last(usize),
+    /// Everything from this time on (milliseconds since 1970 UTC): every
+    /// block goes back to what it was then.
+    Since(i64),
+    /// One change by its number (a revert too: that re-applies what it
+    /// reverted).
+    Id(i64),
+}
+
+/// What an undo will do.
+#[derive(Debug)]
+pub struct Plan {
+    /// The changes that become marked as reverted.
+    pub reverts: Vec<ChangeInfo>,
+    /// The writes that restore the blocks.
+    pub changes: Vec<Change>,
+    /// Blocks that were changed since, outside the journal.
+    pub conflicts: Vec<String>,
+    /// For the journal entry of the revert.
+    pub what: String,
+}
+
+impl Plan {
+    pub fn note(&self) -> Note {
+        Note { what: self.what.clone(), reverts: self.reverts.iter().map(|c| c.id).collect() }
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Work out the writes that revert `sel`.
+pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<Plan, String> {
+    let all = journal.changes(None, None).map_err(err)?;
+    let is_revert: HashSet<i64> = all.iter().filter_map(|c| c.reverted_by).collect();
+    // `walk`: the changes whose blocks are stepped back, newest first.
+    let (walk, reverts): (Vec<ChangeInfo>, Vec<ChangeInfo>) = match sel {
+        Selection::Last(n) => {
+            let pick: Vec<ChangeInfo> =
+                all.iter().filter(|c| c.reverted_by.is_none() && !is_revert.contains(&c.id)).take(n).cloned().collect();
+            (pick.clone(), pick)
+        }
+        Selection::Id(id) => {
+            let c = all.iter().find(|c| c.id == id).ok_or_else(|| format!("the journal has no change #{id}"))?;
+            if let Some(by) = c.reverted_by {
+                return Err(format!("change #{id} was already reverted by #{by}; revert #{by} to bring it back"));
+            }
+            (vec![c.clone()], vec![c.clone()])
+        }
+        Selection::Since(t) => {
+            let walk: Vec<ChangeInfo> = match all.iter().filter(|c| c.time_ms >= t).map(|c| c.id).min() {
+                Some(first) => all.iter().filter(|c| c.id >= first).cloned().collect(),
+                None => Vec::new(),
+            };
+            let reverts = walk.iter().filter(|c| c.reverted_by.is_none()).cloned().collect();
+            (walk, reverts)
+        }
+    };
+    if reverts.is_empty() {
+        return Err("nothing to undo: no matching change in the journal that is not already reverted".into());
+    }
+    // Step every block back, newest change first, checking it holds what
+    // the change left.
+    let mut now: BTreeMap<BlockPos, Option<Vec<u8>>> = BTreeMap::new();
+    let mut state: BTreeMap<BlockPos, Option<Vec<u8>>> = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for c in &walk {
+        for rec in journal.blocks(c.id).map_err(err)?.into_iter().rev() {
+            if let std::collections::btree_map::Entry::Vacant(v) = now.entry(rec.pos) {
+                let current = store.get(rec.pos).map_err(err)?;
+                v.insert(current.clone());
+                state.insert(rec.pos, current);
+            }
+            let cur = state.get(&rec.pos).expect("loaded above");
+            let found = cur.as_deref().map(Fingerprint::of);
+            if found != rec.after {
+                let show = |f: Option<Fingerprint>| f.map_or("no block".to_string(), |f| format!("{} bytes", f.len));
+                conflicts.push(format!(
+                    "block {}: changed outside the journal after #{} (it holds {}, #{} left {})",
+                    rec.pos,
+                    c.id,
+                    show(found),
+                    c.id,
+                    show(rec.after)
+                ));
+            }
+            state.insert(rec.pos, rec.before);
+        }
+    }
+    let changes: Vec<Change> = state
+        .into_iter()
+        .filter(|(p, v)| now.get(p) != Some(v))
+        .map(|(p, v)| match v {
+            Some(bytes) => Change::Put(p, bytes),
+            None => Change::Delete(p),
+        })
+        .collect();
+    let ids: Vec<String> = reverts.iter().map(|c| format!("#{}", c.id)).collect();
+    let what = match sel {
+        Selection::Since(t) => {
+            if changes.is_empty() {
+                return Err("nothing to undo: every block is already as it was then".into());
+            }
+            format!("undo since {} ({} changes)", crate::time::format_utc(t.div_euclid(1000)), ids.len())
+        }
+        _ if ids.len() <= 6 => format!("undo {}", ids.join(", ")),
+        _ => format!("undo {} changes, {} .. {}", ids.len(), ids[ids.len() - 1], ids[0]),
+    };
+    Ok(Plan { reverts, changes, conflicts, what })
+}
+
+/// The journal's changes as a table, newest first (`limit` of them).
+pub fn listing(journal: &Journal, limit: Option<usize>) -> crate::store::Result<String> {
+    use std::fmt::Write;
+    let list = journal.changes(None, limit.map(|l| l + 1))?;
+    let mut out = String::new();
+    if list.is_empty() {
+        out.push_str("the journal is empty\n");
+        return Ok(out);
+    }
+    let _ = writeln!(out, "{:>7}  {:<20}  {:>6}  what", "change", "time (UTC)", "blocks");
+    for c in list.iter().take(limit.unwrap_or(usize::MAX)) {
+        let time = crate::time::format_utc(c.time_ms.div_euclid(1000));
+        let note = c.reverted_by.map(|by| format!("  (reverted by #{by})")).unwrap_or_default();
+        let _ = writeln!(out, "{:>7}  {:<20}  {:>6}  {}{note}", format!("#{}", c.id), time, c.blocks, c.what);
+    }
+    if limit.is_some_and(|l| list.len() > l) {
+        let _ = writeln!(out, "(older changes not shown; --all lists every one)");
+    }
+    Ok(out)
+}
+
+/// Apply a plan in one journaled transaction.
+pub fn execute(store: &dyn MapStore, plan: &Plan) -> Result<(), String> {
+    store.apply(&plan.changes, &plan.note()).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::sqlite::{Schema, SqliteStore};
+
+    fn setup() -> (tempfile::TempDir, SqliteStore, Journal) {
+        let d = tempfile::tempdir().unwrap();
+        let mut st = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Split).unwrap();
+        st.apply(&[Change::Put(BlockPos::new(0, 0, 0), b"A".to_vec())], &Note::default()).unwrap();
+        let jp = d.path().join(crate::store::journal::FILE_NAME);
+        st.enable_journal(&jp).unwrap();
+        let j = Journal::open(&jp).unwrap().unwrap();
+        (d, st, j)
+    }
+
+    fn put(st: &SqliteStore, x: i16, v: &[u8]) {
+        st.apply(&[Change::Put(BlockPos::new(x, 0, 0), v.to_vec())], &Note::new(format!("put {x}"))).unwrap();
+    }
+
+    fn get(st: &SqliteStore, x: i16) -> Option<Vec<u8>> {
+        st.get(BlockPos::new(x, 0, 0)).unwrap()
+    }
+
+    #[test]
+    fn last_reverts_newest_first_and_skips_reverts() {
+        let (_d, st, j) = setup();
+        put(&st, 0, b"B");
+        put(&st, 0, b"C");
+        put(&st, 1, b"new");
+        execute(&st, &plan(&j, &st, Selection::Last(1)).unwrap()).unwrap();
+        assert_eq!(get(&st, 1), None);
+        assert_eq!(get(&st, 0).as_deref(), Some(&b"C"[..]));
+        // The next undo takes the change before, not the revert.
+        execute(&st, &plan(&j, &st, Selection::Last(1)).unwrap()).unwrap();
+        assert_eq!(get(&st, 0).as_deref(), Some(&b"B"[..]));
+        let list = j.changes(None, None).unwrap();
+        assert_eq!(list.len(), 5);
+        assert_eq!(list[0].what, "undo #2");
+        assert_eq!(list[1].what, "undo #3");
+        // Reverting the revert brings C back.
+        execute(&st, &plan(&j, &st, Selection::Id(list[0].id)).unwrap()).unwrap();
+        assert_eq!(get(&st, 0).as_deref(), Some(&b"C"[..]));
+        assert!(plan(&j, &st, Selection::Id(2)).unwrap_err().contains("already reverted"));
+    }
+
+    #[test]
+    fn since_restores_the_state_at_that_time() {
+        let (_d, st, j) = setup();
+        put(&st, 0, b"B");
+        put(&st, 2, b"x");
+        execute(&st, &plan(&j, &st, Selection::Last(1)).unwrap()).unwrap();
+        put(&st, 0, b"C");
+        let p = plan(&j, &st, Selection::Since(0)).unwrap();
+        assert!(p.conflicts.is_empty(), "{:?}", p.conflicts);
+        execute(&st, &p).unwrap();
+        assert_eq!(get(&st, 0).as_deref(), Some(&b"A"[..]));
+        assert_eq!(get(&st, 2), None);
+        assert!(plan(&j, &st, Selection::Since(0)).unwrap_err().contains("already as it was"));
+        // The revert itself can be reverted: C and x come back.
+        let newest = j.changes(None, Some(1)).unwrap()[0].id;
+        execute(&st, &plan(&j, &st, Selection::Id(newest)).unwrap()).unwrap();
+        assert_eq!(get(&st, 0).as_deref(), Some(&b"C"[..]));
+        assert_eq!(get(&st, 2), None, "x was reverted before C was written");
+    }
+
+    #[test]
+    fn changes_outside_the_journal_are_conflicts() {
+        let (d, st, j) = setup();
+        put(&st, 0, b"B");
+        // Someone else writes the block (no journal).
+        let other = SqliteStore::open(&d.path().join("map.sqlite"), false).unwrap();
+        other.apply(&[Change::Put(BlockPos::new(0, 0, 0), b"server".to_vec())], &Note::default()).unwrap();
+        let p = plan(&j, &st, Selection::Last(1)).unwrap();
+        assert_eq!(p.conflicts.len(), 1);
+        assert!(p.conflicts[0].contains("block 0,0,0"), "{}", p.conflicts[0]);
+    }
+
+    #[test]
+    fn journal_and_change_commit_together() {
+        let (d, st, j) = setup();
+        // The journal row is written first; a map write failing after it
+        // (here a trigger) must take the journal row with it.
+        let other = rusqlite::Connection::open(d.path().join("map.sqlite")).unwrap();
+        other
+            .execute_batch("CREATE TRIGGER no_new BEFORE INSERT ON blocks BEGIN SELECT RAISE(ABORT, 'no'); END")
+            .unwrap();
+        let e = st.apply(&[Change::Put(BlockPos::new(5, 0, 0), b"z".to_vec())], &Note::new("x")).unwrap_err();
+        assert!(e.to_string().contains("no"), "{e}");
+        assert!(j.changes(None, None).unwrap().is_empty());
+        assert_eq!(get(&st, 5), None);
+        other.execute_batch("DROP TRIGGER no_new").unwrap();
+        put(&st, 5, b"z");
+        assert_eq!(j.changes(None, None).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn prune_drops_oldest() {
+        let (_d, st, j) = setup();
+        for i in 0..10 {
+            put(&st, 0, &vec![i as u8; 10_000]);
+        }
+        let r = j.prune(None, Some(35_000)).unwrap();
+        assert_eq!(r.changes, 7);
+        let left = j.changes(None, None).unwrap();
+        assert_eq!(left.len(), 3);
+        assert_eq!(left[2].id, 8);
+        let r = j.prune(Some(i64::MAX), None).unwrap();
+        assert_eq!(r.changes, 3);
+    }
+}
