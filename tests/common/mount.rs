@@ -117,6 +117,17 @@ impl Mounted {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Kill the daemon with SIGKILL (a crash) and detach the dead mount.
+    pub fn kill9(mut self) -> String {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = Command::new("fusermount3").arg("-uz").arg(&self.mnt).status();
+            let _ = Command::new("umount").arg("-l").arg(&self.mnt).stderr(Stdio::null()).status();
+        }
+        self.log_text()
+    }
+
     /// Unmount and wait for the daemon to exit.
     pub fn unmount(mut self) -> String {
         self.stop();

@@ -1,0 +1,175 @@
+//! Crash safety: the daemon is killed with SIGKILL in the middle of a bulk
+//! edit of 10 000 blocks, at random moments, several times. After each
+//! crash the map and the undo journal must be intact, every block whole,
+//! every edit whose fsync returned present, and in the end the journal must
+//! restore the original world byte for byte.
+
+mod common;
+
+use common::mount::Mounted;
+use rusqlite::Connection;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+use worldfs::codec::block::{Block, MappingEntry};
+use worldfs::store::journal::{Fingerprint, Journal};
+use worldfs::store::sqlite::{Schema, SqliteStore};
+use worldfs::store::{BlockPos, Change, MapStore, Note};
+
+const OLD: &str = "default:stone";
+const NEW: &str = "default:cobble";
+
+/// A world of 25 x 4 x 100 = 10 000 blocks, each with stone and dirt in a
+/// pattern that differs from block to block.
+fn big_world(dir: &Path) -> Vec<BlockPos> {
+    std::fs::write(dir.join("world.mt"), "gameid = minetest\nbackend = sqlite3\n").unwrap();
+    let store = SqliteStore::create(&dir.join("map.sqlite"), Schema::Split).unwrap();
+    let mut changes = Vec::new();
+    let mut positions = Vec::new();
+    for x in 0..25i16 {
+        for y in 0..4i16 {
+            for z in 0..100i16 {
+                let pos = BlockPos::new(x, y, z);
+                let mut b = Block::new_air(29);
+                b.mapping.push(MappingEntry { id: 1, name: OLD.into() });
+                b.mapping.push(MappingEntry { id: 2, name: b"default:dirt".to_vec() });
+                let seed = (x as usize * 7 + y as usize * 13 + z as usize * 31) % 97;
+                for (i, id) in b.param0.iter_mut().enumerate() {
+                    *id = match (i + seed) % 11 {
+                        0..=2 => 1,
+                        3 => 2,
+                        _ => 0,
+                    };
+                }
+                changes.push(Change::Put(pos, b.encode().unwrap()));
+                positions.push(pos);
+            }
+        }
+    }
+    store.apply(&changes, &Note::default()).unwrap();
+    positions
+}
+
+fn all_blocks(world: &Path) -> BTreeMap<BlockPos, Vec<u8>> {
+    let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
+    store.scan_after(None, usize::MAX).unwrap().into_iter().collect()
+}
+
+fn integrity_ok(path: &Path) {
+    let c = Connection::open(path).unwrap();
+    let r: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(r, "ok", "{}", path.display());
+}
+
+fn random_below(n: u64) -> u64 {
+    let t = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    (t ^ (t >> 7)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % n.max(1)
+}
+
+fn names_of(b: &Block) -> Vec<&[u8]> {
+    let mut n: Vec<&[u8]> = b.mapping.iter().map(|m| m.name.as_slice()).collect();
+    n.sort();
+    n
+}
+
+/// Everything that must hold after a crash.
+fn check_after_crash(world: &Path, original: &BTreeMap<BlockPos, Vec<u8>>, fsynced: &[String]) -> usize {
+    integrity_ok(&world.join("map.sqlite"));
+    integrity_ok(&world.join("worldfs-journal.sqlite"));
+    let now = all_blocks(world);
+    assert_eq!(now.len(), original.len(), "blocks appeared or vanished");
+    let mut renamed = 0;
+    for (pos, blob) in &now {
+        let b = Block::decode(blob).unwrap_or_else(|e| panic!("block {pos} does not decode after the crash: {e}"));
+        let orig = Block::decode(&original[pos]).unwrap();
+        assert_eq!(b.param0, orig.param0, "block {pos}: nodes changed");
+        if blob != &original[pos] {
+            assert_eq!(names_of(&b), vec![&b"air"[..], NEW.as_bytes(), b"default:dirt"], "block {pos} half-renamed");
+            renamed += 1;
+        }
+    }
+    for p in fsynced {
+        let pos = worldfs::store::parse_triple(p).map(|(x, y, z)| BlockPos::new(x, y, z)).unwrap();
+        let b = Block::decode(&now[&pos]).unwrap();
+        assert!(
+            b.mapping.iter().any(|m| m.name == NEW.as_bytes()),
+            "block {p}: its fsync returned, but the edit is lost"
+        );
+    }
+    // The journal holds exactly what was committed: the newest record of
+    // each block matches the block as stored.
+    let journal = Journal::open(&world.join("worldfs-journal.sqlite")).unwrap().unwrap();
+    let mut newest: BTreeMap<BlockPos, Option<Fingerprint>> = BTreeMap::new();
+    for c in journal.changes(None, None).unwrap().into_iter().rev() {
+        for r in journal.blocks(c.id).unwrap() {
+            newest.insert(r.pos, r.after);
+        }
+    }
+    for (pos, blob) in &now {
+        match newest.get(pos) {
+            Some(after) => assert_eq!(*after, Some(Fingerprint::of(blob)), "block {pos}: journal and map disagree"),
+            None => assert_eq!(blob, &original[pos], "block {pos} changed without a journal record"),
+        }
+    }
+    renamed
+}
+
+#[test]
+fn sigkill_during_bulk_edit_loses_nothing() {
+    require_fuse!("sigkill_during_bulk_edit_loses_nothing");
+    if common::mount::which("python3").is_none() {
+        eprintln!("SKIP sigkill_during_bulk_edit_loses_nothing: no python3");
+        return;
+    }
+    let world = tempfile::tempdir().unwrap();
+    let positions = big_world(world.path());
+    let original = all_blocks(world.path());
+    assert!(original.len() >= 10_000);
+    let scratch = tempfile::tempdir().unwrap();
+    let list = scratch.path().join("blocks.txt");
+    let text: Vec<String> = positions.iter().map(|p| p.to_string()).collect();
+    std::fs::write(&list, text.join("\n")).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/bulk_rename.py");
+
+    let mut renamed = 0;
+    for round in 0..3 {
+        let m = Mounted::new(world.path(), &[]);
+        let log = scratch.path().join(format!("fsynced-{round}.txt"));
+        std::fs::write(&log, "").unwrap();
+        let mut editor = Command::new("python3")
+            .arg(&script)
+            .arg(&m.mnt)
+            .arg(&list)
+            .arg(&log)
+            .args([OLD, NEW])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Let it commit a few blocks, then crash at a random moment.
+        let start = Instant::now();
+        while std::fs::read_to_string(&log).unwrap().lines().count() < 3 {
+            assert!(start.elapsed() < Duration::from_secs(60), "the bulk edit does not progress:\n{}", m.log_text());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100 + random_below(1500)));
+        m.kill9();
+        let _ = editor.wait();
+        let fsynced: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
+        let now = check_after_crash(world.path(), &original, &fsynced);
+        assert!(now >= renamed + fsynced.len().min(1), "round {round}: no progress");
+        renamed = now;
+    }
+    assert!(renamed < original.len(), "the edit finished before any crash; the test proves nothing");
+
+    // The journal puts back the original world, byte for byte.
+    let out = Command::new(env!("CARGO_BIN_EXE_worldfs"))
+        .arg("undo")
+        .arg(world.path())
+        .args(["--since", "@0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "undo failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(all_blocks(world.path()) == original, "undo did not restore the original bytes");
+    integrity_ok(&world.path().join("map.sqlite"));
+}
