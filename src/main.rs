@@ -202,17 +202,68 @@ fn serve(
     let bg = session.spawn().map_err(|e| e.to_string())?;
     log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.store().describe());
     ready(Ok(()));
+    let mut signalled = false;
     loop {
         if bg.guard.is_finished() {
-            // Unmounted from outside (fusermount3 -u, umount).
-            return bg.join().map_err(|e| e.to_string());
+            // Unmounted (from outside, or detached after a signal and the
+            // last open file closed).
+            let r = bg.join().map_err(|e| e.to_string());
+            finish(&fs);
+            return r;
         }
         let timeout = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
         let sig = unsafe { libc::sigtimedwait(&signals, std::ptr::null_mut(), &timeout) };
-        if sig > 0 {
-            log::info!("signal {sig}: unmounting {}", mountpoint.display());
-            return bg.umount_and_join().map_err(|e| e.to_string());
+        if sig <= 0 {
+            continue;
         }
+        if signalled {
+            log::warn!(
+                "signal {sig} again: stopping now; files still open on {} lose their connection",
+                mountpoint.display()
+            );
+            finish(&fs);
+            return Ok(());
+        }
+        signalled = true;
+        log::info!("signal {sig}: unmounting {}", mountpoint.display());
+        match detach(mountpoint, false) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                log::warn!(
+                    "{}: files are still open there; detaching the mount now, and worldfs exits when the last \
+                     one is closed (what they hold is committed then); a second signal stops at once",
+                    mountpoint.display()
+                );
+                if let Err(e) = detach(mountpoint, true) {
+                    log::error!("cannot detach {}: {e}", mountpoint.display());
+                }
+            }
+            Err(e) => log::error!("cannot unmount {}: {e}", mountpoint.display()),
+        }
+    }
+}
+
+/// After the session: commit what open files still hold, and say so.
+fn finish(fs: &WorldFs) {
+    for line in fs.shutdown() {
+        log::warn!("{line}");
+    }
+}
+
+/// Unmount `mnt`; `lazy`: detach it now even if files are open there.
+fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if unsafe { libc::geteuid() } == 0 {
+        let c = std::ffi::CString::new(mnt.as_os_str().as_bytes())?;
+        let r = unsafe { libc::umount2(c.as_ptr(), if lazy { libc::MNT_DETACH } else { 0 }) };
+        return if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+    }
+    let out = std::process::Command::new("fusermount3").arg(if lazy { "-uz" } else { "-u" }).arg(mnt).output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.success() {
+        true => Ok(()),
+        false if err.contains("busy") => Err(std::io::Error::from_raw_os_error(libc::EBUSY)),
+        false => Err(std::io::Error::other(err.trim().to_string())),
     }
 }
 

@@ -55,6 +55,7 @@ impl From<StoreError> for FsError {
         match e {
             StoreError::Busy(_) => FsError::io(e.to_string()),
             StoreError::ReadOnly => FsError::read_only(e.to_string()),
+            StoreError::Full(_) => FsError::new(libc::ENOSPC, e.to_string()),
             StoreError::Backend(_) => FsError::io(e.to_string()),
         }
     }

@@ -239,6 +239,26 @@ impl WorldFs {
         r
     }
 
+    /// At unmount: commit what handles that were never released still hold
+    /// (as their release would have). Returns one line per handle that had
+    /// something to commit, saying what became of it.
+    pub fn shutdown(&self) -> Vec<String> {
+        let fhs: Vec<u64> = self.handles.lock().unwrap().keys().copied().collect();
+        let mut report = Vec::new();
+        for fh in fhs {
+            let node = match self.handles.lock().unwrap().get(&fh) {
+                Some(Handle::Write { node, dirty, truncated, .. }) if *dirty || *truncated => node.clone(),
+                _ => continue,
+            };
+            let what = super::describe(&node, self);
+            match self.release(fh) {
+                Ok(()) => report.push(format!("{what}: committed at unmount")),
+                Err(e) => report.push(format!("{what}: refused at unmount: {e}")),
+            }
+        }
+        report
+    }
+
     /// Whether any open handle refers to scratch file `ino`.
     pub(super) fn scratch_is_open(&self, ino: u64) -> bool {
         self.handles.lock().unwrap().values().any(|h| matches!(h, Handle::Scratch { ino: i, .. } if *i == ino))

@@ -233,6 +233,20 @@ impl WorldFs {
     /// unless `opts.force`.
     pub fn open_world(dir: &std::path::Path, opts: Options) -> std::result::Result<WorldFs, String> {
         let world = World::open(dir)?;
+        if !opts.read_only {
+            // SQLite writes its rollback journal beside the map, so a writable
+            // mount needs a writable directory, not only a writable file.
+            use std::os::unix::ffi::OsStrExt;
+            let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+            if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+                return Err(format!(
+                    "{}: the world directory is not writable ({}), and changes need it \
+                     (SQLite keeps its journal there); mount it with -o ro",
+                    dir.display(),
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
             let who = guard::openers(&world.map_path());
             if !who.is_empty() {

@@ -37,6 +37,8 @@ pub enum StoreError {
     Busy(String),
     /// The store is open read-only.
     ReadOnly,
+    /// The disk (or a quota) is full.
+    Full(String),
     /// Anything else the database reports.
     Backend(String),
 }
@@ -46,6 +48,7 @@ impl fmt::Display for StoreError {
         match self {
             StoreError::Busy(m) => write!(f, "map database is locked by another process: {m}"),
             StoreError::ReadOnly => write!(f, "map database is open read-only"),
+            StoreError::Full(m) => write!(f, "no space left for the map database: {m}"),
             StoreError::Backend(m) => write!(f, "map database error: {m}"),
         }
     }

@@ -29,6 +29,15 @@ pub struct SqliteStore {
     pool: Mutex<Vec<Connection>>,
     /// The undo journal attached to every connection, if kept.
     journal: Option<PathBuf>,
+    /// Device and inode of the files opened, to notice when one is removed
+    /// or replaced under us (writes would go to a file nobody sees).
+    identity: Vec<(PathBuf, (u64, u64))>,
+}
+
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.dev(), m.ino()))
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
@@ -38,6 +47,9 @@ fn backend(e: rusqlite::Error) -> StoreError {
         }
         if f.code == rusqlite::ErrorCode::ReadOnly {
             return StoreError::ReadOnly;
+        }
+        if f.code == rusqlite::ErrorCode::DiskFull {
+            return StoreError::Full(m.clone().unwrap_or_else(|| f.to_string()));
         }
     }
     StoreError::Backend(e.to_string())
@@ -56,9 +68,12 @@ impl SqliteStore {
             busy_timeout: Duration::from_secs(2),
             pool: Mutex::new(Vec::new()),
             journal: None,
+            identity: Vec::new(),
         };
         let conn = store.connect()?;
         store.schema = detect_schema(&conn)?;
+        let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
+        store.identity.push((path.to_path_buf(), id));
         store.pool.lock().unwrap().push(conn);
         Ok(store)
     }
@@ -138,6 +153,8 @@ impl SqliteStore {
         j.busy_timeout(self.busy_timeout).map_err(backend)?;
         j.execute_batch(&journal::create_sql("main")).map_err(backend)?;
         drop(j);
+        let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
+        self.identity.push((path.to_path_buf(), id));
         self.journal = Some(path.to_path_buf());
         self.pool.lock().unwrap().clear();
         let conn = self.connect()?;
@@ -150,6 +167,28 @@ impl SqliteStore {
             );
         }
         self.pool.lock().unwrap().push(conn);
+        Ok(())
+    }
+
+    /// Refuse to write when a file we opened was removed or replaced since.
+    fn check_files(&self) -> Result<()> {
+        for (path, id) in &self.identity {
+            match file_identity(path) {
+                Ok(now) if now == *id => {}
+                Ok(_) => {
+                    return Err(StoreError::Backend(format!(
+                        "{} was replaced by another file since the mount; nothing written (remount to use the new one)",
+                        path.display()
+                    )));
+                }
+                Err(e) => {
+                    return Err(StoreError::Backend(format!(
+                        "{} is gone since the mount ({e}); nothing written (put it back or remount)",
+                        path.display()
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -296,6 +335,7 @@ impl MapStore for SqliteStore {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
+        self.check_files()?;
         self.with_conn(|conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
             if self.journal.is_some() {

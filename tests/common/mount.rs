@@ -117,6 +117,28 @@ impl Mounted {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Send a signal to the daemon.
+    pub fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    /// Wait up to `timeout` for the daemon to exit by itself.
+    pub fn wait_exit(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            match self.child.as_mut().map(|c| c.try_wait()) {
+                None | Some(Ok(Some(_))) => {
+                    self.child = None;
+                    return true;
+                }
+                _ => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+        false
+    }
+
     /// Kill the daemon with SIGKILL (a crash) and detach the dead mount.
     pub fn kill9(mut self) -> String {
         if let Some(mut child) = self.child.take() {
