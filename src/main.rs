@@ -28,7 +28,8 @@ enum Command {
         mountpoint: PathBuf,
         /// Comma-separated options: ro, rw, allow_other, allow_root,
         /// auto_unmount, ttl=SECONDS, cache_mb=MIB, threads=N, nojournal (no
-        /// undo journal).
+        /// undo journal), group_ms=N (write changes in groups, at most N ms
+        /// after their close; fsync still waits for the write).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).
@@ -125,6 +126,7 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "allow_root" => m.allow_root = true,
             "auto_unmount" => m.auto_unmount = true,
             "nojournal" => m.fs.journal = false,
+            "group_ms" => m.fs.group_commit = Duration::from_millis(num(v)?.min(60_000)),
             "ttl" => m.fs.ttl = Duration::from_secs(num(v)?),
             "cache_mb" => m.fs.cache_bytes = (num(v)? as usize).max(1) << 20,
             "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
@@ -199,6 +201,7 @@ fn serve(
         }
     };
     worldfs::fuse::start_invalidator(&fs, session.notifier());
+    WorldFs::start_background(&fs);
     let bg = session.spawn().map_err(|e| e.to_string())?;
     log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.store().describe());
     ready(Ok(()));

@@ -114,6 +114,9 @@ impl WorldFs {
 
     /// The block as stored now (the cache is refreshed if it is stale).
     fn fresh(&self, pos: BlockPos) -> Result<Option<Arc<Loaded>>> {
+        if let Some(blob) = self.queue.get(pos) {
+            return Ok(Some(self.loaded_from(pos, blob)));
+        }
         let Some(blob) = self.store.get(pos)? else {
             self.cache.remove(pos);
             return Ok(None);
@@ -249,11 +252,42 @@ impl WorldFs {
                 )));
             }
         }
-        self.store.apply(&[Change::Put(pos, blob.clone())], &Note::new(what))?;
+        self.write_block(pos, blob.clone(), what)?;
         let old = orig.clone();
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
         self.after_commit(pos, Some(&old), Some(&b));
         Ok(())
+    }
+
+    /// Store a block's new bytes: at once, or queued for a grouped commit.
+    fn write_block(&self, pos: BlockPos, blob: Vec<u8>, what: &str) -> Result<()> {
+        if self.queue.enabled() {
+            self.queue.push(pos, blob, what);
+            Ok(())
+        } else {
+            Ok(self.store.apply(&[Change::Put(pos, blob)], &Note::new(what))?)
+        }
+    }
+
+    /// Write every queued block now (grouped commits); a failure is logged
+    /// and shown in write-errors, and the blocks stay queued for a retry.
+    pub(super) fn flush_queue(&self) -> Result<()> {
+        if !self.queue.enabled() {
+            return Ok(());
+        }
+        let was_failing = self.queue.failing();
+        let r = self.queue.flush(self.store.as_ref(), || self.check_guard().map_err(|e| e.message));
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let err =
+                    FsError::io(format!("{} queued block change(s) not written yet (retrying): {e}", self.queue.len()));
+                if was_failing.as_deref() != Some(e.as_str()) {
+                    self.record_error("grouped commit", &err);
+                }
+                Err(err)
+            }
+        }
     }
 
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
@@ -269,7 +303,7 @@ impl WorldFs {
             .map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: the new blob does not decode: {e}")))?;
         let empty = Block { param0: Vec::new(), ..b.clone() };
         validate(&empty, &b).map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
-        self.store.apply(&[Change::Put(pos, content.to_vec())], &Note::new(what))?;
+        self.write_block(pos, content.to_vec(), what)?;
         let old = loaded.decoded().cloned();
         self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
         self.after_commit(pos, old.as_ref(), Some(&b));
@@ -339,6 +373,7 @@ impl WorldFs {
         let r = (|| {
             let _lock = self.commit_lock.lock().unwrap();
             self.check_guard()?;
+            self.flush_queue()?;
             if self.store.contains(pos)? {
                 return Err(FsError::new(libc::EEXIST, format!("block {pos} exists")));
             }
@@ -356,6 +391,7 @@ impl WorldFs {
         let r = (|| {
             let _lock = self.commit_lock.lock().unwrap();
             self.check_guard()?;
+            self.flush_queue()?;
             let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
             self.store.apply(&[Change::Delete(pos)], &Note::new(format!("rmdir blocks/{pos}")))?;
             self.cache.remove(pos);

@@ -225,7 +225,8 @@ impl WorldFs {
     /// Our commits are durable when they return (one SQLite transaction
     /// each), so fsync commits what the handle holds.
     pub fn fsync(&self, fh: u64) -> Result<()> {
-        self.commit_handle(fh, When::Fsync)
+        self.commit_handle(fh, When::Fsync)?;
+        self.flush_queue()
     }
 
     /// Release a handle. An error here cannot reach the program (the kernel
@@ -255,6 +256,10 @@ impl WorldFs {
                 Ok(()) => report.push(format!("{what}: committed at unmount")),
                 Err(e) => report.push(format!("{what}: refused at unmount: {e}")),
             }
+        }
+        let queued = self.queue.len();
+        if let Err(e) = self.flush_queue() {
+            report.push(format!("LOST: {queued} block change(s) could not be written at unmount: {e}"));
         }
         report
     }

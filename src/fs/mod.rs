@@ -19,6 +19,7 @@ mod handles;
 pub mod inode;
 mod listing;
 mod namespace;
+mod queue;
 mod scratch;
 mod table;
 
@@ -65,6 +66,9 @@ pub struct Options {
     pub gid: u32,
     /// Keep the undo journal (worldfs-journal.sqlite) on writable mounts.
     pub journal: bool,
+    /// Group commits: how long a validated block may wait in memory to be
+    /// written with others (zero: each close commits at once).
+    pub group_commit: Duration,
 }
 
 impl Default for Options {
@@ -77,6 +81,7 @@ impl Default for Options {
             uid: unsafe { libc::getuid() },
             gid: unsafe { libc::getgid() },
             journal: true,
+            group_commit: Duration::ZERO,
         }
     }
 }
@@ -149,6 +154,8 @@ pub struct WorldFs {
     served: Mutex<HashMap<BlockPos, HashMap<u64, u64>>>,
     /// One commit at a time: read-modify-write of a block must not race.
     commit_lock: Mutex<()>,
+    /// Validated blocks waiting to be written together (-o group_ms).
+    queue: queue::CommitQueue,
     /// Recent refused writes, shown in MNT/write-errors.
     write_errors: Mutex<VecDeque<String>>,
     /// When blocks were last changed through this mount.
@@ -207,6 +214,7 @@ impl WorldFs {
     pub fn new(world: World, store: Box<dyn MapStore>, opts: Options) -> WorldFs {
         let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force);
         WorldFs {
+            queue: queue::CommitQueue::new(opts.group_commit),
             cache: BlockCache::new(opts.cache_bytes, opts.ttl),
             world,
             store,
@@ -262,6 +270,25 @@ impl WorldFs {
         Ok(WorldFs::new(world, store, opts))
     }
 
+    /// Start the thread that writes grouped commits when they are due
+    /// (nothing to do unless -o group_ms is set).
+    pub fn start_background(fs: &Arc<WorldFs>) {
+        if !fs.queue.enabled() {
+            return;
+        }
+        let weak = Arc::downgrade(fs);
+        std::thread::Builder::new()
+            .name("worldfs-commit".into())
+            .spawn(move || {
+                while let Some(fs) = weak.upgrade() {
+                    if fs.queue.wait_due(Duration::from_millis(200)) {
+                        let _ = fs.flush_queue();
+                    }
+                }
+            })
+            .expect("start the commit thread");
+    }
+
     /// Where invalidations go (set once by the FUSE layer).
     pub fn set_invalidator(&self, f: Invalidator) {
         let _ = self.invalidator.set(f);
@@ -285,7 +312,23 @@ impl WorldFs {
     }
 
     fn block(&self, pos: BlockPos) -> Result<Option<Arc<Loaded>>> {
+        if let Some(blob) = self.queue.get(pos) {
+            return Ok(Some(self.loaded_from(pos, blob)));
+        }
         Ok(self.cache.get(pos, self.store.as_ref())?)
+    }
+
+    /// A block from bytes not (yet) in the store: the cached copy if it
+    /// holds the same bytes.
+    fn loaded_from(&self, pos: BlockPos, blob: Vec<u8>) -> Arc<Loaded> {
+        if let Some(l) = self.cache.peek(pos)
+            && l.blob == blob
+        {
+            return l;
+        }
+        let l = Arc::new(Loaded::new(pos, blob));
+        self.cache.insert(l.clone());
+        l
     }
 
     fn existing_block(&self, pos: BlockPos) -> Result<Arc<Loaded>> {
