@@ -2,8 +2,7 @@
 //! edit of 10 000 blocks, at random moments, several times. After each
 //! crash the map and the undo journal must be intact, every block whole,
 //! every edit whose fsync returned present (also with grouped commits), and
-//! in the end the journal must
-//! restore the original world byte for byte.
+//! in the end the journal must restore the original world byte for byte.
 
 mod common;
 
