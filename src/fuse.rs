@@ -107,7 +107,9 @@ impl Filesystem for FuseAdapter {
         let wanted = InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
             | InitFlags::FUSE_ATOMIC_O_TRUNC
-            | InitFlags::FUSE_PARALLEL_DIROPS;
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            // mmap of files opened with FOPEN_DIRECT_IO (kernel 6.6+)
+            | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
         if let Err(missing) = config.add_capabilities(wanted) {
             let _ = config.add_capabilities(wanted - missing);
         }
@@ -215,7 +217,10 @@ impl Filesystem for FuseAdapter {
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         match self.fs.open(ino.0, flags.0, req.pid()) {
             Ok(o) => {
-                let f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                let mut f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                if o.direct_io {
+                    f |= FopenFlags::FOPEN_DIRECT_IO;
+                }
                 reply.opened(FileHandle(o.fh), f)
             }
             Err(e) => reply.error(errno("open", &e)),

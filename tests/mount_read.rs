@@ -213,3 +213,26 @@ fn daemon_mode_and_signals_unmount_cleanly() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no map.sqlite"));
 }
+
+/// mmap readers get the same bytes as read(2), on read-only mounts (page
+/// cache) and writable ones (direct I/O, with mmap allowed).
+#[test]
+fn mmap_reads_match_read() {
+    require_fuse!("mmap_reads_match_read");
+    let world = demo_world();
+    for opts in [&["ro"][..], &[][..]] {
+        let m = Mounted::new(world.path(), opts);
+        let out = m.ok(
+            "python3 -c \"
+import mmap, sys
+p = sys.argv[1]
+with open(p, 'rb') as f:
+    data = f.read()
+    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        assert mm[:] == data, 'mmap differs from read'
+print(len(data))
+\" $MNT/blocks/0,0,0/nodes",
+        );
+        assert!(out.trim().parse::<usize>().unwrap() > 4096 * 10, "{opts:?}: {out}");
+    }
+}

@@ -3,7 +3,7 @@
 //! of loaded blocks, and may crash on our lock (spec §3.3).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Processes other than this one that have `path` open, described as
@@ -41,32 +41,68 @@ pub fn openers(path: &Path) -> Vec<String> {
 }
 
 /// Checks, at most every `interval`, that nobody else has the map open.
+///
+/// The scan runs on its own thread and a request waits for it only a
+/// moment: reading `/proc/PID/fd` of a process that is exiting while it
+/// closes a file on this mount blocks until we answer that close, so a
+/// scan inside a request handler can deadlock. After `WAIT` the previous
+/// result is used.
 pub struct ServerGuard {
     path: PathBuf,
     enabled: bool,
     interval: Duration,
-    last: Mutex<Option<(Instant, Vec<String>)>>,
+    state: Arc<(Mutex<Scan>, Condvar)>,
 }
+
+#[derive(Default)]
+struct Scan {
+    /// When the last finished scan started, and what it found.
+    last: Option<(Instant, Vec<String>)>,
+    running: bool,
+}
+
+const WAIT: Duration = Duration::from_millis(300);
 
 impl ServerGuard {
     pub fn new(path: PathBuf, enabled: bool) -> ServerGuard {
-        ServerGuard { path, enabled, interval: Duration::from_millis(500), last: Mutex::new(None) }
+        ServerGuard { path, enabled, interval: Duration::from_millis(500), state: Arc::default() }
     }
 
-    /// The processes that have the map open (recent scan reused).
+    /// The processes that have the map open (a recent scan is reused).
     pub fn current(&self) -> Vec<String> {
         if !self.enabled {
             return Vec::new();
         }
-        let mut last = self.last.lock().unwrap();
-        if let Some((at, who)) = &*last
+        let (lock, done) = &*self.state;
+        let mut scan = lock.lock().unwrap();
+        if let Some((at, who)) = &scan.last
             && at.elapsed() < self.interval
         {
             return who.clone();
         }
-        let who = openers(&self.path);
-        *last = Some((Instant::now(), who.clone()));
-        who
+        if !scan.running {
+            scan.running = true;
+            let (state, path) = (self.state.clone(), self.path.clone());
+            let started = std::thread::Builder::new().name("worldfs-guard".into()).spawn(move || {
+                let at = Instant::now();
+                let who = openers(&path);
+                let (lock, done) = &*state;
+                let mut scan = lock.lock().unwrap();
+                scan.last = Some((at, who));
+                scan.running = false;
+                done.notify_all();
+            });
+            if started.is_err() {
+                scan.running = false;
+                drop(scan);
+                return openers(&self.path);
+            }
+        }
+        let (scan, timeout) = done.wait_timeout_while(scan, WAIT, |s| s.running).unwrap();
+        if timeout.timed_out() {
+            log::debug!("the scan for other openers of the map is slow; using the previous result");
+        }
+        scan.last.as_ref().map(|(_, who)| who.clone()).unwrap_or_default()
     }
 }
 

@@ -110,13 +110,13 @@ impl WorldFs {
             }
             drop(s);
             let fh = self.new_handle(Handle::Scratch { ino: node.ino(), append, dirty: false, opener: pid });
-            return Ok(Opened { fh, keep_cache: false });
+            return Ok(Opened { fh, keep_cache: false, direct_io: false });
         }
         if !write && !trunc {
             let Content { bytes, serial } = self.content(&node)?;
             let keep_cache = serial != 0 && self.note_served(&node, ino, serial);
             let fh = self.new_handle(Handle::Read { content: bytes });
-            return Ok(Opened { fh, keep_cache });
+            return Ok(Opened { fh, keep_cache, direct_io: !self.opts.read_only });
         }
         self.check_writable(&node)?;
         let buf = if trunc {
@@ -134,7 +134,7 @@ impl WorldFs {
             opener_flushes: 0,
             append,
         });
-        Ok(Opened { fh, keep_cache: false })
+        Ok(Opened { fh, keep_cache: false, direct_io: !self.opts.read_only })
     }
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {

@@ -121,6 +121,12 @@ pub struct Opened {
     /// The content is the same as at the last open: the kernel may keep its
     /// page cache.
     pub keep_cache: bool,
+    /// Bypass the page cache. On writable mounts a decoded file's content
+    /// and size change with every commit, and the kernel's idea of the size
+    /// can lag behind (its attributes are invalidated after the reply):
+    /// through the page cache a reader could get the new content cut at the
+    /// old size. Direct reads serve exactly the snapshot taken at open.
+    pub direct_io: bool,
 }
 
 /// Something the kernel may have cached that a commit made stale.

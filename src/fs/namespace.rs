@@ -75,7 +75,7 @@ impl WorldFs {
         let ino = self.new_scratch(&dir, name, mode)?;
         let fh = self.open_scratch(ino, flags, pid);
         self.remember(ino);
-        Ok((self.scratch_stat(ino)?, Opened { fh, keep_cache: false }))
+        Ok((self.scratch_stat(ino)?, Opened { fh, keep_cache: false, direct_io: false }))
     }
 
     /// mknod(2) of a regular file: a scratch file.
