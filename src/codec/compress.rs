@@ -15,25 +15,43 @@ pub const MAX_INFLATED: usize = 64 << 20;
 
 /// Inflate one zlib stream starting at `start` of `blob`. Returns the
 /// inflated bytes and the number of compressed bytes the stream used.
+/// At most [`MAX_INFLATED`] bytes are inflated.
 pub fn inflate_zlib(blob: &[u8], start: usize, what: &str, size_hint: usize) -> Result<(Vec<u8>, usize), DecodeError> {
+    inflate_zlib_limited(blob, start, what, size_hint, MAX_INFLATED)
+}
+
+/// [`inflate_zlib`] that refuses a stream inflating to more than `limit`
+/// bytes as soon as it has produced `limit + 1`: memory stays within about
+/// `limit` whatever the stream claims, and a stream of a few KB that would
+/// inflate to gigabytes (a "zip bomb") is stopped early.
+pub fn inflate_zlib_limited(
+    blob: &[u8],
+    start: usize,
+    what: &str,
+    size_hint: usize,
+    limit: usize,
+) -> Result<(Vec<u8>, usize), DecodeError> {
     let input = &blob[start.min(blob.len())..];
     let err = |msg: String| DecodeError { region: Region::Blob, offset: start, message: msg };
     if input.is_empty() {
         return Err(err(format!("missing zlib stream for {what}")));
     }
+    let too_big = || err(format!("{what} inflates to more than {limit} bytes"));
     let mut d = Decompress::new(true);
-    let mut out = Vec::with_capacity(size_hint.max(256));
+    let mut out = Vec::with_capacity(size_hint.max(256).min(limit.saturating_add(1)));
     loop {
         if out.len() == out.capacity() {
-            if out.len() >= MAX_INFLATED {
-                return Err(err(format!("{what} inflates to more than {MAX_INFLATED} bytes")));
-            }
-            out.reserve(out.len().max(4096));
+            // Grow by doubling, but never past one byte over the limit.
+            let room = limit.saturating_add(1) - out.len();
+            out.reserve_exact(out.len().max(4096).min(room).max(1));
         }
         let consumed = d.total_in() as usize;
         let status = d
             .decompress_vec(&input[consumed..], &mut out, FlushDecompress::None)
             .map_err(|e| err(format!("bad zlib stream for {what}: {e}")))?;
+        if out.len() > limit {
+            return Err(too_big());
+        }
         match status {
             Status::StreamEnd => return Ok((out, d.total_in() as usize)),
             Status::Ok | Status::BufError => {
@@ -72,6 +90,49 @@ pub fn deflate_zlib(data: &[u8]) -> Vec<u8> {
 /// Bytes after the frame are ignored, as the engine ignores them.
 pub fn unzstd(blob: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let input = &blob[1..];
+    if let Some(out) = unzstd_reused(input) {
+        return Ok(out);
+    }
+    unzstd_streaming(input)
+}
+
+/// Largest body [`unzstd_reused`] tries before leaving the frame to the
+/// streaming decoder (a real block body is ~17 KiB plus metadata).
+const REUSED_MAX: usize = 1 << 20;
+
+/// The fast path of [`unzstd`]: one-shot decompression of the first frame
+/// with this thread's decompression context, kept between calls. Creating a
+/// context per block, and the window buffer the streaming API allocates
+/// for a frame without a content size (2 MiB at level 3), cost more than
+/// decoding a block. None for anything unusual (no whole frame, a body over
+/// [`REUSED_MAX`], any zstd error): the streaming decoder then gives the
+/// result or the error, so both paths accept exactly the same blobs.
+fn unzstd_reused(input: &[u8]) -> Option<Vec<u8>> {
+    use std::cell::RefCell;
+    thread_local! {
+        static DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    }
+    let frame = zstd::zstd_safe::find_frame_compressed_size(input).ok()?;
+    let frame = input.get(..frame)?;
+    DCTX.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        if slot.is_none() {
+            *slot = Some(zstd::bulk::Decompressor::new().ok()?);
+        }
+        let dctx = slot.as_mut()?;
+        let mut cap = 64 << 10;
+        loop {
+            let mut out = Vec::with_capacity(cap);
+            match dctx.decompress_to_buffer(frame, &mut out) {
+                Ok(_) => return Some(out),
+                Err(_) if cap < REUSED_MAX => cap *= 4,
+                Err(_) => return None,
+            }
+        }
+    })
+}
+
+fn unzstd_streaming(input: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let err = |message: String| DecodeError { region: Region::Blob, offset: 1, message };
     let decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| err(format!("bad zstd frame: {e}")))?;
     let mut out = Vec::with_capacity(17 * 1024);
@@ -81,7 +142,7 @@ pub fn unzstd(blob: &[u8]) -> Result<Vec<u8>, DecodeError> {
         .read_to_end(&mut out)
         .map_err(|e| err(format!("bad zstd frame: {e}")))?;
     if out.len() > MAX_INFLATED {
-        return Err(err(format!("zstd body larger than {MAX_INFLATED} bytes")));
+        return Err(err(format!("zstd frame inflates to more than {MAX_INFLATED} bytes (the block body)")));
     }
     Ok(out)
 }
@@ -122,6 +183,16 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_stops_inflating_one_byte_past_it() {
+        let a = deflate_zlib(&[0u8; 100_000]);
+        let e = inflate_zlib_limited(&a, 0, "node data", 16, 16384).unwrap_err();
+        assert_eq!(e.message, "node data inflates to more than 16384 bytes");
+        let (x, used) = inflate_zlib_limited(&a, 0, "x", 0, 100_000).unwrap();
+        assert_eq!((x.len(), used), (100_000, a.len()));
+        assert!(inflate_zlib_limited(&a, 0, "x", 0, 99_999).is_err());
+    }
+
+    #[test]
     fn zstd_frame_has_no_content_size() {
         let z = zstd(&[1u8; 1000]);
         // magic, then frame header descriptor: FCS flag bits (7-6) and checksum (bit 2) clear
@@ -130,5 +201,37 @@ mod tests {
         let mut blob = vec![29u8];
         blob.extend_from_slice(&z);
         assert_eq!(unzstd(&blob).unwrap(), vec![1u8; 1000]);
+    }
+
+    /// The reused context and the streaming decoder agree: on bodies that
+    /// need a bigger buffer, on bodies past the fast path's limit, with
+    /// bytes after the frame, and on truncated or damaged frames.
+    #[test]
+    fn zstd_fast_and_streaming_paths_agree() {
+        let mut state = 12345u32;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    (state >> 24) as u8 & 0x0f
+                })
+                .collect()
+        };
+        for len in [0, 17 * 1024, 70 * 1024, 300 * 1024, 2 << 20] {
+            let body = noise(len);
+            let mut blob = vec![29u8];
+            blob.extend_from_slice(&zstd(&body));
+            assert_eq!(unzstd(&blob).unwrap(), body, "len {len}");
+            assert_eq!(unzstd_streaming(&blob[1..]).unwrap(), body, "len {len}");
+            let whole = blob.len();
+            blob.extend_from_slice(b"trailing bytes");
+            assert_eq!(unzstd(&blob).unwrap(), body, "len {len}, trailing bytes");
+            assert!(unzstd(&blob[..whole - 1]).is_err(), "len {len}, truncated");
+        }
+        let mut blob = vec![29u8];
+        blob.extend_from_slice(&zstd(&noise(5000)));
+        let last = blob.len() - 1;
+        blob[last / 2] ^= 0xff;
+        assert_eq!(unzstd(&blob).is_ok(), unzstd_streaming(&blob[1..]).is_ok());
     }
 }
