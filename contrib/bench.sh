@@ -1,0 +1,435 @@
+#!/usr/bin/env bash
+# Benchmarks of worldfs against its peers (docs/performance.md has the
+# figures and what they mean). Nothing here passes or fails on a speed: it
+# measures and prints.
+#
+#   contrib/bench.sh            both worlds: the ~50k-block slice, then the
+#                               2.8M-block augsburg world (about 30-40 min)
+#   contrib/bench.sh --quick    the ~50k-block world only, one run of each
+#                               figure (a few minutes)
+#   contrib/bench.sh --small | --large    one of the two worlds
+#   contrib/bench.sh --prepare  only make the worlds (see below)
+#
+# The worlds are made on first use and kept in the data directory:
+#   augsburg-sqlite  the LevelDB world ../shared/realdata/worlds/augsburg-leveldb
+#                    converted with `minetestserver --migrate sqlite3`
+#                    (2.8 M blocks, 265 MB; needs minetest-server)
+#   augsburg-50k     its first 50 000 blocks by key, same schema and world.mt
+#                    (needs the sqlite3 command)
+# Both are only read: every benchmark that writes, and every mount, works on
+# a copy in a temporary directory.
+#
+# Per world it prints: full decode (`worldfs check`) against minetestmapper
+# rendering the same world (wall time, CPU time, peak RSS); the in-process
+# scan of every block's `names` against `grep -l` over MNT/blocks/*/names
+# (cold: fresh mount; warm: the same again); `sed -i` renaming one node type
+# in the blocks that have it, through the mount (one commit per file, and
+# with -o group_ms=50) against the same edit in-process; mount time,
+# `ls MNT/blocks | wc -l`, `ls -lR` of a subtree of blocks; the daemon's
+# peak RSS during each, and with -o cache_mb=32. With both worlds, a last
+# table shows how each figure grows with the number of blocks.
+#
+# Environment:
+#   WORLDFS_BENCH_DATA  data directory (default: ../bench-data beside the repo)
+#   WORLDFS_SHARED      the shared data directory (default: ../shared)
+#   CARGO_TARGET_DIR    where cargo builds (default: the crate's target/)
+#   RUNS                runs of each short figure; the median is shown (3)
+#   BIG_RUNS            runs of each whole-world figure on the large world (1)
+#   GREP_NAME           node type grep looks for (default:chest)
+#   SED_OLD, SED_NEW    node type renamed by the bulk edit (default:cobble ->
+#                       default:mossycobble)
+#   BULK_MAX            at most this many blocks edited (1000)
+#   SUBTREE             block directories in the ls -lR subtree (1000)
+#   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
+
+# The benchmarked commands are single-quoted on purpose: they run in a
+# child shell that sees the exported variables.
+# shellcheck disable=SC2016
+
+set -euo pipefail
+export LC_ALL=C
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHARED=$(realpath -m "${WORLDFS_SHARED:-$ROOT/../shared}")
+DATA=$(realpath -m "${WORLDFS_BENCH_DATA:-$ROOT/../bench-data}")
+LARGE_SRC=$SHARED/realdata/worlds/augsburg-leveldb
+LARGE=$DATA/augsburg-sqlite
+SMALL=$DATA/augsburg-50k
+SMALL_BLOCKS=50000
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+RUNS=${RUNS:-3}
+BIG_RUNS=${BIG_RUNS:-1}
+export GREP_NAME=${GREP_NAME:-default:chest}
+export SED_OLD=${SED_OLD:-default:cobble}
+export SED_NEW=${SED_NEW:-default:mossycobble}
+BULK_MAX=${BULK_MAX:-1000}
+SUBTREE=${SUBTREE:-1000}
+WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
+
+WORLDFS=$TARGET/release/worldfs
+BENCH_CORE=$TARGET/release/examples/bench_core
+MAPPER=
+
+TMPROOT=
+DPID=
+MNT=
+
+die() {
+    echo "bench.sh: $*" >&2
+    exit 2
+}
+
+# ---------------------------------------------------------------------------
+# Daemon
+
+stop_daemon() {
+    if [[ -n $DPID ]]; then
+        if kill -0 "$DPID" 2>/dev/null; then
+            kill -TERM "$DPID" 2>/dev/null || true
+            local i
+            for ((i = 0; i < 600; i++)); do
+                kill -0 "$DPID" 2>/dev/null || break
+                sleep 0.05
+            done
+            if kill -0 "$DPID" 2>/dev/null; then
+                echo "bench.sh: daemon $DPID did not stop in 30 s, killing it" >&2
+                kill -KILL "$DPID" 2>/dev/null || true
+            fi
+        fi
+        wait "$DPID" 2>/dev/null || true
+        DPID=
+    fi
+    if [[ -n $MNT ]] && mountpoint -q "$MNT" 2>/dev/null; then
+        fusermount3 -u "$MNT" 2>/dev/null || umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
+    fi
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    stop_daemon
+    [[ -n $TMPROOT && -d $TMPROOT ]] && rm -rf "$TMPROOT"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+now_ns() { date +%s%N; }
+
+# A field of /proc/PID/status, in kB.
+proc_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+# CPU seconds (user + system) the daemon has used so far.
+daemon_cpu() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
+
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+mb() { calc "%.0f" "$1 / 1024"; }
+
+row() { printf '  %-46s %11s %11s %9s  %s\n' "$1" "$2" "$3" "$4" "${5:-}"; }
+
+# Remember a figure for the growth table: fig WORLD KEY VALUE.
+fig() { echo "$1 $2 $3" >>"$TMPROOT/figs"; }
+
+# Mount $WORLD on $MNT (foreground daemon in the background); sets DPID and
+# MOUNT_MS (until MNT/README exists).
+mount_world() {
+    local opts=$1 t0 i
+    mountpoint -q "$MNT" && die "$MNT is already mounted"
+    t0=$(now_ns)
+    "$WORLDFS" mount "$WORLD" "$MNT" -f -o "$opts" 2>>"$TMPROOT/daemon.log" &
+    DPID=$!
+    for ((i = 0; i < 30000; i++)); do
+        [[ -e $MNT/README ]] && break
+        kill -0 "$DPID" 2>/dev/null || die "worldfs mount exited: $(tail -3 "$TMPROOT/daemon.log")"
+        sleep 0.001
+    done
+    MOUNT_MS=$(calc "%.1f" "($(now_ns) - $t0) / 1e6")
+    [[ -e $MNT/README ]] || die "mount did not become ready in 30 s"
+}
+
+# Run a command under /usr/bin/time; sets WALL (s), CPU (user + sys of the
+# command and its children, s), RSS (its peak, kB), OUT (last line), RC.
+timed() {
+    RC=0
+    /usr/bin/time -o "$TMPROOT/time" -f '%e %U %S %M' timeout "$WALK_TIMEOUT" bash -c "$1" >"$TMPROOT/out" 2>>"$TMPROOT/stderr" || RC=$?
+    read -r WALL u s RSS < <(tail -n 1 "$TMPROOT/time")
+    CPU=$(calc "%.2f" "$u + $s")
+    OUT=$(tail -n 1 "$TMPROOT/out")
+    # grep exits with 1 when nothing matches, xargs then with 123.
+    if ((RC != 0 && RC != 123)); then
+        echo "  (exit status $RC: $1; stderr: $(tail -n 2 "$TMPROOT/stderr" | tr '\n' ' '))"
+    fi
+}
+
+# timed, N times; WALL is the median, CPU and RSS those of the median run
+# (of the last run when N is even).
+timed_median() {
+    local n=$1 cmd=$2 i walls=() m
+    for ((i = 0; i < n; i++)); do
+        timed "$cmd"
+        walls+=("$WALL $CPU $RSS")
+    done
+    m=$(printf '%s\n' "${walls[@]}" | sort -g | sed -n "$(((n + 1) / 2))p")
+    read -r WALL CPU RSS <<<"$m"
+}
+
+# ---------------------------------------------------------------------------
+# The worlds
+
+find_server() {
+    local s
+    for s in "${MINETESTSERVER:-}" "$(command -v minetestserver 2>/dev/null || true)" /usr/games/minetestserver; do
+        [[ -n $s && -x $s ]] && { echo "$s"; return 0; }
+    done
+    return 1
+}
+
+prepare_large() {
+    [[ -f $LARGE/map.sqlite ]] && return 0
+    [[ -d $LARGE_SRC/map.db ]] || die "$LARGE_SRC/map.db not found (the LevelDB source world); set WORLDFS_SHARED"
+    local server part=$LARGE.partial t0
+    server=$(find_server) || die "minetestserver not found (apt-get install minetest-server, or set MINETESTSERVER)"
+    mkdir -p "$DATA"
+    rm -rf "$part"
+    cp -r "$LARGE_SRC" "$part"
+    chmod -R u+w "$part"
+    echo "converting a copy of $LARGE_SRC to sqlite3 with $server --migrate (a few minutes) ..."
+    # The world's game need not be installed: the server logs "Game []
+    # could not be found" and migrates anyway (only blobs are copied).
+    t0=$(now_ns)
+    "$server" --world "$part" --migrate sqlite3 --logfile "$part.log" >/dev/null 2>&1 || true
+    grep -qE '^backend *= *sqlite3' "$part/world.mt" || die "migration failed: world.mt does not say backend = sqlite3 (see $part.log)"
+    [[ -f $part/map.sqlite ]] || die "migration failed: no map.sqlite (see $part.log)"
+    rm -rf "$part/map.db" "$part.log"
+    mv "$part" "$LARGE"
+    echo "converted in $(calc "%.0f" "($(now_ns) - $t0) / 1e9") s: $LARGE"
+}
+
+prepare_small() {
+    [[ -f $SMALL/map.sqlite ]] && return 0
+    prepare_large
+    command -v sqlite3 >/dev/null 2>&1 || die "sqlite3 not found (apt-get install sqlite3)"
+    local part=$SMALL.partial schema
+    rm -rf "$part"
+    mkdir -p "$part"
+    cp "$LARGE/world.mt" "$part/"
+    schema=$(sqlite3 "$LARGE/map.sqlite" "SELECT sql FROM sqlite_master WHERE name = 'blocks'")
+    local key=pos
+    sqlite3 "$LARGE/map.sqlite" "PRAGMA table_info(blocks)" | grep -q '|pos|' || key="x, y, z"
+    sqlite3 "$part/map.sqlite" "ATTACH '$LARGE/map.sqlite' AS src; $schema;
+        INSERT INTO blocks SELECT * FROM src.blocks ORDER BY $key LIMIT $SMALL_BLOCKS;"
+    mv "$part" "$SMALL"
+    echo "made $SMALL: the first $SMALL_BLOCKS blocks of $LARGE by key"
+}
+
+# ---------------------------------------------------------------------------
+# One world
+
+bench_world() {
+    local src=$1 label=$2 runs=$3 walk_runs=$4
+    local name blocks
+    name=$(basename "$src")
+    rm -rf "${TMPROOT:?}/world" "${TMPROOT:?}/mnt" "${TMPROOT:?}/orig"
+    mkdir -p "$TMPROOT/mnt"
+    cp -r "$src" "$TMPROOT/orig"
+    WORLD=$TMPROOT/orig
+    MNT=$TMPROOT/mnt
+    export MNT WORLD
+
+    blocks=$("$WORLDFS" check "$WORLD" 2>/dev/null | awk '/^blocks:/ { print $2 }')
+    echo
+    echo "world: $name ($label): $blocks blocks, map.sqlite $(calc "%.1f" "$(stat -c %s "$WORLD/map.sqlite") / 1e6") MB"
+    row "what" "wall" "figure" "CPU s" "peak RSS"
+    fig "$label" blocks "$blocks"
+
+    # 1. Full decode against minetestmapper.
+    timed_median "$runs" '"$WORLDFS" check "$WORLD" >/dev/null'
+    local check_wall=$WALL
+    row "worldfs check (decode every block)" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU" "$(mb "$RSS") MB"
+    fig "$label" check_s "$WALL"
+    fig "$label" check_rss_mb "$(mb "$RSS")"
+    if [[ -n $MAPPER ]]; then
+        export MAPPER
+        timed_median "$runs" '"$MAPPER" -i "$WORLD" -o "$TMPDIR_BENCH/map.png" --colors /usr/share/minetest/colors.txt'
+        row "minetestmapper (full render, PNG)" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU" "$(mb "$RSS") MB" \
+            "check is $(calc "%.1f" "$WALL / $check_wall")x faster"
+        fig "$label" mapper_s "$WALL"
+        fig "$label" mapper_rss_mb "$(mb "$RSS")"
+    fi
+
+    # 2. Scan: in-process, then through the mount (cold, warm).
+    timed_median "$runs" '"$BENCH_CORE" "$WORLD" scan "$GREP_NAME"'
+    local scan_wall=$WALL line
+    line=$OUT
+    row "in-process scan of every names" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU" "$(mb "$RSS") MB" \
+        "$(grep -o 'matches=[0-9]*' <<<"$line")"
+    fig "$label" scan_s "$WALL"
+
+    cp -r "$src" "$TMPROOT/world"
+    WORLD=$TMPROOT/world
+    local i mounts=()
+    for ((i = 0; i < 5; i++)); do
+        mount_world rw
+        mounts+=("$MOUNT_MS")
+        ((i == 4)) || stop_daemon
+    done
+    MOUNT_MS=$(printf '%s\n' "${mounts[@]}" | median)
+    row "mount (until MNT/README exists), median of 5" "$MOUNT_MS ms" "" "" "$(mb "$(proc_kb "$DPID" VmRSS)") MB after"
+    fig "$label" mount_ms "$MOUNT_MS"
+
+    # 4. Listing.
+    timed_median "$runs" 'ls "$MNT/blocks" | wc -l'
+    row "ls MNT/blocks | wc -l" "$WALL s" "$(calc "%.2f" "$WALL * 1e6 / $blocks") us/entry" "$CPU" \
+        "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" "$OUT entries"
+    fig "$label" ls_s "$WALL"
+    ls -f "$MNT/blocks" | awk -v n="$SUBTREE" -v d="$MNT/blocks/" '!/^\./ && c++ < n { print d $0 }' >"$TMPROOT/subtree"
+    stop_daemon
+    export SUBLIST=$TMPROOT/subtree
+    local pass
+    mount_world rw
+    for pass in cold warm; do
+        timed 'xargs -d "\n" -a "$SUBLIST" ls -lR | wc -l'
+        row "ls -lR of $SUBTREE block dirs ($pass)" "$WALL s" "$(calc "%.0f" "$SUBTREE / $WALL") dirs/s" "$CPU" \
+            "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+        fig "$label" "lsR_${pass}_s" "$WALL"
+    done
+    stop_daemon
+
+    # 2 (continued). grep through the mount; the daemon's CPU and peak RSS.
+    local grep_cmd='printf "%s\0" "$MNT"/blocks/*/names | xargs -0 grep -l -x -- "[0-9]* $GREP_NAME" | wc -l'
+    local c0
+    for opts in rw rw,cache_mb=32; do
+        mount_world "$opts"
+        for pass in cold warm; do
+            [[ $opts == rw || $pass == cold ]] || continue
+            for ((i = 0; i < walk_runs; i++)); do
+                c0=$(daemon_cpu)
+                timed "$grep_cmd"
+            done
+            local tag="grep -l NAME MNT/blocks/*/names ($pass)"
+            [[ $opts == rw ]] || tag="  same, -o cache_mb=32 ($pass)"
+            row "$tag" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU+$(calc "%.2f" "$(daemon_cpu) - $c0")" \
+                "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" \
+                "$([[ $opts == rw ]] && echo "$(calc "%.1f" "$WALL / $scan_wall")x in-process, matches $OUT")"
+            fig "$label" "grep_${pass}_${opts}_s" "$WALL"
+            fig "$label" "grep_${pass}_${opts}_rss_mb" "$(mb "$(proc_kb "$DPID" VmHWM)")"
+        done
+        stop_daemon
+    done
+
+    # 3. Bulk edit: the first BULK_MAX blocks that have SED_OLD (found
+    # in-process; the in-process edit takes the same blocks).
+    BENCH_LIST=$TMPROOT/found "$BENCH_CORE" "$WORLD" scan "$SED_OLD" >/dev/null
+    head -n "$BULK_MAX" "$TMPROOT/found" | sed 's|^\(.*\)$|blocks/\1/names|' >"$TMPROOT/edit"
+    local nedit
+    nedit=$(wc -l <"$TMPROOT/edit")
+    export EDIT=$TMPROOT/edit
+    timed '"$BENCH_CORE" "$WORLD" sed "$SED_OLD" "$SED_NEW" '"$BULK_MAX"
+    line=$OUT
+    local inproc_wall
+    inproc_wall=$(grep -o '\bs=[0-9.]*' <<<"$line" | cut -d= -f2)
+    row "in-process: rename $SED_OLD in $nedit blocks" "${inproc_wall:-?} s" \
+        "$(calc "%.0f" "$(grep -o 'commits=[0-9]*' <<<"$line" | cut -d= -f2) / ${inproc_wall:-1}")/s" \
+        "$(grep -o 'cpu_s=[0-9.]*' <<<"$line" | cut -d= -f2)" "$(mb "$RSS") MB" "commits/s"
+    fig "$label" sed_inproc_s "${inproc_wall:-0}"
+    local sed_cmd='cd "$MNT" && xargs -d "\n" -a "$EDIT" sed -i "s/^\([0-9]*\) $SED_OLD\$/\1 $SED_NEW/"'
+    for opts in rw rw,group_ms=50; do
+        rm -rf "$TMPROOT/world"
+        cp -r "$src" "$TMPROOT/world"
+        mount_world "$opts"
+        c0=$(daemon_cpu)
+        timed "$sed_cmd"
+        row "sed -i through the mount (-o $opts)" "$WALL s" "$(calc "%.0f" "$nedit / $WALL")/s" \
+            "$CPU+$(calc "%.2f" "$(daemon_cpu) - $c0")" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" \
+            "$(calc "%.1f" "$WALL / ${inproc_wall:-1}")x in-process$( ((RC)) && echo ", sed exit $RC")"
+        fig "$label" "sed_${opts}_s" "$WALL"
+        stop_daemon
+    done
+    "$WORLDFS" check "$WORLD" >/dev/null || echo "  (worldfs check reports corrupt blocks after the edit!)"
+    MNT=
+}
+
+growth_table() {
+    [[ -s $TMPROOT/figs ]] || return 0
+    awk '$1 == "small" || $1 == "large" { v[$1, $2] = $3; if (!seen[$2]++) k[++n] = $2 }
+        END {
+            if (!v["small", "blocks"] || !v["large", "blocks"]) exit
+            printf "\ngrowth from the small to the large world (blocks x%.1f)\n", v["large", "blocks"] / v["small", "blocks"]
+            printf "  %-34s %12s %12s %8s\n", "figure", "small", "large", "x"
+            for (i = 1; i <= n; i++) {
+                a = v["small", k[i]]; b = v["large", k[i]]
+                if (a == "" || b == "") continue
+                printf "  %-34s %12s %12s %8s\n", k[i], a, b, (a > 0 ? sprintf("%.1f", b / a) : "-")
+            }
+        }' "$TMPROOT/figs"
+}
+
+# ---------------------------------------------------------------------------
+
+main() {
+    local which=both quick=0
+    case ${1:-} in
+    -h | --help)
+        sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+        exit 0
+        ;;
+    --prepare)
+        prepare_large
+        prepare_small
+        exit 0
+        ;;
+    --quick) which=small quick=1 ;;
+    --small) which=small ;;
+    --large) which=large ;;
+    "") ;;
+    *) die "unknown argument $1 (see --help)" ;;
+    esac
+    ((quick)) && RUNS=1
+
+    command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 is needed (apt-get install fuse3)"
+    [[ -e /dev/fuse ]] || die "/dev/fuse is missing"
+    [[ -x /usr/bin/time ]] || die "/usr/bin/time is needed (apt-get install time)"
+    MAPPER=$(command -v minetestmapper 2>/dev/null || echo /usr/games/minetestmapper)
+    if [[ ! -x $MAPPER ]]; then
+        echo "note: minetestmapper not found (apt-get install minetestmapper): no peer figures" >&2
+        MAPPER=
+    fi
+    [[ $which == small ]] || prepare_large
+    prepare_small
+
+    echo "building (cargo build --release, target dir $TARGET) ..."
+    (cd "$ROOT" && cargo build --release --quiet --bin worldfs --example bench_core)
+
+    TMPROOT=$(mktemp -d "${TMPDIR:-/tmp}/worldfs-bench.XXXXXX")
+    export TMPDIR_BENCH=$TMPROOT WORLDFS BENCH_CORE
+
+    echo
+    echo "worldfs benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || echo ' (src modified)')"
+    echo "machine: $(uname -a)"
+    echo "cpu: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), nproc $(nproc)," \
+        "RAM $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "peer: $([[ -n $MAPPER ]] && dpkg-query -W -f '${Package} ${Version}' minetestmapper 2>/dev/null || echo none)"
+    echo "timing: median of $RUNS runs for check, minetestmapper, the in-process scan and ls; whole-world walks"
+    echo "through the mount: median of 1 run on the small world, $BIG_RUNS on the large one. CPU s = user + system"
+    echo "of the command (+ of the daemon). cold = fresh mount (the map file is in the OS page cache); warm = again"
+    echo "on the same mount. Mounts are writable (the default) on a copy of the world."
+
+    if [[ $which != large ]]; then
+        bench_world "$SMALL" small "$RUNS" 1
+    fi
+    if [[ $which != small ]]; then
+        bench_world "$LARGE" large "$RUNS" "$BIG_RUNS"
+    fi
+    growth_table
+    if [[ -s $TMPROOT/stderr ]]; then
+        echo
+        echo "stderr of the benchmarked commands (last lines):"
+        tail -n 5 "$TMPROOT/stderr" | sed 's/^/  /'
+    fi
+}
+
+main "$@"
