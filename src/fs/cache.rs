@@ -13,9 +13,17 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Serials increase with time: a load whose serial is larger started after
+/// one with a smaller serial was made.
+fn next_serial() -> u64 {
+    static SERIAL: AtomicU64 = AtomicU64::new(1);
+    SERIAL.fetch_add(1, Ordering::SeqCst)
+}
+
 pub struct Loaded {
     pub pos: BlockPos,
     /// Unique per load: two loads of the same blob get different serials.
+    /// Taken before the store was read (see `BlockCache::get`).
     pub serial: u64,
     pub blob: Vec<u8>,
     pub block: Result<Block, DecodeError>,
@@ -31,8 +39,10 @@ impl Loaded {
     }
 
     pub fn with_block(pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
-        static SERIAL: AtomicU64 = AtomicU64::new(1);
-        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        Loaded::with_serial(next_serial(), pos, blob, block)
+    }
+
+    fn with_serial(serial: u64, pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
         Loaded {
             pos,
             serial,
@@ -127,6 +137,8 @@ struct Inner {
     order: BTreeMap<u64, BlockPos>,
     tick: u64,
     bytes: usize,
+    /// Counts `BlockCache::remove` calls (deleted blocks).
+    removals: u64,
 }
 
 impl Inner {
@@ -175,36 +187,65 @@ impl BlockCache {
 
     /// The block at `pos`, loading (or re-checking) it from the store when
     /// needed. None if the block does not exist.
+    ///
+    /// The store is read without the lock, so a commit can store and cache
+    /// a newer version meanwhile; what was read is then returned (the read
+    /// overlapped the commit) but not cached over the newer entry, which
+    /// would otherwise hide the commit from later reads for the TTL.
     pub fn get(&self, pos: BlockPos, store: &dyn MapStore) -> Result<Option<Arc<Loaded>>, StoreError> {
-        let cached = {
+        let (cached, removals) = {
             let mut inner = self.inner.lock().unwrap();
             inner.touch(pos);
-            inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl))
+            let cached = inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl));
+            (cached, inner.removals)
         };
         if let Some((loaded, true)) = &cached {
             return Ok(Some(loaded.clone()));
         }
+        // Taken before reading: anything cached with a larger serial was
+        // made after this read started.
+        let serial = next_serial();
         // Read outside the lock; decoding can take a while.
         let Some(blob) = store.get(pos)? else {
-            self.inner.lock().unwrap().remove(pos);
+            let mut inner = self.inner.lock().unwrap();
+            if inner.map.get(&pos).is_some_and(|s| s.loaded.serial < serial) {
+                inner.remove(pos);
+            }
             return Ok(None);
         };
         if let Some((loaded, _)) = cached
             && loaded.blob == blob
         {
-            if let Some(slot) = self.inner.lock().unwrap().map.get_mut(&pos) {
+            if let Some(slot) = self.inner.lock().unwrap().map.get_mut(&pos)
+                && Arc::ptr_eq(&slot.loaded, &loaded)
+            {
                 slot.checked = Instant::now();
             }
             return Ok(Some(loaded));
         }
-        let loaded = Arc::new(Loaded::new(pos, blob));
-        self.insert(loaded.clone());
-        Ok(Some(loaded))
+        let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), Block::decode(&blob)));
+        let mut inner = self.inner.lock().unwrap();
+        let newer = inner.map.get(&pos).map(|s| s.loaded.clone()).filter(|l| l.serial > serial);
+        match newer {
+            // Cached since this read started (by a commit or a later load).
+            Some(l) if l.blob == loaded.blob => Ok(Some(l)),
+            Some(_) => Ok(Some(loaded)),
+            // A removal since (rmdir) may concern this block: do not cache.
+            None if inner.removals != removals => Ok(Some(loaded)),
+            None => {
+                self.insert_locked(&mut inner, loaded.clone());
+                Ok(Some(loaded))
+            }
+        }
     }
 
     /// Put a block in the cache (after loading it or committing it).
     pub fn insert(&self, loaded: Arc<Loaded>) {
         let mut inner = self.inner.lock().unwrap();
+        self.insert_locked(&mut inner, loaded);
+    }
+
+    fn insert_locked(&self, inner: &mut Inner, loaded: Arc<Loaded>) {
         let pos = loaded.pos;
         inner.remove(pos);
         inner.tick += 1;
@@ -216,8 +257,11 @@ impl BlockCache {
         inner.evict(self.cap_bytes);
     }
 
+    /// Forget a block (it was deleted).
     pub fn remove(&self, pos: BlockPos) {
-        self.inner.lock().unwrap().remove(pos);
+        let mut inner = self.inner.lock().unwrap();
+        inner.remove(pos);
+        inner.removals += 1;
     }
 
     /// Whether the block is cached (without touching it).
@@ -269,6 +313,72 @@ mod tests {
         assert!(after.decoded().unwrap().is_underground());
         store.apply(&[Change::Delete(p)], &crate::store::Note::default()).unwrap();
         assert!(cache.get(p, &store).unwrap().is_none());
+    }
+
+    /// A store whose `get` returns an old blob, after waiting for a signal.
+    struct Slow {
+        blob: Vec<u8>,
+        entered: std::sync::mpsc::SyncSender<()>,
+        go: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl MapStore for Slow {
+        fn describe(&self) -> String {
+            "slow".into()
+        }
+        fn get(&self, _: BlockPos) -> Result<Option<Vec<u8>>, StoreError> {
+            self.entered.send(()).unwrap();
+            self.go.lock().unwrap().recv().unwrap();
+            Ok(Some(self.blob.clone()))
+        }
+        fn list_after(&self, _: Option<BlockPos>, _: usize) -> Result<Vec<BlockPos>, StoreError> {
+            Ok(Vec::new())
+        }
+        fn scan_after(&self, _: Option<BlockPos>, _: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
+            Ok(Vec::new())
+        }
+        fn apply(&self, _: &[Change], _: &crate::store::Note) -> Result<(), StoreError> {
+            Ok(())
+        }
+        fn count(&self) -> Result<u64, StoreError> {
+            Ok(1)
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_load_that_overlaps_a_commit_does_not_hide_it() {
+        let p = BlockPos::new(0, 0, 0);
+        let old = Block::new_air(29).encode().unwrap();
+        let mut b = Block::new_air(29);
+        b.flags = 1;
+        let new = b.encode().unwrap();
+        let (entered, entered_rx) = std::sync::mpsc::sync_channel(1);
+        let (go, go_rx) = std::sync::mpsc::channel();
+        let store = Slow { blob: old.clone(), entered, go: Mutex::new(go_rx) };
+        let cache = Arc::new(BlockCache::new(1 << 20, Duration::from_secs(60)));
+        std::thread::scope(|s| {
+            // A reader reads the old blob from the store...
+            let reader = s.spawn(|| cache.get(p, &store).unwrap().unwrap());
+            entered_rx.recv().unwrap();
+            // ...while a commit stores and caches the new one.
+            cache.insert(Arc::new(Loaded::new(p, new.clone())));
+            go.send(()).unwrap();
+            assert_eq!(reader.join().unwrap().blob, old, "the overlapping read may see the old blob");
+        });
+        assert_eq!(cache.peek(p).unwrap().blob, new, "but the cache keeps the commit");
+        // A removal (rmdir) during a load: what the load read is not cached.
+        let cache = Arc::new(BlockCache::new(1 << 20, Duration::from_secs(60)));
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| cache.get(p, &store).unwrap().unwrap());
+            entered_rx.recv().unwrap();
+            cache.remove(p);
+            go.send(()).unwrap();
+            reader.join().unwrap();
+        });
+        assert!(cache.peek(p).is_none());
     }
 
     #[test]

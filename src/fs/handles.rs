@@ -4,6 +4,7 @@
 use super::content::Content;
 use super::table::TableKey;
 use super::{Attr, FsError, Kind, Node, Opened, Result, WorldFs};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -265,8 +266,8 @@ impl WorldFs {
     }
 
     /// Whether any open handle refers to scratch file `ino`.
-    pub(super) fn scratch_is_open(&self, ino: u64) -> bool {
-        self.handles.lock().unwrap().values().any(|h| matches!(h, Handle::Scratch { ino: i, .. } if *i == ino))
+    pub(super) fn scratch_open_in(handles: &HashMap<u64, Handle>, ino: u64) -> bool {
+        handles.values().any(|h| matches!(h, Handle::Scratch { ino: i, .. } if *i == ino))
     }
 
     /// Change attributes. Sizes truncate or extend (on the handle's buffer

@@ -21,6 +21,7 @@ mod listing;
 mod namespace;
 mod queue;
 mod scratch;
+mod serialized;
 mod table;
 
 pub use error::{FsError, Result};
@@ -148,6 +149,8 @@ pub struct WorldFs {
     store: Box<dyn MapStore>,
     opts: Options,
     cache: BlockCache,
+    // Lock order, where two are held at once: handles before scratch;
+    // table before scratch and aliases; commit_lock before everything.
     table: Mutex<InodeTable>,
     handles: Mutex<HashMap<u64, Handle>>,
     next_fh: AtomicU64,
@@ -223,7 +226,7 @@ impl WorldFs {
             queue: queue::CommitQueue::new(opts.group_commit),
             cache: BlockCache::new(opts.cache_bytes, opts.ttl),
             world,
-            store,
+            store: Box::new(serialized::Serialized::new(store)),
             opts,
             table: Mutex::new(InodeTable::default()),
             handles: Mutex::new(HashMap::new()),

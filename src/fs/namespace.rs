@@ -110,15 +110,20 @@ impl WorldFs {
     }
 
     /// Drop a scratch file that was unlinked while open, once it is closed.
+    /// (Locks: handles before scratch, as everywhere.)
     pub(super) fn drop_orphan(&self, ino: u64) {
+        let handles = self.handles.lock().unwrap();
         let mut s = self.scratch.lock().unwrap();
-        if s.get(ino).is_some_and(|f| f.parent == 0) && !self.scratch_is_open(ino) {
+        if s.get(ino).is_some_and(|f| f.parent == 0) && !Self::scratch_open_in(&handles, ino) {
             s.remove(ino);
         }
     }
 
     fn remove_scratch(&self, ino: u64) {
-        let open = self.scratch_is_open(ino);
+        // Both locks at once, so that a release between the check and the
+        // removal cannot leave an orphan nobody drops.
+        let handles = self.handles.lock().unwrap();
+        let open = Self::scratch_open_in(&handles, ino);
         let mut s = self.scratch.lock().unwrap();
         if open {
             s.rename(ino, 0, &ino.to_le_bytes()); // orphan: parent 0 is no directory
