@@ -177,6 +177,9 @@ pub struct WorldFs {
     mount_time: SystemTime,
 }
 
+/// World files with password hashes (never writable through the mount).
+const AUTH_FILES: [&str; 1] = ["auth.txt"];
+
 /// Cap on tracked served inodes (it is only an optimization).
 const SERVED_MAX: usize = 10_000;
 
@@ -449,9 +452,22 @@ impl WorldFs {
         }
     }
 
+    /// Whether a node is a world file holding players' password hashes
+    /// (`auth.txt` of the old "files" auth backend): shown to the mounting
+    /// user only, never writable.
+    fn is_auth(&self, node: &Node) -> bool {
+        matches!(node, Node::Table(id)
+            if matches!(self.table.lock().unwrap().get(*id), Some(TableKey::WorldFile(n)) if AUTH_FILES.contains(&n.as_str())))
+    }
+
+    /// Modes: 0755 directories and 0644 files, owned by the mounting user,
+    /// on writable mounts; 0555 and 0444 on read-only mounts and for files
+    /// worldfs generates (README, write-errors); 0400 for auth data. The
+    /// kernel enforces them (default_permissions).
     fn attr_of(&self, node: &Node, kind: Kind, size: u64) -> Attr {
         let writable = !self.opts.read_only && !matches!(node, Node::Readme | Node::WriteErrors);
         let perm = match (kind, writable) {
+            (Kind::File, _) if self.is_auth(node) => 0o400,
             (Kind::Dir, true) => 0o755,
             (Kind::Dir, false) => 0o555,
             (Kind::File, true) => 0o644,
