@@ -95,11 +95,25 @@ fn split(blob: &[u8]) -> Result<Parts<'_>, DecodeError> {
     if version >= 27 {
         r.u16("lighting_complete")?;
     }
+    let widths_at = r.pos();
     let cw = r.u8("content_width")?;
-    r.u8("params_width")?;
+    let pw = r.u8("params_width")?;
+    check_widths(&r, widths_at, cw, pw)?;
     let head_end = r.pos();
     let node_len = NODE_COUNT * (cw as usize + 2);
-    let (nodes, used) = compress::inflate_zlib(blob, head_end, "node data", node_len)?;
+    // The engine refuses node data of any size other than exactly this
+    // (deSerializeBulk: "decompress resulted in invalid size"), so nothing
+    // beyond it is inflated: a zlib bomb in this stream stops after 16 KiB.
+    let (nodes, used) =
+        compress::inflate_zlib_limited(blob, head_end, "node data", node_len, node_len).map_err(|mut e| {
+            if e.message.contains("inflates to more than") {
+                e.message = format!(
+                    "node data inflates to more than {node_len} bytes; it must be exactly 4096 nodes x \
+                     (content_width {cw} + params_width 2) = {node_len} bytes"
+                );
+            }
+            e
+        })?;
     let meta_at = head_end + used;
     let (meta, used) = compress::inflate_zlib(blob, meta_at, "node metadata", 64)?;
     let tail_at = meta_at + used;
@@ -158,7 +172,8 @@ fn decode_mapping(r: &mut Reader<'_>) -> Result<Vec<MappingEntry>, DecodeError> 
         return Err(r.error_at(at, format!("unsupported name-id mapping version {v}")));
     }
     let n = r.u16("name-id mapping count")?;
-    let mut mapping = Vec::with_capacity(n as usize);
+    // An entry takes at least 4 bytes: a lying count reserves nothing more.
+    let mut mapping = Vec::with_capacity((n as usize).min(r.remaining() / 4));
     for _ in 0..n {
         let id = r.u16("name-id mapping id")?;
         let name = r.string16("name-id mapping name")?.to_vec();
@@ -174,7 +189,11 @@ fn decode_timers_v25(r: &mut Reader<'_>) -> Result<Vec<NodeTimer>, DecodeError> 
         return Err(r.error_at(at, format!("node timer record length {len}, expected 10")));
     }
     let n = r.u16("node timer count")?;
-    (0..n).map(|_| decode_timer(r)).collect()
+    let mut timers = Vec::with_capacity((n as usize).min(r.remaining() / 10));
+    for _ in 0..n {
+        timers.push(decode_timer(r)?);
+    }
+    Ok(timers)
 }
 
 impl Block {
@@ -337,6 +356,9 @@ impl Block {
         }
         if self.mapping.iter().any(|m| m.name.len() > u16::MAX as usize) {
             return e("node name longer than 65535 bytes".into());
+        }
+        if self.metadata.entries.iter().map(|e| e.vars.len()).sum::<usize>() > super::nodemeta::MAX_VARS {
+            return e(format!("more than {} node metadata variables in one block", super::nodemeta::MAX_VARS));
         }
         for entry in &self.metadata.entries {
             for v in &entry.vars {

@@ -87,7 +87,9 @@ pub fn deflate_zlib(data: &[u8]) -> Vec<u8> {
 }
 
 /// Decode the single zstd frame at `blob[1..]` (after the version byte).
-/// Bytes after the frame are ignored, as the engine ignores them.
+/// Bytes after the frame are ignored, as the engine ignores them. At most
+/// [`MAX_INFLATED`] bytes are produced, and the output never reserves more
+/// than that: a frame of a few KB claiming gigabytes stops at the bound.
 pub fn unzstd(blob: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let input = &blob[1..];
     if let Some(out) = unzstd_reused(input) {
@@ -135,16 +137,25 @@ fn unzstd_reused(input: &[u8]) -> Option<Vec<u8>> {
 fn unzstd_streaming(input: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let err = |message: String| DecodeError { region: Region::Blob, offset: 1, message };
     let decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(|e| err(format!("bad zstd frame: {e}")))?;
+    let mut decoder = decoder.single_frame();
     let mut out = Vec::with_capacity(17 * 1024);
-    decoder
-        .single_frame()
-        .take(MAX_INFLATED as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| err(format!("bad zstd frame: {e}")))?;
-    if out.len() > MAX_INFLATED {
-        return Err(err(format!("zstd frame inflates to more than {MAX_INFLATED} bytes (the block body)")));
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match decoder.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(format!("bad zstd frame: {e}"))),
+        };
+        if n > MAX_INFLATED - out.len() {
+            return Err(err(format!("zstd frame inflates to more than {MAX_INFLATED} bytes (the block body)")));
+        }
+        if out.capacity() - out.len() < n {
+            // Double, but never past the bound.
+            out.reserve_exact(out.len().max(n).min(MAX_INFLATED - out.len()));
+        }
+        out.extend_from_slice(&chunk[..n]);
     }
-    Ok(out)
 }
 
 /// Compress with the streaming API at zstd's default level, like the engine:

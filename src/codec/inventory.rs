@@ -42,6 +42,9 @@ pub fn scan_end(data: &[u8]) -> Option<usize> {
     None
 }
 
+/// The most lines inventory text may have (1 048 576: a million slots).
+pub const MAX_LINES: usize = 1 << 20;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inventory {
     pub lists: Vec<InventoryList>,
@@ -98,12 +101,22 @@ impl Inventory {
     /// missing `Width`, duplicate list names, bad itemstrings, `\r` line
     /// ends, and anything after `EndInventory`.
     pub fn parse_strict(text: &[u8]) -> Result<Inventory, InventoryError> {
+        // Counted before splitting: 256 MiB of newlines must not become a
+        // 4 GiB list of lines.
+        let count = text.iter().filter(|&&c| c == b'\n').count();
+        if count > MAX_LINES {
+            return Err(InventoryError {
+                line: MAX_LINES + 1,
+                message: format!("{count} lines; an inventory may have at most {MAX_LINES}"),
+            });
+        }
         let mut lines: Vec<&[u8]> = text.split(|&c| c == b'\n').collect();
         if lines.last() == Some(&&b""[..]) {
             lines.pop(); // the final newline
         }
         let err = |line: usize, m: String| InventoryError { line, message: m };
         let mut inv = Inventory { lists: Vec::new() };
+        let mut names: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
         let mut i = 0;
         loop {
             let Some(&line) = lines.get(i) else {
@@ -136,7 +149,7 @@ impl Inventory {
                     .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
                     .and_then(|s| s.parse::<u32>().ok())
                     .ok_or_else(|| err(n, "list size must be a whole number".into()))? as usize;
-            if inv.lists.iter().any(|l| l.name == name) {
+            if !names.insert(name.to_vec()) {
                 return Err(err(n, format!("list '{}' appears twice", String::from_utf8_lossy(name))));
             }
             let header = n;

@@ -178,6 +178,7 @@ fn parse_meta(m: &[u8]) -> Result<ItemMeta, String> {
         return Err("item metadata must start with \\u0001".into());
     }
     let mut pairs: ItemMeta = Vec::new();
+    let mut keys = std::collections::HashSet::new();
     let mut rest = &m[1..];
     while !rest.is_empty() {
         let Some(k) = rest.iter().position(|&c| c == KV_DELIM) else {
@@ -194,7 +195,7 @@ fn parse_meta(m: &[u8]) -> Result<ItemMeta, String> {
         if key.is_empty() && value.is_empty() {
             return Err("empty item metadata pair \\u0002\\u0003 (the server drops it)".into());
         }
-        if pairs.iter().any(|(pk, _)| pk == key) {
+        if !keys.insert(key) {
             return Err(format!(
                 "item metadata key '{}' appears twice (the server keeps only the last)",
                 String::from_utf8_lossy(key)

@@ -7,7 +7,7 @@
 
 use super::bytes::{DecodeError, Reader, Region};
 use super::inventory;
-use super::nodemeta::{MetaEntry, MetaVar};
+use super::nodemeta::{MAX_VARS, MetaEntry, MetaVar};
 use super::objects::NodeTimer;
 
 const GENERIC: i16 = 1;
@@ -28,6 +28,8 @@ pub fn decode(r: &mut Reader<'_>) -> Result<(Vec<MetaEntry>, Vec<NodeTimer>), De
     }
     let count = r.u16("legacy node metadata count")?;
     let mut entries: Vec<MetaEntry> = Vec::new();
+    let mut seen = vec![false; 4096];
+    let mut total_vars = 0usize;
     let mut timers = Vec::new();
     for _ in 0..count {
         let at = r.pos();
@@ -37,7 +39,7 @@ pub fn decode(r: &mut Reader<'_>) -> Result<(Vec<MetaEntry>, Vec<NodeTimer>), De
         if pos >= 4096 {
             return Err(r.error_at(at, format!("node metadata position {pos} is outside the block")));
         }
-        if entries.iter().any(|e| e.pos == pos) {
+        if std::mem::replace(&mut seen[pos as usize], true) {
             continue; // the engine ignores later duplicates
         }
         let body_at = r.pos() - body.len();
@@ -47,6 +49,15 @@ pub fn decode(r: &mut Reader<'_>) -> Result<(Vec<MetaEntry>, Vec<NodeTimer>), De
         let furnace = decode_body(&mut b, kind, &mut entry).map_err(fail)?;
         if furnace {
             timers.push(NodeTimer { pos, timeout: 1000, elapsed: 0 });
+        }
+        total_vars += entry.vars.len();
+        if total_vars > MAX_VARS {
+            return Err(r.error_at(
+                at,
+                format!(
+                    "more than {MAX_VARS} node metadata variables in one block (64 per node; refused to bound memory)"
+                ),
+            ));
         }
         entries.push(entry);
     }
@@ -58,6 +69,22 @@ fn set(entry: &mut MetaEntry, key: &[u8], value: &[u8]) {
     entry.vars.retain(|v| v.key != key);
     if !value.is_empty() {
         entry.vars.push(MetaVar { key: key.to_vec(), value: value.to_vec(), private: false });
+    }
+}
+
+/// `set` for each pair in turn, in linear time: a key ends up where its
+/// last setting puts it (at the end), or absent if that setting is empty.
+fn set_all(entry: &mut MetaEntry, sets: &[(&[u8], &[u8])]) {
+    use std::collections::HashMap;
+    let mut last: HashMap<&[u8], usize> = HashMap::new();
+    for (i, (k, _)) in sets.iter().enumerate() {
+        last.insert(k, i);
+    }
+    entry.vars.retain(|v| !last.contains_key(v.key.as_slice()));
+    for (i, (k, v)) in sets.iter().enumerate() {
+        if last[k] == i && !v.is_empty() {
+            entry.vars.push(MetaVar { key: k.to_vec(), value: v.to_vec(), private: false });
+        }
     }
 }
 
@@ -102,11 +129,15 @@ fn decode_body(b: &mut Reader<'_>, kind: i16, e: &mut MetaEntry) -> Result<bool,
             set(e, b"formspec", formspec);
             b.bytes(3, "generic flags")?;
             let n = b.u32("generic variable count")?;
+            // Up to ~10 000 variables fit in a 64 KiB body: set() one by
+            // one would be quadratic, so apply them all at once.
+            let mut sets = Vec::new();
             for _ in 0..n {
                 let k = b.string16("generic variable name")?;
                 let v = b.string32("generic variable value")?;
-                set(e, k, v);
+                sets.push((k, v));
             }
+            set_all(e, &sets);
             Ok(false)
         }
         SIGN => {
@@ -195,6 +226,21 @@ mod tests {
         data.put_u16(1);
         data.extend(entry(1, 99, b""));
         assert!(decode(&mut Reader::new(&data, Region::Metadata)).is_err());
+    }
+
+    #[test]
+    fn set_all_is_set_in_turn() {
+        let sets: Vec<(&[u8], &[u8])> =
+            vec![(b"a", b"1"), (b"b", b"2"), (b"a", b"3"), (b"c", b""), (b"b", b""), (b"d", b"4"), (b"c", b"5")];
+        let mut one = MetaEntry::new(0);
+        set(&mut one, b"c", b"old");
+        set(&mut one, b"z", b"kept");
+        let mut all = one.clone();
+        for (k, v) in &sets {
+            set(&mut one, k, v);
+        }
+        set_all(&mut all, &sets);
+        assert_eq!(all, one);
     }
 
     #[test]

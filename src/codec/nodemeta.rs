@@ -35,6 +35,12 @@ pub struct MetaVar {
 
 pub const EMPTY_INVENTORY: &[u8] = b"EndInventory\n";
 
+/// The most metadata variables one block may hold when decoded: 64 for
+/// every node. The format has no limit (a u32 count per node), but a
+/// variable takes 6 bytes stored and about 100 decoded, so a few KB of zstd
+/// could otherwise ask for gigabytes.
+pub const MAX_VARS: usize = 64 * 4096;
+
 impl MetaEntry {
     pub fn new(pos: u16) -> Self {
         MetaEntry { pos, vars: Vec::new(), inventory: EMPTY_INVENTORY.to_vec() }
@@ -56,19 +62,35 @@ impl MetaList {
             return Err(r.error_at(r.pos() - 1, format!("unsupported node metadata list version {version}")));
         }
         let count = r.u16("node metadata count")?;
-        let mut entries: Vec<MetaEntry> = Vec::with_capacity(count as usize);
+        // At most one entry per node, so never more than 4096 (whatever the count says).
+        let mut entries: Vec<MetaEntry> = Vec::with_capacity((count as usize).min(64));
+        let mut seen = vec![false; 4096];
+        let mut total_vars = 0usize;
         for _ in 0..count {
             let at = r.pos();
             let pos = r.u16("node metadata position")?;
             if pos >= 4096 {
                 return Err(r.error_at(at, format!("node metadata position {pos} is outside the block")));
             }
-            if entries.iter().any(|e| e.pos == pos) {
+            if std::mem::replace(&mut seen[pos as usize], true) {
                 // The engine skips the entry header and then reads out of step.
                 return Err(r.error_at(at, format!("duplicate node metadata position {pos}")));
             }
+            let nvars_at = r.pos();
             let nvars = r.u32("node metadata variable count")?;
-            let mut vars = Vec::with_capacity(nvars.min(1024) as usize);
+            total_vars = total_vars.saturating_add(nvars as usize);
+            if total_vars > MAX_VARS {
+                // Each variable costs ~100 bytes decoded but only 6 stored:
+                // a zstd bomb of empty variables would need gigabytes.
+                return Err(r.error_at(
+                    nvars_at,
+                    format!(
+                        "node metadata variable count {nvars} makes more than {MAX_VARS} variables in one \
+                         block (64 per node; refused to bound memory)"
+                    ),
+                ));
+            }
+            let mut vars = Vec::with_capacity(nvars.min(64) as usize);
             for _ in 0..nvars {
                 let key = r.string16("node metadata key")?.to_vec();
                 let value = r.string32("node metadata value")?.to_vec();

@@ -25,7 +25,8 @@ impl StaticObjects {
     pub fn decode(r: &mut Reader<'_>) -> Result<StaticObjects, DecodeError> {
         let version = r.u8("static object list version")?;
         let count = r.u16("static object count")?;
-        let mut objects = Vec::with_capacity(count as usize);
+        // An object takes at least 15 bytes: a lying count reserves nothing more.
+        let mut objects = Vec::with_capacity((count as usize).min(r.remaining() / 15));
         for _ in 0..count {
             let kind = r.u8("static object type")?;
             let pos =

@@ -2,7 +2,7 @@
 //! other objects as quoted data (the inverse of `render::render_object`).
 
 use super::decimal;
-use super::parse::{Result, Word, at, int, lines, node_name, raw_tokens, text, whole, word_of};
+use super::parse::{Result, Word, at, int, lines, node_name, raw_tokens, text, word_of};
 use crate::codec::Block;
 use crate::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
 use std::collections::HashSet;
@@ -132,10 +132,10 @@ fn parse_object(line: &[u8], n: usize) -> Result<StaticObject> {
 pub fn apply_objects(b: &mut Block, content: &[u8]) -> Result<()> {
     let mut objects = Vec::new();
     for (i, line) in lines(content)?.iter().enumerate() {
+        if objects.len() == u16::MAX as usize {
+            return Err(at(i + 1, "more than 65535 objects"));
+        }
         objects.push(parse_object(line, i + 1)?);
-    }
-    if objects.len() > u16::MAX as usize {
-        return Err(whole("more than 65535 objects"));
     }
     b.objects.objects = objects;
     Ok(())

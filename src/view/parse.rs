@@ -45,12 +45,21 @@ pub(super) fn whole(message: impl Into<String>) -> ParseError {
     ParseError { line: None, message: message.into() }
 }
 
+/// The most lines a decoded text file may have (`nodes` has 4096; `names`,
+/// `objects` at most 65536). Counted before splitting, so that 256 MiB of
+/// newlines does not become a 4 GiB list of lines.
+pub const MAX_LINES: usize = 1 << 20;
+
 /// The lines of a text file: split on `\n`, one final newline optional.
 /// `\r` and NUL are refused (they are never part of these formats).
 pub(super) fn lines(text: &[u8]) -> Result<Vec<&[u8]>> {
     let body = text.strip_suffix(b"\n").unwrap_or(text);
     if body.is_empty() {
         return Ok(Vec::new());
+    }
+    let count = body.iter().filter(|&&c| c == b'\n').count() + 1;
+    if count > MAX_LINES {
+        return Err(whole(format!("{count} lines; no file here has more than {MAX_LINES}")));
     }
     let v: Vec<&[u8]> = body.split(|&c| c == b'\n').collect();
     for (i, l) in v.iter().enumerate() {
