@@ -222,8 +222,7 @@ fn mmap_reads_match_read() {
     let world = demo_world();
     for opts in [&["ro"][..], &[][..]] {
         let m = Mounted::new(world.path(), opts);
-        let out = m.ok(
-            "python3 -c \"
+        let out = m.ok("python3 -c \"
 import mmap, sys
 p = sys.argv[1]
 with open(p, 'rb') as f:
@@ -231,8 +230,7 @@ with open(p, 'rb') as f:
     with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         assert mm[:] == data, 'mmap differs from read'
 print(len(data))
-\" $MNT/blocks/0,0,0/nodes",
-        );
+\" $MNT/blocks/0,0,0/nodes");
         assert!(out.trim().parse::<usize>().unwrap() > 4096 * 10, "{opts:?}: {out}");
     }
 }
