@@ -19,7 +19,8 @@
 //!   READ, RELEASE, counting the blocks whose `names` has a line ending in
 //!   ` NAME`: the in-process twin of `grep -l NAME MNT/blocks/*/names`.
 //!   Prints one `scan ...` line of key=value figures; with BENCH_LIST=FILE
-//!   the matching blocks' names are written to FILE, one a line.
+//!   the matching blocks' names are written to FILE, one a line; with
+//!   BENCH_ORDER=name the blocks are visited in name order, as a glob does.
 //! * `sed OLD NEW [MAX_COMMITS]` (writes to WORLD: use a copy): for the
 //!   first MAX_COMMITS blocks whose `names` has node type OLD, write
 //!   `names` with OLD renamed NEW (open with O_TRUNC, write, close: one
@@ -100,7 +101,12 @@ fn has_name(names: &[u8], name: &str) -> bool {
 fn scan(world: &str, name: &str, cache_mb: usize) {
     let fs = open_fs(world, Options { read_only: true, cache_bytes: cache_mb << 20, ..Options::default() });
     let (t, c) = (Instant::now(), cpu_s());
-    let blocks = list_blocks(&fs);
+    let mut blocks = list_blocks(&fs);
+    // BENCH_ORDER=name: visit the blocks in the order of their names (as a
+    // shell glob does) instead of the listing's (key) order.
+    if std::env::var_os("BENCH_ORDER").is_some_and(|o| o == "name") {
+        blocks.sort();
+    }
     let (list_s, list_cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
     let (t, c) = (Instant::now(), cpu_s());
     let mut matches = 0u64;
