@@ -35,30 +35,63 @@ impl Report {
 /// (blocks done, total).
 pub fn check(store: &dyn MapStore, progress: &mut dyn FnMut(u64, u64)) -> Result<Report, String> {
     let total = store.count().map_err(|e| e.to_string())?;
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
     let mut r = Report::default();
-    let mut after = None;
-    loop {
-        let page = store.scan_after(after, 1000).map_err(|e| e.to_string())?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.0);
-        for (pos, blob) in &page {
-            r.blocks += 1;
-            if blob.is_empty() {
-                r.corrupt.push((*pos, "empty blob".into()));
-                continue;
-            }
-            *r.per_version.entry(blob[0]).or_insert(0) += 1;
-            match Block::decode(blob) {
-                Ok(b) => {
-                    r.not_generated += !b.is_generated() as u64;
-                    r.with_metadata += !b.metadata.entries.is_empty() as u64;
-                }
-                Err(e) => r.corrupt.push((*pos, e.to_string())),
-            }
+    let mut page = store.scan_after(None, PAGE).map_err(|e| e.to_string())?;
+    // Decoding is pure and per block: each page is split across the cores
+    // while the next page is read from the store.
+    while let Some(&(last, _)) = page.last() {
+        let (next, parts) = std::thread::scope(|s| {
+            let next = s.spawn(move || store.scan_after(Some(last), PAGE));
+            let parts: Vec<_> = page
+                .chunks(page.len().div_ceil(threads))
+                .map(|chunk| s.spawn(move || decode_all(chunk)))
+                .collect();
+            let parts: Vec<Report> = parts.into_iter().map(|h| h.join().expect("decoder thread")).collect();
+            (next.join().expect("reader thread"), parts)
+        });
+        for part in parts {
+            r.merge(part);
         }
         progress(r.blocks, total);
+        page = next.map_err(|e| e.to_string())?;
     }
     Ok(r)
+}
+
+const PAGE: usize = 1000;
+
+fn decode_all(blocks: &[(BlockPos, Vec<u8>)]) -> Report {
+    let mut r = Report::default();
+    for (pos, blob) in blocks {
+        r.blocks += 1;
+        if blob.is_empty() {
+            r.corrupt.push((*pos, "empty blob".into()));
+            continue;
+        }
+        *r.per_version.entry(blob[0]).or_insert(0) += 1;
+        match Block::decode(blob) {
+            Ok(b) => {
+                r.not_generated += !b.is_generated() as u64;
+                r.with_metadata += !b.metadata.entries.is_empty() as u64;
+            }
+            Err(e) => r.corrupt.push((*pos, e.to_string())),
+        }
+    }
+    r
+}
+
+impl Report {
+    /// Add the counts of a later part (corrupt blocks stay in key order).
+    fn merge(&mut self, other: Report) {
+        self.blocks += other.blocks;
+        self.not_generated += other.not_generated;
+        self.with_metadata += other.with_metadata;
+        for (v, n) in other.per_version {
+            *self.per_version.entry(v).or_insert(0) += n;
+        }
+        self.corrupt.extend(other.corrupt);
+    }
 }
 
 #[cfg(test)]

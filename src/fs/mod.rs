@@ -78,7 +78,7 @@ impl Default for Options {
             read_only: true,
             force: false,
             ttl: Duration::from_secs(1),
-            cache_bytes: 128 << 20,
+            cache_bytes: 48 << 20,
             uid: unsafe { libc::getuid() },
             gid: unsafe { libc::getgid() },
             journal: true,
