@@ -43,10 +43,8 @@ pub fn check(store: &dyn MapStore, progress: &mut dyn FnMut(u64, u64)) -> Result
     while let Some(&(last, _)) = page.last() {
         let (next, parts) = std::thread::scope(|s| {
             let next = s.spawn(move || store.scan_after(Some(last), PAGE));
-            let parts: Vec<_> = page
-                .chunks(page.len().div_ceil(threads))
-                .map(|chunk| s.spawn(move || decode_all(chunk)))
-                .collect();
+            let parts: Vec<_> =
+                page.chunks(page.len().div_ceil(threads)).map(|chunk| s.spawn(move || decode_all(chunk))).collect();
             let parts: Vec<Report> = parts.into_iter().map(|h| h.join().expect("decoder thread")).collect();
             (next.join().expect("reader thread"), parts)
         });
