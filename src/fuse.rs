@@ -14,11 +14,13 @@ use std::time::SystemTime;
 
 pub struct FuseAdapter {
     fs: Arc<WorldFs>,
+    /// Serve each request on its caller's CPU (see `affinity`).
+    follow_cpu: bool,
 }
 
 impl FuseAdapter {
-    pub fn new(fs: Arc<WorldFs>) -> FuseAdapter {
-        FuseAdapter { fs }
+    pub fn new(fs: Arc<WorldFs>, follow_cpu: bool) -> FuseAdapter {
+        FuseAdapter { fs, follow_cpu }
     }
 }
 
@@ -87,8 +89,14 @@ fn file_type(k: Kind) -> FileType {
 impl FuseAdapter {
     fn entry(&self, reply: ReplyEntry, r: Result<Attr, FsError>, op: &str) {
         match r {
-            Ok(a) => reply.entry(&self.fs.ttl(), &file_attr(&a), Generation(0)),
+            Ok(a) => reply.entry_with_ttls(&self.fs.attr_ttl(&a), &self.fs.entry_ttl(), &file_attr(&a), Generation(0)),
             Err(e) => reply.error(errno(op, &e)),
+        }
+    }
+
+    fn follow(&self, req: &Request) {
+        if self.follow_cpu {
+            crate::affinity::follow(req.pid());
         }
     }
 
@@ -108,6 +116,8 @@ impl Filesystem for FuseAdapter {
             | InitFlags::FUSE_READDIRPLUS_AUTO
             | InitFlags::FUSE_ATOMIC_O_TRUNC
             | InitFlags::FUSE_PARALLEL_DIROPS
+            // drop cached pages when a file's mtime changes (fs::mtime_of)
+            | InitFlags::FUSE_AUTO_INVAL_DATA
             // mmap of files opened with FOPEN_DIRECT_IO (kernel 6.6+)
             | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
         if let Err(missing) = config.add_capabilities(wanted) {
@@ -117,7 +127,8 @@ impl Filesystem for FuseAdapter {
         Ok(())
     }
 
-    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.follow(req);
         match self.fs.lookup(parent.0, name) {
             // A negative entry (inode 0) lets the kernel answer repeated
             // lookups of a missing name itself for the TTL. Not under node/,
@@ -145,9 +156,10 @@ impl Filesystem for FuseAdapter {
         self.fs.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.follow(req);
         match self.fs.getattr(ino.0) {
-            Ok(a) => reply.attr(&self.fs.ttl(), &file_attr(&a)),
+            Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
             Err(e) => reply.error(errno("getattr", &e)),
         }
     }
@@ -171,7 +183,7 @@ impl Filesystem for FuseAdapter {
         reply: ReplyAttr,
     ) {
         match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
-            Ok(a) => reply.attr(&self.fs.ttl(), &file_attr(&a)),
+            Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
             Err(e) => reply.error(errno("setattr", &e)),
         }
     }
@@ -215,6 +227,13 @@ impl Filesystem for FuseAdapter {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.follow(req);
+        if self.fs.opens_are_local() {
+            // The kernel remembers ENOSYS: no more OPEN, FLUSH or RELEASE
+            // round trips on this mount (two or three of a file's five).
+            reply.error(Errno::ENOSYS);
+            return;
+        }
         match self.fs.open(ino.0, flags.0, req.pid()) {
             Ok(o) => {
                 let mut f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
@@ -253,8 +272,8 @@ impl Filesystem for FuseAdapter {
 
     fn read(
         &self,
-        _req: &Request,
-        _ino: INodeNo,
+        req: &Request,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -262,7 +281,12 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        match self.fs.read(fh.0, offset, size) {
+        self.follow(req);
+        let r = match fh.0 {
+            0 => self.fs.read_unopened(ino.0, offset, size),
+            fh => self.fs.read(fh, offset, size),
+        };
+        match r {
             Ok(data) => reply.data(&data),
             Err(e) => reply.error(errno("read", &e)),
         }
@@ -270,7 +294,7 @@ impl Filesystem for FuseAdapter {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -280,6 +304,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        self.follow(req);
         match self.fs.write(fh.0, offset, data) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno("write", &e)),
@@ -287,11 +312,20 @@ impl Filesystem for FuseAdapter {
     }
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        if fh.0 == 0 {
+            // A file the kernel opened itself (see `open`): nothing to
+            // commit, and ENOSYS stops further FLUSH requests.
+            reply.error(Errno::ENOSYS);
+            return;
+        }
         self.empty(reply, self.fs.flush(fh.0, req.pid()), "flush");
     }
 
     fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        self.empty(reply, self.fs.fsync(fh.0), "fsync");
+        match fh.0 {
+            0 => reply.ok(), // opened by the kernel itself: nothing to write
+            fh => self.empty(reply, self.fs.fsync(fh), "fsync"),
+        }
     }
 
     fn release(
@@ -304,7 +338,10 @@ impl Filesystem for FuseAdapter {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.empty(reply, self.fs.release(fh.0), "release");
+        match fh.0 {
+            0 => reply.ok(), // opened by the kernel itself (see `open`)
+            fh => self.empty(reply, self.fs.release(fh), "release"),
+        }
     }
 
     fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
@@ -312,7 +349,8 @@ impl Filesystem for FuseAdapter {
         reply.ok();
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        self.follow(req);
         let r = self
             .fs
             .readdir(ino.0, offset, false, &mut |e, _| reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name));
@@ -322,11 +360,14 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn readdirplus(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        let ttl = self.fs.ttl();
+    fn readdirplus(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
+        self.follow(req);
         let r = self.fs.readdir(ino.0, offset, true, &mut |e, a| {
-            let attr = file_attr(a.expect("readdirplus gives attributes"));
-            reply.add(INodeNo(e.ino), e.offset, &e.name, &ttl, &attr, Generation(0))
+            let a = a.expect("readdirplus gives attributes");
+            // One TTL for the name and the attributes here: a file's size
+            // may change from outside, a directory's attributes may not.
+            let ttl = self.fs.attr_ttl(a);
+            reply.add(INodeNo(e.ino), e.offset, &e.name, &ttl, &file_attr(a), Generation(0))
         });
         match r {
             Ok(()) => reply.ok(),

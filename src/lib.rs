@@ -5,6 +5,7 @@
 //! sees, pure), [`fs`] (inodes, handles, caching, commits; no FUSE types)
 //! and [`fuse`] (the thin adapter to the kernel).
 
+pub mod affinity;
 pub mod check;
 pub mod codec;
 pub mod demo;

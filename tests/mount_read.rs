@@ -234,3 +234,38 @@ print(len(data))
         assert!(out.trim().parse::<usize>().unwrap() > 4096 * 10, "{opts:?}: {out}");
     }
 }
+
+/// A change made by another process (a running server) shows through the
+/// mount within the TTL, even when the file keeps its size: the kernel's
+/// cached pages of it are dropped. Read-only mounts keep pages across opens
+/// (no OPEN round trip), writable ones read directly.
+#[test]
+fn outside_changes_show_within_the_ttl() {
+    require_fuse!("outside_changes_show_within_the_ttl");
+    for opts in [&["ro"][..], &["rw"][..]] {
+        let world = demo_world();
+        let m = Mounted::new(world.path(), opts);
+        let param1 = |m: &Mounted| m.ok("od -An -tu1 -N4 $MNT/blocks/0,0,0/param1 | tr -s ' '");
+        let before = param1(&m);
+        let names = m.ok("cat $MNT/blocks/0,0,0/names");
+        // Read twice, through the page cache on the read-only mount.
+        assert_eq!(param1(&m), before, "{opts:?}");
+        let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
+        let p = BlockPos::new(0, 0, 0);
+        let mut b = Block::decode(&store.get(p).unwrap().unwrap()).unwrap();
+        for v in &mut b.param1[..4] {
+            *v = v.wrapping_add(1);
+        }
+        store.apply(&[Change::Put(p, b.encode().unwrap())], &worldfs::store::Note::default()).unwrap();
+        drop(store);
+        let expected: String = b.param1[..4].iter().map(|v| format!(" {v}")).collect::<String>() + "\n";
+        assert_ne!(expected, before);
+        // At once the old content may still be shown; after the TTL (1 s)
+        // the new one must be, in every file of the block.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        assert_eq!(param1(&m), expected, "{opts:?}");
+        assert_eq!(m.ok("cat $MNT/blocks/0,0,0/names"), names, "{opts:?}");
+        let size = m.ok("stat -c %s $MNT/blocks/0,0,0/param1");
+        assert_eq!(size.trim(), "4096", "{opts:?}");
+    }
+}

@@ -29,6 +29,7 @@ pub struct Loaded {
     pub block: Result<Block, DecodeError>,
     files: [OnceLock<Arc<Vec<u8>>>; 10],
     nodes_size: OnceLock<usize>,
+    version: OnceLock<u32>,
     rendered_bytes: AtomicUsize,
 }
 
@@ -50,8 +51,20 @@ impl Loaded {
             block,
             files: Default::default(),
             nodes_size: OnceLock::new(),
+            version: OnceLock::new(),
             rendered_bytes: AtomicUsize::new(0),
         }
+    }
+
+    /// A number that changes when the blob changes (a hash of it), the
+    /// same for every load of the same blob.
+    pub fn version(&self) -> u32 {
+        *self.version.get_or_init(|| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            self.blob.hash(&mut h);
+            h.finish() as u32
+        })
     }
 
     /// The files this block directory has, in listing order.

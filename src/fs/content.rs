@@ -11,30 +11,36 @@ pub(super) struct Content {
     pub bytes: Arc<Vec<u8>>,
     /// Serial of the loaded block it was rendered from (0: no identity).
     pub serial: u64,
+    /// `Loaded::version` of that block (0: not from a block).
+    pub version: u32,
 }
 
 impl WorldFs {
     /// The bytes of a file node (checking that it exists).
     pub(super) fn content(&self, node: &Node) -> Result<Content> {
-        let plain = |bytes: Vec<u8>| Content { bytes: Arc::new(bytes), serial: 0 };
+        let plain = |bytes: Vec<u8>| Content { bytes: Arc::new(bytes), serial: 0, version: 0 };
         match node {
             Node::Readme => Ok(plain(super::readme_text().as_bytes().to_vec())),
             Node::WriteErrors => Ok(plain(self.write_errors().concat().into_bytes())),
             Node::BlockFile(pos, f) => {
                 let l = self.existing_block(*pos)?;
                 let bytes = l.file(*f).ok_or_else(FsError::not_found)?;
-                Ok(Content { bytes, serial: l.serial })
+                Ok(Content { bytes, serial: l.serial, version: l.version() })
             }
             Node::MetaFile(pos, p16, f) => {
                 let (l, entry) = self.meta_entry(*pos, *p16)?;
-                Ok(Content { bytes: Arc::new(view::render_meta_file(&entry, *f)), serial: l.serial })
+                Ok(Content {
+                    bytes: Arc::new(view::render_meta_file(&entry, *f)),
+                    serial: l.serial,
+                    version: l.version(),
+                })
             }
             Node::NodeFile(c) => {
                 let pos = BlockPos::of_node(c[0], c[1], c[2]).ok_or_else(FsError::not_found)?;
                 let l = self.existing_block(pos)?;
                 let b = l.decoded().ok_or_else(|| FsError::io(format!("block {pos} cannot be decoded")))?;
                 let i = super::in_block(pos, *c).expect("node is in its block") as usize;
-                Ok(Content { bytes: Arc::new(view::render_node(b, i)), serial: l.serial })
+                Ok(Content { bytes: Arc::new(view::render_node(b, i)), serial: l.serial, version: l.version() })
             }
             Node::Table(id) => match self.table_key(*id)? {
                 TableKey::WorldFile(name) => {
@@ -47,7 +53,11 @@ impl WorldFs {
                 TableKey::Field { pos, p16, key } => {
                     let (l, entry) = self.meta_entry(pos, p16)?;
                     let var = entry.get(&key).ok_or_else(FsError::not_found)?;
-                    Ok(Content { bytes: Arc::new(view::render_field(&var.value)), serial: l.serial })
+                    Ok(Content {
+                        bytes: Arc::new(view::render_field(&var.value)),
+                        serial: l.serial,
+                        version: l.version(),
+                    })
                 }
                 TableKey::Scratch(_) => {
                     let s = self.scratch.lock().unwrap();

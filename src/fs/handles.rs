@@ -8,6 +8,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// Files being read without a handle whose copy is kept for the reads
+/// that continue them (see `read_unopened`).
+const UNOPENED_MAX: usize = 256;
+
 /// Largest content a write buffer may grow to.
 const MAX_WRITE: usize = 256 << 20;
 
@@ -117,7 +121,7 @@ impl WorldFs {
             return Ok(Opened { fh, keep_cache: false, direct_io: false });
         }
         if !write && !trunc {
-            let Content { bytes, serial } = self.content(&node)?;
+            let Content { bytes, serial, .. } = self.content(&node)?;
             let keep_cache = serial != 0 && self.note_served(&node, ino, serial);
             let fh = self.new_handle(Handle::Read { content: bytes });
             return Ok(Opened { fh, keep_cache, direct_io: !self.opts.read_only });
@@ -139,6 +143,43 @@ impl WorldFs {
             append,
         });
         Ok(Opened { fh, keep_cache: false, direct_io: !self.opts.read_only })
+    }
+
+    /// Whether files can be read without OPEN and RELEASE round trips: on
+    /// read-only mounts nothing is committed at close and no snapshot needs
+    /// a handle, so the FUSE adapter tells the kernel that opening is not
+    /// implemented (it then opens locally, keeps its page cache across
+    /// opens, and sends reads with file handle 0 to `read_unopened`).
+    pub fn opens_are_local(&self) -> bool {
+        self.opts.read_only
+    }
+
+    /// A read without an open handle (see `opens_are_local`). A read at
+    /// offset 0 takes a fresh copy of the file; the reads that continue it
+    /// (within the TTL) are served from that copy, so a file read in several
+    /// requests is one version of it even while its block changes.
+    pub fn read_unopened(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
+        let node = self.node(ino)?;
+        let mut unopened = self.unopened.lock().unwrap();
+        if offset > 0
+            && let Some((at, content)) = unopened.get(&ino)
+            && at.elapsed() <= self.opts.ttl
+        {
+            return Ok(slice(content, offset, size));
+        }
+        drop(unopened);
+        if self.is_dir(&node)? {
+            return Err(FsError::is_dir());
+        }
+        let content = self.content(&node)?.bytes;
+        if content.len() as u64 > offset + size as u64 {
+            unopened = self.unopened.lock().unwrap();
+            if unopened.len() >= UNOPENED_MAX {
+                unopened.clear();
+            }
+            unopened.insert(ino, (std::time::Instant::now(), content.clone()));
+        }
+        Ok(slice(&content, offset, size))
     }
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {

@@ -58,9 +58,16 @@ pub struct Options {
     pub read_only: bool,
     /// Write even while another process has the map database open.
     pub force: bool,
-    /// How long the kernel may cache attributes and entries, and how long a
-    /// cached block is trusted before it is re-checked against the store.
+    /// How long the kernel may cache a file's attributes (its size), and
+    /// how long a cached block is trusted before it is re-checked against
+    /// the store: the delay before a running server's changes show.
     pub ttl: Duration,
+    /// How long the kernel may keep a name it found, and a directory's
+    /// attributes. Names change only through this mount, which tells the
+    /// kernel at once, or when something else deletes a block or a node's
+    /// metadata (then the stale name answers ENOENT when used). Missing
+    /// names are kept only for `ttl`: new blocks appear within it.
+    pub entry_ttl: Duration,
     /// Memory budget of the decoded-block cache.
     pub cache_bytes: usize,
     pub uid: u32,
@@ -78,6 +85,7 @@ impl Default for Options {
             read_only: true,
             force: false,
             ttl: Duration::from_secs(1),
+            entry_ttl: Duration::from_secs(60),
             cache_bytes: 48 << 20,
             uid: unsafe { libc::getuid() },
             gid: unsafe { libc::getgid() },
@@ -163,6 +171,9 @@ pub struct WorldFs {
     served: Mutex<HashMap<BlockPos, HashMap<u64, u64>>>,
     /// One commit at a time: read-modify-write of a block must not race.
     commit_lock: Mutex<()>,
+    /// Copies of files being read without a handle, by inode, with when
+    /// they were taken (`read_unopened`).
+    unopened: Mutex<HashMap<u64, Snapshot>>,
     /// Validated blocks waiting to be written together (-o group_ms).
     queue: queue::CommitQueue,
     /// Recent refused writes, shown in MNT/write-errors.
@@ -176,6 +187,9 @@ pub struct WorldFs {
     block_count: Mutex<Option<(std::time::Instant, u64)>>,
     mount_time: SystemTime,
 }
+
+/// A copy of a file's content and when it was taken.
+type Snapshot = (std::time::Instant, Arc<Vec<u8>>);
 
 /// World files with password hashes (never writable through the mount).
 const AUTH_FILES: [&str; 1] = ["auth.txt"];
@@ -237,6 +251,7 @@ impl WorldFs {
             scratch: Mutex::new(Scratch::default()),
             aliases: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
+            unopened: Mutex::new(HashMap::new()),
             commit_lock: Mutex::new(()),
             write_errors: Mutex::new(VecDeque::new()),
             changed: Mutex::new(HashMap::new()),
@@ -314,8 +329,24 @@ impl WorldFs {
         self.store.as_ref()
     }
 
+    /// How long the kernel may cache attributes and missing names.
     pub fn ttl(&self) -> Duration {
         self.opts.ttl
+    }
+
+    /// How long the kernel may keep a name it found (never less than `ttl`).
+    pub fn entry_ttl(&self) -> Duration {
+        self.opts.entry_ttl.max(self.opts.ttl)
+    }
+
+    /// How long the kernel may keep these attributes: a file's size changes
+    /// with its block, a directory's attributes only through this mount
+    /// (which invalidates them), so those are kept as long as names.
+    pub fn attr_ttl(&self, a: &Attr) -> Duration {
+        match a.kind {
+            Kind::Dir => self.entry_ttl(),
+            Kind::File => self.ttl(),
+        }
     }
 
     /// The refused writes shown in MNT/write-errors.
@@ -445,11 +476,19 @@ impl WorldFs {
         }
     }
 
-    fn mtime_of(&self, node: &Node) -> SystemTime {
-        match self.block_of(node) {
+    /// When the node's block last changed through this mount (the mount
+    /// time if it did not), in whole seconds, plus `version` (which changes
+    /// with the block's content) as nanoseconds: the kernel drops its page
+    /// cache of a file when its mtime changes (FUSE_AUTO_INVAL_DATA), which
+    /// is how a change made by another process reaches readers of a
+    /// read-only mount, where the kernel keeps pages across opens.
+    fn mtime_of(&self, node: &Node, version: u32) -> SystemTime {
+        let base = match self.block_of(node) {
             Some(p) => self.changed.lock().unwrap().get(&p).copied().unwrap_or(self.mount_time),
             None => self.mount_time,
-        }
+        };
+        let secs = base.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        SystemTime::UNIX_EPOCH + Duration::new(secs, version % 1_000_000_000)
     }
 
     /// Whether a node is a world file holding players' password hashes
@@ -465,6 +504,12 @@ impl WorldFs {
     /// worldfs generates (README, write-errors); 0400 for auth data. The
     /// kernel enforces them (default_permissions).
     fn attr_of(&self, node: &Node, kind: Kind, size: u64) -> Attr {
+        self.versioned_attr(node, kind, size, 0)
+    }
+
+    /// `attr_of` for a file rendered from a block whose content has
+    /// `version` (see `mtime_of`).
+    fn versioned_attr(&self, node: &Node, kind: Kind, size: u64, version: u32) -> Attr {
         let writable = !self.opts.read_only && !matches!(node, Node::Readme | Node::WriteErrors);
         let perm = match (kind, writable) {
             (Kind::File, _) if self.is_auth(node) => 0o400,
@@ -479,7 +524,7 @@ impl WorldFs {
             size,
             perm,
             nlink: if kind == Kind::Dir { 2 } else { 1 },
-            mtime: self.mtime_of(node),
+            mtime: self.mtime_of(node, version),
             uid: self.opts.uid,
             gid: self.opts.gid,
         }
@@ -500,9 +545,15 @@ impl WorldFs {
             a.mtime = f.mtime;
             return Ok(a);
         }
-        let size = match node {
-            Node::BlockFile(pos, f) => self.existing_block(*pos)?.file_size(*f).ok_or_else(FsError::not_found)? as u64,
-            _ => self.content(node)?.bytes.len() as u64,
+        let (size, version) = match node {
+            Node::BlockFile(pos, f) => {
+                let l = self.existing_block(*pos)?;
+                (l.file_size(*f).ok_or_else(FsError::not_found)? as u64, l.version())
+            }
+            _ => {
+                let c = self.content(node)?;
+                (c.bytes.len() as u64, c.version)
+            }
         };
         if let Node::NodeFile(_) = node
             && !self.opts.read_only
@@ -511,7 +562,7 @@ impl WorldFs {
             // the kernel knows its size, to invalidate it after a commit.
             self.record_served(node, node.ino(), 0);
         }
-        Ok(self.attr_of(node, Kind::File, size))
+        Ok(self.versioned_attr(node, Kind::File, size, version))
     }
 
     pub fn getattr(&self, ino: u64) -> Result<Attr> {

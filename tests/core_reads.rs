@@ -1,0 +1,84 @@
+//! The filesystem core without a mount: reads without an open handle (how
+//! read-only mounts serve files) and the mtime that tells the kernel when
+//! a file's content changed.
+
+use std::ffi::OsStr;
+use std::time::Duration;
+use worldfs::codec::Block;
+use worldfs::fs::{Options, WorldFs, inode};
+use worldfs::store::sqlite::SqliteStore;
+use worldfs::store::{BlockPos, Change, MapStore, Note};
+
+fn demo_world() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    worldfs::demo::write_demo(d.path()).unwrap();
+    d
+}
+
+/// The inode of blocks/0,0,0/NAME.
+fn block_file(fs: &WorldFs, name: &str) -> u64 {
+    let dir = fs.lookup(inode::BLOCKS, OsStr::new("0,0,0")).unwrap().ino;
+    fs.lookup(dir, OsStr::new(name)).unwrap().ino
+}
+
+/// Change param1 of every node of block 0,0,0 behind the mount's back.
+fn bump_param1(world: &std::path::Path) {
+    let store = SqliteStore::open(&world.join("map.sqlite"), false).unwrap();
+    let p = BlockPos::new(0, 0, 0);
+    let mut b = Block::decode(&store.get(p).unwrap().unwrap()).unwrap();
+    for v in &mut b.param1 {
+        *v = v.wrapping_add(1);
+    }
+    store.apply(&[Change::Put(p, b.encode().unwrap())], &Note::default()).unwrap();
+}
+
+#[test]
+fn a_file_read_in_pieces_without_a_handle_is_one_version() {
+    let world = demo_world();
+    let ttl = Duration::from_millis(300);
+    let fs = WorldFs::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
+    assert!(fs.opens_are_local());
+    let ino = block_file(&fs, "param1");
+    let whole = fs.read_unopened(ino, 0, 1 << 20).unwrap();
+    assert_eq!(whole.len(), 4096);
+    let head = fs.read_unopened(ino, 0, 1000).unwrap();
+    assert_eq!(head, whole[..1000]);
+    // A read continued after the TTL takes a new copy: the new content.
+    let _ = fs.read_unopened(ino, 0, 1000).unwrap();
+    bump_param1(world.path());
+    std::thread::sleep(ttl + Duration::from_millis(100));
+    let tail = fs.read_unopened(ino, 1000, 1 << 20).unwrap();
+    let new = fs.read_unopened(ino, 0, 1 << 20).unwrap();
+    assert_ne!(new, whole);
+    assert_eq!(tail, new[1000..]);
+    // Within the TTL, a continued read gets the copy its first read took.
+    bump_param1(world.path());
+    std::thread::sleep(ttl + Duration::from_millis(100));
+    let first = fs.read_unopened(ino, 0, 1000).unwrap();
+    bump_param1(world.path());
+    let rest = fs.read_unopened(ino, 1000, 1 << 20).unwrap();
+    assert_eq!(first, new[..1000].iter().map(|v| v.wrapping_add(1)).collect::<Vec<u8>>());
+    assert_eq!(rest, new[1000..].iter().map(|v| v.wrapping_add(1)).collect::<Vec<u8>>());
+    // Directories cannot be read.
+    assert_eq!(fs.read_unopened(inode::BLOCKS, 0, 10).unwrap_err().errno, libc::EISDIR);
+}
+
+#[test]
+fn mtime_changes_with_the_content_and_only_then() {
+    let world = demo_world();
+    let ttl = Duration::from_millis(200);
+    let fs = WorldFs::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
+    let ino = block_file(&fs, "param1");
+    let before = fs.getattr(ino).unwrap();
+    std::thread::sleep(ttl + Duration::from_millis(100));
+    // Checked again against the store, unchanged: the same mtime.
+    assert_eq!(fs.getattr(ino).unwrap().mtime, before.mtime);
+    bump_param1(world.path());
+    std::thread::sleep(ttl + Duration::from_millis(100));
+    let after = fs.getattr(ino).unwrap();
+    assert_eq!(after.size, before.size);
+    assert_ne!(after.mtime, before.mtime, "same size, new content: the mtime must differ");
+    // Writable mounts keep their handles.
+    let rw = WorldFs::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
+    assert!(!rw.opens_are_local());
+}
