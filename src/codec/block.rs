@@ -146,7 +146,9 @@ fn decode_nodes(r: &mut Reader<'_>, cw: u8) -> Result<Nodes, DecodeError> {
     let param1 = r.bytes(NODE_COUNT, "param1 array")?.to_vec();
     let mut param2 = r.bytes(NODE_COUNT, "param2 array")?.to_vec();
     let param0 = if cw == 2 {
-        raw0.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect()
+        // Fixed-size chunks let the compiler vectorize the byte swap
+        // (a third of `worldfs check`'s time with chunks_exact).
+        raw0.as_chunks::<2>().0.iter().map(|&p| u16::from_be_bytes(p)).collect()
     } else {
         // One byte per id; values above 0x7F borrow the high nibble of param2.
         raw0.iter()
