@@ -85,7 +85,10 @@ impl Default for Options {
             read_only: true,
             force: false,
             ttl: Duration::from_secs(1),
-            entry_ttl: Duration::from_secs(60),
+            // An hour: a shell glob over millions of blocks takes minutes,
+            // and the names it found must still be cached when the command
+            // it feeds opens them.
+            entry_ttl: Duration::from_secs(3600),
             cache_bytes: 48 << 20,
             uid: unsafe { libc::getuid() },
             gid: unsafe { libc::getgid() },
