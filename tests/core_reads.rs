@@ -82,3 +82,73 @@ fn mtime_changes_with_the_content_and_only_then() {
     let rw = WorldFs::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
     assert!(!rw.opens_are_local());
 }
+
+/// A store that counts the reads of single blocks it serves.
+struct CountingStore {
+    inner: SqliteStore,
+    reads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl CountingStore {
+    fn count(&self) {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl MapStore for CountingStore {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn get(&self, pos: BlockPos) -> worldfs::store::Result<Option<Vec<u8>>> {
+        self.count();
+        self.inner.get(pos)
+    }
+    fn contains(&self, pos: BlockPos) -> worldfs::store::Result<bool> {
+        self.count();
+        self.inner.contains(pos)
+    }
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<BlockPos>> {
+        self.inner.list_after(after, limit)
+    }
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<(BlockPos, Vec<u8>)>> {
+        self.inner.scan_after(after, limit)
+    }
+    fn apply(&self, changes: &[Change], note: &Note) -> worldfs::store::Result<()> {
+        self.inner.apply(changes, note)
+    }
+    fn count(&self) -> worldfs::store::Result<u64> {
+        self.inner.count()
+    }
+    fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+}
+
+/// What `cat MNT/blocks/X/names` asks for (LOOKUP of the block directory
+/// and of the file, OPEN, READ, RELEASE) reads the map once: every query
+/// costs SQLite a lock cycle of about eight system calls, which is most of
+/// what a walk over a world costs the daemon.
+#[test]
+fn reading_a_block_file_queries_the_map_once() {
+    let world = demo_world();
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let store = CountingStore {
+        inner: SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap(),
+        reads: reads.clone(),
+    };
+    let w = worldfs::world::World::open(world.path()).unwrap();
+    let fs = WorldFs::new(w, Box::new(store), Options { read_only: true, ..Options::default() });
+    let n = || reads.load(std::sync::atomic::Ordering::SeqCst);
+
+    let ino = block_file(&fs, "names");
+    let fh = fs.open(ino, libc::O_RDONLY, 0).unwrap().fh;
+    let names = fs.read(fh, 0, 1 << 20).unwrap();
+    fs.release(fh).unwrap();
+    assert!(String::from_utf8(names).unwrap().lines().count() > 0);
+    assert_eq!(n(), 1, "store reads for one block file");
+
+    // A block that is not there: one read, and the answer is ENOENT.
+    let err = fs.lookup(inode::BLOCKS, OsStr::new("999,999,999")).unwrap_err();
+    assert_eq!(err.errno, libc::ENOENT);
+    assert_eq!(n(), 2);
+}

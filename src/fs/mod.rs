@@ -463,8 +463,11 @@ impl WorldFs {
     fn check_dir(&self, node: &Node) -> Result<()> {
         match node {
             Node::Root | Node::Blocks | Node::NodeDir => Ok(()),
+            // Loaded rather than only looked for: whoever looks up a block
+            // directory reads its files next, and one query instead of two
+            // halves SQLite's locking system calls on a walk.
             Node::BlockDir(pos) => {
-                if self.cache.peek(*pos).is_some() || self.store.contains(*pos)? {
+                if self.cache.peek(*pos).is_some() || self.block(*pos)?.is_some() {
                     Ok(())
                 } else {
                     Err(FsError::not_found())
