@@ -193,6 +193,25 @@ find_server() {
     return 1
 }
 
+# On a fresh Debian machine, as root, install what the benchmarks use (as
+# contrib/test.sh does for the tests); otherwise the checks below name it.
+install_missing() {
+    local need=()
+    command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+    [[ -x /usr/bin/time ]] || need+=(time)
+    command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
+    [[ -f $LARGE/map.sqlite ]] || find_server >/dev/null || need+=(minetest-server)
+    command -v minetestmapper >/dev/null 2>&1 || [[ -x /usr/games/minetestmapper ]] || need+=(minetestmapper)
+    ((${#need[@]})) || return 0
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing: ${need[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q "${need[@]}" >/dev/null 2>&1 ||
+            { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "${need[@]}" >/dev/null; } ||
+            echo "note: could not install ${need[*]}" >&2
+    fi
+}
+
 prepare_large() {
     [[ -f $LARGE/map.sqlite ]] && return 0
     [[ -d $LARGE_SRC/map.db ]] || die "$LARGE_SRC/map.db not found (the LevelDB source world); set WORLDFS_SHARED"
@@ -393,6 +412,7 @@ main() {
         exit 0
         ;;
     --prepare)
+        install_missing
         prepare_large
         prepare_small
         exit 0
@@ -405,6 +425,7 @@ main() {
     esac
     ((quick)) && RUNS=1
 
+    install_missing
     command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 is needed (apt-get install fuse3)"
     [[ -e /dev/fuse ]] || die "/dev/fuse is missing"
     [[ -x /usr/bin/time ]] || die "/usr/bin/time is needed (apt-get install time)"
