@@ -41,7 +41,8 @@
 #   BULK_MAX            at most this many blocks edited (1000)
 #   GREP_VARIANTS       mounts the grep walk runs on: mount options, and
 #                       @cpu0 to hold grep on one CPU (default: rw
-#                       rw,cache_mb=32 ro rw@cpu0 ro@cpu0); rw comes first
+#                       rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600
+#                       rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0); rw comes first
 #                       and is also walked warm
 #   SUBTREE             block directories in the ls -lR subtree (1000)
 #   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
@@ -67,7 +68,7 @@ export GREP_NAME=${GREP_NAME:-default:chest}
 export SED_OLD=${SED_OLD:-default:cobble}
 export SED_NEW=${SED_NEW:-default:mossycobble}
 BULK_MAX=${BULK_MAX:-1000}
-GREP_VARIANTS=${GREP_VARIANTS:-rw rw,cache_mb=32 ro rw@cpu0 ro@cpu0}
+GREP_VARIANTS=${GREP_VARIANTS:-rw rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600 rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0}
 SUBTREE=${SUBTREE:-1000}
 WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
 
@@ -125,8 +126,25 @@ now_ns() { date +%s%N; }
 # A field of /proc/PID/status, in kB.
 proc_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-# CPU seconds (user + system) the daemon has used so far.
-daemon_cpu() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$DPID/stat" 2>/dev/null || echo 0; }
+# CPU seconds (user + system) the daemon's spinners have used so far: the
+# threads that keep the serving CPUs awake while requests flow
+# (src/awake.rs); they run only on CPU time nothing else wanted.
+spin_cpu() {
+    local t sum=0
+    for t in /proc/"$DPID"/task/*; do
+        [[ $(cat "$t/comm" 2>/dev/null) == worldfs-spin* ]] || continue
+        sum=$(awk -v s="$sum" '{ printf "%.2f", s + ($14 + $15) / 100 }' "$t/stat" 2>/dev/null || echo "$sum")
+    done
+    echo "$sum"
+}
+
+# CPU seconds (user + system) the daemon has used so far, without its
+# spinners (those are in spin_cpu).
+daemon_cpu() {
+    local all
+    all=$(awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$DPID/stat" 2>/dev/null || echo 0)
+    calc "%.2f" "$all - $(spin_cpu)"
+}
 
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 
@@ -329,7 +347,7 @@ bench_world() {
     # round trip between two CPUs costs far more on a VM, see
     # docs/performance.md).
     local grep_cmd='printf "%s\0" "$MNT"/blocks/*/names | xargs -0 grep -l -x -- "[0-9]* $GREP_NAME" | wc -l'
-    local c0 spec opts cmd tag
+    local c0 s0 spec opts cmd tag
     for spec in $GREP_VARIANTS; do
         opts=${spec%@*}
         cmd=$grep_cmd
@@ -339,6 +357,7 @@ bench_world() {
             [[ $spec == rw || $pass == cold ]] || continue
             for ((i = 0; i < walk_runs; i++)); do
                 c0=$(daemon_cpu)
+                s0=$(spin_cpu)
                 timed "$cmd"
             done
             case $spec in
@@ -348,7 +367,7 @@ bench_world() {
             esac
             row "$tag" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU+$(calc "%.2f" "$(daemon_cpu) - $c0")" \
                 "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" \
-                "$(calc "%.1f" "$WALL / $scan_wall")x in-process, matches $OUT"
+                "$(calc "%.1f" "$WALL / $scan_wall")x in-process, matches $OUT, spin $(calc "%.2f" "$(spin_cpu) - $s0") s"
             fig "$label" "grep_${pass}_${spec}_s" "$WALL"
             fig "$label" "grep_${pass}_${spec}_rss_mb" "$(mb "$(proc_kb "$DPID" VmHWM)")"
         done
@@ -451,7 +470,8 @@ main() {
     echo "peer: $([[ -n $MAPPER ]] && dpkg-query -W -f '${Package} ${Version}' minetestmapper 2>/dev/null || echo none)"
     echo "timing: median of $RUNS runs for check, minetestmapper, the in-process scan and ls; whole-world walks"
     echo "through the mount: median of 1 run on the small world, $BIG_RUNS on the large one. CPU s = user + system"
-    echo "of the command (+ of the daemon). cold = fresh mount (the map file is in the OS page cache); warm = again"
+    echo "of the command (+ of the daemon, without its spinners: 'spin' is their CPU time, spent only where a CPU"
+    echo "was otherwise idle). cold = fresh mount (the map file is in the OS page cache); warm = again"
     echo "on the same mount. Mounts are writable (the default) on a copy of the world."
 
     if [[ $which != large ]]; then

@@ -16,11 +16,13 @@ pub struct FuseAdapter {
     fs: Arc<WorldFs>,
     /// Serve each request on its caller's CPU (see `affinity`).
     follow_cpu: bool,
+    /// Keep the serving CPUs awake while requests flow (see `awake`).
+    awake: Option<crate::awake::Awake>,
 }
 
 impl FuseAdapter {
-    pub fn new(fs: Arc<WorldFs>, follow_cpu: bool) -> FuseAdapter {
-        FuseAdapter { fs, follow_cpu }
+    pub fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
+        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::awake::Awake::new) }
     }
 }
 
@@ -94,7 +96,11 @@ impl FuseAdapter {
         }
     }
 
-    fn follow(&self, req: &Request) {
+    /// Every request starts here.
+    fn arrived(&self, req: &Request) {
+        if let Some(a) = &self.awake {
+            a.touch();
+        }
         if self.follow_cpu {
             crate::affinity::follow(req.pid());
         }
@@ -128,7 +134,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.follow(req);
+        self.arrived(req);
         match self.fs.lookup(parent.0, name) {
             // A negative entry (inode 0) lets the kernel answer repeated
             // lookups of a missing name itself for the TTL. Not under node/,
@@ -152,12 +158,13 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+    fn forget(&self, req: &Request, ino: INodeNo, nlookup: u64) {
+        self.arrived(req);
         self.fs.forget(ino.0, nlookup);
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.follow(req);
+        self.arrived(req);
         match self.fs.getattr(ino.0) {
             Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
             Err(e) => reply.error(errno("getattr", &e)),
@@ -166,7 +173,7 @@ impl Filesystem for FuseAdapter {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         _uid: Option<u32>,
@@ -182,6 +189,7 @@ impl Filesystem for FuseAdapter {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        self.arrived(req);
         match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
             Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
             Err(e) => reply.error(errno("setattr", &e)),
@@ -190,7 +198,7 @@ impl Filesystem for FuseAdapter {
 
     fn mknod(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -198,24 +206,28 @@ impl Filesystem for FuseAdapter {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
+        self.arrived(req);
         self.entry(reply, self.fs.mknod(parent.0, name, mode), "mknod");
     }
 
-    fn mkdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
+        self.arrived(req);
         self.entry(reply, self.fs.mkdir(parent.0, name), "mkdir");
     }
 
-    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.arrived(req);
         self.empty(reply, self.fs.unlink(parent.0, name), "unlink");
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.arrived(req);
         self.empty(reply, self.fs.rmdir(parent.0, name), "rmdir");
     }
 
     fn rename(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -223,11 +235,12 @@ impl Filesystem for FuseAdapter {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        self.arrived(req);
         self.empty(reply, self.fs.rename(parent.0, name, newparent.0, newname, flags.bits()), "rename");
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.follow(req);
+        self.arrived(req);
         if self.fs.opens_are_local() {
             // The kernel remembers ENOSYS: no more OPEN, FLUSH or RELEASE
             // round trips on this mount (two or three of a file's five).
@@ -262,6 +275,7 @@ impl Filesystem for FuseAdapter {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        self.arrived(req);
         match self.fs.create(parent.0, name, mode, flags, req.pid()) {
             Ok((a, o)) => {
                 reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
@@ -281,7 +295,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.follow(req);
+        self.arrived(req);
         let r = match fh.0 {
             0 => self.fs.read_unopened(ino.0, offset, size),
             fh => self.fs.read(fh, offset, size),
@@ -304,7 +318,7 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        self.follow(req);
+        self.arrived(req);
         match self.fs.write(fh.0, offset, data) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno("write", &e)),
@@ -312,6 +326,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        self.arrived(req);
         if fh.0 == 0 {
             // A file the kernel opened itself (see `open`): nothing to
             // commit, and ENOSYS stops further FLUSH requests.
@@ -321,7 +336,8 @@ impl Filesystem for FuseAdapter {
         self.empty(reply, self.fs.flush(fh.0, req.pid()), "flush");
     }
 
-    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        self.arrived(req);
         match fh.0 {
             0 => reply.ok(), // opened by the kernel itself: nothing to write
             fh => self.empty(reply, self.fs.fsync(fh), "fsync"),
@@ -330,7 +346,7 @@ impl Filesystem for FuseAdapter {
 
     fn release(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
@@ -338,19 +354,21 @@ impl Filesystem for FuseAdapter {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.arrived(req);
         match fh.0 {
             0 => reply.ok(), // opened by the kernel itself (see `open`)
             fh => self.empty(reply, self.fs.release(fh), "release"),
         }
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        self.arrived(req);
         // Every directory change is committed before it is answered.
         reply.ok();
     }
 
     fn readdir(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        self.follow(req);
+        self.arrived(req);
         let r = self
             .fs
             .readdir(ino.0, offset, false, &mut |e, _| reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name));
@@ -361,7 +379,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn readdirplus(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        self.follow(req);
+        self.arrived(req);
         let r = self.fs.readdir(ino.0, offset, true, &mut |e, a| {
             let a = a.expect("readdirplus gives attributes");
             // One TTL for the name and the attributes here: a file's size
@@ -375,23 +393,26 @@ impl Filesystem for FuseAdapter {
         }
     }
 
-    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+    fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.arrived(req);
         let blocks = self.fs.block_count();
         reply.statfs(blocks, 0, 0, blocks, 0, 4096, 255, 4096);
     }
 
-    fn getxattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: ReplyXattr) {
+    fn getxattr(&self, req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: ReplyXattr) {
+        self.arrived(req);
         // ENOSYS is remembered by the kernel: no more xattr round trips.
         reply.error(Errno::ENOSYS);
     }
 
-    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+    fn listxattr(&self, req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+        self.arrived(req);
         reply.error(Errno::ENOSYS);
     }
 
     fn setxattr(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         _name: &OsStr,
         _value: &[u8],
@@ -399,13 +420,14 @@ impl Filesystem for FuseAdapter {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        self.arrived(req);
         // Editors copy ACLs onto the files they write; there are none here.
         reply.error(Errno::ENOSYS);
     }
 
     fn ioctl(
         &self,
-        _req: &Request,
+        req: &Request,
         _ino: INodeNo,
         _fh: FileHandle,
         _flags: fuser::IoctlFlags,
@@ -414,11 +436,13 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: fuser::ReplyIoctl,
     ) {
+        self.arrived(req);
         // sed and python ask whether a file is a terminal (TCGETS).
         reply.error(Errno::ENOTTY);
     }
 
-    fn symlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, _target: &std::path::Path, reply: ReplyEntry) {
+    fn symlink(&self, req: &Request, _parent: INodeNo, _name: &OsStr, _target: &std::path::Path, reply: ReplyEntry) {
+        self.arrived(req);
         // emacs makes its lock files as symlinks; it carries on without.
         reply.error(Errno::EPERM);
     }

@@ -6,6 +6,7 @@
 //! and [`fuse`] (the thin adapter to the kernel).
 
 pub mod affinity;
+pub mod awake;
 pub mod check;
 pub mod codec;
 pub mod demo;

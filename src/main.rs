@@ -28,7 +28,7 @@ enum Command {
         mountpoint: PathBuf,
         /// Comma-separated options: ro, rw, allow_other, allow_root,
         /// auto_unmount, ttl=SECONDS, entry_ttl=SECONDS, cache_mb=MIB, threads=N,
-        /// nocpu_follow, nojournal (no
+        /// nocpu_follow, nospin, nojournal (no
         /// undo journal), group_ms=N (write changes in groups, at most N ms
         /// after their close; fsync still waits for the write).
         #[arg(short = 'o', value_name = "OPTIONS")]
@@ -107,6 +107,8 @@ struct MountOpts {
     threads: usize,
     /// Move each FUSE thread to its caller's CPU (`affinity`).
     cpu_follow: bool,
+    /// Keep the serving CPUs awake while requests flow (`awake`).
+    spin: bool,
 }
 
 fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
@@ -117,6 +119,7 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
         auto_unmount: false,
         threads: std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2),
         cpu_follow: true,
+        spin: true,
     };
     for opt in list.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
         let (k, v) = opt.split_once('=').map_or((opt, None), |(k, v)| (k, Some(v)));
@@ -136,6 +139,7 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "cache_mb" => m.fs.cache_bytes = (num(v)? as usize).max(1) << 20,
             "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
             "nocpu_follow" => m.cpu_follow = false,
+            "nospin" => m.spin = false,
             _ => return Err(format!("unknown mount option '{opt}'")),
         }
     }
@@ -197,7 +201,7 @@ fn serve(
             return Err(e);
         }
     };
-    let adapter = worldfs::fuse::FuseAdapter::new(fs.clone(), m.cpu_follow);
+    let adapter = worldfs::fuse::FuseAdapter::new(fs.clone(), m.cpu_follow, m.spin);
     let session = match fuser::Session::new(adapter, mountpoint, &fuser_config(m)) {
         Ok(s) => s,
         Err(e) => {

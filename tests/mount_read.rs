@@ -269,3 +269,45 @@ fn outside_changes_show_within_the_ttl() {
         assert_eq!(size.trim(), "4096", "{opts:?}");
     }
 }
+
+/// The daemon's spinner threads (src/awake.rs): name, state letter and CPU
+/// ticks (user + system) of each.
+fn spinners(pid: u32) -> Vec<(String, char, u64)> {
+    let mut v = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default().trim().to_string();
+        if !comm.starts_with("worldfs-spin") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        v.push((comm, f[0].chars().next().unwrap(), ticks));
+    }
+    v
+}
+
+/// Spinners keep CPUs awake only while requests flow: a walk starts them,
+/// they sleep (and use no CPU) once it is over, and `-o nospin` has none.
+#[test]
+fn spinners_only_while_requests_flow() {
+    require_fuse!("spinners_only_while_requests_flow");
+    let world = demo_world();
+    let m = Mounted::new(world.path(), &[]);
+    m.ok("for i in 1 2 3; do find \"$MNT\"/blocks -type f -exec cat {} + >/dev/null; done");
+    assert!(!spinners(m.pid()).is_empty(), "no spinner thread after a walk");
+    // Once requests stop, every spinner sleeps...
+    wait_until("spinners asleep", || spinners(m.pid()).iter().all(|s| s.1 == 'S'));
+    // ...and stays asleep: no CPU time over a second (one tick of slack for
+    // the periodic wake-up that bounds a lost race).
+    let before: u64 = spinners(m.pid()).iter().map(|s| s.2).sum();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let after: u64 = spinners(m.pid()).iter().map(|s| s.2).sum();
+    assert!(after <= before + 1, "idle spinners used CPU: {before} -> {after} ticks");
+    m.unmount();
+
+    let m = Mounted::new(world.path(), &["nospin"]);
+    m.ok("cat \"$MNT\"/blocks/*/names >/dev/null");
+    assert!(spinners(m.pid()).is_empty(), "-o nospin still spins");
+    m.unmount();
+}

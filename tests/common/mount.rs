@@ -84,6 +84,11 @@ impl Mounted {
         panic!("mount did not appear; log:\n{}", std::fs::read_to_string(&self.log).unwrap_or_default());
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the daemon runs").id()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.mnt.join(rel)
     }
