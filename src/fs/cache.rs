@@ -2,8 +2,18 @@
 //! rendered at most once, so that the dozen files of a block cost one
 //! database read and one decode.
 //!
-//! Entries older than the TTL are checked against the store (one indexed
-//! read) before use, so changes made by another process show up.
+//! Two budgets: decoded blocks (16 KiB and more each) get a quarter of the
+//! cache; beyond that the least recently used ones are dropped and decoded
+//! again from their blob when needed (a few microseconds). What stays is
+//! small: the blob (tens of bytes for a block of one node type, a few KiB
+//! for a built-up one) and the small files rendered from it, so the cache
+//! keeps the `names` and sizes of tens of thousands of blocks, where it
+//! would keep the decodings of three thousand.
+//!
+//! Entries older than the TTL are checked against the store before use:
+//! by the store's data version when it has one (nothing was committed
+//! since the entry was read: one `pread`), otherwise by fetching the blob
+//! and comparing. So changes made by another process show up.
 
 use crate::codec::{Block, DecodeError};
 use crate::store::{BlockPos, MapStore, StoreError};
@@ -26,7 +36,10 @@ pub struct Loaded {
     /// Taken before the store was read (see `BlockCache::get`).
     pub serial: u64,
     pub blob: Vec<u8>,
-    pub block: Result<Block, DecodeError>,
+    /// Why the blob does not decode, if it does not.
+    error: Option<DecodeError>,
+    /// The decoding, while the cache has room for it.
+    block: Mutex<Option<Arc<Block>>>,
     files: [OnceLock<Arc<Vec<u8>>>; 10],
     nodes_size: OnceLock<usize>,
     version: OnceLock<u32>,
@@ -44,11 +57,16 @@ impl Loaded {
     }
 
     fn with_serial(serial: u64, pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
+        let (block, error) = match block {
+            Ok(b) => (Some(Arc::new(b)), None),
+            Err(e) => (None, Some(e)),
+        };
         Loaded {
             pos,
             serial,
             blob,
-            block,
+            error,
+            block: Mutex::new(block),
             files: Default::default(),
             nodes_size: OnceLock::new(),
             version: OnceLock::new(),
@@ -67,11 +85,42 @@ impl Loaded {
         })
     }
 
+    /// Whether the blob decodes (the block has decoded files and `meta/`).
+    pub fn is_decodable(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Why the blob does not decode.
+    pub fn decode_error(&self) -> Option<&DecodeError> {
+        self.error.as_ref()
+    }
+
+    /// The decoded block (decoded again from the blob if the cache dropped
+    /// it); None if the blob does not decode.
+    pub fn decoded(&self) -> Option<Arc<Block>> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mut slot = self.block.lock().unwrap();
+        if let Some(b) = &*slot {
+            return Some(b.clone());
+        }
+        // It decoded before, and decoding is deterministic.
+        let b = Arc::new(Block::decode(&self.blob).ok()?);
+        *slot = Some(b.clone());
+        Some(b)
+    }
+
+    /// Let the decoding go (it is made again on demand).
+    fn drop_decoded(&self) {
+        *self.block.lock().unwrap() = None;
+    }
+
     /// The files this block directory has, in listing order.
     pub fn files(&self) -> &'static [BlockFile] {
-        match self.block {
-            Ok(_) => &BlockFile::DECODED,
-            Err(_) => &BlockFile::CORRUPT,
+        match self.error {
+            None => &BlockFile::DECODED,
+            Some(_) => &BlockFile::CORRUPT,
         }
     }
 
@@ -79,10 +128,16 @@ impl Loaded {
     /// arrays have fixed sizes, `raw` is the blob, and `nodes` is measured
     /// arithmetically.
     pub fn file_size(&self, f: BlockFile) -> Option<usize> {
-        match (&self.block, f) {
-            (Ok(b), BlockFile::Nodes) => Some(*self.nodes_size.get_or_init(|| view::nodes_size(self.pos, b))),
-            (Ok(_), BlockFile::Param0) => Some(2 * crate::codec::block::NODE_COUNT),
-            (Ok(_), BlockFile::Param1 | BlockFile::Param2) => Some(crate::codec::block::NODE_COUNT),
+        match (self.is_decodable(), f) {
+            (true, BlockFile::Nodes) => {
+                if let Some(n) = self.nodes_size.get() {
+                    return Some(*n);
+                }
+                let b = self.decoded()?;
+                Some(*self.nodes_size.get_or_init(|| view::nodes_size(self.pos, &b)))
+            }
+            (true, BlockFile::Param0) => Some(2 * crate::codec::block::NODE_COUNT),
+            (true, BlockFile::Param1 | BlockFile::Param2) => Some(crate::codec::block::NODE_COUNT),
             (_, BlockFile::Raw) => Some(self.blob.len()),
             _ => self.file(f).map(|c| c.len()),
         }
@@ -90,27 +145,31 @@ impl Loaded {
 
     /// A block file's content. The small text files are rendered once and
     /// kept; the large ones (`nodes`, the node arrays, `raw`) are made on
-    /// each open, so that the cache holds mostly decoded blocks.
+    /// each open, so that the cache holds mostly small entries.
     /// None if this block does not have that file.
     pub fn file(&self, f: BlockFile) -> Option<Arc<Vec<u8>>> {
         if !self.files().contains(&f) {
             return None;
         }
-        match (&self.block, f) {
-            (Ok(b), BlockFile::Nodes | BlockFile::Param0 | BlockFile::Param1 | BlockFile::Param2) => {
-                return Some(Arc::new(view::render_block_file(self.pos, b, &self.blob, f)));
+        match f {
+            BlockFile::Nodes | BlockFile::Param0 | BlockFile::Param1 | BlockFile::Param2 => {
+                let b = self.decoded()?;
+                return Some(Arc::new(view::render_block_file(self.pos, &b, &self.blob, f)));
             }
-            (_, BlockFile::Raw) => return Some(Arc::new(self.blob.clone())),
+            BlockFile::Raw => return Some(Arc::new(self.blob.clone())),
             _ => {}
         }
         let slot = &self.files[f.id() as usize - 1];
+        if let Some(c) = slot.get() {
+            return Some(c.clone());
+        }
+        let content = match (&self.error, f) {
+            (Some(e), BlockFile::Error) => format!("block {} cannot be decoded: {e}\n", self.pos).into_bytes(),
+            (Some(_), _) => self.blob.clone(),
+            (None, _) => view::render_block_file(self.pos, &*self.decoded()?, &self.blob, f),
+        };
         Some(
             slot.get_or_init(|| {
-                let content = match (&self.block, f) {
-                    (Err(e), BlockFile::Error) => format!("block {} cannot be decoded: {e}\n", self.pos).into_bytes(),
-                    (Ok(b), _) => view::render_block_file(self.pos, b, &self.blob, f),
-                    (Err(_), _) => self.blob.clone(),
-                };
                 self.rendered_bytes.fetch_add(content.len(), Ordering::Relaxed);
                 Arc::new(content)
             })
@@ -118,21 +177,22 @@ impl Loaded {
         )
     }
 
-    pub fn decoded(&self) -> Option<&Block> {
-        self.block.as_ref().ok()
+    /// Approximate memory held without the decoding: this struct, the
+    /// blob, the rendered files, and the cache's own bookkeeping.
+    fn base_cost(&self) -> usize {
+        std::mem::size_of::<Loaded>() + 160 + self.blob.len() + self.rendered_bytes.load(Ordering::Relaxed)
     }
 
-    /// Approximate memory held.
-    fn cost(&self) -> usize {
-        let decoded = match &self.block {
-            Ok(b) => {
+    /// Approximate memory held by the decoding (0 when it was dropped).
+    fn decoded_cost(&self) -> usize {
+        match &*self.block.lock().unwrap() {
+            Some(b) => {
                 4096 * 4
                     + b.metadata.entries.iter().map(|e| e.inventory.len() + 64 * e.vars.len()).sum::<usize>()
                     + b.objects.objects.iter().map(|o| o.data.len()).sum::<usize>()
             }
-            Err(_) => 0,
-        };
-        256 + self.blob.len() + decoded + self.rendered_bytes.load(Ordering::Relaxed)
+            None => 0,
+        }
     }
 }
 
@@ -140,7 +200,13 @@ struct Slot {
     loaded: Arc<Loaded>,
     tick: u64,
     checked: Instant,
+    /// The store's data version read before the blob was (see `get`).
+    data_version: Option<u64>,
+    /// Bytes counted for this entry, of which for its decoding.
     cost: usize,
+    decoded_cost: usize,
+    /// Its key in `Inner::decoded`, while it holds a decoding.
+    decoded_tick: Option<u64>,
 }
 
 #[derive(Default)]
@@ -148,8 +214,12 @@ struct Inner {
     map: HashMap<BlockPos, Slot>,
     /// Least recently used first.
     order: BTreeMap<u64, BlockPos>,
+    /// The entries holding a decoding, least recently used first (by the
+    /// same ticks as `order`).
+    decoded: BTreeMap<u64, BlockPos>,
     tick: u64,
     bytes: usize,
+    decoded_bytes: usize,
     /// Counts `BlockCache::remove` calls (deleted blocks).
     removals: u64,
 }
@@ -162,27 +232,55 @@ impl Inner {
             self.order.remove(&slot.tick);
             slot.tick = tick;
             self.order.insert(tick, pos);
-            let cost = slot.loaded.cost();
-            self.bytes = self.bytes + cost - slot.cost;
-            slot.cost = cost;
+            self.account(pos);
+        }
+    }
+
+    /// Count an entry's memory again (its decoding may have been made
+    /// again, files rendered since) and file it by its tick.
+    fn account(&mut self, pos: BlockPos) {
+        let Some(slot) = self.map.get_mut(&pos) else { return };
+        let decoded = slot.loaded.decoded_cost();
+        let cost = slot.loaded.base_cost() + decoded;
+        self.bytes = self.bytes + cost - slot.cost;
+        self.decoded_bytes = self.decoded_bytes + decoded - slot.decoded_cost;
+        slot.cost = cost;
+        slot.decoded_cost = decoded;
+        if let Some(t) = slot.decoded_tick.take() {
+            self.decoded.remove(&t);
+        }
+        if decoded > 0 {
+            self.decoded.insert(slot.tick, pos);
+            slot.decoded_tick = Some(slot.tick);
         }
     }
 
     fn remove(&mut self, pos: BlockPos) {
         if let Some(slot) = self.map.remove(&pos) {
             self.order.remove(&slot.tick);
+            if let Some(t) = slot.decoded_tick {
+                self.decoded.remove(&t);
+            }
             self.bytes -= slot.cost;
+            self.decoded_bytes -= slot.decoded_cost;
         }
     }
 
-    fn evict(&mut self, cap: usize) {
-        while self.bytes > cap && self.map.len() > 1 {
-            let Some((_, pos)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some(slot) = self.map.remove(&pos) {
-                self.bytes -= slot.cost;
+    fn evict(&mut self, cap: usize, decoded_cap: usize) {
+        while self.decoded_bytes > decoded_cap && self.decoded.len() > 1 {
+            let Some((_, pos)) = self.decoded.pop_first() else { break };
+            if let Some(slot) = self.map.get_mut(&pos) {
+                slot.loaded.drop_decoded();
+                self.bytes -= slot.decoded_cost;
+                self.decoded_bytes -= slot.decoded_cost;
+                slot.cost -= slot.decoded_cost;
+                slot.decoded_cost = 0;
+                slot.decoded_tick = None;
             }
+        }
+        while self.bytes > cap && self.map.len() > 1 {
+            let Some((_, pos)) = self.order.first_key_value().map(|(t, p)| (*t, *p)) else { break };
+            self.remove(pos);
         }
     }
 }
@@ -198,6 +296,11 @@ impl BlockCache {
         BlockCache { inner: Mutex::new(Inner::default()), cap_bytes, ttl }
     }
 
+    /// What decodings may take of the budget.
+    fn decoded_cap(&self) -> usize {
+        self.cap_bytes / 4
+    }
+
     /// The block at `pos`, loading (or re-checking) it from the store when
     /// needed. None if the block does not exist.
     ///
@@ -209,10 +312,22 @@ impl BlockCache {
         let (cached, removals) = {
             let mut inner = self.inner.lock().unwrap();
             inner.touch(pos);
-            let cached = inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl));
+            let cached =
+                inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl, s.data_version));
+            self.evict(&mut inner);
             (cached, inner.removals)
         };
-        if let Some((loaded, true)) = &cached {
+        if let Some((loaded, true, _)) = &cached {
+            return Ok(Some(loaded.clone()));
+        }
+        // Read before the blob: a commit that ends after this read changes
+        // the version, so an entry tagged with it is current for as long as
+        // the version stays the same.
+        let data_version = store.data_version();
+        if let Some((loaded, _, Some(tag))) = &cached
+            && data_version == Some(*tag)
+        {
+            self.mark_checked(loaded, data_version);
             return Ok(Some(loaded.clone()));
         }
         // Taken before reading: anything cached with a larger serial was
@@ -226,14 +341,10 @@ impl BlockCache {
             }
             return Ok(None);
         };
-        if let Some((loaded, _)) = cached
+        if let Some((loaded, _, _)) = cached
             && loaded.blob == blob
         {
-            if let Some(slot) = self.inner.lock().unwrap().map.get_mut(&pos)
-                && Arc::ptr_eq(&slot.loaded, &loaded)
-            {
-                slot.checked = Instant::now();
-            }
+            self.mark_checked(&loaded, data_version);
             return Ok(Some(loaded));
         }
         let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), Block::decode(&blob)));
@@ -246,28 +357,44 @@ impl BlockCache {
             // A removal since (rmdir) may concern this block: do not cache.
             None if inner.removals != removals => Ok(Some(loaded)),
             None => {
-                self.insert_locked(&mut inner, loaded.clone());
+                self.insert_locked(&mut inner, loaded.clone(), data_version);
                 Ok(Some(loaded))
             }
+        }
+    }
+
+    /// A cached entry was found current at `data_version`.
+    fn mark_checked(&self, loaded: &Arc<Loaded>, data_version: Option<u64>) {
+        if let Some(slot) = self.inner.lock().unwrap().map.get_mut(&loaded.pos)
+            && Arc::ptr_eq(&slot.loaded, loaded)
+        {
+            slot.checked = Instant::now();
+            slot.data_version = data_version;
         }
     }
 
     /// Put a block in the cache (after loading it or committing it).
     pub fn insert(&self, loaded: Arc<Loaded>) {
         let mut inner = self.inner.lock().unwrap();
-        self.insert_locked(&mut inner, loaded);
+        self.insert_locked(&mut inner, loaded, None);
     }
 
-    fn insert_locked(&self, inner: &mut Inner, loaded: Arc<Loaded>) {
+    fn insert_locked(&self, inner: &mut Inner, loaded: Arc<Loaded>, data_version: Option<u64>) {
         let pos = loaded.pos;
         inner.remove(pos);
         inner.tick += 1;
         let tick = inner.tick;
-        let cost = loaded.cost();
         inner.order.insert(tick, pos);
-        inner.bytes += cost;
-        inner.map.insert(pos, Slot { loaded, tick, checked: Instant::now(), cost });
-        inner.evict(self.cap_bytes);
+        inner.map.insert(
+            pos,
+            Slot { loaded, tick, checked: Instant::now(), data_version, cost: 0, decoded_cost: 0, decoded_tick: None },
+        );
+        inner.account(pos);
+        self.evict(inner);
+    }
+
+    fn evict(&self, inner: &mut Inner) {
+        inner.evict(self.cap_bytes, self.decoded_cap());
     }
 
     /// Forget a block (it was deleted).
@@ -284,6 +411,11 @@ impl BlockCache {
 
     pub fn bytes(&self) -> usize {
         self.inner.lock().unwrap().bytes
+    }
+
+    /// Bytes counted for decodings.
+    pub fn decoded_bytes(&self) -> usize {
+        self.inner.lock().unwrap().decoded_bytes
     }
 
     pub fn len(&self) -> usize {
@@ -308,12 +440,14 @@ mod tests {
         let blob = Block::new_air(29).encode().unwrap();
         let changes: Vec<Change> = (0..50).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
         store.apply(&changes, &crate::store::Note::default()).unwrap();
-        let cache = BlockCache::new(200_000, Duration::ZERO);
+        // Room for one decoding and a few entries.
+        let cache = BlockCache::new(24_000, Duration::ZERO);
         for i in 0..50 {
             let l = cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
             l.file(BlockFile::Nodes).unwrap();
+            l.file(BlockFile::Names).unwrap();
         }
-        assert!(cache.bytes() <= 200_000 + 200_000, "{}", cache.bytes());
+        assert!(cache.bytes() <= 24_000, "{}", cache.bytes());
         assert!(cache.len() < 50);
         // A change behind our back shows up (TTL zero: always re-checked).
         let p = BlockPos::new(49, 0, 0);
@@ -392,6 +526,113 @@ mod tests {
             reader.join().unwrap();
         });
         assert!(cache.peek(p).is_none());
+    }
+
+    /// A store that counts its block reads and can hide its data version.
+    struct Counting {
+        inner: SqliteStore,
+        gets: AtomicUsize,
+        versions: bool,
+    }
+
+    impl MapStore for Counting {
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+        fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>, StoreError> {
+            self.gets.fetch_add(1, Ordering::SeqCst);
+            self.inner.get(pos)
+        }
+        fn list_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<BlockPos>, StoreError> {
+            self.inner.list_after(a, n)
+        }
+        fn scan_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
+            self.inner.scan_after(a, n)
+        }
+        fn apply(&self, c: &[Change], n: &crate::store::Note) -> Result<(), StoreError> {
+            self.inner.apply(c, n)
+        }
+        fn count(&self) -> Result<u64, StoreError> {
+            self.inner.count()
+        }
+        fn is_read_only(&self) -> bool {
+            false
+        }
+        fn data_version(&self) -> Option<u64> {
+            if self.versions { self.inner.data_version() } else { None }
+        }
+    }
+
+    fn counting(d: &tempfile::TempDir, blocks: i16, versions: bool) -> Counting {
+        let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
+        let blob = Block::new_air(29).encode().unwrap();
+        let changes: Vec<Change> = (0..blocks).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
+        store.apply(&changes, &crate::store::Note::default()).unwrap();
+        Counting { inner: store, gets: AtomicUsize::new(0), versions }
+    }
+
+    /// Decodings take a quarter of the budget; the blobs and small files
+    /// of many more blocks stay, and a dropped decoding comes back equal.
+    #[test]
+    fn keeps_many_blocks_with_few_decodings() {
+        let d = tempfile::tempdir().unwrap();
+        let store = counting(&d, 2000, true);
+        let cache = BlockCache::new(2 << 20, Duration::from_secs(60));
+        for i in 0..2000 {
+            let l = cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
+            l.file(BlockFile::Names).unwrap();
+            l.file_size(BlockFile::Nodes).unwrap();
+        }
+        assert_eq!(cache.len(), 2000, "every block's entry is kept");
+        assert!(cache.bytes() <= 2 << 20, "{}", cache.bytes());
+        assert!(cache.decoded_bytes() <= (2 << 20) / 4, "{}", cache.decoded_bytes());
+        let first = cache.peek(BlockPos::new(0, 0, 0)).unwrap();
+        assert!(first.block.lock().unwrap().is_none(), "the oldest decoding was dropped");
+        assert_eq!(*first.decoded().unwrap(), Block::decode(&first.blob).unwrap());
+        assert_eq!(first.file_size(BlockFile::Nodes), Some(first.file(BlockFile::Nodes).unwrap().len()));
+        // Read again (within the TTL): from the cache, no store read.
+        let before = store.gets.load(Ordering::SeqCst);
+        for i in 0..2000 {
+            cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
+        }
+        assert_eq!(store.gets.load(Ordering::SeqCst), before);
+    }
+
+    /// After the TTL an entry is trusted while the store's data version has
+    /// not moved, and read again (compared) once it has.
+    #[test]
+    fn stale_entries_are_checked_by_data_version() {
+        let d = tempfile::tempdir().unwrap();
+        let store = counting(&d, 3, true);
+        let cache = BlockCache::new(1 << 20, Duration::ZERO);
+        let p = BlockPos::new(1, 0, 0);
+        let first = cache.get(p, &store).unwrap().unwrap();
+        assert_eq!(store.gets.load(Ordering::SeqCst), 1);
+        for _ in 0..5 {
+            assert!(Arc::ptr_eq(&first, &cache.get(p, &store).unwrap().unwrap()));
+        }
+        assert_eq!(store.gets.load(Ordering::SeqCst), 1, "nothing changed: no read");
+        // Another process changes another block: one read to compare, the
+        // same entry kept (same blob).
+        let other = rusqlite::Connection::open(d.path().join("map.sqlite")).unwrap();
+        other.execute("DELETE FROM blocks WHERE pos = ?1", [BlockPos::new(2, 0, 0).legacy_key()]).unwrap();
+        assert!(Arc::ptr_eq(&first, &cache.get(p, &store).unwrap().unwrap()));
+        assert_eq!(store.gets.load(Ordering::SeqCst), 2);
+        cache.get(p, &store).unwrap().unwrap();
+        assert_eq!(store.gets.load(Ordering::SeqCst), 2, "checked at the new version");
+        // ...and this block: the change shows.
+        let mut b = Block::new_air(29);
+        b.flags = 1;
+        other.execute("UPDATE blocks SET data = ?1 WHERE pos = ?2", (b.encode().unwrap(), p.legacy_key())).unwrap();
+        assert!(cache.get(p, &store).unwrap().unwrap().decoded().unwrap().is_underground());
+        // Without a data version every use after the TTL reads the store.
+        let d = tempfile::tempdir().unwrap();
+        let store = counting(&d, 1, false);
+        let p = BlockPos::new(0, 0, 0);
+        for _ in 0..3 {
+            cache.get(p, &store).unwrap().unwrap();
+        }
+        assert_eq!(store.gets.load(Ordering::SeqCst), 3);
     }
 
     #[test]

@@ -225,7 +225,7 @@ impl WorldFs {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
-        let Ok(orig) = &loaded.block else {
+        let Some(orig) = loaded.decoded() else {
             return Err(FsError::io(format!(
                 "block {pos} cannot be decoded; write a valid blob to its raw file or rmdir it"
             )));
@@ -235,13 +235,13 @@ impl WorldFs {
         {
             return Ok(());
         }
-        let mut b = orig.clone();
+        let mut b = Block::clone(&orig);
         edit(&mut b)?;
         if b == *orig {
             return Ok(());
         }
         normalize(&mut b);
-        validate(orig, &b).map_err(|m| FsError::invalid(format!("block {pos}: {m}")))?;
+        validate(&orig, &b).map_err(|m| FsError::invalid(format!("block {pos}: {m}")))?;
         let blob = b.encode().map_err(|e| FsError::invalid(format!("block {pos}: {e}")))?;
         match Block::decode(&blob) {
             Ok(back) if back == b => {}
@@ -253,9 +253,8 @@ impl WorldFs {
             }
         }
         self.write_block(pos, blob.clone(), what)?;
-        let old = orig.clone();
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
-        self.after_commit(pos, Some(&old), Some(&b));
+        self.after_commit(pos, Some(&orig), Some(&b));
         Ok(())
     }
 
@@ -304,9 +303,9 @@ impl WorldFs {
         let empty = Block { param0: Vec::new(), ..b.clone() };
         validate(&empty, &b).map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
         self.write_block(pos, content.to_vec(), what)?;
-        let old = loaded.decoded().cloned();
+        let old = loaded.decoded();
         self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
-        self.after_commit(pos, old.as_ref(), Some(&b));
+        self.after_commit(pos, old.as_deref(), Some(&b));
         Ok(())
     }
 
@@ -395,7 +394,7 @@ impl WorldFs {
             let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
             self.store.apply(&[Change::Delete(pos)], &Note::new(format!("rmdir blocks/{pos}")))?;
             self.cache.remove(pos);
-            self.after_commit(pos, old.decoded(), None);
+            self.after_commit(pos, old.decoded().as_deref(), None);
             Ok(())
         })();
         self.recorded(|| format!("rmdir blocks/{pos}"), r)

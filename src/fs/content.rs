@@ -40,7 +40,7 @@ impl WorldFs {
                 let l = self.existing_block(pos)?;
                 let b = l.decoded().ok_or_else(|| FsError::io(format!("block {pos} cannot be decoded")))?;
                 let i = super::in_block(pos, *c).expect("node is in its block") as usize;
-                Ok(Content { bytes: Arc::new(view::render_node(b, i)), serial: l.serial, version: l.version() })
+                Ok(Content { bytes: Arc::new(view::render_node(&b, i)), serial: l.serial, version: l.version() })
             }
             Node::Table(id) => match self.table_key(*id)? {
                 TableKey::WorldFile(name) => {

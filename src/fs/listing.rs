@@ -41,7 +41,7 @@ impl WorldFs {
                 let l = self.existing_block(*pos)?;
                 let mut v: Vec<(Vec<u8>, Node)> =
                     l.files().iter().map(|&f| (f.name().as_bytes().to_vec(), Node::BlockFile(*pos, f))).collect();
-                if l.decoded().is_some() {
+                if l.is_decodable() {
                     // after the node arrays, before timers: the order of the format
                     let at = v.iter().position(|(n, _)| n == b"timers").unwrap_or(v.len());
                     v.insert(at, (b"meta".to_vec(), Node::MetaRoot(*pos)));

@@ -384,7 +384,7 @@ impl WorldFs {
     /// A block's metadata entry at `p16`, with the block it came from.
     fn meta_entry(&self, pos: BlockPos, p16: u16) -> Result<(Arc<Loaded>, MetaEntry)> {
         let l = self.existing_block(pos)?;
-        let entry = l.decoded().and_then(|b| b.metadata.get(p16)).cloned().ok_or_else(FsError::not_found)?;
+        let entry = l.decoded().and_then(|b| b.metadata.get(p16).cloned()).ok_or_else(FsError::not_found)?;
         Ok((l, entry))
     }
 
@@ -475,7 +475,7 @@ impl WorldFs {
             }
             Node::MetaRoot(pos) => {
                 let l = self.existing_block(*pos)?;
-                l.decoded().map(|_| ()).ok_or_else(FsError::not_found)
+                l.is_decodable().then_some(()).ok_or_else(FsError::not_found)
             }
             Node::MetaDir(pos, p16) | Node::FieldsDir(pos, p16) => self.meta_entry(*pos, *p16).map(|_| ()),
             _ => Err(FsError::not_dir()),

@@ -70,4 +70,8 @@ impl MapStore for Serialized {
     fn is_read_only(&self) -> bool {
         self.inner.is_read_only()
     }
+
+    fn data_version(&self) -> Option<u64> {
+        self.inner.data_version()
+    }
 }

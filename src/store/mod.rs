@@ -89,4 +89,12 @@ pub trait MapStore: Send + Sync {
     fn count(&self) -> Result<u64>;
 
     fn is_read_only(&self) -> bool;
+
+    /// A number that changes whenever a transaction that changed the map
+    /// ends, by this process or any other; None if the store cannot tell
+    /// cheaply. Read before a block, it tells later whether that block can
+    /// still be trusted without reading it again.
+    fn data_version(&self) -> Option<u64> {
+        None
+    }
 }

@@ -32,6 +32,11 @@ pub struct SqliteStore {
     /// Device and inode of the files opened, to notice when one is removed
     /// or replaced under us (writes would go to a file nobody sees).
     identity: Vec<(PathBuf, (u64, u64))>,
+    /// The map file, to read its header's change counter (`data_version`).
+    /// Declared after `pool` so that it is closed after the connections:
+    /// closing any descriptor of a file drops every POSIX lock this process
+    /// holds on it, SQLite's included, so it must stay open while they do.
+    header: Option<std::fs::File>,
 }
 
 fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
@@ -69,8 +74,10 @@ impl SqliteStore {
             pool: Mutex::new(Vec::new()),
             journal: None,
             identity: Vec::new(),
+            header: None,
         };
         let conn = store.connect()?;
+        store.header = std::fs::File::open(path).ok();
         store.schema = detect_schema(&conn)?;
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         store.identity.push((path.to_path_buf(), id));
@@ -398,6 +405,20 @@ impl MapStore for SqliteStore {
     fn is_read_only(&self) -> bool {
         self.read_only
     }
+
+    /// The file change counter of the database header (offset 24), which
+    /// SQLite increments in every transaction that changes the file, as
+    /// other processes' SQLite does to learn that its cache is stale. Not
+    /// kept in WAL mode (header bytes 18 and 19 are then 2): None.
+    fn data_version(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut h = [0u8; 10];
+        self.header.as_ref()?.read_exact_at(&mut h, 18).ok()?;
+        if h[0] != 1 || h[1] != 1 {
+            return None;
+        }
+        Some(u32::from_be_bytes([h[6], h[7], h[8], h[9]]).into())
+    }
 }
 
 #[cfg(test)]
@@ -501,5 +522,42 @@ mod tests {
         assert!(matches!(st.get(BlockPos::new(0, 0, 0)), Err(StoreError::Busy(_))));
         other.execute_batch("ROLLBACK").unwrap();
         st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])], &crate::store::Note::default()).unwrap();
+    }
+
+    #[test]
+    fn data_version_changes_with_every_write_by_anyone() {
+        for (d, st) in both() {
+            let p = BlockPos::new(1, 2, 3);
+            st.apply(&[Change::Put(p, vec![29, 1])], &Note::default()).unwrap();
+            let v0 = st.data_version().expect("a rollback-journal map has a change counter");
+            // Reads change nothing.
+            st.get(p).unwrap();
+            st.list_after(None, 10).unwrap();
+            assert_eq!(st.data_version(), Some(v0));
+            // A write of ours...
+            st.apply(&[Change::Put(p, vec![29, 2])], &Note::default()).unwrap();
+            let v1 = st.data_version().unwrap();
+            assert_ne!(v1, v0);
+            // ...and another process's (another connection, as the server).
+            let other = Connection::open(d.path().join("map.sqlite")).unwrap();
+            other.execute("DELETE FROM blocks", []).unwrap();
+            let v2 = st.data_version().unwrap();
+            assert_ne!(v2, v1);
+            // A transaction that changes nothing leaves it.
+            other.execute_batch("BEGIN; SELECT count(*) FROM blocks; COMMIT;").unwrap();
+            assert_eq!(st.data_version(), Some(v2));
+        }
+    }
+
+    #[test]
+    fn no_data_version_in_wal_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("map.sqlite");
+        let st = SqliteStore::create(&path, Schema::Legacy).unwrap();
+        assert!(st.data_version().is_some());
+        let other = Connection::open(&path).unwrap();
+        let mode: String = other.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(st.data_version(), None, "WAL commits do not move the header's counter");
     }
 }
