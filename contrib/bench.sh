@@ -152,7 +152,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else if (NR
 
 mb() { calc "%.0f" "$1 / 1024"; }
 
-row() { printf '  %-46s %11s %11s %9s  %s\n' "$1" "$2" "$3" "$4" "${5:-}"; }
+row() { printf '  %-46s %11s %11s %9s  %-16s %s\n' "$1" "$2" "$3" "$4" "${5:-}" "${6:-}"; }
 
 # Remember a figure for the growth table: fig WORLD KEY VALUE.
 fig() { echo "$1 $2 $3" >>"$TMPROOT/figs"; }
