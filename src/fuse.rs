@@ -18,11 +18,14 @@ pub struct FuseAdapter {
     follow_cpu: bool,
     /// Keep the serving CPUs awake while requests flow (see `awake`).
     awake: Option<crate::awake::Awake>,
+    /// The kernel opens directories itself when OPENDIR answers ENOSYS
+    /// (Linux 5.1+; told at INIT).
+    local_opendir: bool,
 }
 
 impl FuseAdapter {
     pub fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
-        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::awake::Awake::new) }
+        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::awake::Awake::new), local_opendir: false }
     }
 }
 
@@ -130,6 +133,7 @@ impl Filesystem for FuseAdapter {
             let _ = config.add_capabilities(wanted - missing);
         }
         let _ = config.set_max_background(64);
+        self.local_opendir = config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT);
         Ok(())
     }
 
@@ -365,6 +369,19 @@ impl Filesystem for FuseAdapter {
         self.arrived(req);
         // Every directory change is committed before it is answered.
         reply.ok();
+    }
+
+    fn opendir(&self, req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.arrived(req);
+        if self.local_opendir {
+            // Listings keep no per-handle state (a cookie says where to
+            // resume), so there is nothing to open: the kernel remembers
+            // ENOSYS and stops sending OPENDIR and RELEASEDIR, two of the
+            // four round trips of listing a small directory (`ls -R`, `find`).
+            reply.error(Errno::ENOSYS);
+        } else {
+            reply.opened(FileHandle(0), FopenFlags::empty());
+        }
     }
 
     fn readdir(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {

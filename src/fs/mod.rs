@@ -48,9 +48,13 @@ pub fn readme_text() -> &'static str {
     const DOC: &str = include_str!("../../docs/layout.md");
     const START: &str = "<!-- readme:start -->\n";
     const END: &str = "<!-- readme:end -->";
-    let from = DOC.find(START).map_or(0, |i| i + START.len());
-    let to = DOC[from..].find(END).map_or(DOC.len(), |i| from + i);
-    &DOC[from..to]
+    // Found once: every stat of README would otherwise search the guide.
+    static TEXT: OnceLock<&str> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let from = DOC.find(START).map_or(0, |i| i + START.len());
+        let to = DOC[from..].find(END).map_or(DOC.len(), |i| from + i);
+        &DOC[from..to]
+    })
 }
 
 #[derive(Clone, Debug)]
