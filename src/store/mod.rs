@@ -5,6 +5,7 @@
 pub mod journal;
 mod pos;
 pub mod sqlite;
+mod sqlite_pool;
 
 pub use pos::{BlockPos, parse_triple};
 use std::fmt;

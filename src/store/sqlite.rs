@@ -5,10 +5,10 @@
 //! tools are left alone: writes UPDATE the data column in place and only
 //! INSERT rows that do not exist.
 
+use super::sqlite_pool::Pool;
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError, journal};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,8 +25,9 @@ pub struct SqliteStore {
     read_only: bool,
     busy_timeout: Duration,
     /// Idle connections; one is taken per call so that FUSE threads do not
-    /// serialize on a single connection.
-    pool: Mutex<Vec<Connection>>,
+    /// serialize on a single connection. Reads keep a transaction open on
+    /// them for a few milliseconds (see `sqlite_pool`).
+    pool: Pool,
     /// The undo journal attached to every connection, if kept.
     journal: Option<PathBuf>,
     /// Device and inode of the files opened, to notice when one is removed
@@ -45,7 +46,7 @@ fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     Ok((m.dev(), m.ino()))
 }
 
-fn backend(e: rusqlite::Error) -> StoreError {
+pub(super) fn backend(e: rusqlite::Error) -> StoreError {
     if let rusqlite::Error::SqliteFailure(f, ref m) = e {
         if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) {
             return StoreError::Busy(m.clone().unwrap_or_else(|| f.to_string()));
@@ -71,7 +72,7 @@ impl SqliteStore {
             schema: Schema::Legacy,
             read_only,
             busy_timeout: Duration::from_secs(2),
-            pool: Mutex::new(Vec::new()),
+            pool: Pool::new(),
             journal: None,
             identity: Vec::new(),
             header: None,
@@ -81,7 +82,7 @@ impl SqliteStore {
         store.schema = detect_schema(&conn)?;
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         store.identity.push((path.to_path_buf(), id));
-        store.pool.lock().unwrap().push(conn);
+        store.pool.add(conn);
         Ok(store)
     }
 
@@ -121,18 +122,8 @@ impl SqliteStore {
         Ok(conn)
     }
 
-    fn with_conn<T>(&self, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
-        let conn = self.pool.lock().unwrap().pop();
-        let mut conn = match conn {
-            Some(c) => c,
-            None => self.connect()?,
-        };
-        let r = f(&mut conn);
-        let mut pool = self.pool.lock().unwrap();
-        if pool.len() < 8 {
-            pool.push(conn);
-        }
-        r
+    fn reading<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        self.pool.read(|| self.connect(), f)
     }
 
     fn get_in(&self, conn: &Connection, pos: BlockPos) -> Result<Option<Vec<u8>>> {
@@ -163,7 +154,7 @@ impl SqliteStore {
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         self.identity.push((path.to_path_buf(), id));
         self.journal = Some(path.to_path_buf());
-        self.pool.lock().unwrap().clear();
+        self.pool.clear();
         let conn = self.connect()?;
         let mode: String = conn.query_row("PRAGMA main.journal_mode", [], |r| r.get(0)).map_err(backend)?;
         if mode.eq_ignore_ascii_case("wal") {
@@ -173,7 +164,7 @@ impl SqliteStore {
                 self.path.display()
             );
         }
-        self.pool.lock().unwrap().push(conn);
+        self.pool.add(conn);
         Ok(())
     }
 
@@ -252,7 +243,7 @@ impl SqliteStore {
         mut map: impl FnMut(BlockPos, &rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> Result<Vec<T>> {
         let sql = self.select_sql(with_data, after.is_some());
-        self.with_conn(|conn| {
+        self.reading(|conn| {
             let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
             let limit = limit as i64;
             let mut rows = match (after, self.schema) {
@@ -304,11 +295,11 @@ impl MapStore for SqliteStore {
     }
 
     fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
-        self.with_conn(|conn| self.get_in(conn, pos))
+        self.reading(|conn| self.get_in(conn, pos))
     }
 
     fn contains(&self, pos: BlockPos) -> Result<bool> {
-        self.with_conn(|conn| {
+        self.reading(|conn| {
             let n: Option<i64> = match self.schema {
                 Schema::Legacy => conn
                     .prepare_cached("SELECT length(data) FROM blocks WHERE pos = ?1 LIMIT 1")
@@ -343,61 +334,64 @@ impl MapStore for SqliteStore {
             return Err(StoreError::ReadOnly);
         }
         self.check_files()?;
-        self.with_conn(|conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
-            if self.journal.is_some() {
-                let mut blocks = Vec::with_capacity(changes.len());
+        self.pool.write(
+            || self.connect(),
+            |conn| {
+                let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
+                if self.journal.is_some() {
+                    let mut blocks = Vec::with_capacity(changes.len());
+                    for change in changes {
+                        let (p, after) = match change {
+                            Change::Put(p, data) => (*p, Some(data.as_slice())),
+                            Change::Delete(p) => (*p, None),
+                        };
+                        blocks.push((p, self.get_in(&tx, p)?, after));
+                    }
+                    journal::record(&tx, note, &blocks).map_err(backend)?;
+                }
                 for change in changes {
-                    let (p, after) = match change {
-                        Change::Put(p, data) => (*p, Some(data.as_slice())),
-                        Change::Delete(p) => (*p, None),
-                    };
-                    blocks.push((p, self.get_in(&tx, p)?, after));
-                }
-                journal::record(&tx, note, &blocks).map_err(backend)?;
-            }
-            for change in changes {
-                match (change, self.schema) {
-                    (Change::Put(p, data), Schema::Legacy) => {
-                        let n = tx
-                            .prepare_cached("UPDATE blocks SET data = ?1 WHERE pos = ?2")
-                            .and_then(|mut s| s.execute(params![data, p.legacy_key()]))
-                            .map_err(backend)?;
-                        if n == 0 {
-                            tx.prepare_cached("INSERT INTO blocks (pos, data) VALUES (?1, ?2)")
-                                .and_then(|mut s| s.execute(params![p.legacy_key(), data]))
+                    match (change, self.schema) {
+                        (Change::Put(p, data), Schema::Legacy) => {
+                            let n = tx
+                                .prepare_cached("UPDATE blocks SET data = ?1 WHERE pos = ?2")
+                                .and_then(|mut s| s.execute(params![data, p.legacy_key()]))
+                                .map_err(backend)?;
+                            if n == 0 {
+                                tx.prepare_cached("INSERT INTO blocks (pos, data) VALUES (?1, ?2)")
+                                    .and_then(|mut s| s.execute(params![p.legacy_key(), data]))
+                                    .map_err(backend)?;
+                            }
+                        }
+                        (Change::Put(p, data), Schema::Split) => {
+                            let n = tx
+                                .prepare_cached("UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4")
+                                .and_then(|mut s| s.execute(params![data, p.x, p.y, p.z]))
+                                .map_err(backend)?;
+                            if n == 0 {
+                                tx.prepare_cached("INSERT INTO blocks (x, y, z, data) VALUES (?1, ?2, ?3, ?4)")
+                                    .and_then(|mut s| s.execute(params![p.x, p.y, p.z, data]))
+                                    .map_err(backend)?;
+                            }
+                        }
+                        (Change::Delete(p), Schema::Legacy) => {
+                            tx.prepare_cached("DELETE FROM blocks WHERE pos = ?1")
+                                .and_then(|mut s| s.execute(params![p.legacy_key()]))
+                                .map_err(backend)?;
+                        }
+                        (Change::Delete(p), Schema::Split) => {
+                            tx.prepare_cached("DELETE FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3")
+                                .and_then(|mut s| s.execute(params![p.x, p.y, p.z]))
                                 .map_err(backend)?;
                         }
                     }
-                    (Change::Put(p, data), Schema::Split) => {
-                        let n = tx
-                            .prepare_cached("UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4")
-                            .and_then(|mut s| s.execute(params![data, p.x, p.y, p.z]))
-                            .map_err(backend)?;
-                        if n == 0 {
-                            tx.prepare_cached("INSERT INTO blocks (x, y, z, data) VALUES (?1, ?2, ?3, ?4)")
-                                .and_then(|mut s| s.execute(params![p.x, p.y, p.z, data]))
-                                .map_err(backend)?;
-                        }
-                    }
-                    (Change::Delete(p), Schema::Legacy) => {
-                        tx.prepare_cached("DELETE FROM blocks WHERE pos = ?1")
-                            .and_then(|mut s| s.execute(params![p.legacy_key()]))
-                            .map_err(backend)?;
-                    }
-                    (Change::Delete(p), Schema::Split) => {
-                        tx.prepare_cached("DELETE FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3")
-                            .and_then(|mut s| s.execute(params![p.x, p.y, p.z]))
-                            .map_err(backend)?;
-                    }
                 }
-            }
-            tx.commit().map_err(backend)
-        })
+                tx.commit().map_err(backend)
+            },
+        )
     }
 
     fn count(&self) -> Result<u64> {
-        self.with_conn(|conn| {
+        self.reading(|conn| {
             conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(backend)
         })
     }
@@ -514,7 +508,7 @@ mod tests {
         let path = d.path().join("map.sqlite");
         let mut st = SqliteStore::create(&path, Schema::Legacy).unwrap();
         st.busy_timeout = Duration::from_millis(50);
-        st.pool.lock().unwrap().clear();
+        st.pool.clear();
         let other = Connection::open(&path).unwrap();
         other.execute_batch("BEGIN EXCLUSIVE; INSERT INTO blocks VALUES (1, x'00');").unwrap();
         let e = st.apply(&[Change::Put(BlockPos::new(0, 0, 0), vec![1])], &crate::store::Note::default()).unwrap_err();
