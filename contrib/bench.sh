@@ -4,7 +4,7 @@
 # measures and prints.
 #
 #   contrib/bench.sh            both worlds: the ~50k-block slice, then the
-#                               2.8M-block augsburg world (about 1 h on 2 cores)
+#                               2.8M-block augsburg world (about 1.5 h on 2 cores)
 #   contrib/bench.sh --quick    the ~50k-block world only, one run of each
 #                               figure (a few minutes)
 #   contrib/bench.sh --small | --large    one of the two worlds
