@@ -609,15 +609,41 @@ impl WorldFs {
     pub fn forget(&self, ino: u64, n: u64) {
         let Some(Node::Table(id)) = Node::from_ino(ino) else { return };
         let mut table = self.table.lock().unwrap();
-        if let Some(key) = table.forget(id, n) {
-            let gone = match key {
-                TableKey::Scratch(_) => self.scratch.lock().unwrap().get(ino).is_none(),
-                _ => true,
-            };
-            if gone {
-                table.remove(id);
-                self.aliases.lock().unwrap().remove(&ino);
+        self.drop_refs(&mut table, id, n);
+    }
+
+    /// Drop `n` references to table entry `id`; remove it once nothing
+    /// holds it and what it named is gone, with its alias (which held a
+    /// reference of its own to its target).
+    fn drop_refs(&self, table: &mut InodeTable, id: u64, n: u64) {
+        let Some(key) = table.forget(id, n) else { return };
+        let ino = Node::Table(id).ino();
+        let gone = match key {
+            TableKey::Scratch(_) => self.scratch.lock().unwrap().get(ino).is_none(),
+            _ => true,
+        };
+        if gone {
+            table.remove(id);
+            let alias = self.aliases.lock().unwrap().remove(&ino);
+            if let Some(Node::Table(target)) = alias {
+                self.drop_refs(table, target, 1);
             }
+        }
+    }
+
+    /// From now on `ino` (a scratch file renamed over `node`) means `node`:
+    /// the kernel keeps using the old number for the name until it looks
+    /// the name up again. The alias holds a reference to a table entry, so
+    /// that the kernel forgetting the number it had for `node` before the
+    /// rename does not take the entry away from under the alias.
+    pub(super) fn add_alias(&self, ino: u64, node: Node) {
+        let mut table = self.table.lock().unwrap();
+        if let Node::Table(id) = node {
+            table.remember(id);
+        }
+        let old = self.aliases.lock().unwrap().insert(ino, node);
+        if let Some(Node::Table(id)) = old {
+            self.drop_refs(&mut table, id, 1);
         }
     }
 

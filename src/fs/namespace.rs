@@ -272,7 +272,7 @@ impl WorldFs {
                 self.check_writable(&node)?;
                 self.commit(&node, &data)?;
                 self.remove_scratch(ino);
-                self.aliases.lock().unwrap().insert(ino, node);
+                self.add_alias(ino, node);
                 Ok(())
             }
             None => {
@@ -303,7 +303,7 @@ impl WorldFs {
         let node = self.table_node(TableKey::Field { pos, p16, key });
         self.commit(&node, &data)?;
         self.remove_scratch(ino);
-        self.aliases.lock().unwrap().insert(ino, node);
+        self.add_alias(ino, node);
         self.send_invals(vec![Inval::Entry(parent, OsStr::from_bytes(&name).to_os_string())]);
         Ok(())
     }
