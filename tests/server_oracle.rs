@@ -556,3 +556,72 @@ fn real_worlds_match_the_server_at_every_metadata_node() {
     }
     eprintln!("{REAL}: {compared} real worlds compared");
 }
+
+const SAVER: &str = "a_running_server_saves_while_a_mount_reads";
+
+/// A read-only mount is how a world is explored while its server runs.
+/// Reads hold SQLite's shared lock in stretches of up to 5 ms (see
+/// src/store/sqlite_pool.rs), and the server cannot commit while it is
+/// held: here the server saves a block every step for six seconds while
+/// shell tools read the mount without pause (`-o ttl=0`: every read goes
+/// to the database). The server must never wait long for its lock (it
+/// warns after 250 ms, gives up after 3 s), and afterwards the mount shows
+/// what the server saved last.
+#[test]
+fn a_running_server_saves_while_a_mount_reads() {
+    require_fuse!(SAVER);
+    require_minetestserver!(SAVER);
+    let world = tempfile::tempdir().unwrap();
+    worldfs::demo::write_demo(world.path()).unwrap();
+    let m = Mounted::new(world.path(), &["ro,ttl=0"]);
+    let stop = m.dir.path().join("stop");
+    let reader = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(
+            "n=0; seen=0; prev=; while [ ! -e \"$STOP\" ]; do \
+               ls -f \"$MNT/blocks\" >/dev/null && cat \"$MNT\"/blocks/*/names >/dev/null \
+               && v=$(cat \"$MNT/node/15,15,15\") \
+               || { echo \"read failed after $n rounds\"; exit 1; }; \
+               [ \"$v\" = \"$prev\" ] || seen=$((seen+1)); prev=$v; n=$((n+1)); done; echo \"$n $seen\"",
+        )
+        .env("MNT", &m.mnt)
+        .env("STOP", &stop)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let conf = "server_map_save_interval = 0.1\nworldfs_saver_seconds = 6\ndebug_log_level = info\n";
+    let (status, log) =
+        server::run_with_mod(world.path(), "worldfs_oracle_saver", include_str!("fixtures/oracle/saver.lua"), conf);
+    std::fs::write(&stop, "").unwrap();
+    let out = reader.wait_with_output().unwrap();
+    let said_reader = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(out.status.success(), "{SAVER}: {said_reader}\n{}", m.log_text());
+    let (rounds, seen) = said_reader.split_once(' ').unwrap();
+    // The saves happened while the mount was read: it saw the node change
+    // again and again.
+    assert!(seen.parse::<u32>().unwrap() >= 5, "{SAVER}: the mount saw {seen} values in {rounds} rounds");
+    let said = std::fs::read_to_string(world.path().join("worldfs_oracle_saver.out")).unwrap_or_default();
+    assert!(
+        status.success() && said.starts_with("changes "),
+        "{SAVER}: server {status}, said {said:?}\n{}",
+        server::tail(&log, 40)
+    );
+    let fields: Vec<&str> = said.split_whitespace().collect();
+    let changes: u32 = fields[1].parse().unwrap();
+    assert!(changes >= 10, "{SAVER}: the server made only {changes} changes");
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let waits: Vec<&str> = log_text.lines().filter(|l| l.contains("database has been locked")).collect();
+    let long: Vec<&&str> = waits.iter().filter(|l| l.contains("WARNING") || l.contains("ERROR")).collect();
+    assert!(long.is_empty(), "{SAVER}: the server waited for the lock:\n{}", waits.join("\n"));
+    // What the server saved last is what the mount shows (param1, the
+    // light, is the server's business).
+    let node = m.ok("cat $MNT/node/15,15,15");
+    let shown: Vec<&str> = node.split_whitespace().collect();
+    assert_eq!((shown[0], shown[2]), (fields[2], fields[3]), "{SAVER}: {node:?} after {said:?}");
+    eprintln!(
+        "{SAVER}: {changes} changes saved while the mount was read {rounds} times \
+         (the node seen changing {seen} times); waits of 100 ms or more: {}",
+        waits.len()
+    );
+    m.unmount();
+}

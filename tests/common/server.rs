@@ -149,6 +149,16 @@ fn install_mod(world: &Path, name: &str, init: &str) {
     std::fs::write(dir.join("init.lua"), init).unwrap();
 }
 
+/// Run the server on `world` itself (not a copy) with the mod `name`
+/// (`init` its init.lua) and the settings `conf`, until it exits; the mod
+/// is removed afterwards. Returns the exit status and the server's log.
+pub fn run_with_mod(world: &Path, name: &str, init: &str, conf: &str) -> (ExitStatus, PathBuf) {
+    install_mod(world, name, init);
+    let r = run_server(world, conf, name);
+    let _ = std::fs::remove_dir_all(world.join("worldmods").join(name));
+    r
+}
+
 /// Generate a real world in `dir` (created if needed): mapgen v7 with a
 /// fixed seed over [-radius, radius] x [-height, height] x [-radius, radius]
 /// nodes, stored by the 5.6.1 server in the legacy sqlite schema, then
