@@ -1542,12 +1542,6 @@ mod mount {
         raw_cases.into_iter().chain(text_cases).chain(dir_cases).collect()
     }
 
-    fn demo_world() -> tempfile::TempDir {
-        let d = tempfile::tempdir().unwrap();
-        worldfs::demo::write_demo(d.path()).unwrap();
-        d
-    }
-
     /// The daemon's peak resident memory (VmHWM), in bytes.
     fn daemon_hwm(mnt: &Path) -> Option<usize> {
         for e in std::fs::read_dir("/proc").ok()? {
@@ -1567,7 +1561,7 @@ mod mount {
     #[test]
     fn mount_catalog_refuses_and_changes_nothing() {
         require_fuse!("mount_catalog_refuses_and_changes_nothing");
-        let world = demo_world();
+        let world = common::demo_world();
         let m = Mounted::new(world.path(), &[]);
         let before = rows(world.path());
         let cases = catalog();

@@ -2,18 +2,14 @@
 //! read-only mounts serve files) and the mtime that tells the kernel when
 //! a file's content changed.
 
+mod common;
+
 use std::ffi::OsStr;
 use std::time::Duration;
 use worldfs::codec::Block;
 use worldfs::fs::{Options, WorldFs, inode};
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
-
-fn demo_world() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
-    d
-}
 
 /// The inode of blocks/0,0,0/NAME.
 fn block_file(fs: &WorldFs, name: &str) -> u64 {
@@ -34,7 +30,7 @@ fn bump_param1(world: &std::path::Path) {
 
 #[test]
 fn a_file_read_in_pieces_without_a_handle_is_one_version() {
-    let world = demo_world();
+    let world = common::demo_world();
     let ttl = Duration::from_millis(300);
     let fs = WorldFs::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
     assert!(fs.opens_are_local());
@@ -65,7 +61,7 @@ fn a_file_read_in_pieces_without_a_handle_is_one_version() {
 
 #[test]
 fn mtime_changes_with_the_content_and_only_then() {
-    let world = demo_world();
+    let world = common::demo_world();
     let ttl = Duration::from_millis(200);
     let fs = WorldFs::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
     let ino = block_file(&fs, "param1");
@@ -130,7 +126,7 @@ impl MapStore for CountingStore {
 /// what a walk over a world costs the daemon.
 #[test]
 fn reading_a_block_file_queries_the_map_once() {
-    let world = demo_world();
+    let world = common::demo_world();
     let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let store = CountingStore {
         inner: SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap(),

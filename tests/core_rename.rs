@@ -2,14 +2,10 @@
 //! `sed -i` (a temporary file renamed over the original) and the requests
 //! that follow it.
 
+mod common;
+
 use std::ffi::OsStr;
 use worldfs::fs::{Options, WorldFs, inode};
-
-fn demo_world() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
-    d
-}
 
 /// Found by appending to world.mt right after `sed -i` on it (a few times
 /// in a hundred): after the rename the kernel drops the inode world.mt had
@@ -18,7 +14,7 @@ fn demo_world() -> tempfile::TempDir {
 /// next open of world.mt failed with ENOENT.
 #[test]
 fn a_file_renamed_over_a_world_file_stays_usable_when_the_old_inode_is_forgotten() {
-    let world = demo_world();
+    let world = common::demo_world();
     let fs = WorldFs::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
     let pid = std::process::id();
     let old = fs.lookup(inode::ROOT, OsStr::new("world.mt")).unwrap().ino;

@@ -9,12 +9,6 @@ use worldfs::codec::Block;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore};
 
-fn demo_world() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
-    d
-}
-
 /// Every (block, blob) of a world, via the codec, for expected values.
 fn all_blocks(world: &std::path::Path) -> Vec<(BlockPos, Vec<u8>)> {
     let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
@@ -24,7 +18,7 @@ fn all_blocks(world: &std::path::Path) -> Vec<(BlockPos, Vec<u8>)> {
 #[test]
 fn demo_world_with_shell_tools() {
     require_fuse!("demo_world_with_shell_tools");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &["ro"]);
     let ls = m.ok("ls $MNT");
     assert_eq!(ls, "README\nblocks\nmap_meta.txt\nnode\nworld.mt\n");
@@ -56,7 +50,7 @@ fn demo_world_with_shell_tools() {
 #[test]
 fn cp_r_gives_the_same_files() {
     require_fuse!("cp_r_gives_the_same_files");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &["ro"]);
     let out = tempfile::tempdir().unwrap();
     m.ok(&format!("cp -r $MNT/blocks/0,0,0 {0}/copy && diff -r $MNT/blocks/0,0,0 {0}/copy", out.path().display()));
@@ -68,7 +62,7 @@ fn cp_r_gives_the_same_files() {
 #[test]
 fn python_reads_nodes_and_binary_params_consistently() {
     require_fuse!("python_reads_nodes_and_binary_params_consistently");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &["ro"]);
     let script = r#"
 import os, struct, sys
@@ -92,7 +86,7 @@ print(sum(1 for l in lines if ' default:cobble ' in l))
 #[test]
 fn a_corrupt_block_shows_raw_and_error_and_check_reports_it() {
     require_fuse!("a_corrupt_block_shows_raw_and_error_and_check_reports_it");
-    let world = demo_world();
+    let world = common::demo_world();
     let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
     let p = BlockPos::new(1, -1, 0);
     let blob = store.get(p).unwrap().unwrap();
@@ -180,7 +174,7 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 #[test]
 fn daemon_mode_and_signals_unmount_cleanly() {
     require_fuse!("daemon_mode_and_signals_unmount_cleanly");
-    let world = demo_world();
+    let world = common::demo_world();
     let mnt = tempfile::tempdir().unwrap();
     let bin = env!("CARGO_BIN_EXE_worldfs");
     let canonical = std::fs::canonicalize(mnt.path()).unwrap();
@@ -219,7 +213,7 @@ fn daemon_mode_and_signals_unmount_cleanly() {
 #[test]
 fn mmap_reads_match_read() {
     require_fuse!("mmap_reads_match_read");
-    let world = demo_world();
+    let world = common::demo_world();
     for opts in [&["ro"][..], &[][..]] {
         let m = Mounted::new(world.path(), opts);
         let out = m.ok("python3 -c \"
@@ -243,7 +237,7 @@ print(len(data))
 fn outside_changes_show_within_the_ttl() {
     require_fuse!("outside_changes_show_within_the_ttl");
     for opts in [&["ro"][..], &["rw"][..]] {
-        let world = demo_world();
+        let world = common::demo_world();
         let m = Mounted::new(world.path(), opts);
         let param1 = |m: &Mounted| m.ok("od -An -tu1 -N4 $MNT/blocks/0,0,0/param1 | tr -s ' '");
         let before = param1(&m);
@@ -292,7 +286,7 @@ fn spinners(pid: u32) -> Vec<(String, char, u64)> {
 #[test]
 fn spinners_only_while_requests_flow() {
     require_fuse!("spinners_only_while_requests_flow");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     m.ok("for i in 1 2 3; do find \"$MNT\"/blocks -type f -exec cat {} + >/dev/null; done");
     assert!(!spinners(m.pid()).is_empty(), "no spinner thread after a walk");

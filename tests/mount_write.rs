@@ -15,12 +15,6 @@ const ORIGIN: BlockPos = BlockPos::new(0, 0, 0);
 const CHEST: &str = "blocks/0,0,0/meta/3,1,3";
 const SIGN: &str = "blocks/0,0,0/meta/3,2,8";
 
-fn demo_world() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
-    d
-}
-
 /// The stored blob of a block, read straight from the database.
 fn db_blob(world: &Path, pos: BlockPos) -> Option<Vec<u8>> {
     SqliteStore::open(&world.join("map.sqlite"), true).unwrap().get(pos).unwrap()
@@ -63,7 +57,7 @@ fn write_py(m: &Mounted, rel: &str, content: &[u8]) -> String {
 #[test]
 fn sed_i_on_names_replaces_a_node_type_in_every_block() {
     require_fuse!("sed_i_on_names_replaces_a_node_type_in_every_block");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     let before: Vec<String> = m.ok("grep -l default:dirt $MNT/blocks/*/names").lines().map(String::from).collect();
     assert!(before.len() >= 9, "{before:?}");
@@ -82,7 +76,7 @@ fn sed_i_on_names_replaces_a_node_type_in_every_block() {
 #[test]
 fn editors_and_shell_tools_edit_metadata() {
     require_fuse!("editors_and_shell_tools_edit_metadata");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     // vim in Ex mode, default settings (swap file, write backup).
     if has_tool("vim") {
@@ -150,7 +144,7 @@ fn editors_and_shell_tools_edit_metadata() {
 #[test]
 fn keys_metadata_nodes_timers_objects_and_blocks() {
     require_fuse!("keys_metadata_nodes_timers_objects_and_blocks");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     // a new key, a private key, deleting and renaming keys
     m.ok(&format!("echo alice > $MNT/{CHEST}/fields/owner && echo owner > $MNT/{CHEST}/private"));
@@ -227,7 +221,7 @@ fn keys_metadata_nodes_timers_objects_and_blocks() {
 #[test]
 fn copying_blocks_through_raw() {
     require_fuse!("copying_blocks_through_raw");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     m.ok("for x in 0 1; do mkdir $MNT/blocks/$((x+5)),0,0 && cp $MNT/blocks/$x,0,0/raw $MNT/blocks/$((x+5)),0,0/raw; done");
     for x in [0, 1] {
@@ -243,7 +237,7 @@ fn copying_blocks_through_raw() {
 #[test]
 fn unchanged_content_is_never_rewritten() {
     require_fuse!("unchanged_content_is_never_rewritten");
-    let world = demo_world();
+    let world = common::demo_world();
     let before = db_blob(world.path(), ORIGIN).unwrap();
     let m = Mounted::new(world.path(), &[]);
     let tmp = tempfile::tempdir().unwrap();
@@ -261,7 +255,7 @@ fn unchanged_content_is_never_rewritten() {
 #[test]
 fn bad_inputs_are_refused_and_change_nothing() {
     require_fuse!("bad_inputs_are_refused_and_change_nothing");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     let inv = format!("{CHEST}/inventory");
     let good_inv = m.ok(&format!("cat $MNT/{inv}"));
@@ -333,7 +327,7 @@ fn bad_inputs_are_refused_and_change_nothing() {
 #[test]
 fn a_running_server_blocks_writes() {
     require_fuse!("a_running_server_blocks_writes");
-    let world = demo_world();
+    let world = common::demo_world();
     let map = world.path().join("map.sqlite");
     let holder =
         || std::process::Command::new("sleep").arg("123").stdin(std::fs::File::open(&map).unwrap()).spawn().unwrap();
@@ -428,7 +422,7 @@ fn real_world_blocks_of_old_versions_are_edited_in_place() {
 #[test]
 fn world_text_files_are_written_atomically() {
     require_fuse!("world_text_files_are_written_atomically");
-    let world = demo_world();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &[]);
     m.ok("sed -i 's/^creative_mode = true/creative_mode = false/' $MNT/world.mt");
     m.ok("echo 'server_announce = false' >> $MNT/world.mt");
@@ -450,7 +444,7 @@ fn world_text_files_are_written_atomically() {
 fn a_locked_database_gives_eio() {
     require_fuse!("a_locked_database_gives_eio");
     use std::os::fd::IntoRawFd;
-    let world = demo_world();
+    let world = common::demo_world();
     let before = db_blob(world.path(), ORIGIN).unwrap();
     let m = Mounted::with_args(world.path(), &["--force"]);
     // Open before the lock: lookups need the database too.

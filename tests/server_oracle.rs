@@ -471,8 +471,7 @@ fn demo_world_loads_in_the_real_server() {
     require_fuse!(DEMO);
     require_minetestserver!(DEMO);
     use worldfs::demo::{CHEST, FURNACE, SIGN};
-    let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    let world = common::demo_world();
     let copy = common::copy_world(world.path());
     let m = Mounted::new(copy.path(), &["ro"]);
     let mut positions = vec![CHEST, SIGN, FURNACE];
@@ -571,8 +570,7 @@ const SAVER: &str = "a_running_server_saves_while_a_mount_reads";
 fn a_running_server_saves_while_a_mount_reads() {
     require_fuse!(SAVER);
     require_minetestserver!(SAVER);
-    let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    let world = common::demo_world();
     let m = Mounted::new(world.path(), &["ro,ttl=0"]);
     let stop = m.dir.path().join("stop");
     let reader = std::process::Command::new("bash")

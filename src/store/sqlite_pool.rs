@@ -20,7 +20,7 @@
 use super::{Result, StoreError};
 use rusqlite::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -72,7 +72,8 @@ impl Shared {
 
 pub struct Pool {
     shared: Arc<Shared>,
-    janitor: Mutex<Option<JoinHandle<()>>>,
+    /// Started with the first read transaction left open.
+    janitor: OnceLock<JoinHandle<()>>,
 }
 
 impl Pool {
@@ -82,7 +83,7 @@ impl Pool {
 
     pub fn with_hold(hold: Duration) -> Pool {
         let shared = Shared { idle: Mutex::default(), wake: Condvar::new(), writes: AtomicU64::new(0), hold };
-        Pool { shared: Arc::new(shared), janitor: Mutex::new(None) }
+        Pool { shared: Arc::new(shared), janitor: OnceLock::new() }
     }
 
     /// Add a fresh connection.
@@ -165,12 +166,13 @@ impl Pool {
     }
 
     fn start_janitor(&self) {
-        let mut j = self.janitor.lock().unwrap_or_else(|e| e.into_inner());
-        if j.is_some() {
-            return;
-        }
-        let shared = self.shared.clone();
-        *j = std::thread::Builder::new().name("worldfs-sqlite".into()).spawn(move || janitor(&shared)).ok();
+        self.janitor.get_or_init(|| {
+            let shared = self.shared.clone();
+            std::thread::Builder::new()
+                .name("worldfs-sqlite".into())
+                .spawn(move || janitor(&shared))
+                .expect("start the thread that ends idle read transactions")
+        });
     }
 }
 
@@ -209,7 +211,7 @@ impl Drop for Pool {
     fn drop(&mut self) {
         self.shared.lock().closing = true;
         self.shared.wake.notify_all();
-        if let Some(j) = self.janitor.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(j) = self.janitor.take() {
             let _ = j.join();
         }
         self.clear();

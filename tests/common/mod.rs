@@ -6,6 +6,13 @@ pub mod server;
 
 use std::path::PathBuf;
 
+/// A fresh demo world (`worldfs demo`) in a temporary directory.
+pub fn demo_world() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    worldfs::demo::write_demo(d.path()).unwrap();
+    d
+}
+
 /// `../shared` next to the checkout (or $WORLDFS_SHARED), if present.
 pub fn shared_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("WORLDFS_SHARED")
