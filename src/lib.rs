@@ -12,6 +12,7 @@ pub mod codec;
 pub mod demo;
 pub mod fs;
 pub mod fuse;
+pub mod kinds;
 pub mod store;
 pub mod time;
 pub mod undo;

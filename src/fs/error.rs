@@ -56,7 +56,9 @@ impl From<StoreError> for FsError {
             StoreError::Busy(_) => FsError::io(e.to_string()),
             StoreError::ReadOnly => FsError::read_only(e.to_string()),
             StoreError::Full(_) => FsError::new(libc::ENOSPC, e.to_string()),
-            StoreError::Backend(_) => FsError::io(e.to_string()),
+            // The file was edited from a copy that is no longer current.
+            StoreError::Conflict(_) => FsError::new(libc::ESTALE, e.to_string()),
+            StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
         }
     }
 }

@@ -15,6 +15,47 @@ use std::fmt;
 pub enum Change {
     Put(BlockPos, Vec<u8>),
     Delete(BlockPos),
+    /// A precondition, not a change: when the transaction starts, the block
+    /// must hold these bytes (None: be absent), or the whole transaction is
+    /// refused with [`StoreError::Conflict`]. This is how a write based on
+    /// what was read earlier never silently overwrites what another process
+    /// (another mount, a server, a second machine) committed meanwhile.
+    Expect(BlockPos, Option<Vec<u8>>),
+}
+
+impl Change {
+    /// The block a change (or expectation) concerns.
+    pub fn pos(&self) -> BlockPos {
+        match self {
+            Change::Put(p, _) | Change::Delete(p) | Change::Expect(p, _) => *p,
+        }
+    }
+}
+
+/// The expectations of a transaction that do not hold, given a way to read
+/// a block inside it (for stores to share).
+pub fn unmet_expectation(
+    changes: &[Change],
+    mut current: impl FnMut(BlockPos) -> Result<Option<Vec<u8>>>,
+) -> Result<Option<StoreError>> {
+    for c in changes {
+        if let Change::Expect(p, want) = c {
+            let now = current(*p)?;
+            if now != *want {
+                let said = |b: &Option<Vec<u8>>| match b {
+                    None => "absent".to_string(),
+                    Some(b) => format!("{} bytes, CRC-32 {:08x}", b.len(), journal::Fingerprint::of(b).crc),
+                };
+                return Ok(Some(StoreError::Conflict(format!(
+                    "block {p} was changed by someone else since it was read (it was {}, it is now {}); \
+                     nothing written: read it again and redo the change",
+                    said(want),
+                    said(&now)
+                ))));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// What a transaction does, for the undo journal.
@@ -40,6 +81,12 @@ pub enum StoreError {
     ReadOnly,
     /// The disk (or a quota) is full.
     Full(String),
+    /// A block was changed by someone else since it was read (an unmet
+    /// [`Change::Expect`]); nothing was written.
+    Conflict(String),
+    /// The database cannot be reached (connection refused or lost); nothing
+    /// was written. The store reconnects on the next call.
+    Unreachable(String),
     /// Anything else the database reports.
     Backend(String),
 }
@@ -50,6 +97,8 @@ impl fmt::Display for StoreError {
             StoreError::Busy(m) => write!(f, "map database is locked by another process: {m}"),
             StoreError::ReadOnly => write!(f, "map database is open read-only"),
             StoreError::Full(m) => write!(f, "no space left for the map database: {m}"),
+            StoreError::Conflict(m) => f.write_str(m),
+            StoreError::Unreachable(m) => write!(f, "map database unreachable: {m}"),
             StoreError::Backend(m) => write!(f, "map database error: {m}"),
         }
     }
@@ -81,9 +130,10 @@ pub trait MapStore: Send + Sync {
     /// Like `list_after`, with the blobs.
     fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>>;
 
-    /// Apply all changes in one transaction: all or nothing. When the store
-    /// keeps an undo journal, the previous bytes of every changed block are
-    /// recorded in that same transaction, under `note`.
+    /// Apply all changes in one transaction: all or nothing. Expectations
+    /// ([`Change::Expect`]) are checked first, inside the transaction. When
+    /// the store keeps an undo journal, the previous bytes of every changed
+    /// block are recorded in that same transaction, under `note`.
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()>;
 
     /// Number of stored blocks (may scan the whole index).

@@ -338,12 +338,16 @@ impl MapStore for SqliteStore {
             || self.connect(),
             |conn| {
                 let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
+                if let Some(e) = super::unmet_expectation(changes, |p| self.get_in(&tx, p))? {
+                    return Err(e);
+                }
                 if self.journal.is_some() {
                     let mut blocks = Vec::with_capacity(changes.len());
                     for change in changes {
                         let (p, after) = match change {
                             Change::Put(p, data) => (*p, Some(data.as_slice())),
                             Change::Delete(p) => (*p, None),
+                            Change::Expect(..) => continue,
                         };
                         blocks.push((p, self.get_in(&tx, p)?, after));
                     }
@@ -383,6 +387,7 @@ impl MapStore for SqliteStore {
                                 .and_then(|mut s| s.execute(params![p.x, p.y, p.z]))
                                 .map_err(backend)?;
                         }
+                        (Change::Expect(..), _) => {}
                     }
                 }
                 tx.commit().map_err(backend)
@@ -469,6 +474,27 @@ mod tests {
                 .unwrap();
             assert_eq!(st.get(ps[0]).unwrap(), Some(vec![1, 2, 3]));
             assert_eq!(st.get(ps[1]).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn unmet_expectations_refuse_the_whole_transaction() {
+        for (_d, st) in both() {
+            let (a, b) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0));
+            st.apply(&[Change::Put(a, vec![29, 1])], &Note::default()).unwrap();
+            let e = st
+                .apply(&[Change::Expect(a, Some(vec![29, 0])), Change::Put(b, vec![29, 2])], &Note::default())
+                .unwrap_err();
+            assert!(matches!(&e, StoreError::Conflict(m) if m.contains("block 1,0,0 was changed")), "{e}");
+            assert_eq!(st.get(b).unwrap(), None, "nothing of a refused transaction is written");
+            let e = st.apply(&[Change::Expect(b, Some(vec![1])), Change::Delete(a)], &Note::default()).unwrap_err();
+            assert!(e.to_string().contains("it is now absent"), "{e}");
+            st.apply(
+                &[Change::Expect(a, Some(vec![29, 1])), Change::Expect(b, None), Change::Delete(a)],
+                &Note::default(),
+            )
+            .unwrap();
+            assert_eq!(st.get(a).unwrap(), None);
         }
     }
 

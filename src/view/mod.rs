@@ -5,6 +5,7 @@
 
 pub mod decimal;
 pub mod escape;
+pub mod layers;
 mod objects;
 pub mod parse;
 pub mod render;

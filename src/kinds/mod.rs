@@ -1,0 +1,182 @@
+//! Kinds of world kept in one file: a Luanti schematic (`.mts`), a
+//! Teeworlds/DDNet map (`.map`), a Cuberite cubeset, a Minecraft chunk dump.
+//! Each is a [`Document`]: decoded whole, shown as a small tree of files,
+//! edited one file at a time, encoded whole and written back atomically by
+//! the filesystem core. A kind is a module here with its codec (bytes <->
+//! structure, pure) and its view (structure <-> files, pure); the core keeps
+//! inodes, handles, scratch files, commit at close and `write-errors`.
+//!
+//! The Luanti world directory is the other kind of world: its blocks live
+//! in a database and number in the millions, so it has its own tree in
+//! `fs/` on top of `store/`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a document could not be decoded, encoded or edited: what, where, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocError {
+    /// The file of the tree it concerns (`layers`, `groups/00_Game/...`), if any.
+    pub path: Option<String>,
+    /// 1-based line (of that file, or of a text document) it concerns, if any.
+    pub line: Option<usize>,
+    /// 1-based column, if any.
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl DocError {
+    pub fn new(message: impl Into<String>) -> DocError {
+        DocError { path: None, line: None, column: None, message: message.into() }
+    }
+    pub fn at_line(line: usize, message: impl Into<String>) -> DocError {
+        DocError { line: Some(line), ..DocError::new(message) }
+    }
+    pub fn at(line: usize, column: usize, message: impl Into<String>) -> DocError {
+        DocError { line: Some(line), column: Some(column), ..DocError::new(message) }
+    }
+    /// The same error, said of file `path` (unless it already names one).
+    pub fn in_file(mut self, path: &str) -> DocError {
+        if self.path.is_none() {
+            self.path = Some(path.to_string());
+        }
+        self
+    }
+}
+
+impl fmt::Display for DocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = &self.path {
+            write!(f, "{p}: ")?;
+        }
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: ")?,
+            (Some(l), None) => write!(f, "line {l}: ")?,
+            _ => {}
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DocError {}
+
+pub type DocResult<T> = Result<T, DocError>;
+
+/// One file or directory of a document's tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Relative, `/`-separated, without a leading or trailing slash
+    /// (`info`, `groups/00_Game/layers/01_Tiles/tiles`).
+    pub path: String,
+    pub dir: bool,
+    /// Whether writing the file (or creating and removing names in the
+    /// directory) can be accepted at all; the content is checked by
+    /// [`Document::apply`].
+    pub writable: bool,
+}
+
+impl Entry {
+    pub fn file(path: impl Into<String>, writable: bool) -> Entry {
+        Entry { path: path.into(), dir: false, writable }
+    }
+    pub fn dir(path: impl Into<String>) -> Entry {
+        Entry { path: path.into(), dir: true, writable: false }
+    }
+}
+
+/// What a document is decoded from besides its own bytes.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The mounted file (for messages only: decoding reads no files).
+    pub path: PathBuf,
+    /// The companion files that exist, with their bytes (see
+    /// [`Document::companions`]).
+    pub companions: Vec<(PathBuf, Vec<u8>)>,
+    /// Kind-specific mount options (`-o key=value`) the core did not know.
+    pub options: Vec<(String, Option<String>)>,
+}
+
+impl Context {
+    pub fn option(&self, key: &str) -> Option<Option<&str>> {
+        self.options.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_deref())
+    }
+}
+
+/// A world kept in one file. Every method is pure: the filesystem core
+/// reads the file, decodes it, serves the tree, and after an accepted edit
+/// encodes the document and replaces the file atomically.
+///
+/// The contract, which each kind's tests check on its real samples:
+/// * `decode` then `encode` gives back the file (byte for byte, or an
+///   equivalent the kind documents);
+/// * for every writable file, `apply(path, render(path))` leaves the
+///   document unchanged;
+/// * a refused `apply` leaves `self` exactly as it was, and says what,
+///   where (file, line, column) and why.
+pub trait Document: Send + Sync + Sized + 'static {
+    /// The kind's name, as `worldfs mount -t NAME` takes it.
+    const NAME: &'static str;
+
+    /// Whether a file is of this kind, from its path and first bytes (up to
+    /// 4 KiB), used when no `-t` is given.
+    fn sniff(path: &Path, head: &[u8]) -> bool;
+
+    /// Files beside the main one that `decode` uses if they exist (a chunk
+    /// dump's `.meta`).
+    fn companions(_path: &Path) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    fn decode(bytes: &[u8], ctx: &Context) -> DocResult<Self>;
+
+    /// The bytes of the main file.
+    fn encode(&self) -> DocResult<Vec<u8>>;
+
+    /// The whole tree in listing order, each directory before its contents
+    /// (the root itself is not listed).
+    fn entries(&self) -> Vec<Entry>;
+
+    /// The content of a file of the tree.
+    fn render(&self, path: &str) -> DocResult<Vec<u8>>;
+
+    /// New content for a file of the tree (an existing one, or a new name
+    /// that [`accepts_new`](Document::accepts_new) allowed).
+    fn apply(&mut self, path: &str, content: &[u8]) -> DocResult<()>;
+
+    /// Whether a new file `path` may be created (it becomes part of the
+    /// document when it is written and closed).
+    fn accepts_new(&self, _path: &str) -> bool {
+        false
+    }
+
+    /// Remove a file (unlink).
+    fn remove(&mut self, path: &str) -> DocResult<()> {
+        Err(DocError::new("files of this kind cannot be removed").in_file(path))
+    }
+
+    /// Make a directory.
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        Err(DocError::new("directories cannot be made here").in_file(path))
+    }
+
+    /// Remove a directory and what it holds.
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        Err(DocError::new("directories cannot be removed here").in_file(path))
+    }
+
+    /// The text of `MNT/README` for a mount of this kind.
+    fn readme(&self) -> String;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_what_where_why() {
+        let e = DocError::at(3, 7, "unknown character 'q' (not in the legend)").in_file("layers");
+        assert_eq!(e.to_string(), "layers: line 3, column 7: unknown character 'q' (not in the legend)");
+        assert_eq!(DocError::at_line(2, "x").in_file("a").in_file("b").to_string(), "a: line 2: x");
+        assert_eq!(DocError::new("truncated").to_string(), "truncated");
+    }
+}
