@@ -2,7 +2,8 @@
 # Run the whole test suite. On a fresh Debian machine, as root, it first
 # installs what the tests use: fuse3 (mounts), minetest-server and
 # minetest-data (the real server as oracle), and the editors the write tests
-# drive. Tests whose tools are missing say SKIP and pass.
+# drive. Tests whose tools are missing say SKIP and pass, except as root,
+# where everything is installed and a missing tool fails (WORLDFS_REQUIRE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,8 @@ command -v fusermount3 >/dev/null || need+=(fuse3)
 command -v vim >/dev/null || need+=(vim)
 command -v nano >/dev/null || need+=(nano)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
+command -v tmux >/dev/null || need+=(tmux)
+command -v setpriv >/dev/null || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing: ${need[*]}"
@@ -23,6 +26,21 @@ if [ ${#need[@]} -gt 0 ]; then
     else
         echo "note: missing ${need[*]} (install them as root); the tests that need them will be skipped"
     fi
+fi
+
+# As root every tool above is installed, so a test that would skip for want
+# of one fails instead (tests/common/mod.rs `skip`): a machine that lost a
+# tool goes red rather than passing silently. The real-data tests need
+# ../shared, which is data, not a tool: required when it is there.
+if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
+    WORLDFS_REQUIRE=fuse,server,root,python3,vim,nano,tmux,setpriv
+    if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
+        WORLDFS_REQUIRE+=,shared
+    else
+        echo "note: ../shared is absent: the tests on real worlds and samples are skipped"
+    fi
+    export WORLDFS_REQUIRE
+    echo "WORLDFS_REQUIRE=$WORLDFS_REQUIRE"
 fi
 
 cargo fmt --check

@@ -377,7 +377,7 @@ fn samples() -> Vec<Sample> {
 /// one, re-encoded in every writable version. Empty without ../shared.
 fn real_samples() -> Vec<Sample> {
     let Some(shared) = common::shared_dir() else {
-        eprintln!("SKIP real blocks in the bad-input catalog: ../shared is absent");
+        common::skip("real blocks in the bad-input catalog", "shared", "../shared is absent");
         return Vec::new();
     };
     let mut out = Vec::new();

@@ -318,7 +318,7 @@ fn run_reporting(mut cmd: Command, each: &mut dyn FnMut(&str)) -> Result<(), Str
 fn readers_and_writers_at_once() {
     require_fuse!("readers_and_writers_at_once");
     if common::mount::which("python3").is_none() {
-        eprintln!("SKIP readers_and_writers_at_once: python3 is not installed");
+        common::skip("readers_and_writers_at_once", "python3", "python3 is not installed");
         return;
     }
     let started = Instant::now();

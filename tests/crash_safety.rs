@@ -119,7 +119,7 @@ fn check_after_crash(world: &Path, original: &BTreeMap<BlockPos, Vec<u8>>, fsync
 fn sigkill_during_bulk_edit_loses_nothing() {
     require_fuse!("sigkill_during_bulk_edit_loses_nothing");
     if common::mount::which("python3").is_none() {
-        eprintln!("SKIP sigkill_during_bulk_edit_loses_nothing: no python3");
+        common::skip("sigkill_during_bulk_edit_loses_nothing", "python3", "no python3");
         return;
     }
     let world = tempfile::tempdir().unwrap();

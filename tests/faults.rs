@@ -157,7 +157,7 @@ impl Drop for Unmount {
 fn full_disk_is_reported_and_loses_nothing() {
     require_fuse!("full_disk_is_reported_and_loses_nothing");
     if !is_root() {
-        eprintln!("SKIP full_disk_is_reported_and_loses_nothing: needs root to mount a small tmpfs");
+        common::skip("full_disk_is_reported_and_loses_nothing", "root", "needs root to mount a small tmpfs");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -201,7 +201,7 @@ fn full_disk_is_reported_and_loses_nothing() {
 fn read_only_world_directory() {
     require_fuse!("read_only_world_directory");
     if !is_root() {
-        eprintln!("SKIP read_only_world_directory: needs root for a read-only bind mount");
+        common::skip("read_only_world_directory", "root", "needs root for a read-only bind mount");
         return;
     }
     let src = tempfile::tempdir().unwrap();

@@ -92,7 +92,7 @@ fn editors_and_shell_tools_edit_metadata() {
         // no swap file or backup left behind, in the mount or the world
         assert_eq!(m.ok(&format!("ls -A $MNT/{CHEST}")), "fields\ninventory\nprivate\n");
     } else {
-        eprintln!("SKIP vim part: vim not installed");
+        common::skip("vim part", "vim", "vim not installed");
     }
     // sed -i (a temporary file renamed over the original)
     m.ok(&format!("sed -i 's/default:torch 20/default:torch 99/' $MNT/{CHEST}/inventory"));
@@ -136,7 +136,7 @@ fn editors_and_shell_tools_edit_metadata() {
         assert_eq!(field(&db_block(world.path(), ORIGIN), SIGN_P16, "text").unwrap(), b"typed in nano");
         assert_eq!(m.ok(&format!("ls -A $MNT/{SIGN}/fields")), "infotext\ntext\n", "nano's lock file is gone");
     } else {
-        eprintln!("SKIP nano part: nano or tmux not installed");
+        common::skip("nano part", "nano", "nano or tmux not installed");
     }
     assert_eq!(m.ok("cat $MNT/write-errors"), "");
 }

@@ -56,11 +56,11 @@ fn open_path_to(m: &Mounted) {
 
 fn can_switch_users(test: &str) -> bool {
     if !is_root() {
-        eprintln!("SKIP {test}: needs root (to act as another user)");
+        common::skip(test, "root", "needs root (to act as another user)");
         return false;
     }
     if common::mount::which("setpriv").is_none() {
-        eprintln!("SKIP {test}: setpriv is not installed");
+        common::skip(test, "setpriv", "setpriv is not installed");
         return false;
     }
     true

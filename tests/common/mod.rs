@@ -6,6 +6,26 @@ pub mod server;
 
 use std::path::PathBuf;
 
+/// Skip (the caller then returns) because `what` is missing: prints why,
+/// unless the environment variable WORLDFS_REQUIRE names `what` (a comma
+/// separated list, or `all`), in which case the test fails: CI sets it so
+/// that a machine that lost a tool goes red instead of passing silently.
+/// Names in use: fuse, server, shared, root, python3, vim, nano, tmux,
+/// setpriv, and those of later oracles.
+pub fn skip(test: &str, what: &str, why: &str) {
+    if required(what) {
+        panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");
+    }
+    eprintln!("SKIP {test}: {why}");
+}
+
+/// Whether WORLDFS_REQUIRE names `what` (or `all`).
+pub fn required(what: &str) -> bool {
+    std::env::var("WORLDFS_REQUIRE")
+        .map(|v| v.split(',').map(str::trim).any(|r| r == what || r == "all"))
+        .unwrap_or(false)
+}
+
 /// A fresh demo world (`worldfs demo`) in a temporary directory.
 pub fn demo_world() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -25,7 +45,7 @@ pub fn shared_dir() -> Option<PathBuf> {
 /// message when the shared data is absent.
 pub fn real_sqlite_worlds(test: &str) -> Option<Vec<PathBuf>> {
     let Some(shared) = shared_dir() else {
-        eprintln!("SKIP {test}: ../shared is absent (set WORLDFS_SHARED to run it)");
+        skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
         return None;
     };
     let root = shared.join("realdata/worlds");

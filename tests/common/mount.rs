@@ -31,7 +31,7 @@ pub fn which(cmd: &str) -> Option<PathBuf> {
 macro_rules! require_fuse {
     ($test:expr) => {
         if let Some(why) = common::mount::fuse_unavailable() {
-            eprintln!("SKIP {}: {}", $test, why);
+            common::skip($test, "fuse", &why);
             return;
         }
     };

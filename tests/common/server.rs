@@ -36,11 +36,11 @@ pub fn minetestserver() -> Option<PathBuf> {
 macro_rules! require_minetestserver {
     ($test:expr) => {
         if common::server::minetestserver().is_none() {
-            eprintln!("SKIP {}: minetestserver not installed", $test);
+            common::skip($test, "server", "minetestserver not installed");
             return;
         }
         if !common::server::game_installed("minetest") {
-            eprintln!("SKIP {}: minetest_game not installed (minetest-data)", $test);
+            common::skip($test, "server", "minetest_game not installed (minetest-data)");
             return;
         }
     };
