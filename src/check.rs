@@ -35,29 +35,10 @@ impl Report {
 /// (blocks done, total).
 pub fn check(store: &dyn MapStore, progress: &mut dyn FnMut(u64, u64)) -> Result<Report, String> {
     let total = store.count().map_err(|e| e.to_string())?;
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
     let mut r = Report::default();
-    let mut page = store.scan_after(None, PAGE).map_err(|e| e.to_string())?;
-    // Decoding is pure and per block: each page is split across the cores
-    // while the next page is read from the store.
-    while let Some(&(last, _)) = page.last() {
-        let (next, parts) = std::thread::scope(|s| {
-            let next = s.spawn(move || store.scan_after(Some(last), PAGE));
-            let parts: Vec<_> =
-                page.chunks(page.len().div_ceil(threads)).map(|chunk| s.spawn(move || decode_all(chunk))).collect();
-            let parts: Vec<Report> = parts.into_iter().map(|h| h.join().expect("decoder thread")).collect();
-            (next.join().expect("reader thread"), parts)
-        });
-        for part in parts {
-            r.merge(part);
-        }
-        progress(r.blocks, total);
-        page = next.map_err(|e| e.to_string())?;
-    }
+    crate::scan::scan(store, decode_all, |part| r.merge(part), &mut |done| progress(done, total))?;
     Ok(r)
 }
-
-const PAGE: usize = 1000;
 
 fn decode_all(blocks: &[(BlockPos, Vec<u8>)]) -> Report {
     let mut r = Report::default();

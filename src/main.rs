@@ -30,7 +30,9 @@ enum Command {
         /// auto_unmount, ttl=SECONDS, entry_ttl=SECONDS, cache_mb=MIB, threads=N,
         /// nocpu_follow, nospin, nojournal (no
         /// undo journal), group_ms=N (write changes in groups, at most N ms
-        /// after their close; fsync still waits for the write).
+        /// after their close; fsync still waits for the write), guard_ms=N
+        /// (look for a server holding the map at most N ms before a write;
+        /// default 500).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).
@@ -140,6 +142,7 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
             "nocpu_follow" => m.cpu_follow = false,
             "nospin" => m.spin = false,
+            "guard_ms" => m.fs.guard_interval = Duration::from_millis(num(v)?),
             _ => return Err(format!("unknown mount option '{opt}'")),
         }
     }
@@ -256,6 +259,28 @@ fn serve(
     }
 }
 
+/// Refuse a mountpoint from which the daemon would reach its own mount when
+/// it opens the world's files: every access would wait for itself.
+fn check_mountpoint(world: &Path, mountpoint: &Path) -> Result<(), String> {
+    if world.starts_with(mountpoint) {
+        let how = if world == mountpoint { "is the world directory itself" } else { "contains the world" };
+        return Err(format!(
+            "{}: the mountpoint {how}; worldfs reads the world's files through that path and would wait \
+             on its own mount; mount somewhere else",
+            mountpoint.display()
+        ));
+    }
+    if mountpoint.starts_with(world) {
+        return Err(format!(
+            "{}: the mountpoint is inside the world directory {}; worldfs lists and reads the world's \
+             own files there and would reach its own mount; mount somewhere else",
+            mountpoint.display(),
+            world.display()
+        ));
+    }
+    Ok(())
+}
+
 /// After the session: commit what open files still hold, and say so.
 fn finish(fs: &WorldFs) {
     for line in fs.shutdown() {
@@ -300,6 +325,7 @@ fn mount(
     }
     let world = std::fs::canonicalize(&world).map_err(|e| format!("{}: {e}", world.display()))?;
     let mountpoint = std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+    check_mountpoint(&world, &mountpoint)?;
     // Check the world before detaching, so that errors reach the terminal.
     drop(WorldFs::open_world(&world, m.fs.clone())?);
     if foreground {

@@ -1501,18 +1501,24 @@ mod mount {
         ]);
 
         let n = |s: &str| s.as_bytes().to_vec();
+        const BLOCK_NAME: &str = "a block directory is named X,Y,Z in block coordinates";
         let dir_cases = vec![
-            ("mkdir blocks/1,2", Mkdir(n("blocks/1,2")), libc::EINVAL, None),
-            ("mkdir blocks/a,b,c", Mkdir(n("blocks/a,b,c")), libc::EINVAL, None),
-            ("mkdir blocks/99999,0,0 (outside the map)", Mkdir(n("blocks/99999,0,0")), libc::EINVAL, None),
-            ("mkdir blocks/2048,0,0 (one past the edge)", Mkdir(n("blocks/2048,0,0")), libc::EINVAL, None),
-            ("mkdir blocks/+1,0,0", Mkdir(n("blocks/+1,0,0")), libc::EINVAL, None),
-            ("mkdir blocks/1,2,3 with a newline", Mkdir(n("blocks/1,2,3\n")), libc::EINVAL, None),
+            ("mkdir blocks/1,2", Mkdir(n("blocks/1,2")), libc::EINVAL, Some(BLOCK_NAME)),
+            ("mkdir blocks/a,b,c", Mkdir(n("blocks/a,b,c")), libc::EINVAL, Some(BLOCK_NAME)),
+            ("mkdir blocks/99999,0,0 (outside the map)", Mkdir(n("blocks/99999,0,0")), libc::EINVAL, Some(BLOCK_NAME)),
+            ("mkdir blocks/2048,0,0 (one past the edge)", Mkdir(n("blocks/2048,0,0")), libc::EINVAL, Some(BLOCK_NAME)),
+            ("mkdir blocks/+1,0,0", Mkdir(n("blocks/+1,0,0")), libc::EINVAL, Some(BLOCK_NAME)),
+            (
+                "mkdir blocks/1,2,3 with a newline",
+                Mkdir(n("blocks/1,2,3\n")),
+                libc::EINVAL,
+                Some("mkdir blocks/1,2,3\\n: a block directory"),
+            ),
             (
                 "mkdir blocks/ name of 255 bytes",
                 Mkdir([&b"blocks/"[..], &vec![b'1'; 255]].concat()),
                 libc::EINVAL,
-                None,
+                Some(BLOCK_NAME),
             ),
             (
                 // (FUSE passes names up to 1024 or, on newer kernels, 4095
@@ -1524,13 +1530,33 @@ mod mount {
                 None,
             ),
             ("mkdir blocks/0,0,0 (exists)", Mkdir(n("blocks/0,0,0")), libc::EEXIST, None),
-            ("mkdir meta outside the block", Mkdir(n("blocks/0,0,0/meta/16,0,0")), libc::EINVAL, None),
-            ("mkdir meta 1,1", Mkdir(n("blocks/0,0,0/meta/1,1")), libc::EINVAL, None),
+            (
+                "mkdir meta outside the block",
+                Mkdir(n("blocks/0,0,0/meta/16,0,0")),
+                libc::EINVAL,
+                Some("mkdir blocks/0,0,0/meta/16,0,0: node 16,0,0 is not in block 0,0,0"),
+            ),
+            (
+                "mkdir meta 1,1",
+                Mkdir(n("blocks/0,0,0/meta/1,1")),
+                libc::EINVAL,
+                Some("a metadata directory is named X,Y,Z"),
+            ),
             ("mkdir meta that exists", Mkdir(n(CHEST)), libc::EEXIST, None),
-            ("mkdir a directory in a block", Mkdir(n("blocks/0,0,0/sub")), libc::EPERM, None),
+            (
+                "mkdir a directory in a block",
+                Mkdir(n("blocks/0,0,0/sub")),
+                libc::EPERM,
+                Some("mkdir blocks/0,0,0/sub: directories can only be made in"),
+            ),
             ("mkdir a deep path", Mkdir(n("blocks/0,0,0/meta/3,1,3/fields/a/b/c")), libc::ENOENT, None),
             ("rmdir meta of a node without metadata", Rmdir("blocks/0,0,0/meta/1,1,1"), libc::ENOENT, None),
-            ("unlink a decoded file", Unlink("blocks/0,0,0/nodes"), libc::EPERM, None),
+            (
+                "unlink a decoded file",
+                Unlink("blocks/0,0,0/nodes"),
+                libc::EPERM,
+                Some("unlink blocks/0,0,0/nodes: decoded files cannot be deleted"),
+            ),
             ("write below a file", Write("blocks/0,0,0/nodes/x".into(), b"x".to_vec()), libc::ENOTDIR, None),
             (
                 "write in a block that is not stored",

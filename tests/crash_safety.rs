@@ -62,9 +62,28 @@ fn integrity_ok(path: &Path) {
     assert_eq!(r, "ok", "{}", path.display());
 }
 
-fn random_below(n: u64) -> u64 {
-    let t = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
-    (t ^ (t >> 7)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % n.max(1)
+/// Random numbers from a seed that is printed, so that a failure can be
+/// replayed with WORLDFS_SEED=<seed>.
+struct Random(u64);
+
+impl Random {
+    fn from_env_or_clock() -> Random {
+        let seed = std::env::var("WORLDFS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64);
+        eprintln!("crash_safety: random seed {seed} (replay with WORLDFS_SEED={seed})");
+        Random(seed)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n.max(1)
+    }
 }
 
 fn names_of(b: &Block) -> Vec<&[u8]> {
@@ -132,6 +151,7 @@ fn sigkill_during_bulk_edit_loses_nothing() {
     std::fs::write(&list, text.join("\n")).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/bulk_rename.py");
 
+    let mut random = Random::from_env_or_clock();
     let mut renamed = 0;
     // Rounds 0-2: a commit per close and an fsync per block. Round 3:
     // grouped commits, an fsync every 25 blocks.
@@ -156,7 +176,7 @@ fn sigkill_during_bulk_edit_loses_nothing() {
             assert!(start.elapsed() < Duration::from_secs(60), "the bulk edit does not progress:\n{}", m.log_text());
             std::thread::sleep(Duration::from_millis(10));
         }
-        std::thread::sleep(Duration::from_millis(100 + random_below(1500)));
+        std::thread::sleep(Duration::from_millis(100 + random.below(1500)));
         m.kill9();
         let _ = editor.wait();
         let fsynced: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(String::from).collect();

@@ -203,7 +203,8 @@ fn daemon_mode_and_signals_unmount_cleanly() {
         assert!(!is_mounted(&canonical), "signal {sig}: still mounted");
     }
     // A world that cannot be opened is reported before detaching.
-    let out = std::process::Command::new(bin).arg("mount").arg(mnt.path()).arg(mnt.path()).output().unwrap();
+    let not_a_world = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(bin).arg("mount").arg(not_a_world.path()).arg(mnt.path()).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no map.sqlite"));
 }

@@ -83,6 +83,11 @@ impl WorldFs {
     fn record_error(&self, what: &str, e: &FsError) {
         let line = if e.message.starts_with(what) { e.message.clone() } else { format!("{what}: {}", e.message) };
         log::warn!("write refused: {line}");
+        self.push_write_error(line);
+    }
+
+    /// Add a line to MNT/write-errors (with the time).
+    fn push_write_error(&self, line: String) {
         let mut errors = self.write_errors.lock().unwrap();
         errors.push_back(format!("{} {line}\n", utc_now()));
         while errors.len() > WRITE_ERRORS_KEPT {
@@ -93,11 +98,25 @@ impl WorldFs {
     }
 
     /// Run a write operation; a refusal is recorded for MNT/write-errors.
-    fn recorded<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r {
-            self.record_error(&what(), e);
+    pub(super) fn recorded<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
+        match r {
+            Err(mut e) if !e.reported => {
+                self.record_error(&what(), &e);
+                e.reported = true;
+                Err(e)
+            }
+            r => r,
         }
-        r
+    }
+
+    /// A refusal of a change to names (mkdir, rmdir, unlink, rename) is
+    /// recorded too, except "no such file" and "exists", which say all
+    /// (and `mkdir -p` meets the latter in normal use).
+    pub(super) fn name_change<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
+        match r {
+            Err(e) if e.errno == libc::ENOENT || e.errno == libc::EEXIST => Err(e),
+            r => self.recorded(what, r),
+        }
     }
 
     /// Refuse while another process has the map database open.
@@ -252,10 +271,40 @@ impl WorldFs {
                 )));
             }
         }
+        let unseen = self.unseen_names(&orig, &b)?;
         self.write_block(pos, blob.clone(), what)?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
         self.after_commit(pos, Some(&orig), Some(&b));
+        self.warn_unseen(what, unseen);
         Ok(())
+    }
+
+    /// Names `new` brings into its block that no block of the world holds.
+    fn unseen_names(&self, orig: &Block, new: &Block) -> Result<Vec<Vec<u8>>> {
+        let added: Vec<Vec<u8>> = new
+            .mapping
+            .iter()
+            .filter(|m| !orig.mapping.iter().any(|o| o.name == m.name))
+            .map(|m| m.name.clone())
+            .collect();
+        self.world_names.unseen(self.store.as_ref(), &added).map_err(FsError::io)
+    }
+
+    /// A committed write that brought in names found nowhere else in the
+    /// world: accepted, with a warning in write-errors (a typo shows).
+    fn warn_unseen(&self, what: &str, unseen: Vec<Vec<u8>>) {
+        if unseen.is_empty() {
+            return;
+        }
+        let list: Vec<String> = unseen.iter().map(|n| format!("'{}'", String::from_utf8_lossy(n))).collect();
+        let line = format!(
+            "{what}: warning: written, but {} appear{} nowhere else in the world (a typo?)",
+            list.join(", "),
+            if unseen.len() == 1 { "s" } else { "" }
+        );
+        self.world_names.add(unseen);
+        log::warn!("{line}");
+        self.push_write_error(line);
     }
 
     /// Store a block's new bytes: at once, or queued for a grouped commit.
@@ -302,10 +351,16 @@ impl WorldFs {
             .map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: the new blob does not decode: {e}")))?;
         let empty = Block { param0: Vec::new(), ..b.clone() };
         validate(&empty, &b).map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
-        self.write_block(pos, content.to_vec(), what)?;
         let old = loaded.decoded();
+        let before = old.as_deref().cloned().unwrap_or_else(|| Block { mapping: Vec::new(), ..Block::new_air(29) });
+        for m in b.mapping.iter().filter(|m| !before.mapping.iter().any(|o| o.name == m.name)) {
+            parse::check_node_name(&m.name).map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: {e}")))?;
+        }
+        let unseen = self.unseen_names(&before, &b)?;
+        self.write_block(pos, content.to_vec(), what)?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
         self.after_commit(pos, old.as_deref(), Some(&b));
+        self.warn_unseen(what, unseen);
         Ok(())
     }
 
@@ -383,7 +438,7 @@ impl WorldFs {
             self.after_commit(pos, None, Some(&b));
             Ok(())
         })();
-        self.recorded(|| format!("mkdir blocks/{pos}"), r)
+        self.name_change(|| format!("mkdir blocks/{pos}"), r)
     }
 
     pub(super) fn delete_block(&self, pos: BlockPos) -> Result<()> {
@@ -397,7 +452,7 @@ impl WorldFs {
             self.after_commit(pos, old.decoded().as_deref(), None);
             Ok(())
         })();
-        self.recorded(|| format!("rmdir blocks/{pos}"), r)
+        self.name_change(|| format!("rmdir blocks/{pos}"), r)
     }
 
     pub(super) fn add_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
@@ -409,7 +464,7 @@ impl WorldFs {
             b.metadata.entries.push(MetaEntry::new(p16));
             Ok(())
         });
-        self.recorded(|| what, r)
+        self.name_change(|| what, r)
     }
 
     pub(super) fn remove_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
@@ -422,7 +477,7 @@ impl WorldFs {
             }
             Ok(())
         });
-        self.recorded(|| what, r)
+        self.name_change(|| what, r)
     }
 
     pub(super) fn delete_field(&self, pos: BlockPos, p16: u16, key: &[u8]) -> Result<()> {
@@ -435,7 +490,7 @@ impl WorldFs {
             e.vars.retain(|v| v.key != key);
             Ok(())
         });
-        self.recorded(|| what, r)
+        self.name_change(|| what, r)
     }
 
     /// Rename a key (replacing `to` if it exists), keeping value and flag.
@@ -451,18 +506,25 @@ impl WorldFs {
             }
             Ok(())
         });
-        self.recorded(|| what, r)
+        self.name_change(|| what, r)
     }
 
     /// The world's own text files are replaced atomically: a temporary file
     /// in the world directory, then rename.
     fn write_world_file(&self, name: &str, content: &[u8]) -> Result<()> {
         use std::io::Write;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
+        // One at a time: two closes of the same file must not interleave
+        // their compare-write-rename (the loser could fail after its content
+        // was installed, or rename a file the winner is still writing).
+        let _lock = self.commit_lock.lock().unwrap();
         let path = self.world.dir.join(name);
         if std::fs::read(&path).map(|c| c == content).unwrap_or(false) {
             return Ok(());
         }
-        let tmp = self.world.dir.join(format!(".{name}.worldfs-{}", std::process::id()));
+        let serial = TEMP_SERIAL.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.world.dir.join(format!(".{name}.worldfs-{}-{serial}", std::process::id()));
         let io = |e: std::io::Error| FsError::io(format!("{name}: {e}"));
         let r = (|| {
             let mut f = std::fs::File::create(&tmp).map_err(io)?;

@@ -8,13 +8,15 @@ use std::fmt;
 pub struct FsError {
     pub errno: i32,
     pub message: String,
+    /// Already shown in MNT/write-errors (not to be added twice).
+    pub reported: bool,
 }
 
 pub type Result<T> = std::result::Result<T, FsError>;
 
 impl FsError {
     pub fn new(errno: i32, message: impl Into<String>) -> Self {
-        FsError { errno, message: message.into() }
+        FsError { errno, message: message.into(), reported: false }
     }
     pub fn not_found() -> Self {
         Self::new(libc::ENOENT, "no such file or directory")

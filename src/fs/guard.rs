@@ -68,6 +68,12 @@ impl ServerGuard {
         ServerGuard { path, enabled, interval: Duration::from_millis(500), state: Arc::default() }
     }
 
+    /// Re-scan at most every `interval` (zero: before every write).
+    pub fn with_interval(mut self, interval: Duration) -> ServerGuard {
+        self.interval = interval;
+        self
+    }
+
     /// The processes that have the map open (a recent scan is reused).
     pub fn current(&self) -> Vec<String> {
         if !self.enabled {

@@ -3,12 +3,22 @@
 //! signatures so that it can be tested without mounting; the FUSE adapter
 //! only translates.
 //!
-//! * `mod.rs`: the state, node resolution, attributes.
+//! * `mod.rs`: the state, node resolution, attributes, lookup/forget.
+//! * `inode.rs`: inode numbers computed from what a file is.
+//! * `table.rs`: numbers for names without a fixed place (world files,
+//!   metadata fields, scratch files), counted by kernel references.
 //! * `listing.rs`: directory listings (`blocks/` streamed from the store).
 //! * `content.rs`: the bytes of each kind of file.
 //! * `handles.rs`: open/read/write/flush/fsync/release/setattr.
 //! * `namespace.rs`: create, mkdir, unlink, rmdir, rename.
+//! * `scratch.rs`: editors' temporary files, kept in memory.
 //! * `commit.rs`: a file's new content -> a validated block in the store.
+//! * `cache.rs`: loaded blocks under a memory budget.
+//! * `queue.rs`: grouped commits (-o group_ms).
+//! * `serialized.rs`: this process's reads wait for its writes in memory.
+//! * `guard.rs`: refusing writes while a server has the map open.
+//! * `names.rs`: every node name of the world (warnings about typos).
+//! * `error.rs`: errno and message of every refusal.
 
 pub mod cache;
 mod commit;
@@ -18,6 +28,7 @@ pub mod guard;
 mod handles;
 pub mod inode;
 mod listing;
+mod names;
 mod namespace;
 mod queue;
 mod scratch;
@@ -81,6 +92,9 @@ pub struct Options {
     /// Group commits: how long a validated block may wait in memory to be
     /// written with others (zero: each close commits at once).
     pub group_commit: Duration,
+    /// How old the last check for a server holding the map may be when a
+    /// write is made (zero: check before every write).
+    pub guard_interval: Duration,
 }
 
 impl Default for Options {
@@ -98,6 +112,7 @@ impl Default for Options {
             gid: unsafe { libc::getgid() },
             journal: true,
             group_commit: Duration::ZERO,
+            guard_interval: Duration::from_millis(500),
         }
     }
 }
@@ -193,6 +208,8 @@ pub struct WorldFs {
     new_block_version: OnceLock<u8>,
     block_count: Mutex<Option<(std::time::Instant, u64)>>,
     mount_time: SystemTime,
+    /// Every node name of the world (made on first need).
+    world_names: names::WorldNames,
 }
 
 /// A copy of a file's content and when it was taken.
@@ -229,6 +246,13 @@ fn describe(node: &Node, fs: &WorldFs) -> String {
         Node::MetaFile(p, i, f) => format!("blocks/{p}/meta/{}/{}", view::meta_dir_name(*p, *i), f.name()),
         Node::MetaDir(p, i) => format!("blocks/{p}/meta/{}", view::meta_dir_name(*p, *i)),
         Node::BlockDir(p) => format!("blocks/{p}"),
+        Node::Root => String::new(),
+        Node::Blocks => "blocks".into(),
+        Node::NodeDir => "node".into(),
+        Node::Readme => "README".into(),
+        Node::WriteErrors => "write-errors".into(),
+        Node::MetaRoot(p) => format!("blocks/{p}/meta"),
+        Node::FieldsDir(p, i) => format!("blocks/{p}/meta/{}/fields", view::meta_dir_name(*p, *i)),
         Node::NodeFile([x, y, z]) => format!("node/{x},{y},{z}"),
         Node::Table(id) => match fs.table.lock().unwrap().get(*id) {
             Some(TableKey::WorldFile(n)) => n.clone(),
@@ -239,13 +263,25 @@ fn describe(node: &Node, fs: &WorldFs) -> String {
             ),
             _ => format!("{node:?}"),
         },
-        _ => format!("{node:?}"),
     }
+}
+
+/// "op path/name" for messages about a name in directory `parent`.
+fn describe_name(fs: &WorldFs, op: &str, parent: u64, name: &OsStr) -> String {
+    let dir = fs.node(parent).map(|n| describe(&n, fs)).unwrap_or_default();
+    // Control characters escaped: a message is one line of write-errors.
+    let name: String = name
+        .to_string_lossy()
+        .chars()
+        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+        .collect();
+    if dir.is_empty() { format!("{op} {name}") } else { format!("{op} {dir}/{name}") }
 }
 
 impl WorldFs {
     pub fn new(world: World, store: Box<dyn MapStore>, opts: Options) -> WorldFs {
-        let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force);
+        let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force)
+            .with_interval(opts.guard_interval);
         WorldFs {
             queue: queue::CommitQueue::new(opts.group_commit),
             cache: BlockCache::new(opts.cache_bytes, opts.ttl),
@@ -267,6 +303,7 @@ impl WorldFs {
             new_block_version: OnceLock::new(),
             block_count: Mutex::new(None),
             mount_time: SystemTime::now(),
+            world_names: names::WorldNames::default(),
         }
     }
 

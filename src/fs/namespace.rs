@@ -133,6 +133,11 @@ impl WorldFs {
     }
 
     pub fn mkdir(&self, parent: u64, name: &OsStr) -> Result<Attr> {
+        let r = self.mkdir_inner(parent, name);
+        self.name_change(|| super::describe_name(self, "mkdir", parent, name), r)
+    }
+
+    fn mkdir_inner(&self, parent: u64, name: &OsStr) -> Result<Attr> {
         self.writable_mount()?;
         let dir = self.node(parent)?;
         let name_b = name.as_bytes();
@@ -164,6 +169,11 @@ impl WorldFs {
     /// rmdir of a block deletes it from the map; rmdir of a metadata
     /// directory removes that node's metadata (both regardless of content).
     pub fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
+        let r = self.rmdir_inner(parent, name);
+        self.name_change(|| super::describe_name(self, "rmdir", parent, name), r)
+    }
+
+    fn rmdir_inner(&self, parent: u64, name: &OsStr) -> Result<()> {
         self.writable_mount()?;
         let dir = self.node(parent)?;
         let child = self.child(&dir, name.as_bytes())?;
@@ -180,6 +190,11 @@ impl WorldFs {
     }
 
     pub fn unlink(&self, parent: u64, name: &OsStr) -> Result<()> {
+        let r = self.unlink_inner(parent, name);
+        self.name_change(|| super::describe_name(self, "unlink", parent, name), r)
+    }
+
+    fn unlink_inner(&self, parent: u64, name: &OsStr) -> Result<()> {
         self.writable_mount()?;
         let dir = self.node(parent)?;
         let node = self.existing_child(&dir, name.as_bytes())?;
@@ -199,6 +214,17 @@ impl WorldFs {
     }
 
     pub fn rename(&self, parent: u64, name: &OsStr, newparent: u64, newname: &OsStr, flags: u32) -> Result<()> {
+        let r = self.rename_inner(parent, name, newparent, newname, flags);
+        self.name_change(
+            || {
+                let to = super::describe_name(self, "", newparent, newname);
+                format!("{} to{to}", super::describe_name(self, "rename", parent, name))
+            },
+            r,
+        )
+    }
+
+    fn rename_inner(&self, parent: u64, name: &OsStr, newparent: u64, newname: &OsStr, flags: u32) -> Result<()> {
         self.writable_mount()?;
         if flags & libc::RENAME_EXCHANGE != 0 {
             return Err(FsError::invalid("RENAME_EXCHANGE is not supported"));

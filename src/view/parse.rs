@@ -179,6 +179,47 @@ pub(super) fn node_name(w: &Word, n: usize) -> Result<Vec<u8>> {
     Ok(name)
 }
 
+/// Node names the engine defines itself.
+pub const BUILTIN_NODE_NAMES: [&str; 3] = ["air", "ignore", "unknown"];
+
+/// Whether the engine could have registered `name` as a node: `air`,
+/// `ignore` or `unknown`, or `modname:itemname` with a mod name of a-z,
+/// 0-9 and _ and an item name of A-Z, a-z, 0-9 and _ (the rules of
+/// `core.check_modname_prefix` and of mod names). Anything else in a world
+/// is an unknown node the server shows as a placeholder, so a typo is
+/// refused rather than spread through the map.
+pub fn check_node_name(name: &[u8]) -> std::result::Result<(), String> {
+    let s = String::from_utf8_lossy(name);
+    if BUILTIN_NODE_NAMES.contains(&s.as_ref()) {
+        return Ok(());
+    }
+    let why = match s.split_once(':') {
+        None => "it has no ':' between mod name and item name".to_string(),
+        Some((m, i)) if i.contains(':') => format!("it has more than one ':' (mod '{m}')"),
+        Some(("", _)) => "the mod name before ':' is empty".to_string(),
+        Some((_, "")) => "the item name after ':' is empty".to_string(),
+        Some((m, _)) if !m.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_') => {
+            format!("the mod name '{m}' may only hold a-z, 0-9 and _")
+        }
+        Some((_, i)) if !i.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') => {
+            format!("the item name '{i}' may only hold A-Z, a-z, 0-9 and _")
+        }
+        Some(_) => return Ok(()),
+    };
+    Err(format!(
+        "'{s}' is not a node name the engine accepts: {why} (names are modname:itemname, or air, ignore, unknown)"
+    ))
+}
+
+/// A name written into block `b`: names the block already has are kept as
+/// they are (old worlds hold odd ones), new ones must be valid.
+fn known_or_valid(b: &Block, name: &[u8], n: usize) -> Result<()> {
+    if b.mapping.iter().any(|m| m.name == name) {
+        return Ok(());
+    }
+    check_node_name(name).map_err(|m| at(n, m))
+}
+
 /// World node coordinates -> in-block index, if inside `pos`.
 fn local_index(pos: BlockPos, n: usize, x: i32, y: i32, z: i32) -> Result<usize> {
     let (ox, oy, oz) = pos.origin();
@@ -314,7 +355,9 @@ pub fn apply_names(b: &mut Block, content: &[u8]) -> Result<()> {
         if !ids.insert(id) {
             return Err(at(n, format!("id {id} is named twice")));
         }
-        mapping.push(MappingEntry { id, name: node_name(&ws[1], n)? });
+        let name = node_name(&ws[1], n)?;
+        known_or_valid(b, &name, n)?;
+        mapping.push(MappingEntry { id, name });
     }
     let used: HashSet<u16> = b.param0.iter().copied().collect();
     let mut missing: Vec<u16> = used.iter().copied().filter(|id| !ids.contains(id)).collect();
@@ -369,6 +412,7 @@ pub fn apply_nodes(pos: BlockPos, b: &mut Block, content: &[u8]) -> Result<()> {
         }
         seen[idx] = n;
         let name = node_name(&ws[3], n)?;
+        known_or_valid(&new, &name, n)?;
         new.param0[idx] = id_for(&mut new, &name).map_err(|e| at(n, e.message))?;
         new.param1[idx] = int(&ws[4], n, "param1", "0-255")?;
         new.param2[idx] = int(&ws[5], n, "param2", "0-255")?;
@@ -397,6 +441,7 @@ pub fn apply_node(b: &mut Block, index: usize, content: &[u8]) -> Result<()> {
         return Err(at(1, "expected '<name> [<param1> [<param2>]]'"));
     }
     let name = node_name(&ws[0], 1)?;
+    known_or_valid(b, &name, 1)?;
     if ws.len() > 1 {
         b.param1[index] = int(&ws[1], 1, "param1", "0-255")?;
     }
@@ -586,11 +631,46 @@ mod tests {
     fn nodes_rename_and_new_names() {
         let mut b = block();
         let text = String::from_utf8(render::render_nodes(P, &b)).unwrap();
-        let edited = text.replace(" default:stone ", " default:cobble ").replacen(" air ", " \"odd name\" ", 1);
+        let edited = text.replace(" default:stone ", " default:cobble ").replacen(" air ", " mod_2:Odd_name9 ", 1);
         apply_nodes(P, &mut b, edited.as_bytes()).unwrap();
         let names: Vec<&[u8]> = b.mapping.iter().map(|m| m.name.as_slice()).collect();
-        assert_eq!(names, vec![&b"air"[..], b"default:cobble", b"odd name"]);
+        assert_eq!(names, vec![&b"air"[..], b"default:cobble", b"mod_2:Odd_name9"]);
         assert_eq!(b.name_of(b.param0[0]), Some(&b"default:cobble"[..]));
+    }
+
+    #[test]
+    fn new_names_follow_the_engine_rules_and_old_odd_ones_stay() {
+        let bad = [
+            ("nonsense:::", "more than one ':'"),
+            ("stone", "no ':'"),
+            (":stone", "mod name before ':' is empty"),
+            ("default:", "item name after ':' is empty"),
+            ("Default:stone", "mod name 'Default' may only hold a-z, 0-9 and _"),
+            ("default:ston-e", "item name 'ston-e' may only hold A-Z, a-z, 0-9 and _"),
+            ("\"odd name\"", "'odd name' is not a node name"),
+        ];
+        let b = block();
+        for (name, why) in bad {
+            let e = apply_node(&mut b.clone(), 0, format!("{name}\n").as_bytes()).unwrap_err();
+            assert!(e.message.contains(why) && e.line == Some(1), "{name}: {e:?}");
+            let nodes =
+                String::from_utf8(render::render_nodes(P, &b)).unwrap().replacen(" air ", &format!(" {name} "), 1);
+            let e = apply_nodes(P, &mut b.clone(), nodes.as_bytes()).unwrap_err();
+            assert!(e.message.contains(why) && e.line == Some(101), "{name}: {e:?}");
+            let e = apply_names(&mut b.clone(), format!("0 air\n1 {name}\n").as_bytes()).unwrap_err();
+            assert!(e.message.contains(why) && e.line == Some(2), "{name}: {e:?}");
+        }
+        for good in ["air", "ignore", "unknown", "default:stone", "mesecons_gates:and_off", "a1_:B_2"] {
+            apply_node(&mut b.clone(), 0, format!("{good}\n").as_bytes()).unwrap();
+        }
+        // A name the block already has is kept, whatever it looks like.
+        let mut odd = block();
+        odd.mapping[1].name = b"odd name".to_vec();
+        let text = render::render_nodes(P, &odd);
+        let mut again = odd.clone();
+        apply_nodes(P, &mut again, &text).unwrap();
+        assert_eq!(again, odd);
+        apply_node(&mut again, 5, b"\"odd name\"\n").unwrap();
     }
 
     #[test]

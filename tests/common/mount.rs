@@ -112,6 +112,16 @@ impl Mounted {
     }
 
     /// Like `sh`, but panics unless the command succeeds; returns stdout.
+    /// The refusals in MNT/write-errors (its lines without the warnings
+    /// about names found nowhere else in the world).
+    pub fn refusals(&self) -> String {
+        self.ok("cat $MNT/write-errors")
+            .lines()
+            .filter(|l| !l.contains(": warning: "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
     pub fn ok(&self, script: &str) -> String {
         let (code, out, err) = self.sh(script);
         assert_eq!(code, 0, "`{script}` failed:\n{err}\nlog:\n{}", self.log_text());
