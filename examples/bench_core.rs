@@ -32,7 +32,8 @@
 
 use std::ffi::OsString;
 use std::time::Instant;
-use worldfs::fs::{Options, WorldFs, inode};
+use worldfs::fs::{Options, WorldFs};
+use worldfs::luanti::inode;
 
 fn rss_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")

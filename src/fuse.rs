@@ -31,7 +31,7 @@ impl FuseAdapter {
 
 /// Send the core's invalidations to the kernel from a thread of their own:
 /// a notification sent from inside a request handler can deadlock.
-pub fn start_invalidator(fs: &WorldFs, notifier: Notifier) {
+pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Inval>>();
     std::thread::Builder::new()
         .name("worldfs-inval".into())
@@ -144,7 +144,7 @@ impl Filesystem for FuseAdapter {
             // lookups of a missing name itself for the TTL. Not under node/,
             // where a name can appear through another directory (mkdir of
             // its block) without an invalidation for it.
-            Err(e) if e.errno == libc::ENOENT && parent.0 != crate::fs::inode::NODE_DIR => {
+            Err(e) if e.errno == libc::ENOENT && self.fs.negative_entries(parent.0) => {
                 let mut attr = file_attr(&Attr {
                     ino: 0,
                     kind: Kind::File,

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod fs;
 pub mod fuse;
 pub mod kinds;
+pub mod luanti;
 pub mod scan;
 pub mod store;
 pub mod time;

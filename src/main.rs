@@ -214,9 +214,8 @@ fn serve(
         }
     };
     worldfs::fuse::start_invalidator(&fs, session.notifier());
-    WorldFs::start_background(&fs);
     let bg = session.spawn().map_err(|e| e.to_string())?;
-    log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.store().describe());
+    log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.describe());
     ready(Ok(()));
     let mut signalled = false;
     loop {
@@ -439,7 +438,7 @@ fn undo(
             return Ok(());
         }
     };
-    let who = worldfs::fs::guard::openers(&w.map_path());
+    let who = worldfs::luanti::guard::openers(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(
             "{} is open in {}; stop it (or unmount) first, or use --force",

@@ -4,7 +4,8 @@
 mod common;
 
 use std::ffi::OsStr;
-use worldfs::fs::{Options, WorldFs, inode};
+use worldfs::fs::{Options, WorldFs};
+use worldfs::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
     WorldFs::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()

@@ -7,7 +7,8 @@ mod common;
 use std::ffi::OsStr;
 use std::time::Duration;
 use worldfs::codec::Block;
-use worldfs::fs::{Options, WorldFs, inode};
+use worldfs::fs::{Options, WorldFs};
+use worldfs::luanti::inode;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
 
@@ -133,7 +134,7 @@ fn reading_a_block_file_queries_the_map_once() {
         reads: reads.clone(),
     };
     let w = worldfs::world::World::open(world.path()).unwrap();
-    let fs = WorldFs::new(w, Box::new(store), Options { read_only: true, ..Options::default() });
+    let fs = WorldFs::with_store(w, Box::new(store), Options { read_only: true, ..Options::default() });
     let n = || reads.load(std::sync::atomic::Ordering::SeqCst);
 
     let ino = block_file(&fs, "names");

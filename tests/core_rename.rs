@@ -5,7 +5,8 @@
 mod common;
 
 use std::ffi::OsStr;
-use worldfs::fs::{Options, WorldFs, inode};
+use worldfs::fs::{Options, WorldFs};
+use worldfs::luanti::inode;
 
 /// Found by appending to world.mt right after `sed -i` on it (a few times
 /// in a hundred): after the rename the kernel drops the inode world.mt had

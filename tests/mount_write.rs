@@ -334,7 +334,7 @@ fn a_running_server_blocks_writes() {
         || std::process::Command::new("sleep").arg("123").stdin(std::fs::File::open(&map).unwrap()).spawn().unwrap();
     let wait_seen = || {
         let t = std::time::Instant::now();
-        while !worldfs::fs::guard::openers(&map).iter().any(|s| s.contains("sleep 123")) {
+        while !worldfs::luanti::guard::openers(&map).iter().any(|s| s.contains("sleep 123")) {
             assert!(t.elapsed().as_secs() < 5);
         }
     };

@@ -1,9 +1,8 @@
 //! Open files: snapshots for reading, buffers for writing (committed at
-//! flush, fsync or release), and scratch files.
+//! flush, fsync or release, by the pure rule [`Pending::commit_on`]), and
+//! scratch files.
 
-use super::content::Content;
-use super::table::TableKey;
-use super::{Attr, FsError, Kind, Node, Opened, Result, WorldFs};
+use super::{Attr, FsError, Kind, Opened, Result, Target, WorldFs};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -16,40 +15,76 @@ const UNOPENED_MAX: usize = 256;
 const MAX_WRITE: usize = 256 << 20;
 
 /// Why a handle is asked to commit.
-#[derive(Clone, Copy)]
-enum When {
-    /// A close(2) by this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// A close(2) by process `pid`.
     Flush(u32),
     Fsync,
     Release,
 }
 
+/// What a write handle has not committed yet, and who may commit it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    /// Written to since the last commit.
+    pub dirty: bool,
+    /// Opened with O_TRUNC and not written since. Bash sends a FLUSH
+    /// between its truncating open and its first write (it dup2s the file
+    /// descriptor and closes the original), so the first flush of a handle
+    /// does not commit the empty content; a later flush by the opener, an
+    /// fsync, or release does.
+    pub truncated: bool,
+    /// The process that opened the file, and how often it flushed. Flushes
+    /// by other processes (children that inherited the file and exited, or
+    /// closed it at exec) commit nothing: the opener may not have finished
+    /// writing.
+    pub opener: u32,
+    pub opener_flushes: u32,
+}
+
+impl Pending {
+    pub fn new(opener: u32, truncated: bool) -> Pending {
+        Pending { dirty: false, truncated, opener, opener_flushes: 0 }
+    }
+
+    /// Whether this moment commits the handle's content; if so, it is
+    /// then clean. Pure: all of the rule is here.
+    pub fn commit_on(&mut self, when: When) -> bool {
+        let now = match when {
+            When::Flush(pid) if pid != self.opener => false,
+            When::Flush(_) => {
+                self.opener_flushes += 1;
+                self.dirty || (self.truncated && self.opener_flushes > 1)
+            }
+            When::Fsync | When::Release => self.dirty || self.truncated,
+        };
+        if now {
+            self.dirty = false;
+            self.truncated = false;
+        }
+        now
+    }
+
+    pub fn wrote(&mut self) {
+        self.dirty = true;
+        self.truncated = false;
+    }
+}
+
 pub(super) enum Handle {
     /// A snapshot of the content taken at open.
     Read { content: Arc<Vec<u8>> },
-    /// A decoded file (or world file) opened for writing. The new content
-    /// is built in `buf` and committed at flush, fsync or release.
-    Write {
-        node: Node,
-        buf: Vec<u8>,
-        /// Written to since the last commit.
-        dirty: bool,
-        /// Opened with O_TRUNC and not written since. Bash sends a FLUSH
-        /// between its truncating open and its first write (it dup2s the
-        /// file descriptor and closes the original), so the first flush of
-        /// a handle does not commit the empty content; a later flush by the
-        /// opener, an fsync, or release does.
-        truncated: bool,
-        /// The process that opened the file, and how often it flushed.
-        /// Flushes by other processes (children that inherited the file and
-        /// exited, or closed it at exec) commit nothing: the opener may not
-        /// have finished writing.
-        opener: u32,
-        opener_flushes: u32,
-        append: bool,
-    },
-    /// A scratch file: reads and writes go to it directly.
-    Scratch { ino: u64, append: bool, dirty: bool, opener: u32 },
+    /// A file of the tree opened for writing: the new content is built in
+    /// `buf` and committed when `pending` says so. `base` is what the
+    /// buffer was made from, the file's content at open (or at the last
+    /// commit): a commit is refused if the file shows something else by
+    /// then (someone changed it meanwhile, and writing would undo their
+    /// change). None for a file opened with O_TRUNC: its new content owes
+    /// nothing to the old one, and the last writer wins.
+    Write { ino: u64, buf: Vec<u8>, base: Option<Arc<Vec<u8>>>, pending: Pending, append: bool },
+    /// A scratch file: reads and writes go to it directly; a pending one
+    /// is committed to the world by its opener's flush.
+    Scratch { ino: u64, append: bool, pending: Pending },
 }
 
 /// Put `data` at `offset` of `buf` (or at its end when appending).
@@ -72,6 +107,12 @@ fn slice(data: &[u8], offset: u64, size: u32) -> Vec<u8> {
     data[start..end].to_vec()
 }
 
+/// What committing a handle means.
+enum Job {
+    Tree { ino: u64, content: Vec<u8>, base: Option<Arc<Vec<u8>>> },
+    Pending(u64),
+}
+
 impl WorldFs {
     fn new_handle(&self, h: Handle) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
@@ -79,70 +120,70 @@ impl WorldFs {
         fh
     }
 
-    /// Whether a file node may be written at all, and why not.
-    pub(super) fn check_writable(&self, node: &Node) -> Result<()> {
-        if self.opts.read_only {
-            return Err(FsError::read_only("the mount is read-only (-o ro)"));
-        }
-        match node {
-            Node::Readme | Node::WriteErrors => Err(FsError::perm("this file is generated by worldfs")),
-            _ if self.is_auth(node) => {
-                Err(FsError::perm("auth data (password hashes) is never written through worldfs"))
+    /// The content of a file of the core or the tree now.
+    fn content_of(&self, t: Target) -> Result<Arc<Vec<u8>>> {
+        match t {
+            Target::Readme => Ok(Arc::new(self.readme())),
+            Target::WriteErrors => Ok(Arc::new(self.write_errors().concat().into_bytes())),
+            Target::Scratch(s) => {
+                let ns = self.ns.lock().unwrap();
+                Ok(Arc::new(ns.scratch.get(s).ok_or_else(FsError::not_found)?.data.clone()))
             }
-            Node::BlockFile(_, crate::view::BlockFile::Error) => {
-                Err(FsError::perm("error describes a block that cannot be decoded; write a valid blob to raw"))
-            }
-            _ => Ok(()),
+            Target::Tree(t) => self.tree.read(t),
         }
+    }
+
+    fn is_tree_dir(&self, t: Target) -> Result<bool> {
+        Ok(matches!(t, Target::Tree(i) if self.tree.getattr(i)?.kind == Kind::Dir))
     }
 
     /// Open a file. `flags` are the open(2) flags; `pid` is the caller.
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
-        let node = self.node(ino)?;
-        if self.is_dir(&node)? {
+        let target = self.target(ino)?;
+        if self.is_tree_dir(target)? {
             return Err(FsError::is_dir());
         }
         let write = flags & libc::O_ACCMODE != libc::O_RDONLY;
         let trunc = flags & libc::O_TRUNC != 0;
         let append = flags & libc::O_APPEND != 0;
-        if self.is_scratch(&node) {
-            if (write || trunc) && self.opts.read_only {
-                return Err(FsError::read_only("the mount is read-only (-o ro)"));
-            }
-            let mut s = self.scratch.lock().unwrap();
-            if s.get(node.ino()).is_none() {
-                return Err(FsError::not_found());
-            }
-            if trunc {
-                let _ = s.edit(node.ino(), |f| f.data.clear());
-            }
-            drop(s);
-            let fh = self.new_handle(Handle::Scratch { ino: node.ino(), append, dirty: false, opener: pid });
-            return Ok(Opened { fh, keep_cache: false, direct_io: false });
+        let direct_io = !self.opts.read_only;
+        if (write || trunc) && self.opts.read_only {
+            return Err(FsError::read_only("the mount is read-only (-o ro)"));
         }
-        if !write && !trunc {
-            let Content { bytes, serial, .. } = self.content(&node)?;
-            let keep_cache = serial != 0 && self.note_served(&node, ino, serial);
-            let fh = self.new_handle(Handle::Read { content: bytes });
-            return Ok(Opened { fh, keep_cache, direct_io: !self.opts.read_only });
+        match target {
+            Target::Scratch(s) => {
+                let mut ns = self.ns.lock().unwrap();
+                if trunc {
+                    let _ = ns.scratch.edit(s, |f| f.data.clear());
+                }
+                drop(ns);
+                let fh = self.new_handle(Handle::Scratch { ino: s, append, pending: Pending::new(pid, false) });
+                Ok(Opened { fh, keep_cache: false, direct_io: false })
+            }
+            Target::Readme | Target::WriteErrors if write || trunc => {
+                Err(FsError::perm("this file is generated by worldfs"))
+            }
+            Target::Readme | Target::WriteErrors => {
+                let content = self.content_of(target)?;
+                Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache: false, direct_io })
+            }
+            Target::Tree(t) if !write && !trunc => {
+                let (content, keep_cache) = self.tree.open_read(t)?;
+                Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
+            }
+            Target::Tree(t) => {
+                self.tree.check_writable(t)?;
+                let (buf, base) = if trunc {
+                    (Vec::new(), None)
+                } else {
+                    let base = self.tree.read(t)?;
+                    (base.to_vec(), Some(base))
+                };
+                let fh =
+                    self.new_handle(Handle::Write { ino: t, buf, base, pending: Pending::new(pid, trunc), append });
+                Ok(Opened { fh, keep_cache: false, direct_io })
+            }
         }
-        self.check_writable(&node)?;
-        let buf = if trunc {
-            self.content(&node)?; // it must exist
-            Vec::new()
-        } else {
-            self.content(&node)?.bytes.to_vec()
-        };
-        let fh = self.new_handle(Handle::Write {
-            node,
-            buf,
-            dirty: false,
-            truncated: trunc,
-            opener: pid,
-            opener_flushes: 0,
-            append,
-        });
-        Ok(Opened { fh, keep_cache: false, direct_io: !self.opts.read_only })
     }
 
     /// Whether files can be read without OPEN and RELEASE round trips: on
@@ -157,9 +198,8 @@ impl WorldFs {
     /// A read without an open handle (see `opens_are_local`). A read at
     /// offset 0 takes a fresh copy of the file; the reads that continue it
     /// (within the TTL) are served from that copy, so a file read in several
-    /// requests is one version of it even while its block changes.
+    /// requests is one version of it even while it changes.
     pub fn read_unopened(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let node = self.node(ino)?;
         let mut unopened = self.unopened.lock().unwrap();
         if offset > 0
             && let Some((at, content)) = unopened.get(&ino)
@@ -168,10 +208,11 @@ impl WorldFs {
             return Ok(slice(content, offset, size));
         }
         drop(unopened);
-        if self.is_dir(&node)? {
+        let target = self.target(ino)?;
+        if self.is_tree_dir(target)? {
             return Err(FsError::is_dir());
         }
-        let content = self.content(&node)?.bytes;
+        let content = self.content_of(target)?;
         if content.len() as u64 > offset + size as u64 {
             unopened = self.unopened.lock().unwrap();
             if unopened.len() >= UNOPENED_MAX {
@@ -188,8 +229,8 @@ impl WorldFs {
             Handle::Read { content } => Ok(slice(content, offset, size)),
             Handle::Write { buf, .. } => Ok(slice(buf, offset, size)),
             Handle::Scratch { ino, .. } => {
-                let s = self.scratch.lock().unwrap();
-                Ok(slice(&s.get(*ino).ok_or_else(FsError::bad_handle)?.data, offset, size))
+                let ns = self.ns.lock().unwrap();
+                Ok(slice(&ns.scratch.get(*ino).ok_or_else(FsError::bad_handle)?.data, offset, size))
             }
         }
     }
@@ -198,20 +239,19 @@ impl WorldFs {
         let mut handles = self.handles.lock().unwrap();
         match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
             Handle::Read { .. } => Err(FsError::bad_handle()),
-            Handle::Write { buf, dirty, truncated, append, .. } => {
+            Handle::Write { buf, pending, append, .. } => {
                 write_into(buf, offset, data, *append)?;
-                *dirty = true;
-                *truncated = false;
+                pending.wrote();
                 Ok(data.len() as u32)
             }
-            Handle::Scratch { ino, append, dirty, .. } => {
-                let mut s = self.scratch.lock().unwrap();
-                match s.edit(*ino, |f| write_into(&mut f.data, offset, data, *append)) {
+            Handle::Scratch { ino, append, pending } => {
+                let mut ns = self.ns.lock().unwrap();
+                match ns.scratch.edit(*ino, |f| write_into(&mut f.data, offset, data, *append)) {
                     None => Err(FsError::bad_handle()),
                     Some(Err(())) => Err(FsError::new(libc::ENOSPC, "scratch files use all their memory (512 MiB)")),
                     Some(Ok(r)) => {
                         r?;
-                        *dirty = true;
+                        pending.wrote();
                         Ok(data.len() as u32)
                     }
                 }
@@ -220,45 +260,34 @@ impl WorldFs {
     }
 
     /// Commit what a handle holds, if it changed and the moment is right
-    /// (see `Handle::Write`).
+    /// (see `Pending::commit_on`).
     fn commit_handle(&self, fh: u64, when: When) -> Result<()> {
         let job = {
             let mut handles = self.handles.lock().unwrap();
             match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
                 Handle::Read { .. } => None,
-                Handle::Write { node, buf, dirty, truncated, opener, opener_flushes, .. } => {
-                    let now = match when {
-                        When::Flush(pid) if pid != *opener => false,
-                        When::Flush(_) => {
-                            *opener_flushes += 1;
-                            *dirty || (*truncated && *opener_flushes > 1)
-                        }
-                        When::Fsync | When::Release => *dirty || *truncated,
-                    };
-                    if now {
-                        *dirty = false;
-                        *truncated = false;
-                        Some((node.clone(), Some(buf.clone())))
-                    } else {
-                        None
-                    }
+                Handle::Write { ino, buf, base, pending, .. } => {
+                    pending.commit_on(when).then(|| Job::Tree { ino: *ino, content: buf.clone(), base: base.clone() })
                 }
-                Handle::Scratch { ino, dirty, opener, .. } => {
-                    let ours = !matches!(when, When::Flush(pid) if pid != *opener);
-                    let pending = self.scratch.lock().unwrap().get(*ino).is_some_and(|f| f.pending_key);
-                    if *dirty && pending && ours {
-                        *dirty = false;
-                        Some((Node::from_ino(*ino).expect("scratch inode"), None))
-                    } else {
-                        None
-                    }
+                Handle::Scratch { ino, pending, .. } => {
+                    let is_pending = self.ns.lock().unwrap().scratch.get(*ino).is_some_and(|f| f.pending);
+                    // Only a pending scratch file has anything to commit.
+                    (is_pending && pending.commit_on(when)).then_some(Job::Pending(*ino))
                 }
             }
         };
         match job {
             None => Ok(()),
-            Some((node, Some(content))) => self.commit(&node, &content),
-            Some((node, None)) => self.commit_pending_key(node.ino()),
+            Some(Job::Tree { ino, content, base }) => {
+                let r = self.tree.write(ino, &content, base.as_deref().map(Vec::as_slice));
+                self.recorded(|| self.tree.path(ino), r)?;
+                // What is committed is the base of what follows.
+                if let Some(Handle::Write { base, .. }) = self.handles.lock().unwrap().get_mut(&fh) {
+                    *base = Some(Arc::new(content));
+                }
+                Ok(())
+            }
+            Some(Job::Pending(ino)) => self.commit_pending(ino),
         }
     }
 
@@ -267,11 +296,11 @@ impl WorldFs {
         self.commit_handle(fh, When::Flush(pid))
     }
 
-    /// Our commits are durable when they return (one SQLite transaction
-    /// each), so fsync commits what the handle holds.
+    /// Commits are durable when they return, so fsync commits what the
+    /// handle holds, and what the tree still holds back.
     pub fn fsync(&self, fh: u64) -> Result<()> {
         self.commit_handle(fh, When::Fsync)?;
-        self.flush_queue()
+        self.tree.sync()
     }
 
     /// Release a handle. An error here cannot reach the program (the kernel
@@ -286,26 +315,24 @@ impl WorldFs {
     }
 
     /// At unmount: commit what handles that were never released still hold
-    /// (as their release would have). Returns one line per handle that had
-    /// something to commit, saying what became of it.
+    /// (as their release would have), then what the tree holds back.
+    /// Returns one line per thing that had something to commit, saying
+    /// what became of it.
     pub fn shutdown(&self) -> Vec<String> {
         let fhs: Vec<u64> = self.handles.lock().unwrap().keys().copied().collect();
         let mut report = Vec::new();
         for fh in fhs {
-            let node = match self.handles.lock().unwrap().get(&fh) {
-                Some(Handle::Write { node, dirty, truncated, .. }) if *dirty || *truncated => node.clone(),
+            let ino = match self.handles.lock().unwrap().get(&fh) {
+                Some(Handle::Write { ino, pending, .. }) if pending.dirty || pending.truncated => *ino,
                 _ => continue,
             };
-            let what = super::describe(&node, self);
+            let what = self.tree.path(ino);
             match self.release(fh) {
                 Ok(()) => report.push(format!("{what}: committed at unmount")),
                 Err(e) => report.push(format!("{what}: refused at unmount: {e}")),
             }
         }
-        let queued = self.queue.len();
-        if let Err(e) = self.flush_queue() {
-            report.push(format!("LOST: {queued} block change(s) could not be written at unmount: {e}"));
-        }
+        report.extend(self.tree.shutdown());
         report
     }
 
@@ -315,13 +342,16 @@ impl WorldFs {
     }
 
     /// Change attributes. Sizes truncate or extend (on the handle's buffer
-    /// when `fh` is given); modes and times are kept for scratch files and
-    /// accepted without effect on decoded files.
+    /// when `fh` is given); modes are kept for scratch files and accepted
+    /// without effect on files of the world.
     pub fn setattr(&self, ino: u64, fh: Option<u64>, size: Option<u64>, mode: Option<u32>) -> Result<Attr> {
-        let node = self.node(ino)?;
+        let target = self.target(ino)?;
         if let Some(size) = size {
-            if self.is_dir(&node)? {
+            if self.is_tree_dir(target)? {
                 return Err(FsError::is_dir());
+            }
+            if self.opts.read_only {
+                return Err(FsError::read_only("the mount is read-only (-o ro)"));
             }
             let size = size as usize;
             if size > MAX_WRITE {
@@ -330,42 +360,41 @@ impl WorldFs {
             let mut handled = false;
             if let Some(fh) = fh {
                 let mut handles = self.handles.lock().unwrap();
-                if let Some(Handle::Write { buf, dirty, truncated, .. }) = handles.get_mut(&fh) {
+                if let Some(Handle::Write { buf, pending, .. }) = handles.get_mut(&fh) {
                     // An explicit ftruncate is a change, committed at the
                     // next flush (O_TRUNC at open arrives inside OPEN, with
                     // FUSE_ATOMIC_O_TRUNC, and is handled there).
                     buf.resize(size, 0);
-                    *dirty = true;
-                    *truncated = false;
+                    pending.wrote();
                     handled = true;
                 }
             }
             if !handled {
-                if self.is_scratch(&node) {
-                    if self.opts.read_only {
-                        return Err(FsError::read_only("the mount is read-only (-o ro)"));
-                    }
-                    let mut s = self.scratch.lock().unwrap();
-                    match s.edit(node.ino(), |f| f.data.resize(size, 0)) {
-                        None => return Err(FsError::not_found()),
-                        Some(Err(())) => {
-                            return Err(FsError::new(libc::ENOSPC, "scratch memory exhausted"));
+                match target {
+                    Target::Scratch(s) => {
+                        let mut ns = self.ns.lock().unwrap();
+                        match ns.scratch.edit(s, |f| f.data.resize(size, 0)) {
+                            None => return Err(FsError::not_found()),
+                            Some(Err(())) => return Err(FsError::new(libc::ENOSPC, "scratch memory exhausted")),
+                            Some(Ok(())) => {}
                         }
-                        Some(Ok(())) => {}
                     }
-                } else {
-                    self.check_writable(&node)?;
-                    let mut content = self.content(&node)?.bytes.to_vec();
-                    content.resize(size, 0);
-                    self.commit(&node, &content)?;
+                    Target::Readme | Target::WriteErrors => {
+                        return Err(FsError::perm("this file is generated by worldfs"));
+                    }
+                    Target::Tree(t) => {
+                        self.tree.check_writable(t)?;
+                        let base = self.tree.read(t)?;
+                        let mut content = base.to_vec();
+                        content.resize(size, 0);
+                        let r = self.tree.write(t, &content, Some(&base));
+                        self.recorded(|| self.tree.path(t), r)?;
+                    }
                 }
             }
         }
-        if let Some(mode) = mode
-            && self.is_scratch(&node)
-        {
-            let mut s = self.scratch.lock().unwrap();
-            let _ = s.edit(node.ino(), |f| f.mode = (mode & 0o7777) as u16);
+        if let (Some(mode), Target::Scratch(s)) = (mode, target) {
+            let _ = self.ns.lock().unwrap().scratch.edit(s, |f| f.mode = (mode & 0o7777) as u16);
         }
         let mut attr = self.getattr(ino)?;
         if let Some(fh) = fh
@@ -376,19 +405,39 @@ impl WorldFs {
         Ok(attr)
     }
 
-    /// An attribute for a freshly created scratch file.
-    pub(super) fn scratch_stat(&self, ino: u64) -> Result<Attr> {
-        let node = Node::from_ino(ino).ok_or_else(FsError::not_found)?;
-        debug_assert!(
-            matches!(node, Node::Table(id) if matches!(self.table.lock().unwrap().get(id), Some(TableKey::Scratch(_))))
-        );
-        let a = self.stat(&node)?;
-        debug_assert_eq!(a.kind, Kind::File);
-        Ok(a)
-    }
-
     /// Open handle for a newly created scratch file.
     pub(super) fn open_scratch(&self, ino: u64, flags: i32, pid: u32) -> u64 {
-        self.new_handle(Handle::Scratch { ino, append: flags & libc::O_APPEND != 0, dirty: false, opener: pid })
+        self.new_handle(Handle::Scratch { ino, append: flags & libc::O_APPEND != 0, pending: Pending::new(pid, false) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_opener_commits_what_it_wrote_at_its_close() {
+        let mut p = Pending::new(7, false);
+        assert!(!p.commit_on(When::Flush(7)), "nothing written");
+        p.wrote();
+        assert!(!p.commit_on(When::Flush(8)), "a child's close commits nothing");
+        assert!(p.commit_on(When::Flush(7)));
+        assert!(!p.commit_on(When::Release), "clean after the commit");
+        p.wrote();
+        assert!(p.commit_on(When::Fsync));
+        p.wrote();
+        assert!(p.commit_on(When::Release));
+    }
+
+    #[test]
+    fn a_truncation_alone_waits_for_the_second_flush_or_release() {
+        // `: > file` in bash: open(O_TRUNC), flush (dup2), flush (close).
+        let mut p = Pending::new(7, true);
+        assert!(!p.commit_on(When::Flush(7)));
+        assert!(p.commit_on(When::Flush(7)));
+        let mut p = Pending::new(7, true);
+        assert!(p.commit_on(When::Release));
+        let mut p = Pending::new(7, true);
+        assert!(p.commit_on(When::Fsync));
     }
 }

@@ -1,72 +1,37 @@
-//! The filesystem core: what each inode is, its attributes, directory
-//! listings, file contents, open handles and the commit path. Plain Rust
-//! signatures so that it can be tested without mounting; the FUSE adapter
-//! only translates.
+//! The filesystem core, the same for every kind of world: inode
+//! resolution, attributes of its own files, listings with scratch files,
+//! open handles and when they commit, and the names programs create. Plain
+//! Rust signatures, so that it is tested without mounting; the FUSE adapter
+//! (`fuse.rs`) only translates. What the files are comes from a [`Tree`]
+//! (`tree.rs`): a Luanti world (`crate::luanti`) or a one-file document
+//! (`crate::kinds`).
 //!
-//! * `mod.rs`: the state, node resolution, attributes, lookup/forget.
-//! * `inode.rs`: inode numbers computed from what a file is.
-//! * `table.rs`: numbers for names without a fixed place (world files,
-//!   metadata fields, scratch files), counted by kernel references.
-//! * `listing.rs`: directory listings (`blocks/` streamed from the store).
-//! * `content.rs`: the bytes of each kind of file.
-//! * `handles.rs`: open/read/write/flush/fsync/release/setattr.
-//! * `namespace.rs`: create, mkdir, unlink, rmdir, rename.
+//! * `mod.rs`: the core's state, its own files, lookup/getattr/forget,
+//!   listings.
+//! * `tree.rs`: the seam (`Tree`) and the services a tree reports through.
+//! * `namespace.rs`: scratch files, aliases and the kernel's references to
+//!   them, under one lock; create, mknod, mkdir, rmdir, unlink, rename.
+//! * `handles.rs`: open handles, reads, writes, and the pure rule of when a
+//!   handle commits.
 //! * `scratch.rs`: editors' temporary files, kept in memory.
-//! * `commit.rs`: a file's new content -> a validated block in the store.
-//! * `cache.rs`: loaded blocks under a memory budget.
-//! * `queue.rs`: grouped commits (-o group_ms).
-//! * `serialized.rs`: this process's reads wait for its writes in memory.
-//! * `guard.rs`: refusing writes while a server has the map open.
-//! * `names.rs`: every node name of the world (warnings about typos).
 //! * `error.rs`: errno and message of every refusal.
 
-pub mod cache;
-mod commit;
-mod content;
 pub mod error;
-pub mod guard;
 mod handles;
-pub mod inode;
-mod listing;
-mod names;
 mod namespace;
-mod queue;
 mod scratch;
-mod serialized;
-mod table;
+pub mod tree;
 
 pub use error::{FsError, Result};
-pub use inode::Node;
+pub use tree::{NewName, ROOT, Services, Tree};
 
-use crate::codec::block::node_index;
-use crate::codec::nodemeta::MetaEntry;
-use crate::store::{BlockPos, MapStore, parse_triple};
-use crate::view::{self, BlockFile, MetaFile, escape};
-use crate::world::World;
-use cache::{BlockCache, Loaded};
-use handles::Handle;
-use scratch::Scratch;
-use std::collections::{HashMap, VecDeque};
+use namespace::Namespace;
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-use table::{InodeTable, TableKey};
-
-/// The text of `MNT/README`: the short layout section of docs/layout.md.
-pub fn readme_text() -> &'static str {
-    const DOC: &str = include_str!("../../docs/layout.md");
-    const START: &str = "<!-- readme:start -->\n";
-    const END: &str = "<!-- readme:end -->";
-    // Found once: every stat of README would otherwise search the guide.
-    static TEXT: OnceLock<&str> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        let from = DOC.find(START).map_or(0, |i| i + START.len());
-        let to = DOC[from..].find(END).map_or(DOC.len(), |i| from + i);
-        &DOC[from..to]
-    })
-}
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -123,6 +88,18 @@ pub enum Kind {
     File,
 }
 
+/// Who may do what with a file or directory (the kernel enforces it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// 0755 / 0644 on writable mounts, 0555 / 0444 on read-only ones.
+    Normal,
+    /// Made by worldfs (README, write-errors, exports): 0444 / 0555.
+    Generated,
+    /// Only the mounting user may read it, nobody writes (password
+    /// hashes): 0400.
+    Secret,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attr {
     pub ino: u64,
@@ -133,6 +110,31 @@ pub struct Attr {
     pub mtime: SystemTime,
     pub uid: u32,
     pub gid: u32,
+}
+
+impl Attr {
+    /// Attributes owned by the mounting user, with the mode `access` and
+    /// the mount's writability give.
+    pub fn new(ino: u64, kind: Kind, size: u64, access: Access, mtime: SystemTime, opts: &Options) -> Attr {
+        let writable = !opts.read_only && access == Access::Normal;
+        let perm = match (kind, access, writable) {
+            (Kind::File, Access::Secret, _) => 0o400,
+            (Kind::Dir, _, true) => 0o755,
+            (Kind::Dir, _, false) => 0o555,
+            (Kind::File, _, true) => 0o644,
+            (Kind::File, _, false) => 0o444,
+        };
+        Attr {
+            ino,
+            kind,
+            size,
+            perm,
+            nlink: if kind == Kind::Dir { 2 } else { 1 },
+            mtime,
+            uid: opts.uid,
+            gid: opts.gid,
+        }
+    }
 }
 
 /// One directory entry for a listing. `offset` is the cookie that resumes
@@ -152,11 +154,11 @@ pub struct Opened {
     /// The content is the same as at the last open: the kernel may keep its
     /// page cache.
     pub keep_cache: bool,
-    /// Bypass the page cache. On writable mounts a decoded file's content
-    /// and size change with every commit, and the kernel's idea of the size
-    /// can lag behind (its attributes are invalidated after the reply):
-    /// through the page cache a reader could get the new content cut at the
-    /// old size. Direct reads serve exactly the snapshot taken at open.
+    /// Bypass the page cache. On writable mounts a file's content and size
+    /// change with every commit, and the kernel's idea of the size can lag
+    /// behind (its attributes are invalidated after the reply): through the
+    /// page cache a reader could get the new content cut at the old size.
+    /// Direct reads serve exactly the snapshot taken at open.
     pub direct_io: bool,
 }
 
@@ -174,203 +176,115 @@ pub enum Inval {
 /// request handler can deadlock).
 pub type Invalidator = Box<dyn Fn(Vec<Inval>) + Send + Sync>;
 
-pub struct WorldFs {
-    world: World,
-    store: Box<dyn MapStore>,
-    opts: Options,
-    cache: BlockCache,
-    // Lock order, where two are held at once: handles before scratch;
-    // table before scratch and aliases; commit_lock before everything.
-    table: Mutex<InodeTable>,
-    handles: Mutex<HashMap<u64, Handle>>,
-    next_fh: AtomicU64,
-    scratch: Mutex<Scratch>,
-    /// Inodes of scratch files that were renamed over a decoded file: the
-    /// kernel may still use the old number for the new name for a moment.
-    aliases: Mutex<HashMap<u64, Node>>,
-    /// Which loaded block each block-related inode was last served from,
-    /// per block: for FOPEN_KEEP_CACHE and for invalidation after commits.
-    served: Mutex<HashMap<BlockPos, HashMap<u64, u64>>>,
-    /// One commit at a time: read-modify-write of a block must not race.
-    commit_lock: Mutex<()>,
-    /// Copies of files being read without a handle, by inode, with when
-    /// they were taken (`read_unopened`).
-    unopened: Mutex<HashMap<u64, Snapshot>>,
-    /// Validated blocks waiting to be written together (-o group_ms).
-    queue: queue::CommitQueue,
-    /// Recent refused writes, shown in MNT/write-errors.
-    write_errors: Mutex<VecDeque<String>>,
-    /// When blocks were last changed through this mount.
-    changed: Mutex<HashMap<BlockPos, SystemTime>>,
-    invalidator: OnceLock<Invalidator>,
-    guard: guard::ServerGuard,
-    /// The block version new blocks get (the newest the world uses).
-    new_block_version: OnceLock<u8>,
-    block_count: Mutex<Option<(std::time::Instant, u64)>>,
-    mount_time: SystemTime,
-    /// Every node name of the world (made on first need).
-    world_names: names::WorldNames,
+/// The core's own inodes: tag [`tree::CORE_TAG`] in the top four bits.
+const fn core_ino(n: u64) -> u64 {
+    (tree::CORE_TAG << 60) | n
 }
+pub const README: u64 = core_ino(1);
+pub const WRITE_ERRORS: u64 = core_ino(2);
+/// Scratch files are numbered from here.
+const FIRST_SCRATCH: u64 = core_ino(16);
+
+fn is_core(ino: u64) -> bool {
+    ino >> 60 == tree::CORE_TAG
+}
+
+/// Cookies of the core's own entries of the root, after the tree's.
+const README_COOKIE: u64 = tree::SCRATCH_COOKIES - 2;
+const WRITE_ERRORS_COOKIE: u64 = tree::SCRATCH_COOKIES - 1;
 
 /// A copy of a file's content and when it was taken.
 type Snapshot = (std::time::Instant, Arc<Vec<u8>>);
 
-/// World files with password hashes (never writable through the mount).
-const AUTH_FILES: [&str; 1] = ["auth.txt"];
-
-/// Cap on tracked served inodes (it is only an optimization).
-const SERVED_MAX: usize = 10_000;
-
-fn name_bytes(name: &OsStr) -> &[u8] {
-    name.as_bytes()
+/// What an inode number stands for, once aliases are followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Readme,
+    WriteErrors,
+    Scratch(u64),
+    Tree(u64),
 }
 
-/// Parse world node coordinates "X,Y,Z".
-fn parse_node_coords(name: &[u8]) -> Option<[i32; 3]> {
-    let s = std::str::from_utf8(name).ok()?;
-    let (x, y, z) = parse_triple::<i32>(s)?;
-    BlockPos::of_node(x, y, z)?;
-    Some([x, y, z])
-}
-
-/// The in-block index of world node coordinates, if they are in `pos`.
-fn in_block(pos: BlockPos, [x, y, z]: [i32; 3]) -> Option<u16> {
-    (BlockPos::of_node(x, y, z)? == pos)
-        .then(|| node_index(x.rem_euclid(16) as usize, y.rem_euclid(16) as usize, z.rem_euclid(16) as usize) as u16)
-}
-
-/// The file name a path-like message uses for a node.
-fn describe(node: &Node, fs: &WorldFs) -> String {
-    match node {
-        Node::BlockFile(p, f) => format!("blocks/{p}/{}", f.name()),
-        Node::MetaFile(p, i, f) => format!("blocks/{p}/meta/{}/{}", view::meta_dir_name(*p, *i), f.name()),
-        Node::MetaDir(p, i) => format!("blocks/{p}/meta/{}", view::meta_dir_name(*p, *i)),
-        Node::BlockDir(p) => format!("blocks/{p}"),
-        Node::Root => String::new(),
-        Node::Blocks => "blocks".into(),
-        Node::NodeDir => "node".into(),
-        Node::Readme => "README".into(),
-        Node::WriteErrors => "write-errors".into(),
-        Node::MetaRoot(p) => format!("blocks/{p}/meta"),
-        Node::FieldsDir(p, i) => format!("blocks/{p}/meta/{}/fields", view::meta_dir_name(*p, *i)),
-        Node::NodeFile([x, y, z]) => format!("node/{x},{y},{z}"),
-        Node::Table(id) => match fs.table.lock().unwrap().get(*id) {
-            Some(TableKey::WorldFile(n)) => n.clone(),
-            Some(TableKey::Field { pos, p16, key }) => format!(
-                "blocks/{pos}/meta/{}/fields/{}",
-                view::meta_dir_name(*pos, *p16),
-                String::from_utf8_lossy(&escape::key_to_name(key))
-            ),
-            _ => format!("{node:?}"),
-        },
-    }
-}
-
-/// "op path/name" for messages about a name in directory `parent`.
-fn describe_name(fs: &WorldFs, op: &str, parent: u64, name: &OsStr) -> String {
-    let dir = fs.node(parent).map(|n| describe(&n, fs)).unwrap_or_default();
-    // Control characters escaped: a message is one line of write-errors.
-    let name: String = name
-        .to_string_lossy()
-        .chars()
-        .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
-        .collect();
-    if dir.is_empty() { format!("{op} {name}") } else { format!("{op} {dir}/{name}") }
+pub struct WorldFs {
+    tree: Arc<dyn Tree>,
+    services: Arc<Services>,
+    opts: Options,
+    // Lock order, where two are held at once: handles before the
+    // namespace; the namespace before any lock inside the tree.
+    ns: Mutex<Namespace>,
+    handles: Mutex<HashMap<u64, handles::Handle>>,
+    next_fh: AtomicU64,
+    /// Copies of files being read without a handle, by inode, with when
+    /// they were taken (`read_unopened`).
+    unopened: Mutex<HashMap<u64, Snapshot>>,
+    mount_time: SystemTime,
 }
 
 impl WorldFs {
-    pub fn new(world: World, store: Box<dyn MapStore>, opts: Options) -> WorldFs {
-        let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force)
-            .with_interval(opts.guard_interval);
+    /// A core serving `tree`, which reports through `services`.
+    pub fn new(tree: Arc<dyn Tree>, services: Arc<Services>, opts: Options) -> WorldFs {
         WorldFs {
-            queue: queue::CommitQueue::new(opts.group_commit),
-            cache: BlockCache::new(opts.cache_bytes, opts.ttl),
-            world,
-            store: Box::new(serialized::Serialized::new(store)),
+            tree,
+            services,
             opts,
-            table: Mutex::new(InodeTable::default()),
+            ns: Mutex::new(Namespace::default()),
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
-            scratch: Mutex::new(Scratch::default()),
-            aliases: Mutex::new(HashMap::new()),
-            served: Mutex::new(HashMap::new()),
             unopened: Mutex::new(HashMap::new()),
-            commit_lock: Mutex::new(()),
-            write_errors: Mutex::new(VecDeque::new()),
-            changed: Mutex::new(HashMap::new()),
-            invalidator: OnceLock::new(),
-            guard,
-            new_block_version: OnceLock::new(),
-            block_count: Mutex::new(None),
             mount_time: SystemTime::now(),
-            world_names: names::WorldNames::default(),
         }
     }
 
-    /// Open a world directory with the store its world.mt names. A writable
-    /// open is refused while another process has the map database open,
-    /// unless `opts.force`.
+    /// Open a Luanti world directory with the map store its world.mt names.
+    /// A writable open is refused while another process has the map
+    /// database open, unless `opts.force`.
     pub fn open_world(dir: &std::path::Path, opts: Options) -> std::result::Result<WorldFs, String> {
-        let world = World::open(dir)?;
-        if !opts.read_only {
-            // SQLite writes its rollback journal beside the map, so a writable
-            // mount needs a writable directory, not only a writable file.
-            use std::os::unix::ffi::OsStrExt;
-            let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
-            if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
-                return Err(format!(
-                    "{}: the world directory is not writable ({}), and changes need it \
-                     (SQLite keeps its journal there); mount it with -o ro",
-                    dir.display(),
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
-        if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
-            let who = guard::openers(&world.map_path());
-            if !who.is_empty() {
-                return Err(format!(
-                    "{} is open in {} (a running server would overwrite changes made through \
-                     the mount); stop it, mount read-only with -o ro, or use --force",
-                    world.map_path().display(),
-                    who.join(", ")
-                ));
-            }
-        }
-        let store = world.open_store(opts.read_only, opts.journal)?;
-        Ok(WorldFs::new(world, store, opts))
+        let services = Services::new();
+        let tree = crate::luanti::LuantiTree::open(dir, opts.clone(), services.clone())?;
+        Ok(WorldFs::new(tree, services, opts))
     }
 
-    /// Start the thread that writes grouped commits when they are due
-    /// (nothing to do unless -o group_ms is set).
-    pub fn start_background(fs: &Arc<WorldFs>) {
-        if !fs.queue.enabled() {
-            return;
-        }
-        let weak = Arc::downgrade(fs);
-        std::thread::Builder::new()
-            .name("worldfs-commit".into())
-            .spawn(move || {
-                while let Some(fs) = weak.upgrade() {
-                    if fs.queue.wait_due(Duration::from_millis(200)) {
-                        let _ = fs.flush_queue();
-                    }
-                }
-            })
-            .expect("start the commit thread");
+    /// A world directory served from a given map store (tests wrap stores).
+    pub fn with_store(world: crate::world::World, store: Box<dyn crate::store::MapStore>, opts: Options) -> WorldFs {
+        let services = Services::new();
+        let tree = Arc::new(crate::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()));
+        WorldFs::new(tree, services, opts)
     }
 
-    /// Where invalidations go (set once by the FUSE layer).
-    pub fn set_invalidator(&self, f: Invalidator) {
-        let _ = self.invalidator.set(f);
+    /// Where invalidations go (set once by the FUSE layer). Every inode
+    /// invalidated is also invalidated under the numbers of its aliases.
+    pub fn set_invalidator(self: &Arc<Self>, f: Invalidator) {
+        let weak = Arc::downgrade(self);
+        self.services.set_invalidator(Box::new(move |mut list: Vec<Inval>| {
+            if let Some(fs) = weak.upgrade() {
+                let ns = fs.ns.lock().unwrap();
+                let extra: Vec<Inval> = list
+                    .iter()
+                    .filter_map(|i| match i {
+                        Inval::Inode(t) => Some(ns.aliases_of(*t)),
+                        _ => None,
+                    })
+                    .flatten()
+                    .map(Inval::Inode)
+                    .collect();
+                drop(ns);
+                list.extend(extra);
+            }
+            f(list)
+        }));
     }
 
     pub fn options(&self) -> &Options {
         &self.opts
     }
 
-    pub fn store(&self) -> &dyn MapStore {
-        self.store.as_ref()
+    pub fn tree(&self) -> &dyn Tree {
+        self.tree.as_ref()
+    }
+
+    /// What is mounted, for the log.
+    pub fn describe(&self) -> String {
+        self.tree.describe()
     }
 
     /// How long the kernel may cache attributes and missing names.
@@ -384,7 +298,7 @@ impl WorldFs {
     }
 
     /// How long the kernel may keep these attributes: a file's size changes
-    /// with its block, a directory's attributes only through this mount
+    /// with its content, a directory's attributes only through this mount
     /// (which invalidates them), so those are kept as long as names.
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
@@ -393,227 +307,86 @@ impl WorldFs {
         }
     }
 
-    /// The refused writes shown in MNT/write-errors.
+    /// Whether the kernel may cache that a name is missing from `dir`.
+    pub fn negative_entries(&self, dir: u64) -> bool {
+        match self.target(dir) {
+            Ok(Target::Tree(d)) => self.tree.negative_entries(d),
+            _ => true,
+        }
+    }
+
+    /// The lines of MNT/write-errors.
     pub fn write_errors(&self) -> Vec<String> {
-        self.write_errors.lock().unwrap().iter().cloned().collect()
+        self.services.write_errors()
     }
 
-    fn block(&self, pos: BlockPos) -> Result<Option<Arc<Loaded>>> {
-        if let Some(blob) = self.queue.get(pos) {
-            return Ok(Some(self.loaded_from(pos, blob)));
+    /// A count for statfs.
+    pub fn block_count(&self) -> u64 {
+        self.tree.count()
+    }
+
+    /// What an inode stands for (aliases followed).
+    fn target(&self, ino: u64) -> Result<Target> {
+        match ino {
+            README => return Ok(Target::Readme),
+            WRITE_ERRORS => return Ok(Target::WriteErrors),
+            _ => {}
         }
-        Ok(self.cache.get(pos, self.store.as_ref())?)
-    }
-
-    /// A block from bytes not (yet) in the store: the cached copy if it
-    /// holds the same bytes.
-    fn loaded_from(&self, pos: BlockPos, blob: Vec<u8>) -> Arc<Loaded> {
-        if let Some(l) = self.cache.peek(pos)
-            && l.blob == blob
-        {
-            return l;
+        if !is_core(ino) {
+            return Ok(Target::Tree(ino));
         }
-        let l = Arc::new(Loaded::new(pos, blob));
-        self.cache.insert(l.clone());
-        l
-    }
-
-    fn existing_block(&self, pos: BlockPos) -> Result<Arc<Loaded>> {
-        self.block(pos)?.ok_or_else(FsError::not_found)
-    }
-
-    /// A block's metadata entry at `p16`, with the block it came from.
-    fn meta_entry(&self, pos: BlockPos, p16: u16) -> Result<(Arc<Loaded>, MetaEntry)> {
-        let l = self.existing_block(pos)?;
-        let entry = l.decoded().and_then(|b| b.metadata.get(p16).cloned()).ok_or_else(FsError::not_found)?;
-        Ok((l, entry))
-    }
-
-    fn table_key(&self, id: u64) -> Result<TableKey> {
-        self.table.lock().unwrap().get(id).cloned().ok_or_else(FsError::not_found)
-    }
-
-    fn table_node(&self, key: TableKey) -> Node {
-        Node::Table(self.table.lock().unwrap().id(key))
-    }
-
-    /// The node of an inode number, following scratch-to-decoded aliases.
-    fn node(&self, ino: u64) -> Result<Node> {
-        if let Some(n) = self.aliases.lock().unwrap().get(&ino) {
-            return Ok(n.clone());
+        let ns = self.ns.lock().unwrap();
+        if let Some(t) = ns.alias(ino) {
+            return Ok(Target::Tree(t));
         }
-        Node::from_ino(ino).ok_or_else(FsError::not_found)
-    }
-
-    fn is_scratch(&self, node: &Node) -> bool {
-        matches!(node, Node::Table(id) if matches!(self.table.lock().unwrap().get(*id), Some(TableKey::Scratch(_))))
-    }
-
-    fn is_dir(&self, node: &Node) -> Result<bool> {
-        Ok(matches!(
-            node,
-            Node::Root
-                | Node::Blocks
-                | Node::NodeDir
-                | Node::BlockDir(_)
-                | Node::MetaRoot(_)
-                | Node::MetaDir(..)
-                | Node::FieldsDir(..)
-        ))
-    }
-
-    /// The block a node belongs to.
-    fn block_of(&self, node: &Node) -> Option<BlockPos> {
-        match node {
-            Node::BlockDir(p)
-            | Node::BlockFile(p, _)
-            | Node::MetaRoot(p)
-            | Node::MetaDir(p, _)
-            | Node::FieldsDir(p, _)
-            | Node::MetaFile(p, _, _) => Some(*p),
-            Node::NodeFile([x, y, z]) => BlockPos::of_node(*x, *y, *z),
-            Node::Table(id) => match self.table.lock().unwrap().get(*id) {
-                Some(TableKey::Field { pos, .. }) => Some(*pos),
-                _ => None,
-            },
-            _ => None,
+        if ns.scratch.get(ino).is_some() {
+            return Ok(Target::Scratch(ino));
         }
+        Err(FsError::not_found())
     }
 
-    /// Remember that the kernel got `ino`'s content (serial of the load it
-    /// came from) or size (serial 0). Returns the serial recorded before.
-    /// Only an optimization (FOPEN_KEEP_CACHE) and a list of what to
-    /// invalidate after a commit, so it is simply emptied when it grows
-    /// large: the kernel's own caches expire after the TTL anyway.
-    fn record_served(&self, node: &Node, ino: u64, serial: u64) -> Option<u64> {
-        let pos = self.block_of(node)?;
-        let mut served = self.served.lock().unwrap();
-        if served.len() >= SERVED_MAX && !served.contains_key(&pos) {
-            served.clear();
-        }
-        served.entry(pos).or_default().insert(ino, serial)
-    }
-
-    /// Whether `ino` was last served from the same load (then the kernel's
-    /// page cache of it is still right).
-    fn note_served(&self, node: &Node, ino: u64, serial: u64) -> bool {
-        self.record_served(node, ino, serial) == Some(serial)
-    }
-
-    /// Check that a directory node exists.
-    fn check_dir(&self, node: &Node) -> Result<()> {
-        match node {
-            Node::Root | Node::Blocks | Node::NodeDir => Ok(()),
-            // Loaded rather than only looked for: whoever looks up a block
-            // directory reads its files next, and one query instead of two
-            // halves SQLite's locking system calls on a walk.
-            Node::BlockDir(pos) => {
-                if self.cache.peek(*pos).is_some() || self.block(*pos)?.is_some() {
-                    Ok(())
-                } else {
-                    Err(FsError::not_found())
-                }
+    /// A directory of the tree (scratch and core files are not directories).
+    fn tree_dir(&self, ino: u64) -> Result<u64> {
+        match self.target(ino)? {
+            Target::Tree(d) => {
+                let a = self.tree.getattr(d)?;
+                if a.kind == Kind::Dir { Ok(d) } else { Err(FsError::not_dir()) }
             }
-            Node::MetaRoot(pos) => {
-                let l = self.existing_block(*pos)?;
-                l.is_decodable().then_some(()).ok_or_else(FsError::not_found)
-            }
-            Node::MetaDir(pos, p16) | Node::FieldsDir(pos, p16) => self.meta_entry(*pos, *p16).map(|_| ()),
             _ => Err(FsError::not_dir()),
         }
     }
 
-    /// When the node's block last changed through this mount (the mount
-    /// time if it did not), in whole seconds, plus `version` (which changes
-    /// with the block's content) as nanoseconds: the kernel drops its page
-    /// cache of a file when its mtime changes (FUSE_AUTO_INVAL_DATA), which
-    /// is how a change made by another process reaches readers of a
-    /// read-only mount, where the kernel keeps pages across opens.
-    fn mtime_of(&self, node: &Node, version: u32) -> SystemTime {
-        let base = match self.block_of(node) {
-            Some(p) => self.changed.lock().unwrap().get(&p).copied().unwrap_or(self.mount_time),
-            None => self.mount_time,
-        };
-        let secs = base.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        SystemTime::UNIX_EPOCH + Duration::new(secs, version % 1_000_000_000)
+    fn readme(&self) -> Vec<u8> {
+        self.tree.readme().into_bytes()
     }
 
-    /// Whether a node is a world file holding players' password hashes
-    /// (`auth.txt` of the old "files" auth backend): shown to the mounting
-    /// user only, never writable.
-    fn is_auth(&self, node: &Node) -> bool {
-        matches!(node, Node::Table(id)
-            if matches!(self.table.lock().unwrap().get(*id), Some(TableKey::WorldFile(n)) if AUTH_FILES.contains(&n.as_str())))
-    }
-
-    /// Modes: 0755 directories and 0644 files, owned by the mounting user,
-    /// on writable mounts; 0555 and 0444 on read-only mounts and for files
-    /// worldfs generates (README, write-errors); 0400 for auth data. The
-    /// kernel enforces them (default_permissions).
-    fn attr_of(&self, node: &Node, kind: Kind, size: u64) -> Attr {
-        self.versioned_attr(node, kind, size, 0)
-    }
-
-    /// `attr_of` for a file rendered from a block whose content has
-    /// `version` (see `mtime_of`).
-    fn versioned_attr(&self, node: &Node, kind: Kind, size: u64, version: u32) -> Attr {
-        let writable = !self.opts.read_only && !matches!(node, Node::Readme | Node::WriteErrors);
-        let perm = match (kind, writable) {
-            (Kind::File, _) if self.is_auth(node) => 0o400,
-            (Kind::Dir, true) => 0o755,
-            (Kind::Dir, false) => 0o555,
-            (Kind::File, true) => 0o644,
-            (Kind::File, false) => 0o444,
-        };
-        Attr {
-            ino: node.ino(),
-            kind,
-            size,
-            perm,
-            nlink: if kind == Kind::Dir { 2 } else { 1 },
-            mtime: self.mtime_of(node, version),
-            uid: self.opts.uid,
-            gid: self.opts.gid,
-        }
-    }
-
-    fn stat(&self, node: &Node) -> Result<Attr> {
-        if self.is_dir(node)? {
-            self.check_dir(node)?;
-            return Ok(self.attr_of(node, Kind::Dir, 0));
-        }
-        if let Node::Table(id) = node
-            && let TableKey::Scratch(_) = self.table_key(*id)?
-        {
-            let s = self.scratch.lock().unwrap();
-            let f = s.get(node.ino()).ok_or_else(FsError::not_found)?;
-            let mut a = self.attr_of(node, Kind::File, f.data.len() as u64);
-            a.perm = f.mode & 0o7777;
-            a.mtime = f.mtime;
-            return Ok(a);
-        }
-        let (size, version) = match node {
-            Node::BlockFile(pos, f) => {
-                let l = self.existing_block(*pos)?;
-                (l.file_size(*f).ok_or_else(FsError::not_found)? as u64, l.version())
+    /// Attributes of the core's own files.
+    fn core_attr(&self, t: Target, ino: u64) -> Result<Attr> {
+        let generated =
+            |size: usize| Attr::new(ino, Kind::File, size as u64, Access::Generated, self.mount_time, &self.opts);
+        match t {
+            Target::Readme => Ok(generated(self.readme().len())),
+            Target::WriteErrors => {
+                let mut a = generated(self.write_errors().concat().len());
+                a.mtime = SystemTime::now();
+                Ok(a)
             }
-            _ => {
-                let c = self.content(node)?;
-                (c.bytes.len() as u64, c.version)
+            Target::Scratch(s) => {
+                let ns = self.ns.lock().unwrap();
+                let f = ns.scratch.get(s).ok_or_else(FsError::not_found)?;
+                let mut a = Attr::new(ino, Kind::File, f.data.len() as u64, Access::Normal, f.mtime, &self.opts);
+                a.perm = f.mode & 0o7777;
+                Ok(a)
             }
-        };
-        if let Node::NodeFile(_) = node
-            && !self.opts.read_only
-        {
-            // node/X,Y,Z cannot be enumerated from its block: remember that
-            // the kernel knows its size, to invalidate it after a commit.
-            self.record_served(node, node.ino(), 0);
+            Target::Tree(_) => unreachable!("not a core file"),
         }
-        Ok(self.versioned_attr(node, Kind::File, size, version))
     }
 
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
-        let mut a = self.stat(&self.node(ino)?)?;
+        let mut a = match self.target(ino)? {
+            Target::Tree(t) => self.tree.getattr(t)?,
+            t => self.core_attr(t, ino)?,
+        };
         a.ino = ino;
         Ok(a)
     }
@@ -621,154 +394,186 @@ impl WorldFs {
     /// Look a name up. On success the kernel holds one more reference to
     /// the inode (see `forget`).
     pub fn lookup(&self, parent: u64, name: &OsStr) -> Result<Attr> {
-        let parent_node = self.node(parent)?;
-        let attr = match self.child(&parent_node, name_bytes(name)) {
-            Ok(child) => match self.stat(&child) {
-                Err(e) if e.errno == libc::ENOENT => self.scratch_attr(parent_node.ino(), name_bytes(name)),
-                r => r,
-            },
-            Err(e) if e.errno == libc::ENOENT => self.scratch_attr(parent_node.ino(), name_bytes(name)),
+        let dir = self.tree_dir(parent)?;
+        let name = name.as_bytes();
+        if dir == ROOT {
+            match name {
+                b"README" => return self.core_attr(Target::Readme, README),
+                b"write-errors" if !self.opts.read_only => {
+                    return self.core_attr(Target::WriteErrors, WRITE_ERRORS);
+                }
+                _ => {}
+            }
+        }
+        match self.tree.lookup(dir, name) {
+            Ok(a) => {
+                self.tree.remember(a.ino);
+                Ok(a)
+            }
+            Err(e) if e.errno == libc::ENOENT => {
+                let ino = self.ns.lock().unwrap().scratch.lookup(dir, name).ok_or(e)?;
+                let a = self.core_attr(Target::Scratch(ino), ino)?;
+                self.remember(ino);
+                Ok(a)
+            }
             Err(e) => Err(e),
-        }?;
-        self.remember(attr.ino);
-        Ok(attr)
-    }
-
-    /// The kernel was handed `ino` (by lookup, create, readdirplus...).
-    pub(crate) fn remember(&self, ino: u64) {
-        if let Some(Node::Table(id)) = Node::from_ino(ino) {
-            self.table.lock().unwrap().remember(id);
         }
     }
 
-    /// The kernel dropped `n` references to `ino`. Unreferenced table
-    /// entries of things that no longer exist are removed.
+    /// The kernel was handed `ino` once more.
+    fn remember(&self, ino: u64) {
+        if is_core(ino) {
+            self.ns.lock().unwrap().remember(ino);
+        } else {
+            self.tree.remember(ino);
+        }
+    }
+
+    /// The kernel dropped `n` references to `ino`.
     pub fn forget(&self, ino: u64, n: u64) {
-        let Some(Node::Table(id)) = Node::from_ino(ino) else { return };
-        let mut table = self.table.lock().unwrap();
-        self.drop_refs(&mut table, id, n);
+        if !is_core(ino) {
+            self.tree.forget(ino, n);
+            return;
+        }
+        let dropped = self.ns.lock().unwrap().forget(ino, n);
+        if let Some(target) = dropped {
+            // The alias held a reference of its own to its target.
+            self.tree.forget(target, 1);
+        }
     }
 
-    /// Drop `n` references to table entry `id`; remove it once nothing
-    /// holds it and what it named is gone, with its alias (which held a
-    /// reference of its own to its target).
-    fn drop_refs(&self, table: &mut InodeTable, id: u64, n: u64) {
-        let Some(key) = table.forget(id, n) else { return };
-        let ino = Node::Table(id).ino();
-        let gone = match key {
-            TableKey::Scratch(_) => self.scratch.lock().unwrap().get(ino).is_none(),
-            _ => true,
-        };
-        if gone {
-            table.remove(id);
-            let alias = self.aliases.lock().unwrap().remove(&ino);
-            if let Some(Node::Table(target)) = alias {
-                self.drop_refs(table, target, 1);
+    /// List a directory from `offset` (0 = the start). `add` receives each
+    /// entry (with its attributes when `plus`) and returns true when the
+    /// reply buffer is full; the entry it was given is then not consumed.
+    pub fn readdir(
+        &self,
+        ino: u64,
+        offset: u64,
+        plus: bool,
+        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
+    ) -> Result<()> {
+        let dir = self.tree_dir(ino)?;
+        let dots = [(1u64, ".", dir), (2, "..", self.tree.parent(dir)?)];
+        for (cookie, name, node) in dots {
+            if offset < cookie {
+                let attr = if plus { Some(self.tree.getattr(node)?) } else { None };
+                let entry = DirEntry { ino: node, offset: cookie, kind: Kind::Dir, name: name.into() };
+                if add(&entry, attr.as_ref()) {
+                    return Ok(());
+                }
             }
         }
-    }
-
-    /// From now on `ino` (a scratch file renamed over `node`) means `node`:
-    /// the kernel keeps using the old number for the name until it looks
-    /// the name up again. The alias holds a reference to a table entry, so
-    /// that the kernel forgetting the number it had for `node` before the
-    /// rename does not take the entry away from under the alias.
-    pub(super) fn add_alias(&self, ino: u64, node: Node) {
-        let mut table = self.table.lock().unwrap();
-        if let Node::Table(id) = node {
-            table.remember(id);
+        let mut full = false;
+        if offset < README_COOKIE {
+            let mut counted = |e: &DirEntry, a: Option<&Attr>| {
+                let f = add(e, a);
+                if plus && !f {
+                    self.tree.remember(e.ino);
+                }
+                full = f;
+                f
+            };
+            self.tree.list(dir, offset.max(2), plus, &mut counted)?;
+            if full {
+                return Ok(());
+            }
         }
-        let old = self.aliases.lock().unwrap().insert(ino, node);
-        if let Some(Node::Table(id)) = old {
-            self.drop_refs(&mut table, id, 1);
+        let mut own: Vec<(u64, &str, Target, u64)> = Vec::new();
+        if dir == ROOT {
+            own.push((README_COOKIE, "README", Target::Readme, README));
+            if !self.opts.read_only {
+                own.push((WRITE_ERRORS_COOKIE, "write-errors", Target::WriteErrors, WRITE_ERRORS));
+            }
         }
+        let scratch = self.ns.lock().unwrap().scratch.children(dir);
+        for (i, (name, s)) in scratch.into_iter().enumerate() {
+            // A pending name the tree has taken meanwhile is listed once.
+            if self.tree.lookup(dir, &name).is_err() {
+                let name: &'static str = Box::leak(String::from_utf8_lossy(&name).into_owned().into_boxed_str());
+                own.push((tree::SCRATCH_COOKIES + i as u64, name, Target::Scratch(s), s));
+            }
+        }
+        for (cookie, name, t, ino) in own {
+            if offset >= cookie {
+                continue;
+            }
+            let attr = match (plus, self.core_attr(t, ino)) {
+                (false, _) => None,
+                (true, Ok(a)) => Some(a),
+                (true, Err(e)) if e.errno == libc::ENOENT => continue,
+                (true, Err(e)) => return Err(e),
+            };
+            let entry = DirEntry { ino, offset: cookie, kind: Kind::File, name: name.into() };
+            if add(&entry, attr.as_ref()) {
+                return Ok(());
+            }
+            if plus {
+                self.remember(ino);
+            }
+        }
+        Ok(())
     }
 
-    fn scratch_attr(&self, parent: u64, name: &[u8]) -> Result<Attr> {
-        let ino = self.scratch.lock().unwrap().lookup(parent, name).ok_or_else(FsError::not_found)?;
-        self.stat(&Node::from_ino(ino).ok_or_else(FsError::not_found)?)
-    }
-
-    /// The node `name` in directory `parent`, if it could exist (existence
-    /// is checked by `stat`).
-    fn child(&self, parent: &Node, name: &[u8]) -> Result<Node> {
-        let nf = FsError::not_found;
-        match parent {
-            Node::Root => Ok(match name {
-                b"README" => Node::Readme,
-                b"blocks" => Node::Blocks,
-                b"node" => Node::NodeDir,
-                b"write-errors" if !self.opts.read_only => Node::WriteErrors,
-                _ => {
-                    let s = std::str::from_utf8(name).map_err(|_| nf())?;
-                    if !World::is_text_file_name(s) || !self.world.dir.join(s).is_file() {
-                        return Err(nf());
+    /// A path-like name of an inode for messages.
+    fn path(&self, ino: u64) -> String {
+        match self.target(ino) {
+            Ok(Target::Readme) => "README".into(),
+            Ok(Target::WriteErrors) => "write-errors".into(),
+            Ok(Target::Tree(t)) => self.tree.path(t),
+            Ok(Target::Scratch(s)) => {
+                let ns = self.ns.lock().unwrap();
+                match ns.scratch.get(s) {
+                    Some(f) => {
+                        let dir = self.tree.path(f.parent);
+                        let name = String::from_utf8_lossy(&f.name).into_owned();
+                        if dir.is_empty() { name } else { format!("{dir}/{name}") }
                     }
-                    self.table_node(TableKey::WorldFile(s.to_string()))
+                    None => format!("scratch file {s:#x}"),
                 }
-            }),
-            Node::Blocks => {
-                let s = std::str::from_utf8(name).map_err(|_| nf())?;
-                Ok(Node::BlockDir(s.parse().map_err(|_| nf())?))
             }
-            Node::BlockDir(pos) => {
-                if name == b"meta" {
-                    return Ok(Node::MetaRoot(*pos));
-                }
-                let f = BlockFile::from_name(name).ok_or_else(nf)?;
-                Ok(Node::BlockFile(*pos, f))
-            }
-            Node::MetaRoot(pos) => {
-                let c = parse_node_coords(name).ok_or_else(nf)?;
-                Ok(Node::MetaDir(*pos, in_block(*pos, c).ok_or_else(nf)?))
-            }
-            Node::MetaDir(pos, p16) => match name {
-                b"fields" => Ok(Node::FieldsDir(*pos, *p16)),
-                _ => Ok(Node::MetaFile(*pos, *p16, MetaFile::from_name(name).ok_or_else(nf)?)),
-            },
-            Node::FieldsDir(pos, p16) => {
-                let key = escape::name_to_key(name).ok_or_else(nf)?;
-                // Numbers are handed out only for keys that exist.
-                let (_, entry) = self.meta_entry(*pos, *p16)?;
-                entry.get(&key).ok_or_else(nf)?;
-                Ok(self.table_node(TableKey::Field { pos: *pos, p16: *p16, key }))
-            }
-            Node::NodeDir => Ok(Node::NodeFile(parse_node_coords(name).ok_or_else(nf)?)),
-            _ => Err(FsError::not_dir()),
+            Err(_) => format!("inode {ino:#x}"),
         }
     }
 
-    fn parent_of(&self, node: &Node) -> Result<Node> {
-        Ok(match node {
-            Node::Root | Node::Blocks | Node::NodeDir | Node::Readme | Node::WriteErrors => Node::Root,
-            Node::BlockDir(_) => Node::Blocks,
-            Node::BlockFile(p, _) | Node::MetaRoot(p) => Node::BlockDir(*p),
-            Node::MetaDir(p, _) => Node::MetaRoot(*p),
-            Node::FieldsDir(p, i) | Node::MetaFile(p, i, _) => Node::MetaDir(*p, *i),
-            Node::NodeFile(_) => Node::NodeDir,
-            Node::Table(id) => match self.table_key(*id)? {
-                TableKey::WorldFile(_) => Node::Root,
-                TableKey::Field { pos, p16, .. } => Node::FieldsDir(pos, p16),
-                TableKey::Scratch(_) => {
-                    let parent = self.scratch.lock().unwrap().get(node.ino()).map(|f| f.parent);
-                    self.node(parent.ok_or_else(FsError::not_found)?)?
-                }
-            },
-        })
+    /// "op path/name" for messages about a name in directory `parent`.
+    fn describe_name(&self, op: &str, parent: u64, name: &OsStr) -> String {
+        let dir = self.path(parent);
+        // Control characters escaped: a message is one line of write-errors.
+        let name: String = name
+            .to_string_lossy()
+            .chars()
+            .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
+            .collect();
+        if dir.is_empty() { format!("{op} {name}") } else { format!("{op} {dir}/{name}") }
     }
 
-    /// Number of stored blocks (for statfs).
-    /// Counting scans the whole index (a second on millions of blocks), so
-    /// the figure is reused for a minute.
-    pub fn block_count(&self) -> u64 {
-        let mut c = self.block_count.lock().unwrap();
-        match *c {
-            Some((at, n)) if at.elapsed() < Duration::from_secs(60) => n,
-            _ => {
-                let n = self.store.count().unwrap_or(0);
-                *c = Some((std::time::Instant::now(), n));
-                n
+    /// Run a write operation; a refusal is recorded for MNT/write-errors
+    /// (once: a tree may have recorded it already).
+    fn recorded<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
+        match r {
+            Err(mut e) if !e.reported => {
+                let what = what();
+                let line =
+                    if e.message.starts_with(&what) { e.message.clone() } else { format!("{what}: {}", e.message) };
+                self.services.report(line);
+                e.reported = true;
+                Err(e)
             }
+            r => r,
         }
+    }
+
+    /// A refusal of a change to names (mkdir, rmdir, unlink, rename) is
+    /// recorded too, except "no such file" and "exists", which say all
+    /// (and `mkdir -p` meets the latter in normal use).
+    fn name_change<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
+        match r {
+            Err(e) if e.errno == libc::ENOENT || e.errno == libc::EEXIST => Err(e),
+            r => self.recorded(what, r),
+        }
+    }
+
+    fn invalidate(&self, list: Vec<Inval>) {
+        self.services.invalidate(list);
     }
 }

@@ -1,15 +1,72 @@
-//! Names: creating scratch files, mkdir/rmdir of blocks and metadata,
-//! unlink, rename. Decoded files cannot be created, deleted or renamed
-//! away; metadata fields can (they are keys).
+//! Names programs make: scratch files (editors' temporary files, in
+//! memory), the aliases a scratch file renamed over a file of the world
+//! leaves behind, and the kernel's references to both, under one lock
+//! (`Namespace`); and the operations on names (create, mknod, mkdir,
+//! rmdir, unlink, rename), which pass what concerns the world to the tree.
 
-use super::scratch::ScratchFile;
-use super::table::TableKey;
-use super::{Attr, FsError, Inval, Node, Opened, Result, WorldFs, in_block, parse_node_coords};
-use crate::store::BlockPos;
-use crate::view::escape;
+use super::scratch::{Scratch, ScratchFile};
+use super::{Attr, FIRST_SCRATCH, FsError, Inval, NewName, Opened, Result, Target, WorldFs};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::time::SystemTime;
+
+/// The core's names, under one lock.
+#[derive(Default)]
+pub(super) struct Namespace {
+    pub scratch: Scratch,
+    /// Scratch inodes that were renamed over a file of the tree: the
+    /// kernel keeps using the old number for the name until it looks the
+    /// name up again. Each alias holds one reference to its target.
+    aliases: HashMap<u64, u64>,
+    /// The kernel's references to core inodes (scratch files, aliases).
+    refs: HashMap<u64, u64>,
+    next: u64,
+}
+
+impl Namespace {
+    pub fn alias(&self, ino: u64) -> Option<u64> {
+        self.aliases.get(&ino).copied()
+    }
+
+    /// The alias inodes of tree inode `target`.
+    pub fn aliases_of(&self, target: u64) -> Vec<u64> {
+        self.aliases.iter().filter(|(_, t)| **t == target).map(|(a, _)| *a).collect()
+    }
+
+    fn new_ino(&mut self) -> u64 {
+        self.next += 1;
+        FIRST_SCRATCH + self.next
+    }
+
+    pub fn remember(&mut self, ino: u64) {
+        *self.refs.entry(ino).or_insert(0) += 1;
+    }
+
+    /// Drop `n` references to core inode `ino`. Once none are left and the
+    /// scratch file is gone, its alias goes too: returns the alias's target,
+    /// whose reference the caller gives back to the tree.
+    pub fn forget(&mut self, ino: u64, n: u64) -> Option<u64> {
+        let left = match self.refs.get_mut(&ino) {
+            Some(r) => {
+                *r = r.saturating_sub(n);
+                *r
+            }
+            None => 0,
+        };
+        if left > 0 || self.scratch.get(ino).is_some() {
+            return None;
+        }
+        self.refs.remove(&ino);
+        self.aliases.remove(&ino)
+    }
+
+    /// From now on `ino` means tree inode `target`. Returns a target an
+    /// older alias of `ino` held (to be given back to the tree).
+    fn add_alias(&mut self, ino: u64, target: u64) -> Option<u64> {
+        self.aliases.insert(ino, target)
+    }
+}
 
 impl WorldFs {
     fn writable_mount(&self) -> Result<()> {
@@ -19,63 +76,77 @@ impl WorldFs {
         Ok(())
     }
 
-    /// The existing node called `name` in `parent` (decoded or scratch).
-    fn existing_child(&self, parent: &Node, name: &[u8]) -> Result<Node> {
-        if let Ok(child) = self.child(parent, name)
-            && self.stat(&child).is_ok()
-        {
-            return Ok(child);
+    /// The existing node called `name` in tree directory `dir`: a file or
+    /// directory of the tree, or a scratch file.
+    pub(super) fn existing_child(&self, dir: u64, name: &[u8]) -> Result<Target> {
+        if dir == super::ROOT {
+            match name {
+                b"README" => return Ok(Target::Readme),
+                b"write-errors" if !self.opts.read_only => return Ok(Target::WriteErrors),
+                _ => {}
+            }
         }
-        let ino = self.scratch.lock().unwrap().lookup(parent.ino(), name).ok_or_else(FsError::not_found)?;
-        Node::from_ino(ino).ok_or_else(FsError::not_found)
+        match self.tree.lookup(dir, name) {
+            Ok(a) => Ok(Target::Tree(a.ino)),
+            Err(e) if e.errno == libc::ENOENT => {
+                self.ns.lock().unwrap().scratch.lookup(dir, name).map(Target::Scratch).ok_or(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
-    /// Whether new names in `dir` may become scratch files, and whether
-    /// such a file becomes a metadata key when written.
-    fn scratch_allowed(&self, dir: &Node, name: &[u8]) -> Result<bool> {
+    fn check_name(name: &[u8]) -> Result<()> {
         if name.is_empty() || name.len() > 255 || name.contains(&b'/') {
             return Err(FsError::invalid("bad file name"));
         }
-        match dir {
-            Node::Root | Node::MetaDir(..) => Ok(false),
-            Node::BlockDir(_) => Ok(false),
-            Node::FieldsDir(..) => Ok(escape::name_to_key(name).is_some()),
-            Node::Blocks => Err(FsError::perm("blocks/ holds only block directories (mkdir X,Y,Z creates a block)")),
-            Node::MetaRoot(_) => {
-                Err(FsError::perm("meta/ holds only node directories (mkdir X,Y,Z adds metadata to a node)"))
-            }
-            Node::NodeDir => Err(FsError::not_found()),
-            _ => Err(FsError::not_dir()),
-        }
+        Ok(())
+    }
+
+    /// A new scratch file `name` in `dir` (what it becomes is the tree's
+    /// call).
+    fn new_scratch(&self, dir: u64, name: &[u8], mode: u32) -> Result<u64> {
+        Self::check_name(name)?;
+        let kind = self.tree.new_name(dir, name)?;
+        let mut ns = self.ns.lock().unwrap();
+        let ino = ns.new_ino();
+        ns.scratch.insert(
+            ino,
+            ScratchFile {
+                parent: dir,
+                name: name.to_vec(),
+                data: Vec::new(),
+                mode: (mode & 0o7777) as u16,
+                mtime: SystemTime::now(),
+                pending: kind == NewName::Pending,
+            },
+        );
+        Ok(ino)
     }
 
     /// create(2): open an existing file, or make a scratch file.
     pub fn create(&self, parent: u64, name: &OsStr, mode: u32, flags: i32, pid: u32) -> Result<(Attr, Opened)> {
         self.writable_mount()?;
-        let dir = self.node(parent)?;
-        self.check_dir(&dir)?;
+        let dir = self.tree_dir(parent)?;
         let name = name.as_bytes();
-        if let Ok(node) = self.existing_child(&dir, name) {
+        if let Ok(existing) = self.existing_child(dir, name) {
             if flags & libc::O_EXCL != 0 {
                 return Err(FsError::new(libc::EEXIST, "file exists"));
             }
-            let opened = self.open(node.ino(), flags, pid)?;
-            let attr = self.stat(&node)?;
-            self.remember(attr.ino);
+            let ino = match existing {
+                Target::Tree(t) => t,
+                Target::Scratch(s) => s,
+                Target::Readme => super::README,
+                Target::WriteErrors => super::WRITE_ERRORS,
+            };
+            let opened = self.open(ino, flags, pid)?;
+            let attr = self.getattr(ino)?;
+            self.remember(ino);
             return Ok((attr, opened));
         }
-        if let Node::NodeDir = dir
-            && let Some([x, y, z]) = parse_node_coords(name)
-        {
-            return Err(FsError::new(
-                libc::ENOENT,
-                format!("node {x},{y},{z}: its block {} is not stored", BlockPos::of_node(x, y, z).unwrap()),
-            ));
-        }
-        let ino = self.new_scratch(&dir, name, mode)?;
+        let ino = self.new_scratch(dir, name, mode)?;
         let fh = self.open_scratch(ino, flags, pid);
         self.remember(ino);
-        Ok((self.scratch_stat(ino)?, Opened { fh, keep_cache: false, direct_io: false }))
+        Ok((self.getattr(ino)?, Opened { fh, keep_cache: false, direct_io: false }))
     }
 
     /// mknod(2) of a regular file: a scratch file.
@@ -84,141 +155,102 @@ impl WorldFs {
         if mode & libc::S_IFMT != libc::S_IFREG && mode & libc::S_IFMT != 0 {
             return Err(FsError::perm("only regular files can be created here"));
         }
-        let dir = self.node(parent)?;
-        self.check_dir(&dir)?;
-        if self.existing_child(&dir, name.as_bytes()).is_ok() {
+        let dir = self.tree_dir(parent)?;
+        if self.existing_child(dir, name.as_bytes()).is_ok() {
             return Err(FsError::new(libc::EEXIST, "file exists"));
         }
-        let ino = self.new_scratch(&dir, name.as_bytes(), mode)?;
+        let ino = self.new_scratch(dir, name.as_bytes(), mode)?;
         self.remember(ino);
-        self.scratch_stat(ino)
-    }
-
-    fn new_scratch(&self, dir: &Node, name: &[u8], mode: u32) -> Result<u64> {
-        let pending_key = self.scratch_allowed(dir, name)?;
-        let ino = Node::Table(self.table.lock().unwrap().new_scratch()).ino();
-        let f = ScratchFile {
-            parent: dir.ino(),
-            name: name.to_vec(),
-            data: Vec::new(),
-            mode: (mode & 0o7777) as u16,
-            mtime: SystemTime::now(),
-            pending_key,
-        };
-        self.scratch.lock().unwrap().insert(ino, f);
-        Ok(ino)
+        self.getattr(ino)
     }
 
     /// Drop a scratch file that was unlinked while open, once it is closed.
-    /// (Locks: handles before scratch, as everywhere.)
+    /// (Locks: handles before the namespace, as everywhere.)
     pub(super) fn drop_orphan(&self, ino: u64) {
         let handles = self.handles.lock().unwrap();
-        let mut s = self.scratch.lock().unwrap();
-        if s.get(ino).is_some_and(|f| f.parent == 0) && !Self::scratch_open_in(&handles, ino) {
-            s.remove(ino);
+        let mut ns = self.ns.lock().unwrap();
+        if ns.scratch.get(ino).is_some_and(|f| f.parent == 0) && !Self::scratch_open_in(&handles, ino) {
+            ns.scratch.remove(ino);
         }
     }
 
+    /// Remove a scratch file (kept as an orphan while a handle has it open).
     fn remove_scratch(&self, ino: u64) {
         // Both locks at once, so that a release between the check and the
         // removal cannot leave an orphan nobody drops.
         let handles = self.handles.lock().unwrap();
         let open = Self::scratch_open_in(&handles, ino);
-        let mut s = self.scratch.lock().unwrap();
+        let mut ns = self.ns.lock().unwrap();
         if open {
-            s.rename(ino, 0, &ino.to_le_bytes()); // orphan: parent 0 is no directory
+            ns.scratch.rename(ino, 0, &ino.to_le_bytes()); // orphan: parent 0 is no directory
         } else {
-            s.remove(ino);
+            ns.scratch.remove(ino);
+        }
+    }
+
+    /// Scratch file `ino` has become tree inode `target` (its content was
+    /// committed there): remove the file and leave an alias.
+    fn became(&self, ino: u64, target: u64) {
+        self.remove_scratch(ino);
+        self.tree.remember(target);
+        let old = self.ns.lock().unwrap().add_alias(ino, target);
+        if let Some(old) = old {
+            self.tree.forget(old, 1);
         }
     }
 
     pub fn mkdir(&self, parent: u64, name: &OsStr) -> Result<Attr> {
-        let r = self.mkdir_inner(parent, name);
-        self.name_change(|| super::describe_name(self, "mkdir", parent, name), r)
+        let r = (|| {
+            self.writable_mount()?;
+            let dir = self.tree_dir(parent)?;
+            let a = self.tree.mkdir(dir, name.as_bytes())?;
+            self.invalidate(vec![Inval::Entry(parent, name.to_os_string())]);
+            self.tree.remember(a.ino);
+            Ok(a)
+        })();
+        self.name_change(|| self.describe_name("mkdir", parent, name), r)
     }
 
-    fn mkdir_inner(&self, parent: u64, name: &OsStr) -> Result<Attr> {
-        self.writable_mount()?;
-        let dir = self.node(parent)?;
-        let name_b = name.as_bytes();
-        let node = match dir {
-            Node::Blocks => {
-                let pos: BlockPos = std::str::from_utf8(name_b).ok().and_then(|s| s.parse().ok()).ok_or_else(|| {
-                    FsError::invalid("a block directory is named X,Y,Z in block coordinates (-2048..2047)")
-                })?;
-                self.create_block(pos)?;
-                Node::BlockDir(pos)
-            }
-            Node::MetaRoot(pos) => {
-                let c = parse_node_coords(name_b)
-                    .ok_or_else(|| FsError::invalid("a metadata directory is named X,Y,Z in node coordinates"))?;
-                let p16 = in_block(pos, c).ok_or_else(|| {
-                    FsError::invalid(format!("node {},{},{} is not in block {pos}", c[0], c[1], c[2]))
-                })?;
-                self.add_metadata(pos, p16)?;
-                Node::MetaDir(pos, p16)
-            }
-            _ => {
-                return Err(FsError::perm("directories can only be made in blocks/ and blocks/X,Y,Z/meta/"));
-            }
-        };
-        self.send_invals(vec![Inval::Entry(parent, name.to_os_string())]);
-        self.stat(&node)
-    }
-
-    /// rmdir of a block deletes it from the map; rmdir of a metadata
-    /// directory removes that node's metadata (both regardless of content).
     pub fn rmdir(&self, parent: u64, name: &OsStr) -> Result<()> {
-        let r = self.rmdir_inner(parent, name);
-        self.name_change(|| super::describe_name(self, "rmdir", parent, name), r)
-    }
-
-    fn rmdir_inner(&self, parent: u64, name: &OsStr) -> Result<()> {
-        self.writable_mount()?;
-        let dir = self.node(parent)?;
-        let child = self.child(&dir, name.as_bytes())?;
-        match child {
-            Node::BlockDir(pos) => self.delete_block(pos)?,
-            Node::MetaDir(pos, p16) => self.remove_metadata(pos, p16)?,
-            _ if self.stat(&child).is_err() => return Err(FsError::not_found()),
-            _ => {
-                return Err(FsError::perm("only block and metadata directories can be removed"));
-            }
-        }
-        self.send_invals(vec![Inval::Entry(parent, name.to_os_string())]);
-        Ok(())
+        let r = (|| {
+            self.writable_mount()?;
+            let dir = self.tree_dir(parent)?;
+            self.tree.rmdir(dir, name.as_bytes())?;
+            self.invalidate(vec![Inval::Entry(parent, name.to_os_string())]);
+            Ok(())
+        })();
+        self.name_change(|| self.describe_name("rmdir", parent, name), r)
     }
 
     pub fn unlink(&self, parent: u64, name: &OsStr) -> Result<()> {
-        let r = self.unlink_inner(parent, name);
-        self.name_change(|| super::describe_name(self, "unlink", parent, name), r)
-    }
-
-    fn unlink_inner(&self, parent: u64, name: &OsStr) -> Result<()> {
-        self.writable_mount()?;
-        let dir = self.node(parent)?;
-        let node = self.existing_child(&dir, name.as_bytes())?;
-        if self.is_dir(&node)? {
-            return Err(FsError::is_dir());
-        }
-        if self.is_scratch(&node) {
-            self.remove_scratch(node.ino());
-            return Ok(());
-        }
-        if let Node::Table(id) = node
-            && let TableKey::Field { pos, p16, key } = self.table_key(id)?
-        {
-            return self.delete_field(pos, p16, &key);
-        }
-        Err(FsError::perm("decoded files cannot be deleted (rmdir the block or metadata directory, or write the file)"))
+        let r = (|| {
+            self.writable_mount()?;
+            let dir = self.tree_dir(parent)?;
+            match self.existing_child(dir, name.as_bytes())? {
+                Target::Scratch(s) => {
+                    self.remove_scratch(s);
+                    Ok(())
+                }
+                Target::Readme | Target::WriteErrors => Err(FsError::perm("this file is generated by worldfs")),
+                Target::Tree(t) => {
+                    if self.tree.getattr(t)?.kind == super::Kind::Dir {
+                        return Err(FsError::is_dir());
+                    }
+                    self.tree.unlink(dir, name.as_bytes())?;
+                    self.invalidate(vec![Inval::Entry(parent, name.to_os_string())]);
+                    Ok(())
+                }
+            }
+        })();
+        self.name_change(|| self.describe_name("unlink", parent, name), r)
     }
 
     pub fn rename(&self, parent: u64, name: &OsStr, newparent: u64, newname: &OsStr, flags: u32) -> Result<()> {
         let r = self.rename_inner(parent, name, newparent, newname, flags);
         self.name_change(
             || {
-                let to = super::describe_name(self, "", newparent, newname);
-                format!("{} to{to}", super::describe_name(self, "rename", parent, name))
+                let to = self.describe_name("", newparent, newname);
+                format!("{} to{to}", self.describe_name("rename", parent, name))
             },
             r,
         )
@@ -229,108 +261,108 @@ impl WorldFs {
         if flags & libc::RENAME_EXCHANGE != 0 {
             return Err(FsError::invalid("RENAME_EXCHANGE is not supported"));
         }
-        let (src_dir, dst_dir) = (self.node(parent)?, self.node(newparent)?);
-        let (name, newname) = (name.as_bytes(), newname.as_bytes());
-        let src = self.existing_child(&src_dir, name)?;
-        let dst = self.existing_child(&dst_dir, newname).ok();
+        let (src_dir, dst_dir) = (self.tree_dir(parent)?, self.tree_dir(newparent)?);
+        let (name_b, newname_b) = (name.as_bytes(), newname.as_bytes());
+        Self::check_name(newname_b)?;
+        let src = self.existing_child(src_dir, name_b)?;
+        let dst = self.existing_child(dst_dir, newname_b).ok();
         if flags & libc::RENAME_NOREPLACE != 0 && dst.is_some() {
             return Err(FsError::new(libc::EEXIST, "target exists"));
         }
-        if dst.as_ref() == Some(&src) {
+        if dst == Some(src) {
             return Ok(());
         }
-        let invals = vec![
-            Inval::Entry(parent, OsStr::from_bytes(name).to_os_string()),
-            Inval::Entry(newparent, OsStr::from_bytes(newname).to_os_string()),
-        ];
-        if self.is_scratch(&src) {
-            self.rename_scratch(&src, &dst_dir, newname, dst.as_ref())?;
-        } else if let Node::Table(id) = src
-            && let TableKey::Field { pos, p16, key } = self.table_key(id)?
+        if matches!(src, Target::Readme | Target::WriteErrors)
+            || matches!(dst, Some(Target::Readme | Target::WriteErrors))
         {
-            if dst_dir != src_dir {
-                return Err(FsError::new(libc::EXDEV, "metadata fields move only within their fields/ directory"));
-            }
-            match escape::name_to_key(newname) {
-                Some(newkey) => self.rename_field(pos, p16, &key, &newkey)?,
-                None => {
-                    // Renamed to a scratch name (a backup): the key goes away
-                    // and its content lives on as a scratch file.
-                    let content = self.content(&src)?.bytes.to_vec();
-                    if let Some(d) = &dst {
-                        self.remove_scratch(d.ino());
+            return Err(FsError::perm("README and write-errors are generated by worldfs"));
+        }
+        match src {
+            Target::Scratch(s) => self.rename_scratch(s, dst_dir, newname_b, dst)?,
+            Target::Tree(t) => {
+                let onto_scratch = match dst {
+                    Some(Target::Scratch(_)) => true,
+                    Some(_) => false,
+                    None => self.tree.new_name(dst_dir, newname_b) == Ok(NewName::Scratch),
+                };
+                if onto_scratch && self.tree.getattr(t)?.kind == super::Kind::File {
+                    // Renamed to a scratch name (a backup): the file leaves
+                    // the world and its content lives on as a scratch file.
+                    let content = self.tree.read(t)?.to_vec();
+                    if let Some(Target::Scratch(d)) = dst {
+                        self.remove_scratch(d);
                     }
-                    let ino = self.new_scratch(&dst_dir, newname, 0o644)?;
-                    let _ = self.scratch.lock().unwrap().edit(ino, |f| f.data = content);
-                    if let Err(e) = self.delete_field(pos, p16, &key) {
+                    let ino = self.new_scratch(dst_dir, newname_b, 0o644)?;
+                    let _ = self.ns.lock().unwrap().scratch.edit(ino, |f| {
+                        f.data = content;
+                        f.pending = false;
+                    });
+                    if let Err(e) = self.tree.unlink(src_dir, name_b) {
                         self.remove_scratch(ino);
                         return Err(e);
                     }
+                } else {
+                    self.tree.rename(src_dir, name_b, dst_dir, newname_b)?;
                 }
             }
-        } else {
-            return Err(FsError::perm("decoded files cannot be renamed; copy them instead"));
+            Target::Readme | Target::WriteErrors => unreachable!("refused above"),
         }
-        self.send_invals(invals);
+        self.invalidate(vec![
+            Inval::Entry(parent, name.to_os_string()),
+            Inval::Entry(newparent, newname.to_os_string()),
+        ]);
         Ok(())
     }
 
-    /// A scratch file renamed onto `dst_dir/newname`: onto a decoded file it
-    /// is a write of that file (validated, then committed); onto a field
-    /// name it sets that key; anything else is a plain scratch rename.
-    fn rename_scratch(&self, src: &Node, dst_dir: &Node, newname: &[u8], dst: Option<&Node>) -> Result<()> {
-        let ino = src.ino();
-        let target = match dst {
-            Some(d) if !self.is_scratch(d) => Some(d.clone()),
-            _ => match dst_dir {
-                Node::FieldsDir(pos, p16) => escape::name_to_key(newname)
-                    .map(|key| self.table_node(TableKey::Field { pos: *pos, p16: *p16, key })),
-                _ => None,
-            },
-        };
-        match target {
-            Some(node) => {
-                if self.is_dir(&node)? {
+    /// A scratch file renamed onto `dst_dir/newname`: onto a file of the
+    /// tree (or a pending name) it is a write of that file (validated, then
+    /// committed); anything else is a plain scratch rename.
+    fn rename_scratch(&self, ino: u64, dst_dir: u64, newname: &[u8], dst: Option<Target>) -> Result<()> {
+        let data = || self.ns.lock().unwrap().scratch.get(ino).map(|f| f.data.clone()).ok_or_else(FsError::not_found);
+        match dst {
+            Some(Target::Tree(t)) => {
+                if self.tree.getattr(t)?.kind == super::Kind::Dir {
                     return Err(FsError::is_dir());
                 }
-                let data =
-                    self.scratch.lock().unwrap().get(ino).map(|f| f.data.clone()).ok_or_else(FsError::not_found)?;
-                self.check_writable(&node)?;
-                self.commit(&node, &data)?;
-                self.remove_scratch(ino);
-                self.add_alias(ino, node);
+                self.tree.check_writable(t)?;
+                let r = self.tree.write(t, &data()?, None);
+                self.recorded(|| self.path(t), r)?;
+                self.became(ino, t);
                 Ok(())
             }
-            None => {
-                self.scratch_allowed(dst_dir, newname)?;
-                if let Some(d) = dst {
-                    self.remove_scratch(d.ino());
+            _ => {
+                let kind = self.tree.new_name(dst_dir, newname)?;
+                if kind == NewName::Pending {
+                    let r = self.tree.create(dst_dir, newname, &data()?);
+                    let t = self.recorded(|| self.describe_name("write", dst_dir, OsStr::from_bytes(newname)), r)?;
+                    if let Some(Target::Scratch(d)) = dst {
+                        self.remove_scratch(d);
+                    }
+                    self.became(ino, t);
+                    return Ok(());
                 }
-                let pending = matches!(dst_dir, Node::FieldsDir(..)) && escape::name_to_key(newname).is_some();
-                let mut s = self.scratch.lock().unwrap();
-                s.rename(ino, dst_dir.ino(), newname);
-                let _ = s.edit(ino, |f| f.pending_key = pending);
+                if let Some(Target::Scratch(d)) = dst {
+                    self.remove_scratch(d);
+                }
+                let mut ns = self.ns.lock().unwrap();
+                ns.scratch.rename(ino, dst_dir, newname);
+                let _ = ns.scratch.edit(ino, |f| f.pending = false);
                 Ok(())
             }
         }
     }
 
-    /// A written scratch file in fields/ becomes that key.
-    pub(super) fn commit_pending_key(&self, ino: u64) -> Result<()> {
+    /// A written pending scratch file becomes part of the world.
+    pub(super) fn commit_pending(&self, ino: u64) -> Result<()> {
         let (parent, name, data) = {
-            let s = self.scratch.lock().unwrap();
-            let f = s.get(ino).ok_or_else(FsError::not_found)?;
+            let ns = self.ns.lock().unwrap();
+            let f = ns.scratch.get(ino).ok_or_else(FsError::not_found)?;
             (f.parent, f.name.clone(), f.data.clone())
         };
-        let Node::FieldsDir(pos, p16) = self.node(parent)? else {
-            return Ok(());
-        };
-        let key = escape::name_to_key(&name).ok_or_else(|| FsError::invalid("not a field name"))?;
-        let node = self.table_node(TableKey::Field { pos, p16, key });
-        self.commit(&node, &data)?;
-        self.remove_scratch(ino);
-        self.add_alias(ino, node);
-        self.send_invals(vec![Inval::Entry(parent, OsStr::from_bytes(&name).to_os_string())]);
+        let r = self.tree.create(parent, &name, &data);
+        let t = self.recorded(|| self.describe_name("write", parent, OsStr::from_bytes(&name)), r)?;
+        self.became(ino, t);
+        self.invalidate(vec![Inval::Entry(parent, OsStr::from_bytes(&name).to_os_string())]);
         Ok(())
     }
 }

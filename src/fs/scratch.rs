@@ -13,8 +13,9 @@ pub struct ScratchFile {
     pub data: Vec<u8>,
     pub mode: u16,
     pub mtime: SystemTime,
-    /// A new name in `fields/` that becomes a metadata key when written.
-    pub pending_key: bool,
+    /// A new name that becomes part of the world when written and closed
+    /// (`NewName::Pending`).
+    pub pending: bool,
 }
 
 #[derive(Default)]

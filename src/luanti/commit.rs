@@ -6,10 +6,11 @@
 
 use super::cache::Loaded;
 use super::table::TableKey;
-use super::{FsError, Inval, Node, Result, WorldFs, describe};
+use super::{LuantiTree, Node};
 use crate::codec::Block;
 use crate::codec::block::{MAX_VERSION, MIN_WRITE_VERSION};
 use crate::codec::nodemeta::MetaEntry;
+use crate::fs::{FsError, Inval, Result};
 use crate::store::{BlockPos, Change, Note};
 use crate::view::parse::{self, ParseError};
 use crate::view::{BlockFile, MetaFile, escape, meta_dir_name};
@@ -18,9 +19,6 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 use std::time::SystemTime;
-
-/// How many refused writes MNT/write-errors keeps.
-const WRITE_ERRORS_KEPT: usize = 100;
 
 /// The rules the engine relies on when it loads a block; a block breaking
 /// one of them is never written (a v29 block that breaks them stops the
@@ -71,52 +69,20 @@ fn invalid(node: &str, e: ParseError) -> FsError {
     FsError::invalid(format!("{node}: {e}"))
 }
 
-impl WorldFs {
+/// The refusal of a write made from a copy that is no longer current.
+fn stale(what: &str) -> FsError {
+    FsError::new(
+        libc::ESTALE,
+        format!(
+            "{what} was changed by someone else since it was opened; nothing written \
+             (read it again and redo the change)"
+        ),
+    )
+}
+
+impl LuantiTree {
     pub(super) fn send_invals(&self, list: Vec<Inval>) {
-        if let Some(f) = self.invalidator.get()
-            && !list.is_empty()
-        {
-            f(list);
-        }
-    }
-
-    fn record_error(&self, what: &str, e: &FsError) {
-        let line = if e.message.starts_with(what) { e.message.clone() } else { format!("{what}: {}", e.message) };
-        log::warn!("write refused: {line}");
-        self.push_write_error(line);
-    }
-
-    /// Add a line to MNT/write-errors (with the time).
-    fn push_write_error(&self, line: String) {
-        let mut errors = self.write_errors.lock().unwrap();
-        errors.push_back(format!("{} {line}\n", utc_now()));
-        while errors.len() > WRITE_ERRORS_KEPT {
-            errors.pop_front();
-        }
-        drop(errors);
-        self.send_invals(vec![Inval::Inode(super::inode::WRITE_ERRORS)]);
-    }
-
-    /// Run a write operation; a refusal is recorded for MNT/write-errors.
-    pub(super) fn recorded<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
-        match r {
-            Err(mut e) if !e.reported => {
-                self.record_error(&what(), &e);
-                e.reported = true;
-                Err(e)
-            }
-            r => r,
-        }
-    }
-
-    /// A refusal of a change to names (mkdir, rmdir, unlink, rename) is
-    /// recorded too, except "no such file" and "exists", which say all
-    /// (and `mkdir -p` meets the latter in normal use).
-    pub(super) fn name_change<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
-        match r {
-            Err(e) if e.errno == libc::ENOENT || e.errno == libc::EEXIST => Err(e),
-            r => self.recorded(what, r),
-        }
+        self.services.invalidate(list);
     }
 
     /// Refuse while another process has the map database open.
@@ -150,18 +116,15 @@ impl WorldFs {
         Ok(Some(l))
     }
 
-    /// Commit new content for a file node.
-    pub(super) fn commit(&self, node: &Node, content: &[u8]) -> Result<()> {
-        let r = self.commit_file(node, content);
-        self.recorded(|| describe(node, self), r)
-    }
-
-    fn commit_file(&self, node: &Node, content: &[u8]) -> Result<()> {
-        self.check_writable(node)?;
-        let what = describe(node, self);
+    /// Commit new content for a file node; `base`: what the writer started
+    /// from (see `Tree::write`).
+    pub(super) fn commit(&self, node: &Node, content: &[u8], base: Option<&[u8]>) -> Result<()> {
+        self.check_writable_node(node)?;
+        let what = self.describe(node);
+        let file = Some((node, base));
         match node {
-            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content, &what),
-            Node::BlockFile(pos, f) => self.edit_block(*pos, Some(node), content, &what, |b| {
+            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content, base, &what),
+            Node::BlockFile(pos, f) => self.edit_block(*pos, file, content, &what, |b| {
                 match f {
                     BlockFile::Info => parse::apply_info(b, content),
                     BlockFile::Names => parse::apply_names(b, content),
@@ -178,7 +141,7 @@ impl WorldFs {
                 }
                 .map_err(|e| invalid(&what, e))
             }),
-            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, Some(node), content, &what, |b| {
+            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, file, content, &what, |b| {
                 let version = b.version;
                 let e = entry_mut(b, *p16)?;
                 match f {
@@ -190,17 +153,16 @@ impl WorldFs {
             Node::NodeFile([x, y, z]) => {
                 let pos = BlockPos::of_node(*x, *y, *z).ok_or_else(FsError::not_found)?;
                 let i = super::in_block(pos, [*x, *y, *z]).expect("in its block") as usize;
-                self.edit_block(pos, Some(node), content, &what, |b| {
+                self.edit_block(pos, file, content, &what, |b| {
                     parse::apply_node(b, i, content).map_err(|e| invalid(&what, e))
                 })
             }
             Node::Table(id) => match self.table_key(*id)? {
-                TableKey::WorldFile(name) => self.write_world_file(&name, content),
-                TableKey::Field { pos, p16, key } => self.edit_block(pos, Some(node), content, &what, |b| {
+                TableKey::WorldFile(name) => self.write_world_file(&name, content, base),
+                TableKey::Field { pos, p16, key } => self.edit_block(pos, file, content, &what, |b| {
                     let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
                     parse::set_field(entry_mut(b, p16)?, &key, value).map_err(|e| invalid(&what, e))
                 }),
-                TableKey::Scratch(_) => Err(FsError::invalid("not a decoded file")),
             },
             _ => Err(FsError::perm("this file cannot be written")),
         }
@@ -231,12 +193,13 @@ impl WorldFs {
         })
     }
 
-    /// Read-modify-write of one block. `node`: the file being written, for
-    /// the no-op check (content equal to what the file shows now).
+    /// Read-modify-write of one block. `file`: the file being written, for
+    /// the no-op check (content equal to what the file shows now) and the
+    /// conflict check (what it showed when the writer opened it, if known).
     fn edit_block(
         &self,
         pos: BlockPos,
-        node: Option<&Node>,
+        file: Option<(&Node, Option<&[u8]>)>,
         content: &[u8],
         what: &str,
         edit: impl FnOnce(&mut Block) -> Result<()>,
@@ -249,10 +212,15 @@ impl WorldFs {
                 "block {pos} cannot be decoded; write a valid blob to its raw file or rmdir it"
             )));
         };
-        if let Some(node) = node
-            && self.content(node).map(|c| c.bytes.as_slice() == content).unwrap_or(false)
-        {
-            return Ok(());
+        if let Some((node, base)) = file {
+            let now = self.content(node).ok().map(|c| c.bytes);
+            let now = now.as_deref().map(Vec::as_slice);
+            if now == Some(content) {
+                return Ok(());
+            }
+            if base.is_some_and(|b| now != Some(b)) {
+                return Err(stale(what));
+            }
         }
         let mut b = Block::clone(&orig);
         edit(&mut b)?;
@@ -272,7 +240,7 @@ impl WorldFs {
             }
         }
         let unseen = self.unseen_names(&orig, &b)?;
-        self.write_block(pos, blob.clone(), what)?;
+        self.write_block(pos, &loaded.blob, blob.clone(), what)?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
         self.after_commit(pos, Some(&orig), Some(&b));
         self.warn_unseen(what, unseen);
@@ -303,17 +271,19 @@ impl WorldFs {
             if unseen.len() == 1 { "s" } else { "" }
         );
         self.world_names.add(unseen);
-        log::warn!("{line}");
-        self.push_write_error(line);
+        self.services.report(line);
     }
 
-    /// Store a block's new bytes: at once, or queued for a grouped commit.
-    fn write_block(&self, pos: BlockPos, blob: Vec<u8>, what: &str) -> Result<()> {
+    /// Store a block's new bytes in place of `old`: at once (refused if the
+    /// store no longer holds `old`: someone else wrote it since it was
+    /// read), or queued for a grouped commit.
+    fn write_block(&self, pos: BlockPos, old: &[u8], blob: Vec<u8>, what: &str) -> Result<()> {
         if self.queue.enabled() {
             self.queue.push(pos, blob, what);
             Ok(())
         } else {
-            Ok(self.store.apply(&[Change::Put(pos, blob)], &Note::new(what))?)
+            let changes = [Change::Expect(pos, Some(old.to_vec())), Change::Put(pos, blob)];
+            Ok(self.store.apply(&changes, &Note::new(what))?)
         }
     }
 
@@ -331,7 +301,7 @@ impl WorldFs {
                 let err =
                     FsError::io(format!("{} queued block change(s) not written yet (retrying): {e}", self.queue.len()));
                 if was_failing.as_deref() != Some(e.as_str()) {
-                    self.record_error("grouped commit", &err);
+                    self.services.report(format!("grouped commit: {}", err.message));
                 }
                 Err(err)
             }
@@ -340,12 +310,15 @@ impl WorldFs {
 
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
     /// none of the engine's rules.
-    fn commit_raw(&self, pos: BlockPos, content: &[u8], what: &str) -> Result<()> {
+    fn commit_raw(&self, pos: BlockPos, content: &[u8], base: Option<&[u8]>, what: &str) -> Result<()> {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         if loaded.blob == content {
             return Ok(());
+        }
+        if base.is_some_and(|b| b != loaded.blob.as_slice()) {
+            return Err(stale(what));
         }
         let b = Block::decode(content)
             .map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: the new blob does not decode: {e}")))?;
@@ -357,7 +330,7 @@ impl WorldFs {
             parse::check_node_name(&m.name).map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: {e}")))?;
         }
         let unseen = self.unseen_names(&before, &b)?;
-        self.write_block(pos, content.to_vec(), what)?;
+        self.write_block(pos, &loaded.blob, content.to_vec(), what)?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
         self.after_commit(pos, old.as_deref(), Some(&b));
         self.warn_unseen(what, unseen);
@@ -424,79 +397,72 @@ impl WorldFs {
     }
 
     pub(super) fn create_block(&self, pos: BlockPos) -> Result<()> {
-        let r = (|| {
-            let _lock = self.commit_lock.lock().unwrap();
-            self.check_guard()?;
-            self.flush_queue()?;
-            if self.store.contains(pos)? {
-                return Err(FsError::new(libc::EEXIST, format!("block {pos} exists")));
-            }
-            let b = Block::new_air(self.new_block_version());
-            let blob = b.encode().map_err(|e| FsError::io(e.to_string()))?;
-            self.store.apply(&[Change::Put(pos, blob.clone())], &Note::new(format!("mkdir blocks/{pos}")))?;
-            self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
-            self.after_commit(pos, None, Some(&b));
-            Ok(())
-        })();
-        self.name_change(|| format!("mkdir blocks/{pos}"), r)
+        let _lock = self.commit_lock.lock().unwrap();
+        self.check_guard()?;
+        self.flush_queue()?;
+        if self.store.contains(pos)? {
+            return Err(FsError::new(libc::EEXIST, format!("block {pos} exists")));
+        }
+        let b = Block::new_air(self.new_block_version());
+        let blob = b.encode().map_err(|e| FsError::io(e.to_string()))?;
+        let changes = [Change::Expect(pos, None), Change::Put(pos, blob.clone())];
+        self.store.apply(&changes, &Note::new(format!("mkdir blocks/{pos}")))?;
+        self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
+        self.after_commit(pos, None, Some(&b));
+        Ok(())
     }
 
     pub(super) fn delete_block(&self, pos: BlockPos) -> Result<()> {
-        let r = (|| {
-            let _lock = self.commit_lock.lock().unwrap();
-            self.check_guard()?;
-            self.flush_queue()?;
-            let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
-            self.store.apply(&[Change::Delete(pos)], &Note::new(format!("rmdir blocks/{pos}")))?;
-            self.cache.remove(pos);
-            self.after_commit(pos, old.decoded().as_deref(), None);
-            Ok(())
-        })();
-        self.name_change(|| format!("rmdir blocks/{pos}"), r)
+        let _lock = self.commit_lock.lock().unwrap();
+        self.check_guard()?;
+        self.flush_queue()?;
+        let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
+        let changes = [Change::Expect(pos, Some(old.blob.clone())), Change::Delete(pos)];
+        self.store.apply(&changes, &Note::new(format!("rmdir blocks/{pos}")))?;
+        self.cache.remove(pos);
+        self.after_commit(pos, old.decoded().as_deref(), None);
+        Ok(())
     }
 
     pub(super) fn add_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
         let what = format!("mkdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
-        let r = self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, |b| {
             if b.metadata.get(p16).is_some() {
                 return Err(FsError::new(libc::EEXIST, "the node already has metadata"));
             }
             b.metadata.entries.push(MetaEntry::new(p16));
             Ok(())
-        });
-        self.name_change(|| what, r)
+        })
     }
 
     pub(super) fn remove_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
         let what = format!("rmdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
-        let r = self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, |b| {
             let before = b.metadata.entries.len();
             b.metadata.entries.retain(|e| e.pos != p16);
             if b.metadata.entries.len() == before {
                 return Err(FsError::not_found());
             }
             Ok(())
-        });
-        self.name_change(|| what, r)
+        })
     }
 
     pub(super) fn delete_field(&self, pos: BlockPos, p16: u16, key: &[u8]) -> Result<()> {
         let what = format!("unlink field {} of {pos}", String::from_utf8_lossy(key));
-        let r = self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, |b| {
             let e = entry_mut(b, p16)?;
             if e.get(key).is_none() {
                 return Err(FsError::not_found());
             }
             e.vars.retain(|v| v.key != key);
             Ok(())
-        });
-        self.name_change(|| what, r)
+        })
     }
 
     /// Rename a key (replacing `to` if it exists), keeping value and flag.
     pub(super) fn rename_field(&self, pos: BlockPos, p16: u16, from: &[u8], to: &[u8]) -> Result<()> {
         let what = format!("rename field {} of {pos}", String::from_utf8_lossy(from));
-        let r = self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, |b| {
             let e = entry_mut(b, p16)?;
             let var = e.get(from).cloned().ok_or_else(FsError::not_found)?;
             e.vars.retain(|v| v.key != to);
@@ -505,13 +471,12 @@ impl WorldFs {
                 v.value = var.value.clone();
             }
             Ok(())
-        });
-        self.name_change(|| what, r)
+        })
     }
 
     /// The world's own text files are replaced atomically: a temporary file
     /// in the world directory, then rename.
-    fn write_world_file(&self, name: &str, content: &[u8]) -> Result<()> {
+    fn write_world_file(&self, name: &str, content: &[u8], base: Option<&[u8]>) -> Result<()> {
         use std::io::Write;
         use std::sync::atomic::{AtomicU64, Ordering};
         static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
@@ -520,8 +485,12 @@ impl WorldFs {
         // was installed, or rename a file the winner is still writing).
         let _lock = self.commit_lock.lock().unwrap();
         let path = self.world.dir.join(name);
-        if std::fs::read(&path).map(|c| c == content).unwrap_or(false) {
+        let now = std::fs::read(&path).ok();
+        if now.as_deref() == Some(content) {
             return Ok(());
+        }
+        if base.is_some_and(|b| now.as_deref() != Some(b)) {
+            return Err(stale(name));
         }
         let serial = TEMP_SERIAL.fetch_add(1, Ordering::Relaxed);
         let tmp = self.world.dir.join(format!(".{name}.worldfs-{}-{serial}", std::process::id()));
@@ -540,11 +509,6 @@ impl WorldFs {
         }
         r
     }
-}
-
-/// The current time as "2026-11-22T09:34:59Z".
-fn utc_now() -> String {
-    crate::time::format_utc(crate::time::now_secs())
 }
 
 fn entry_mut(b: &mut Block, p16: u16) -> Result<&mut MetaEntry> {

@@ -9,17 +9,16 @@
 //! | 3   | x, y, z (16 bits each, +0x8000)          | node/X,Y,Z         |
 //! | 4   | counter                                  | table entries      |
 //!
-//! Table entries (world text files, metadata field files, scratch files)
-//! are numbered from a counter and remembered for the life of the mount.
+//! Table entries (world text files, metadata field files) are numbered
+//! from a counter (`table.rs`). Tag 15 is the core's (README, write-errors,
+//! scratch files).
 
 use crate::store::BlockPos;
 use crate::view::{BlockFile, MetaFile};
 
-pub const ROOT: u64 = 1;
+pub const ROOT: u64 = crate::fs::ROOT;
 pub const BLOCKS: u64 = 2;
 pub const NODE_DIR: u64 = 3;
-pub const README: u64 = 4;
-pub const WRITE_ERRORS: u64 = 5;
 
 const TAG_SHIFT: u32 = 60;
 const BLOCK_META_ROOT: u64 = 0x20;
@@ -33,8 +32,6 @@ pub enum Node {
     Root,
     Blocks,
     NodeDir,
-    Readme,
-    WriteErrors,
     BlockDir(BlockPos),
     BlockFile(BlockPos, BlockFile),
     /// `blocks/P/meta`
@@ -60,8 +57,6 @@ impl Node {
             Node::Root => ROOT,
             Node::Blocks => BLOCKS,
             Node::NodeDir => NODE_DIR,
-            Node::Readme => README,
-            Node::WriteErrors => WRITE_ERRORS,
             Node::BlockDir(p) => tag(1, p.packed() << 8),
             Node::BlockFile(p, f) => tag(1, (p.packed() << 8) | f.id() as u64),
             Node::MetaRoot(p) => tag(1, (p.packed() << 8) | BLOCK_META_ROOT),
@@ -89,8 +84,6 @@ impl Node {
                 ROOT => Node::Root,
                 BLOCKS => Node::Blocks,
                 NODE_DIR => Node::NodeDir,
-                README => Node::Readme,
-                WRITE_ERRORS => Node::WriteErrors,
                 _ => return None,
             },
             1 => {
@@ -133,8 +126,6 @@ mod tests {
             Node::Root,
             Node::Blocks,
             Node::NodeDir,
-            Node::Readme,
-            Node::WriteErrors,
             Node::BlockDir(p),
             Node::BlockFile(p, BlockFile::Nodes),
             Node::BlockFile(p, BlockFile::Error),

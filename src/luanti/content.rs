@@ -1,7 +1,8 @@
 //! The bytes of each kind of file.
 
 use super::table::TableKey;
-use super::{FsError, Node, Result, WorldFs};
+use super::{LuantiTree, Node};
+use crate::fs::{FsError, Result};
 use crate::store::BlockPos;
 use crate::view;
 use std::sync::Arc;
@@ -15,13 +16,11 @@ pub(super) struct Content {
     pub version: u32,
 }
 
-impl WorldFs {
+impl LuantiTree {
     /// The bytes of a file node (checking that it exists).
     pub(super) fn content(&self, node: &Node) -> Result<Content> {
         let plain = |bytes: Vec<u8>| Content { bytes: Arc::new(bytes), serial: 0, version: 0 };
         match node {
-            Node::Readme => Ok(plain(super::readme_text().as_bytes().to_vec())),
-            Node::WriteErrors => Ok(plain(self.write_errors().concat().into_bytes())),
             Node::BlockFile(pos, f) => {
                 let l = self.existing_block(*pos)?;
                 let bytes = l.file(*f).ok_or_else(FsError::not_found)?;
@@ -58,11 +57,6 @@ impl WorldFs {
                         serial: l.serial,
                         version: l.version(),
                     })
-                }
-                TableKey::Scratch(_) => {
-                    let s = self.scratch.lock().unwrap();
-                    let f = s.get(node.ino()).ok_or_else(FsError::not_found)?;
-                    Ok(plain(f.data.clone()))
                 }
             },
             _ => Err(FsError::is_dir()),

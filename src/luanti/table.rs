@@ -1,5 +1,5 @@
 //! Inode numbers for things that have no fixed place in the numbering:
-//! the world's text files, metadata field files and scratch files. Each gets
+//! the world's text files and metadata field files. Each gets
 //! a number when it is first looked up. The kernel's lookup count is kept
 //! (`remember`/`forget`), and entries the kernel does not hold are dropped
 //! when the table grows, so its size follows what the kernel caches, not
@@ -15,8 +15,6 @@ pub enum TableKey {
     WorldFile(String),
     /// `blocks/P/meta/X,Y,Z/fields/<key>`.
     Field { pos: BlockPos, p16: u16, key: Vec<u8> },
-    /// A scratch file (by creation number).
-    Scratch(u64),
 }
 
 struct Entry {
@@ -67,12 +65,6 @@ impl InodeTable {
         self.by_key.get(key).copied()
     }
 
-    /// A new scratch file's id.
-    pub fn new_scratch(&mut self) -> u64 {
-        let n = self.next + 1;
-        self.id(TableKey::Scratch(n))
-    }
-
     /// The kernel was handed this id once more.
     pub fn remember(&mut self, id: u64) {
         if let Some(e) = self.by_id.get_mut(&id) {
@@ -95,16 +87,13 @@ impl InodeTable {
         }
     }
 
-    /// Drop entries that the kernel does not hold (scratch files stay: they
-    /// are files, not just names).
+    /// Drop entries that the kernel does not hold.
     fn sweep(&mut self) {
         let now = Instant::now();
         let stale: Vec<u64> = self
             .by_id
             .iter()
-            .filter(|(_, e)| {
-                e.lookups == 0 && !matches!(e.key, TableKey::Scratch(_)) && now.duration_since(e.used) > SWEEP_GRACE
-            })
+            .filter(|(_, e)| e.lookups == 0 && now.duration_since(e.used) > SWEEP_GRACE)
             .map(|(&id, _)| id)
             .collect();
         for id in stale {
@@ -131,10 +120,9 @@ mod tests {
             let id = t.id(TableKey::WorldFile(i.to_string()));
             t.by_id.get_mut(&id).unwrap().used -= SWEEP_GRACE * 2;
         }
-        let s = t.new_scratch();
-        t.by_id.get_mut(&s).unwrap().used -= SWEEP_GRACE * 2;
+        t.remember(a);
         t.id(TableKey::WorldFile("new".into()));
         assert!(t.by_id.len() < 10, "{}", t.by_id.len());
-        assert!(t.get(s).is_some(), "scratch entries are never swept");
+        assert!(t.get(a).is_some(), "entries the kernel holds are never swept");
     }
 }

@@ -1,12 +1,12 @@
 //! Directory listings. `blocks/` is streamed from the store; every other
-//! directory is small and listed whole, decoded entries first, then scratch
-//! files.
+//! directory is small and listed whole. (`.`, `..` and scratch files are
+//! the core's.)
 
 use super::table::TableKey;
-use super::{Attr, DirEntry, FsError, Kind, Node, Result, WorldFs};
+use super::{LuantiTree, Node};
+use crate::fs::{Attr, DirEntry, FsError, Kind, Result};
 use crate::store::BlockPos;
 use crate::view::{self, MetaFile, escape};
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
@@ -17,23 +17,20 @@ const LIST_PAGE: usize = 512;
 /// cookie is its packed position plus this.
 const BLOCK_COOKIE_BASE: u64 = 3;
 
-impl WorldFs {
+impl LuantiTree {
     /// The children of a directory other than `blocks/`, in listing order
     /// (decoded entries first, then scratch files).
     fn children(&self, dir: &Node) -> Result<Vec<(Vec<u8>, Node)>> {
         self.check_dir(dir)?;
-        let mut v: Vec<(Vec<u8>, Node)> = match dir {
+        let v: Vec<(Vec<u8>, Node)> = match dir {
             Node::Root => {
-                let mut v: Vec<(Vec<u8>, Node)> = vec![(b"README".to_vec(), Node::Readme)];
+                let mut v: Vec<(Vec<u8>, Node)> = Vec::new();
                 for name in self.world.text_files() {
                     let node = self.table_node(TableKey::WorldFile(name.clone()));
                     v.push((name.into_bytes(), node));
                 }
                 v.push((b"blocks".to_vec(), Node::Blocks));
                 v.push((b"node".to_vec(), Node::NodeDir));
-                if !self.opts.read_only {
-                    v.push((b"write-errors".to_vec(), Node::WriteErrors));
-                }
                 v
             }
             Node::NodeDir => Vec::new(),
@@ -75,39 +72,25 @@ impl WorldFs {
             }
             _ => return Err(FsError::not_dir()),
         };
-        let names: HashSet<Vec<u8>> = v.iter().map(|(n, _)| n.clone()).collect();
-        for (name, ino) in self.scratch.lock().unwrap().children(dir.ino()) {
-            if !names.contains(&name) {
-                v.push((name, Node::from_ino(ino).expect("scratch inode")));
-            }
-        }
         Ok(v)
     }
 
-    /// List a directory from `offset` (0 = the start). `add` receives each
-    /// entry (with its attributes when `plus`) and returns true when the
-    /// reply buffer is full; the entry it was given is then not consumed.
-    pub fn readdir(
+    /// List a directory from `offset` (cookies 1 and 2 are the core's `.`
+    /// and `..`).
+    pub(super) fn list_dir(
         &self,
-        ino: u64,
+        dir: &Node,
         offset: u64,
         plus: bool,
         add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
     ) -> Result<()> {
-        let dir = self.node(ino)?;
-        if !self.is_dir(&dir)? {
+        if !Self::is_dir(dir) {
             return Err(FsError::not_dir());
         }
-        let dots = [(1u64, b".".to_vec(), dir.clone()), (2, b"..".to_vec(), self.parent_of(&dir)?)];
-        for (cookie, name, node) in dots {
-            if offset < cookie && self.emit(&node, name, cookie, plus, add)? {
-                return Ok(());
-            }
-        }
-        if dir == Node::Blocks {
+        if *dir == Node::Blocks {
             return self.list_blocks(offset, plus, add);
         }
-        let children = self.children(&dir)?;
+        let children = self.children(dir)?;
         for (i, (name, node)) in children.into_iter().enumerate() {
             let cookie = i as u64 + 3;
             if offset >= cookie {
@@ -129,7 +112,7 @@ impl WorldFs {
         plus: bool,
         add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
     ) -> Result<bool> {
-        let kind = if self.is_dir(node)? { Kind::Dir } else { Kind::File };
+        let kind = if Self::is_dir(node) { Kind::Dir } else { Kind::File };
         let entry = DirEntry { ino: node.ino(), offset: cookie, kind, name: OsString::from_vec(name) };
         let attr = if plus {
             match self.stat(node) {
@@ -140,12 +123,7 @@ impl WorldFs {
         } else {
             None
         };
-        let full = add(&entry, attr.as_ref());
-        // readdirplus entries (not . and ..) count as lookups.
-        if plus && !full && cookie > 2 {
-            self.remember(entry.ino);
-        }
-        Ok(full)
+        Ok(add(&entry, attr.as_ref()))
     }
 
     /// `blocks/` is streamed from the store in key order: the cookie of an
@@ -164,7 +142,7 @@ impl WorldFs {
                 let node = Node::BlockDir(pos);
                 let cookie = pos.packed() + BLOCK_COOKIE_BASE;
                 let entry = DirEntry { ino: node.ino(), offset: cookie, kind: Kind::Dir, name: pos.to_string().into() };
-                let attr = plus.then(|| self.attr_of(&node, Kind::Dir, 0));
+                let attr = plus.then(|| self.attr(&node, Kind::Dir, 0, 0));
                 if add(&entry, attr.as_ref()) {
                     return Ok(());
                 }

@@ -1,0 +1,194 @@
+//! The seam between the filesystem core and a kind of world.
+//!
+//! A [`Tree`] is what a kind of world looks like as files: it names its
+//! inodes (any number whose top four bits are not [`CORE_TAG`]), answers
+//! lookups and listings, renders files, and validates and commits new
+//! content. The core (`fs/mod.rs`) keeps everything that is the same for
+//! every kind: scratch files for editors, the aliases a rename over a file
+//! leaves, open handles and when they commit, `README`, `write-errors`,
+//! reads without handles, and the FUSE-facing API.
+
+use super::{Attr, DirEntry, Inval, Result};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Inodes whose top four bits are this belong to the core (README,
+/// write-errors, scratch files); a tree never hands them out.
+pub const CORE_TAG: u64 = 0xF;
+
+/// The root directory (FUSE's inode 1): every tree's root.
+pub const ROOT: u64 = 1;
+
+/// Cookies from here on list the core's scratch files of a directory,
+/// after the tree's own entries (whose cookies must stay below).
+pub const SCRATCH_COOKIES: u64 = 1 << 62;
+
+/// What a new name in a tree directory becomes when a program creates it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NewName {
+    /// A scratch file (an editor's temporary file): memory only.
+    Scratch,
+    /// A scratch file that becomes part of the world (through
+    /// [`Tree::create`]) when its opener writes and closes it, or when a
+    /// scratch file is renamed onto it: a new metadata key, say.
+    Pending,
+}
+
+/// What a tree can tell the core and the kernel after the fact: refusals
+/// and warnings for `MNT/write-errors`, and invalidations of what the
+/// kernel may have cached. Shared by the core and its tree.
+#[derive(Default)]
+pub struct Services {
+    errors: Mutex<std::collections::VecDeque<String>>,
+    invalidator: OnceLock<super::Invalidator>,
+}
+
+/// How many lines MNT/write-errors keeps.
+const WRITE_ERRORS_KEPT: usize = 100;
+
+impl Services {
+    pub fn new() -> Arc<Services> {
+        Arc::new(Services::default())
+    }
+
+    /// Add a line to MNT/write-errors (with the time) and log it.
+    pub fn report(&self, line: String) {
+        log::warn!("{line}");
+        let mut errors = self.errors.lock().unwrap();
+        errors.push_back(format!("{} {line}\n", crate::time::format_utc(crate::time::now_secs())));
+        while errors.len() > WRITE_ERRORS_KEPT {
+            errors.pop_front();
+        }
+        drop(errors);
+        self.invalidate(vec![Inval::Inode(super::WRITE_ERRORS)]);
+    }
+
+    /// The lines of MNT/write-errors, oldest first.
+    pub fn write_errors(&self) -> Vec<String> {
+        self.errors.lock().unwrap().iter().cloned().collect()
+    }
+
+    /// Tell the kernel (after the current reply) that these changed.
+    pub fn invalidate(&self, list: Vec<Inval>) {
+        if let Some(f) = self.invalidator.get()
+            && !list.is_empty()
+        {
+            f(list);
+        }
+    }
+
+    pub(super) fn set_invalidator(&self, f: super::Invalidator) {
+        let _ = self.invalidator.set(f);
+    }
+}
+
+/// A kind of world as a tree of files. Every method takes inode numbers of
+/// the tree (never core ones: the core resolves aliases and scratch files
+/// first). Errors carry the errno and a message saying what, where, why.
+pub trait Tree: Send + Sync {
+    /// For messages and the mount log: what is mounted ("sqlite3 map,
+    /// legacy pos schema", "DDNet map, datafile version 4").
+    fn describe(&self) -> String;
+
+    /// The text of `MNT/README`.
+    fn readme(&self) -> String;
+
+    /// The entry `name` of directory `parent`, with its attributes; ENOENT
+    /// when there is none. Success means the kernel now holds one more
+    /// reference to it (see [`forget`](Tree::forget)).
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr>;
+
+    fn getattr(&self, ino: u64) -> Result<Attr>;
+
+    /// The directory holding `ino` (the root's parent is the root).
+    fn parent(&self, ino: u64) -> Result<u64>;
+
+    /// List directory `dir` from cookie `offset` (0: from the start; `.` and
+    /// `..` are the core's). Entries get cookies from 3 up, below
+    /// [`SCRATCH_COOKIES`]. `add` gets each entry, with its attributes when
+    /// `plus` (an entry given attributes counts as a lookup), and returns
+    /// true when the reply is full (that entry was not taken).
+    fn list(
+        &self,
+        dir: u64,
+        offset: u64,
+        plus: bool,
+        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
+    ) -> Result<()>;
+
+    /// A file's content now.
+    fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>>;
+
+    /// A file's content for an open for reading, and whether the kernel's
+    /// cached pages of it (from its previous open) are still right.
+    fn open_read(&self, ino: u64) -> Result<(Arc<Vec<u8>>, bool)> {
+        Ok((self.read(ino)?, false))
+    }
+
+    /// Whether the file may be written at all (checked at open).
+    fn check_writable(&self, ino: u64) -> Result<()>;
+
+    /// New content for a file: validate, commit, invalidate. `base` is the
+    /// content the writer started from (what it read when it opened the
+    /// file), when known: if the file shows something else now, someone
+    /// changed it meanwhile and the write is refused (ESTALE) rather than
+    /// overwriting their change.
+    fn write(&self, ino: u64, content: &[u8], base: Option<&[u8]>) -> Result<()>;
+
+    /// What a new name in `dir` becomes (or why it cannot be made).
+    fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName>;
+
+    /// Make a [`NewName::Pending`] name part of the world with `content`;
+    /// returns its inode.
+    fn create(&self, _dir: u64, _name: &[u8], _content: &[u8]) -> Result<u64> {
+        Err(super::FsError::perm("new files cannot be made here"))
+    }
+
+    fn mkdir(&self, _dir: u64, _name: &[u8]) -> Result<Attr> {
+        Err(super::FsError::perm("directories cannot be made here"))
+    }
+
+    fn rmdir(&self, _dir: u64, _name: &[u8]) -> Result<()> {
+        Err(super::FsError::perm("this directory cannot be removed"))
+    }
+
+    /// Remove a file of the tree.
+    fn unlink(&self, _dir: u64, _name: &[u8]) -> Result<()> {
+        Err(super::FsError::perm("files of the world cannot be deleted (write them instead)"))
+    }
+
+    /// Rename within the tree (onto a name that is not a scratch file).
+    fn rename(&self, _dir: u64, _name: &[u8], _newdir: u64, _newname: &[u8]) -> Result<()> {
+        Err(super::FsError::perm("files of the world cannot be renamed; copy them instead"))
+    }
+
+    /// The kernel was handed `ino` once more (by create or an alias).
+    fn remember(&self, _ino: u64) {}
+
+    /// The kernel dropped `n` references to `ino`.
+    fn forget(&self, _ino: u64, _n: u64) {}
+
+    /// A path-like name of an inode for messages (`blocks/1,2,3/names`).
+    fn path(&self, ino: u64) -> String;
+
+    /// Whether the kernel may remember that a name is missing from `dir`
+    /// for the TTL (not where names can appear without an invalidation).
+    fn negative_entries(&self, _dir: u64) -> bool {
+        true
+    }
+
+    /// Write what was accepted but not yet stored (grouped commits):
+    /// before fsync returns, and at unmount.
+    fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// At unmount, after the handles: what could not be stored.
+    fn shutdown(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A count for statfs (blocks, files...).
+    fn count(&self) -> u64 {
+        0
+    }
+}

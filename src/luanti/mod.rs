@@ -1,0 +1,459 @@
+//! A Luanti world directory as a tree of files (the [`Tree`] of a world
+//! mount): every mapblock of the map database a directory of decoded
+//! files, `node/X,Y,Z` for single nodes, and the world's own text files.
+//!
+//! * `mod.rs`: the tree's state, node resolution, attributes, lookup.
+//! * `inode.rs`: inode numbers computed from what a file is.
+//! * `table.rs`: numbers for names without a fixed place (world files,
+//!   metadata fields), counted by kernel references.
+//! * `listing.rs`: directory listings (`blocks/` streamed from the store).
+//! * `content.rs`: the bytes of each kind of file.
+//! * `names.rs` (the namespace side): mkdir/rmdir of blocks and metadata,
+//!   fields as files (create, unlink, rename), which new names are scratch.
+//! * `commit.rs`: a file's new content -> a validated block in the store.
+//! * `cache.rs`: loaded blocks under a memory budget.
+//! * `queue.rs`: grouped commits (-o group_ms).
+//! * `serialized.rs`: this process's reads wait for its writes in memory.
+//! * `guard.rs`: refusing writes while a server has the map open.
+//! * `world_names.rs`: every node name of the world (warnings about typos).
+
+pub mod cache;
+mod commit;
+mod content;
+pub mod guard;
+pub mod inode;
+mod listing;
+mod names;
+mod queue;
+mod serialized;
+mod table;
+mod tree;
+mod world_names;
+
+pub use inode::Node;
+
+use crate::codec::block::node_index;
+use crate::codec::nodemeta::MetaEntry;
+use crate::fs::{Access, Attr, FsError, Kind, Options, Result, Services};
+use crate::store::{BlockPos, MapStore, parse_triple};
+use crate::view::{self, escape};
+use crate::world::World;
+use cache::{BlockCache, Loaded};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime};
+use table::{InodeTable, TableKey};
+
+/// The text of `MNT/README`: the short layout section of docs/layout.md.
+pub fn readme_text() -> &'static str {
+    const DOC: &str = include_str!("../../docs/layout.md");
+    const START: &str = "<!-- readme:start -->\n";
+    const END: &str = "<!-- readme:end -->";
+    // Found once: every stat of README would otherwise search the guide.
+    static TEXT: OnceLock<&str> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let from = DOC.find(START).map_or(0, |i| i + START.len());
+        let to = DOC[from..].find(END).map_or(DOC.len(), |i| from + i);
+        &DOC[from..to]
+    })
+}
+
+pub struct LuantiTree {
+    world: World,
+    store: Box<dyn MapStore>,
+    opts: Options,
+    services: Arc<Services>,
+    cache: BlockCache,
+    table: Mutex<InodeTable>,
+    /// Which loaded block each block-related inode was last served from,
+    /// per block: for FOPEN_KEEP_CACHE and for invalidation after commits.
+    served: Mutex<HashMap<BlockPos, HashMap<u64, u64>>>,
+    /// One commit at a time: read-modify-write of a block must not race.
+    /// Taken before any other lock of the tree.
+    commit_lock: Mutex<()>,
+    /// Validated blocks waiting to be written together (-o group_ms).
+    queue: queue::CommitQueue,
+    /// When blocks were last changed through this mount.
+    changed: Mutex<HashMap<BlockPos, SystemTime>>,
+    guard: guard::ServerGuard,
+    /// The block version new blocks get (the newest the world uses).
+    new_block_version: OnceLock<u8>,
+    block_count: Mutex<Option<(std::time::Instant, u64)>>,
+    mount_time: SystemTime,
+    /// Every node name of the world (made on first need).
+    world_names: world_names::WorldNames,
+}
+
+/// World files with password hashes (never writable through the mount).
+const AUTH_FILES: [&str; 1] = ["auth.txt"];
+
+/// Cap on tracked served inodes (it is only an optimization).
+const SERVED_MAX: usize = 10_000;
+
+/// Parse world node coordinates "X,Y,Z".
+fn parse_node_coords(name: &[u8]) -> Option<[i32; 3]> {
+    let s = std::str::from_utf8(name).ok()?;
+    let (x, y, z) = parse_triple::<i32>(s)?;
+    BlockPos::of_node(x, y, z)?;
+    Some([x, y, z])
+}
+
+/// The in-block index of world node coordinates, if they are in `pos`.
+fn in_block(pos: BlockPos, [x, y, z]: [i32; 3]) -> Option<u16> {
+    (BlockPos::of_node(x, y, z)? == pos)
+        .then(|| node_index(x.rem_euclid(16) as usize, y.rem_euclid(16) as usize, z.rem_euclid(16) as usize) as u16)
+}
+
+impl LuantiTree {
+    pub fn new(world: World, store: Box<dyn MapStore>, opts: Options, services: Arc<Services>) -> LuantiTree {
+        let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force)
+            .with_interval(opts.guard_interval);
+        LuantiTree {
+            queue: queue::CommitQueue::new(opts.group_commit),
+            cache: BlockCache::new(opts.cache_bytes, opts.ttl),
+            world,
+            store: Box::new(serialized::Serialized::new(store)),
+            opts,
+            services,
+            table: Mutex::new(InodeTable::default()),
+            served: Mutex::new(HashMap::new()),
+            commit_lock: Mutex::new(()),
+            changed: Mutex::new(HashMap::new()),
+            guard,
+            new_block_version: OnceLock::new(),
+            block_count: Mutex::new(None),
+            mount_time: SystemTime::now(),
+            world_names: world_names::WorldNames::default(),
+        }
+    }
+
+    /// Open a world directory with the store its world.mt names. A writable
+    /// open is refused while another process has the map database open,
+    /// unless `opts.force`. Starts the thread of grouped commits if asked.
+    pub fn open(
+        dir: &std::path::Path,
+        opts: Options,
+        services: Arc<Services>,
+    ) -> std::result::Result<Arc<LuantiTree>, String> {
+        let world = World::open(dir)?;
+        if !opts.read_only {
+            // SQLite writes its rollback journal beside the map, so a writable
+            // mount needs a writable directory, not only a writable file.
+            use std::os::unix::ffi::OsStrExt;
+            let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+            if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+                return Err(format!(
+                    "{}: the world directory is not writable ({}), and changes need it \
+                     (SQLite keeps its journal there); mount it with -o ro",
+                    dir.display(),
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
+            let who = guard::openers(&world.map_path());
+            if !who.is_empty() {
+                return Err(format!(
+                    "{} is open in {} (a running server would overwrite changes made through \
+                     the mount); stop it, mount read-only with -o ro, or use --force",
+                    world.map_path().display(),
+                    who.join(", ")
+                ));
+            }
+        }
+        let store = world.open_store(opts.read_only, opts.journal)?;
+        let tree = Arc::new(LuantiTree::new(world, store, opts, services));
+        tree.start_background();
+        Ok(tree)
+    }
+
+    /// Start the thread that writes grouped commits when they are due
+    /// (nothing to do unless -o group_ms is set).
+    fn start_background(self: &Arc<Self>) {
+        if !self.queue.enabled() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("worldfs-commit".into())
+            .spawn(move || {
+                while let Some(tree) = weak.upgrade() {
+                    if tree.queue.wait_due(Duration::from_millis(200)) {
+                        let _ = tree.flush_queue();
+                    }
+                }
+            })
+            .expect("start the commit thread");
+    }
+
+    pub fn store(&self) -> &dyn MapStore {
+        self.store.as_ref()
+    }
+
+    fn block(&self, pos: BlockPos) -> Result<Option<Arc<Loaded>>> {
+        if let Some(blob) = self.queue.get(pos) {
+            return Ok(Some(self.loaded_from(pos, blob)));
+        }
+        Ok(self.cache.get(pos, self.store.as_ref())?)
+    }
+
+    /// A block from bytes not (yet) in the store: the cached copy if it
+    /// holds the same bytes.
+    fn loaded_from(&self, pos: BlockPos, blob: Vec<u8>) -> Arc<Loaded> {
+        if let Some(l) = self.cache.peek(pos)
+            && l.blob == blob
+        {
+            return l;
+        }
+        let l = Arc::new(Loaded::new(pos, blob));
+        self.cache.insert(l.clone());
+        l
+    }
+
+    fn existing_block(&self, pos: BlockPos) -> Result<Arc<Loaded>> {
+        self.block(pos)?.ok_or_else(FsError::not_found)
+    }
+
+    /// A block's metadata entry at `p16`, with the block it came from.
+    fn meta_entry(&self, pos: BlockPos, p16: u16) -> Result<(Arc<Loaded>, MetaEntry)> {
+        let l = self.existing_block(pos)?;
+        let entry = l.decoded().and_then(|b| b.metadata.get(p16).cloned()).ok_or_else(FsError::not_found)?;
+        Ok((l, entry))
+    }
+
+    fn table_key(&self, id: u64) -> Result<TableKey> {
+        self.table.lock().unwrap().get(id).cloned().ok_or_else(FsError::not_found)
+    }
+
+    fn table_node(&self, key: TableKey) -> Node {
+        Node::Table(self.table.lock().unwrap().id(key))
+    }
+
+    fn node(&self, ino: u64) -> Result<Node> {
+        Node::from_ino(ino).ok_or_else(FsError::not_found)
+    }
+
+    fn is_dir(node: &Node) -> bool {
+        matches!(
+            node,
+            Node::Root
+                | Node::Blocks
+                | Node::NodeDir
+                | Node::BlockDir(_)
+                | Node::MetaRoot(_)
+                | Node::MetaDir(..)
+                | Node::FieldsDir(..)
+        )
+    }
+
+    /// The block a node belongs to.
+    fn block_of(&self, node: &Node) -> Option<BlockPos> {
+        match node {
+            Node::BlockDir(p)
+            | Node::BlockFile(p, _)
+            | Node::MetaRoot(p)
+            | Node::MetaDir(p, _)
+            | Node::FieldsDir(p, _)
+            | Node::MetaFile(p, _, _) => Some(*p),
+            Node::NodeFile([x, y, z]) => BlockPos::of_node(*x, *y, *z),
+            Node::Table(id) => match self.table.lock().unwrap().get(*id) {
+                Some(TableKey::Field { pos, .. }) => Some(*pos),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Remember that the kernel got `ino`'s content (serial of the load it
+    /// came from) or size (serial 0). Returns the serial recorded before.
+    /// Only an optimization (FOPEN_KEEP_CACHE) and a list of what to
+    /// invalidate after a commit, so it is simply emptied when it grows
+    /// large: the kernel's own caches expire after the TTL anyway.
+    fn record_served(&self, node: &Node, serial: u64) -> Option<u64> {
+        let pos = self.block_of(node)?;
+        let mut served = self.served.lock().unwrap();
+        if served.len() >= SERVED_MAX && !served.contains_key(&pos) {
+            served.clear();
+        }
+        served.entry(pos).or_default().insert(node.ino(), serial)
+    }
+
+    /// Check that a directory node exists.
+    fn check_dir(&self, node: &Node) -> Result<()> {
+        match node {
+            Node::Root | Node::Blocks | Node::NodeDir => Ok(()),
+            // Loaded rather than only looked for: whoever looks up a block
+            // directory reads its files next, and one query instead of two
+            // halves SQLite's locking system calls on a walk.
+            Node::BlockDir(pos) => {
+                if self.cache.peek(*pos).is_some() || self.block(*pos)?.is_some() {
+                    Ok(())
+                } else {
+                    Err(FsError::not_found())
+                }
+            }
+            Node::MetaRoot(pos) => {
+                let l = self.existing_block(*pos)?;
+                l.is_decodable().then_some(()).ok_or_else(FsError::not_found)
+            }
+            Node::MetaDir(pos, p16) | Node::FieldsDir(pos, p16) => self.meta_entry(*pos, *p16).map(|_| ()),
+            _ => Err(FsError::not_dir()),
+        }
+    }
+
+    /// When the node's block last changed through this mount (the mount
+    /// time if it did not), in whole seconds, plus `version` (which changes
+    /// with the block's content) as nanoseconds: the kernel drops its page
+    /// cache of a file when its mtime changes (FUSE_AUTO_INVAL_DATA), which
+    /// is how a change made by another process reaches readers of a
+    /// read-only mount, where the kernel keeps pages across opens.
+    fn mtime_of(&self, node: &Node, version: u32) -> SystemTime {
+        let base = match self.block_of(node) {
+            Some(p) => self.changed.lock().unwrap().get(&p).copied().unwrap_or(self.mount_time),
+            None => self.mount_time,
+        };
+        let secs = base.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        SystemTime::UNIX_EPOCH + Duration::new(secs, version % 1_000_000_000)
+    }
+
+    /// Whether a node is a world file holding players' password hashes
+    /// (`auth.txt` of the old "files" auth backend): shown to the mounting
+    /// user only, never writable.
+    fn is_auth(&self, node: &Node) -> bool {
+        matches!(node, Node::Table(id)
+            if matches!(self.table.lock().unwrap().get(*id), Some(TableKey::WorldFile(n)) if AUTH_FILES.contains(&n.as_str())))
+    }
+
+    /// Attributes of a node whose content has `version` (see `mtime_of`).
+    fn attr(&self, node: &Node, kind: Kind, size: u64, version: u32) -> Attr {
+        let access = if self.is_auth(node) { Access::Secret } else { Access::Normal };
+        Attr::new(node.ino(), kind, size, access, self.mtime_of(node, version), &self.opts)
+    }
+
+    fn stat(&self, node: &Node) -> Result<Attr> {
+        if Self::is_dir(node) {
+            self.check_dir(node)?;
+            return Ok(self.attr(node, Kind::Dir, 0, 0));
+        }
+        let (size, version) = match node {
+            Node::BlockFile(pos, f) => {
+                let l = self.existing_block(*pos)?;
+                (l.file_size(*f).ok_or_else(FsError::not_found)? as u64, l.version())
+            }
+            _ => {
+                let c = self.content(node)?;
+                (c.bytes.len() as u64, c.version)
+            }
+        };
+        if let Node::NodeFile(_) = node
+            && !self.opts.read_only
+        {
+            // node/X,Y,Z cannot be enumerated from its block: remember that
+            // the kernel knows its size, to invalidate it after a commit.
+            self.record_served(node, 0);
+        }
+        Ok(self.attr(node, Kind::File, size, version))
+    }
+
+    /// The node `name` in directory `parent`, if it could exist (existence
+    /// is checked by `stat`).
+    fn child(&self, parent: &Node, name: &[u8]) -> Result<Node> {
+        let nf = FsError::not_found;
+        match parent {
+            Node::Root => Ok(match name {
+                b"blocks" => Node::Blocks,
+                b"node" => Node::NodeDir,
+                _ => {
+                    let s = std::str::from_utf8(name).map_err(|_| nf())?;
+                    if !World::is_text_file_name(s) || !self.world.dir.join(s).is_file() {
+                        return Err(nf());
+                    }
+                    self.table_node(TableKey::WorldFile(s.to_string()))
+                }
+            }),
+            Node::Blocks => {
+                let s = std::str::from_utf8(name).map_err(|_| nf())?;
+                Ok(Node::BlockDir(s.parse().map_err(|_| nf())?))
+            }
+            Node::BlockDir(pos) => {
+                if name == b"meta" {
+                    return Ok(Node::MetaRoot(*pos));
+                }
+                let f = view::BlockFile::from_name(name).ok_or_else(nf)?;
+                Ok(Node::BlockFile(*pos, f))
+            }
+            Node::MetaRoot(pos) => {
+                let c = parse_node_coords(name).ok_or_else(nf)?;
+                Ok(Node::MetaDir(*pos, in_block(*pos, c).ok_or_else(nf)?))
+            }
+            Node::MetaDir(pos, p16) => match name {
+                b"fields" => Ok(Node::FieldsDir(*pos, *p16)),
+                _ => Ok(Node::MetaFile(*pos, *p16, view::MetaFile::from_name(name).ok_or_else(nf)?)),
+            },
+            Node::FieldsDir(pos, p16) => {
+                let key = escape::name_to_key(name).ok_or_else(nf)?;
+                // Numbers are handed out only for keys that exist.
+                let (_, entry) = self.meta_entry(*pos, *p16)?;
+                entry.get(&key).ok_or_else(nf)?;
+                Ok(self.table_node(TableKey::Field { pos: *pos, p16: *p16, key }))
+            }
+            Node::NodeDir => Ok(Node::NodeFile(parse_node_coords(name).ok_or_else(nf)?)),
+            _ => Err(FsError::not_dir()),
+        }
+    }
+
+    fn parent_of(&self, node: &Node) -> Result<Node> {
+        Ok(match node {
+            Node::Root | Node::Blocks | Node::NodeDir => Node::Root,
+            Node::BlockDir(_) => Node::Blocks,
+            Node::BlockFile(p, _) | Node::MetaRoot(p) => Node::BlockDir(*p),
+            Node::MetaDir(p, _) => Node::MetaRoot(*p),
+            Node::FieldsDir(p, i) | Node::MetaFile(p, i, _) => Node::MetaDir(*p, *i),
+            Node::NodeFile(_) => Node::NodeDir,
+            Node::Table(id) => match self.table_key(*id)? {
+                TableKey::WorldFile(_) => Node::Root,
+                TableKey::Field { pos, p16, .. } => Node::FieldsDir(pos, p16),
+            },
+        })
+    }
+
+    /// The file name a path-like message uses for a node.
+    fn describe(&self, node: &Node) -> String {
+        match node {
+            Node::BlockFile(p, f) => format!("blocks/{p}/{}", f.name()),
+            Node::MetaFile(p, i, f) => format!("blocks/{p}/meta/{}/{}", view::meta_dir_name(*p, *i), f.name()),
+            Node::MetaDir(p, i) => format!("blocks/{p}/meta/{}", view::meta_dir_name(*p, *i)),
+            Node::BlockDir(p) => format!("blocks/{p}"),
+            Node::Root => String::new(),
+            Node::Blocks => "blocks".into(),
+            Node::NodeDir => "node".into(),
+            Node::MetaRoot(p) => format!("blocks/{p}/meta"),
+            Node::FieldsDir(p, i) => format!("blocks/{p}/meta/{}/fields", view::meta_dir_name(*p, *i)),
+            Node::NodeFile([x, y, z]) => format!("node/{x},{y},{z}"),
+            Node::Table(id) => match self.table.lock().unwrap().get(*id) {
+                Some(TableKey::WorldFile(n)) => n.clone(),
+                Some(TableKey::Field { pos, p16, key }) => format!(
+                    "blocks/{pos}/meta/{}/fields/{}",
+                    view::meta_dir_name(*pos, *p16),
+                    String::from_utf8_lossy(&escape::key_to_name(key))
+                ),
+                None => format!("{node:?}"),
+            },
+        }
+    }
+
+    /// Number of stored blocks (for statfs).
+    /// Counting scans the whole index (a second on millions of blocks), so
+    /// the figure is reused for a minute.
+    fn cached_count(&self) -> u64 {
+        let mut c = self.block_count.lock().unwrap();
+        match *c {
+            Some((at, n)) if at.elapsed() < Duration::from_secs(60) => n,
+            _ => {
+                let n = self.store.count().unwrap_or(0);
+                *c = Some((std::time::Instant::now(), n));
+                n
+            }
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The Luanti world as the core sees it: the `Tree` methods, each a thin
+//! translation from inode numbers to nodes.
+
+use super::{LuantiTree, Node};
+use crate::fs::{Attr, DirEntry, FsError, NewName, Result, Tree};
+use std::sync::Arc;
+
+impl LuantiTree {
+    /// Whether a file node may be written at all, and why not.
+    pub(super) fn check_writable_node(&self, node: &Node) -> Result<()> {
+        if self.opts.read_only {
+            return Err(FsError::read_only("the mount is read-only (-o ro)"));
+        }
+        match node {
+            _ if self.is_auth(node) => {
+                Err(FsError::perm("auth data (password hashes) is never written through worldfs"))
+            }
+            Node::BlockFile(_, crate::view::BlockFile::Error) => {
+                Err(FsError::perm("error describes a block that cannot be decoded; write a valid blob to raw"))
+            }
+            _ if Self::is_dir(node) => Err(FsError::is_dir()),
+            _ => Ok(()),
+        }
+    }
+
+    fn dir_node(&self, ino: u64) -> Result<Node> {
+        let node = self.node(ino)?;
+        if !Self::is_dir(&node) {
+            return Err(FsError::not_dir());
+        }
+        Ok(node)
+    }
+}
+
+impl Tree for LuantiTree {
+    fn describe(&self) -> String {
+        self.store.describe()
+    }
+
+    fn readme(&self) -> String {
+        super::readme_text().to_string()
+    }
+
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
+        let dir = self.dir_node(parent)?;
+        let child = self.child(&dir, name)?;
+        self.stat(&child)
+    }
+
+    fn getattr(&self, ino: u64) -> Result<Attr> {
+        self.stat(&self.node(ino)?)
+    }
+
+    fn parent(&self, ino: u64) -> Result<u64> {
+        Ok(self.parent_of(&self.node(ino)?)?.ino())
+    }
+
+    fn list(
+        &self,
+        dir: u64,
+        offset: u64,
+        plus: bool,
+        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
+    ) -> Result<()> {
+        self.list_dir(&self.node(ino_checked(dir)?)?, offset, plus, add)
+    }
+
+    fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>> {
+        let node = self.node(ino)?;
+        if Self::is_dir(&node) {
+            return Err(FsError::is_dir());
+        }
+        Ok(self.content(&node)?.bytes)
+    }
+
+    fn open_read(&self, ino: u64) -> Result<(Arc<Vec<u8>>, bool)> {
+        let node = self.node(ino)?;
+        if Self::is_dir(&node) {
+            return Err(FsError::is_dir());
+        }
+        let c = self.content(&node)?;
+        let keep_cache = c.serial != 0 && self.record_served(&node, c.serial) == Some(c.serial);
+        Ok((c.bytes, keep_cache))
+    }
+
+    fn check_writable(&self, ino: u64) -> Result<()> {
+        let node = self.node(ino)?;
+        self.check_writable_node(&node)?;
+        // it must exist
+        self.content(&node).map(|_| ())
+    }
+
+    fn write(&self, ino: u64, content: &[u8], base: Option<&[u8]>) -> Result<()> {
+        self.commit(&self.node(ino)?, content, base)
+    }
+
+    fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
+        let dir = self.dir_node(dir)?;
+        self.check_dir(&dir)?;
+        self.new_name_in(&dir, name)
+    }
+
+    fn create(&self, dir: u64, name: &[u8], content: &[u8]) -> Result<u64> {
+        self.create_field(&self.dir_node(dir)?, name, content)
+    }
+
+    fn mkdir(&self, dir: u64, name: &[u8]) -> Result<Attr> {
+        self.mkdir_in(&self.dir_node(dir)?, name)
+    }
+
+    fn rmdir(&self, dir: u64, name: &[u8]) -> Result<()> {
+        self.rmdir_in(&self.dir_node(dir)?, name)
+    }
+
+    fn unlink(&self, dir: u64, name: &[u8]) -> Result<()> {
+        self.unlink_in(&self.dir_node(dir)?, name)
+    }
+
+    fn rename(&self, dir: u64, name: &[u8], newdir: u64, newname: &[u8]) -> Result<()> {
+        self.rename_in(&self.dir_node(dir)?, name, &self.dir_node(newdir)?, newname)
+    }
+
+    fn remember(&self, ino: u64) {
+        if let Some(Node::Table(id)) = Node::from_ino(ino) {
+            self.table.lock().unwrap().remember(id);
+        }
+    }
+
+    /// A table entry the kernel no longer holds is removed (its number is
+    /// handed out afresh at the next lookup).
+    fn forget(&self, ino: u64, n: u64) {
+        let Some(Node::Table(id)) = Node::from_ino(ino) else { return };
+        let mut table = self.table.lock().unwrap();
+        if table.forget(id, n).is_some() {
+            table.remove(id);
+        }
+    }
+
+    fn path(&self, ino: u64) -> String {
+        match self.node(ino) {
+            Ok(n) => self.describe(&n),
+            Err(_) => format!("inode {ino:#x}"),
+        }
+    }
+
+    /// Not under node/, where a name can appear through another directory
+    /// (mkdir of its block) without an invalidation for it.
+    fn negative_entries(&self, dir: u64) -> bool {
+        dir != super::inode::NODE_DIR
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.flush_queue()
+    }
+
+    fn shutdown(&self) -> Vec<String> {
+        let queued = self.queue.len();
+        match self.flush_queue() {
+            Ok(()) => Vec::new(),
+            Err(e) => vec![format!("LOST: {queued} block change(s) could not be written at unmount: {e}")],
+        }
+    }
+
+    fn count(&self) -> u64 {
+        self.cached_count()
+    }
+}
+
+/// Tree inodes are never the core's (tag 15).
+fn ino_checked(ino: u64) -> Result<u64> {
+    if ino >> 60 == crate::fs::tree::CORE_TAG { Err(FsError::not_found()) } else { Ok(ino) }
+}
