@@ -478,18 +478,18 @@ impl WorldFs {
                 return Ok(());
             }
         }
-        let mut own: Vec<(u64, &str, Target, u64)> = Vec::new();
+        let mut own: Vec<(u64, OsString, Target, u64)> = Vec::new();
         if dir == ROOT {
-            own.push((README_COOKIE, "README", Target::Readme, README));
+            own.push((README_COOKIE, "README".into(), Target::Readme, README));
             if !self.opts.read_only {
-                own.push((WRITE_ERRORS_COOKIE, "write-errors", Target::WriteErrors, WRITE_ERRORS));
+                own.push((WRITE_ERRORS_COOKIE, "write-errors".into(), Target::WriteErrors, WRITE_ERRORS));
             }
         }
         let scratch = self.ns.lock().unwrap().scratch.children(dir);
         for (i, (name, s)) in scratch.into_iter().enumerate() {
             // A pending name the tree has taken meanwhile is listed once.
             if self.tree.lookup(dir, &name).is_err() {
-                let name: &'static str = Box::leak(String::from_utf8_lossy(&name).into_owned().into_boxed_str());
+                let name = OsStr::from_bytes(&name).to_os_string();
                 own.push((tree::SCRATCH_COOKIES + i as u64, name, Target::Scratch(s), s));
             }
         }
@@ -503,7 +503,7 @@ impl WorldFs {
                 (true, Err(e)) if e.errno == libc::ENOENT => continue,
                 (true, Err(e)) => return Err(e),
             };
-            let entry = DirEntry { ino, offset: cookie, kind: Kind::File, name: name.into() };
+            let entry = DirEntry { ino, offset: cookie, kind: Kind::File, name };
             if add(&entry, attr.as_ref()) {
                 return Ok(());
             }
