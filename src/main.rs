@@ -19,13 +19,18 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Mount WORLD (a world directory) on MOUNTPOINT.
+    /// Mount WORLD (a Luanti world directory, or a file of another kind of
+    /// world: a schematic, a map...) on MOUNTPOINT.
     ///
     /// Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`, or
     /// stop a foreground mount with Ctrl-C.
     Mount {
         world: PathBuf,
         mountpoint: PathBuf,
+        /// What WORLD is (luanti, or a file kind); found from WORLD itself
+        /// when not given.
+        #[arg(short = 't', long = "type", value_name = "KIND")]
+        kind: Option<String>,
         /// Comma-separated options: ro, rw, allow_other, allow_root,
         /// auto_unmount, ttl=SECONDS, entry_ttl=SECONDS, cache_mb=MIB, threads=N,
         /// nocpu_follow, nospin, nojournal (no
@@ -103,6 +108,8 @@ enum JournalAction {
 
 struct MountOpts {
     fs: Options,
+    /// Options the core does not know, for the kind of world.
+    extra: Vec<(String, Option<String>)>,
     allow_other: bool,
     allow_root: bool,
     auto_unmount: bool,
@@ -116,6 +123,7 @@ struct MountOpts {
 fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
     let mut m = MountOpts {
         fs: Options { read_only: false, ..Options::default() },
+        extra: Vec::new(),
         allow_other: false,
         allow_root: false,
         auto_unmount: false,
@@ -143,7 +151,7 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "nocpu_follow" => m.cpu_follow = false,
             "nospin" => m.spin = false,
             "guard_ms" => m.fs.guard_interval = Duration::from_millis(num(v)?),
-            _ => return Err(format!("unknown mount option '{opt}'")),
+            _ => m.extra.push((k.to_string(), v.map(str::to_string))),
         }
     }
     Ok(m)
@@ -192,12 +200,13 @@ fn block_signals() -> libc::sigset_t {
 /// outcome of the mount itself.
 fn serve(
     world: &Path,
+    kind: Option<&str>,
     mountpoint: &Path,
     m: &MountOpts,
     ready: &mut dyn FnMut(Result<(), String>),
 ) -> Result<(), String> {
     let signals = block_signals();
-    let fs = match WorldFs::open_world(world, m.fs.clone()) {
+    let fs = match WorldFs::open_path(world, kind, m.extra.clone(), m.fs.clone()) {
         Ok(fs) => Arc::new(fs),
         Err(e) => {
             ready(Err(e.clone()));
@@ -261,6 +270,19 @@ fn serve(
 /// Refuse a mountpoint from which the daemon would reach its own mount when
 /// it opens the world's files: every access would wait for itself.
 fn check_mountpoint(world: &Path, mountpoint: &Path) -> Result<(), String> {
+    if !world.is_dir() {
+        // A file kind: it and its temporary files live in its directory.
+        let dir = world.parent().unwrap_or(Path::new("/"));
+        if dir.starts_with(mountpoint) {
+            return Err(format!(
+                "{}: the mountpoint holds {}; worldfs writes it back through that path and would wait \
+                 on its own mount; mount somewhere else",
+                mountpoint.display(),
+                world.display()
+            ));
+        }
+        return Ok(());
+    }
     if world.starts_with(mountpoint) {
         let how = if world == mountpoint { "is the world directory itself" } else { "contains the world" };
         return Err(format!(
@@ -304,8 +326,10 @@ fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn mount(
     world: PathBuf,
+    kind: Option<String>,
     mountpoint: PathBuf,
     options: Vec<String>,
     foreground: bool,
@@ -326,9 +350,9 @@ fn mount(
     let mountpoint = std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
     check_mountpoint(&world, &mountpoint)?;
     // Check the world before detaching, so that errors reach the terminal.
-    drop(WorldFs::open_world(&world, m.fs.clone())?);
+    drop(WorldFs::open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
     if foreground {
-        return serve(&world, &mountpoint, &m, &mut |_| {});
+        return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
     }
     let log_file = match &log {
         Some(p) => Some(
@@ -361,7 +385,7 @@ fn mount(
             }
             let _ = std::env::set_current_dir("/");
             let mut pipe = Some(std::fs::File::from(wr));
-            let r = serve(&world, &mountpoint, &m, &mut |r| {
+            let r = serve(&world, kind.as_deref(), &mountpoint, &m, &mut |r| {
                 let msg = match r {
                     Ok(()) => "ok\n".to_string(),
                     Err(e) => format!("{e}\n"),
@@ -496,8 +520,8 @@ fn main() -> ExitCode {
     };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     let r = match cli.command {
-        Command::Mount { world, mountpoint, options, foreground, log, force } => {
-            mount(world, mountpoint, options, foreground, log, force).map(|_| true)
+        Command::Mount { world, mountpoint, kind, options, foreground, log, force } => {
+            mount(world, kind, mountpoint, options, foreground, log, force).map(|_| true)
         }
         Command::Check { world } => check(world),
         Command::Undo { world, last, since, id, dry_run, force, all } => {

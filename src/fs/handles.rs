@@ -281,9 +281,12 @@ impl WorldFs {
             Some(Job::Tree { ino, content, base }) => {
                 let r = self.tree.write(ino, &content, base.as_deref().map(Vec::as_slice));
                 self.recorded(|| self.tree.path(ino), r)?;
-                // What is committed is the base of what follows.
+                // What the file shows now is the base of what follows (the
+                // tree may show what was written normalized: a field's
+                // newline).
+                let shown = self.tree.read(ino).ok();
                 if let Some(Handle::Write { base, .. }) = self.handles.lock().unwrap().get_mut(&fh) {
-                    *base = Some(Arc::new(content));
+                    *base = shown.or_else(|| Some(Arc::new(content)));
                 }
                 Ok(())
             }

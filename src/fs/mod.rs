@@ -244,6 +244,20 @@ impl WorldFs {
         Ok(WorldFs::new(tree, services, opts))
     }
 
+    /// Open what `path` is (a Luanti world directory, or a file of a kind
+    /// `crate::kinds` knows; `kind` forces one). `extra`: mount options for
+    /// the kind.
+    pub fn open_path(
+        path: &std::path::Path,
+        kind: Option<&str>,
+        extra: Vec<(String, Option<String>)>,
+        opts: Options,
+    ) -> std::result::Result<WorldFs, String> {
+        let services = Services::new();
+        let tree = crate::kinds::open_mount(path, kind, extra, opts.clone(), services.clone())?;
+        Ok(WorldFs::new(tree, services, opts))
+    }
+
     /// A world directory served from a given map store (tests wrap stores).
     pub fn with_store(world: crate::world::World, store: Box<dyn crate::store::MapStore>, opts: Options) -> WorldFs {
         let services = Services::new();

@@ -182,7 +182,9 @@ impl WorldFs {
         let open = Self::scratch_open_in(&handles, ino);
         let mut ns = self.ns.lock().unwrap();
         if open {
-            ns.scratch.rename(ino, 0, &ino.to_le_bytes()); // orphan: parent 0 is no directory
+            // An orphan: parent 0 is no directory, and it becomes nothing.
+            ns.scratch.rename(ino, 0, &ino.to_le_bytes());
+            let _ = ns.scratch.edit(ino, |f| f.pending = false);
         } else {
             ns.scratch.remove(ino);
         }
@@ -288,7 +290,10 @@ impl WorldFs {
                 if onto_scratch && self.tree.getattr(t)?.kind == super::Kind::File {
                     // Renamed to a scratch name (a backup): the file leaves
                     // the world and its content lives on as a scratch file.
+                    // The file goes first: if the tree keeps it, nothing
+                    // has changed.
                     let content = self.tree.read(t)?.to_vec();
+                    self.tree.unlink(src_dir, name_b)?;
                     if let Some(Target::Scratch(d)) = dst {
                         self.remove_scratch(d);
                     }
@@ -297,10 +302,6 @@ impl WorldFs {
                         f.data = content;
                         f.pending = false;
                     });
-                    if let Err(e) = self.tree.unlink(src_dir, name_b) {
-                        self.remove_scratch(ino);
-                        return Err(e);
-                    }
                 } else {
                     self.tree.rename(src_dir, name_b, dst_dir, newname_b)?;
                 }

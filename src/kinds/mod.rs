@@ -10,8 +10,12 @@
 //! in a database and number in the millions, so it has its own tree in
 //! `fs/` on top of `store/`.
 
+pub mod doc_tree;
+
+use crate::fs::{Options, Services, Tree};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why a document could not be decoded, encoded or edited: what, where, why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +125,12 @@ pub trait Document: Send + Sync + Sized + 'static {
     /// 4 KiB), used when no `-t` is given.
     fn sniff(path: &Path, head: &[u8]) -> bool;
 
+    /// The `-o key[=value]` mount options this kind understands (passed to
+    /// `decode` in [`Context::options`]); any other is refused at mount.
+    fn options() -> &'static [&'static str] {
+        &[]
+    }
+
     /// Files beside the main one that `decode` uses if they exist (a chunk
     /// dump's `.meta`).
     fn companions(_path: &Path) -> Vec<PathBuf> {
@@ -166,6 +176,109 @@ pub trait Document: Send + Sync + Sized + 'static {
 
     /// The text of `MNT/README` for a mount of this kind.
     fn readme(&self) -> String;
+}
+
+/// How a mount opens one kind of world.
+pub struct KindInfo {
+    /// As `-t NAME` takes it.
+    pub name: &'static str,
+    /// What it is, for `--help` and messages.
+    pub what: &'static str,
+    /// Whether a file is of this kind (path and first 4 KiB).
+    sniff: fn(&Path, &[u8]) -> bool,
+    /// The `-o` options it understands.
+    options: fn() -> &'static [&'static str],
+    open: OpenFn,
+}
+
+type OpenFn = fn(&Path, Vec<(String, Option<String>)>, Options, Arc<Services>) -> Result<Arc<dyn Tree>, String>;
+
+fn open_doc<D: Document>(
+    path: &Path,
+    options: Vec<(String, Option<String>)>,
+    opts: Options,
+    services: Arc<Services>,
+) -> Result<Arc<dyn Tree>, String> {
+    Ok(doc_tree::DocTree::<D>::open(path, options, opts, services)?)
+}
+
+/// The entry of a one-file kind.
+pub fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
+    KindInfo { name: D::NAME, what, sniff: D::sniff, options: D::options, open: open_doc::<D> }
+}
+
+/// Every one-file kind a mount can serve (a Luanti world is a directory).
+/// Adding a kind is adding its module and one line here.
+pub fn kinds() -> Vec<KindInfo> {
+    vec![]
+}
+
+/// The kind name of a Luanti world directory.
+pub const LUANTI: &str = "luanti";
+
+/// Open what `path` is (or what `kind` says it is) as a tree to mount.
+/// `extra`: the mount options the core did not know, for the kind.
+pub fn open_mount(
+    path: &Path,
+    kind: Option<&str>,
+    extra: Vec<(String, Option<String>)>,
+    opts: Options,
+    services: Arc<Services>,
+) -> Result<Arc<dyn Tree>, String> {
+    let all = kinds();
+    let names = || std::iter::once(LUANTI).chain(all.iter().map(|k| k.name)).collect::<Vec<_>>().join(", ");
+    if kind == Some(LUANTI) || (kind.is_none() && path.is_dir()) {
+        if let Some((k, _)) = extra.first() {
+            return Err(format!("unknown mount option '{k}'"));
+        }
+        return Ok(crate::luanti::LuantiTree::open(path, opts, services)?);
+    }
+    let info = match kind {
+        Some(name) => all
+            .iter()
+            .find(|k| k.name == name)
+            .ok_or_else(|| format!("-t {name}: no such kind of world (kinds: {})", names()))?,
+        None => {
+            let head = read_head(path)?;
+            all.iter().find(|k| (k.sniff)(path, &head)).ok_or_else(|| {
+                format!(
+                    "{}: not a kind of world worldfs knows (a Luanti world is a directory with world.mt; \
+                     files: {}); name one with -t KIND",
+                    path.display(),
+                    all.iter().map(|k| format!("{} ({})", k.name, k.what)).collect::<Vec<_>>().join(", ")
+                )
+            })?
+        }
+    };
+    if path.is_dir() {
+        return Err(format!("{}: a {} is a file, not a directory", path.display(), info.name));
+    }
+    let known = (info.options)();
+    if let Some((k, _)) = extra.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        return Err(format!(
+            "unknown mount option '{k}' (a {} mount takes: {})",
+            info.name,
+            if known.is_empty() { "none of its own".to_string() } else { known.join(", ") }
+        ));
+    }
+    (info.open)(path, extra, opts, services)
+}
+
+/// The first 4 KiB of a file, for sniffing.
+fn read_head(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut head = vec![0; 4096];
+    let mut n = 0;
+    while n < head.len() {
+        match f.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
+    head.truncate(n);
+    Ok(head)
 }
 
 #[cfg(test)]

@@ -159,13 +159,36 @@ impl LuantiTree {
             }
             Node::Table(id) => match self.table_key(*id)? {
                 TableKey::WorldFile(name) => self.write_world_file(&name, content, base),
-                TableKey::Field { pos, p16, key } => self.edit_block(pos, file, content, &what, |b| {
-                    let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
-                    parse::set_field(entry_mut(b, p16)?, &key, value).map_err(|e| invalid(&what, e))
-                }),
+                TableKey::Field { pos, p16, key } => self.set_field_value(pos, p16, &key, node, content, base, false),
             },
             _ => Err(FsError::perm("this file cannot be written")),
         }
+    }
+
+    /// Write a field's value (`base`: see `commit`). `new`: the key is being made (a new file in
+    /// fields/); otherwise it must still exist (a file opened before its
+    /// key was deleted or renamed does not bring it back).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn set_field_value(
+        &self,
+        pos: BlockPos,
+        p16: u16,
+        key: &[u8],
+        node: &Node,
+        content: &[u8],
+        base: Option<&[u8]>,
+        new: bool,
+    ) -> Result<()> {
+        let what = self.describe(node);
+        let file = if new { None } else { Some((node, base)) };
+        self.edit_block(pos, file, content, &what, |b| {
+            let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
+            let entry = entry_mut(b, p16)?;
+            if !new && entry.get(key).is_none() {
+                return Err(FsError::new(libc::ENOENT, format!("{what}: the key was deleted or renamed meanwhile")));
+            }
+            parse::set_field(entry, key, value).map_err(|e| invalid(&what, e))
+        })
     }
 
     /// The server deletes a block's stored objects when it activates the

@@ -40,8 +40,8 @@ impl LuantiTree {
             return Err(FsError::perm("new files cannot be made here"));
         };
         let key = escape::name_to_key(name).ok_or_else(|| FsError::invalid("not a field name"))?;
-        let node = self.table_node(TableKey::Field { pos, p16, key });
-        self.commit(&node, content, None)?;
+        let node = self.table_node(TableKey::Field { pos, p16, key: key.clone() });
+        self.set_field_value(pos, p16, &key, &node, content, None, true)?;
         Ok(node.ino())
     }
 

@@ -3,6 +3,7 @@
 //! No SQL outside this module.
 
 pub mod journal;
+pub mod memory;
 mod pos;
 pub mod sqlite;
 mod sqlite_pool;
