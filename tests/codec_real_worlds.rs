@@ -41,6 +41,12 @@ fn every_block_of_every_real_world_round_trips() {
                     inventories += 1;
                 }
                 names.extend(b.mapping.iter().map(|m| m.name.clone()));
+                // The layers drawing of every real block reads back to the block.
+                let layers = worldfs::view::render_layers(pos, &b);
+                let mut again = b.clone();
+                worldfs::view::parse::apply_layers(pos, &mut again, &layers)
+                    .unwrap_or_else(|e| panic!("{} {pos}: layers: {e:?}", world.display()));
+                assert!(again == b, "{} {pos}: layers do not read back", world.display());
                 *versions.entry(b.version).or_insert(0) += 1;
                 n += 1;
             }

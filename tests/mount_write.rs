@@ -482,3 +482,57 @@ fn a_locked_database_gives_eio() {
     let errors = m.ok("cat $MNT/write-errors");
     assert!(errors.contains("locked"), "{errors}");
 }
+
+/// `layers` drawn in an editor: vim replaces one character of a level and
+/// adds a legend line; sed -i swaps a character for another everywhere.
+#[test]
+fn layers_are_drawn_with_vim_and_sed() {
+    require_fuse!("layers_are_drawn_with_vim_and_sed");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &[]);
+    let before = db_block(world.path(), ORIGIN);
+    let layers = m.ok("cat $MNT/blocks/0,0,0/layers");
+    assert!(layers.starts_with("# layers: 16 x 16 x 16 nodes"), "{layers}");
+    assert!(layers.contains("\n. air\n"), "{layers}");
+    // vim: a legend line for a new name, then the first character of the
+    // bottom level's first row (node 0,0,15) drawn with it.
+    if has_tool("vim") {
+        let home = tempfile::tempdir().unwrap();
+        m.ok(&format!(
+            "cd $MNT/blocks/0,0,0 && HOME={} TERM=dumb vim -es -c '/^\\. air$/a|Q default:mese' \
+             -c '/^y=0$/+1s/^./Q/' -c wq layers </dev/null >/dev/null 2>&1; true",
+            home.path().display()
+        ));
+        let b = db_block(world.path(), ORIGIN);
+        let i = worldfs::codec::block::node_index(0, 0, 15);
+        assert_eq!(b.name_of(b.param0[i]), Some(&b"default:mese"[..]), "{}", m.refusals());
+        let changed = (0..4096).filter(|&j| b.param0[j] != before.param0[j] || b.param2[j] != before.param2[j]).count();
+        assert_eq!(changed, 1);
+        assert_eq!(m.ok("ls -A $MNT/blocks/0,0,0 | grep -c layers"), "1\n", "no swap file left");
+    } else {
+        common::skip("vim part", "vim", "vim not installed");
+    }
+    // sed -i: every air node of the levels becomes the legend's new name.
+    let legend_char = m.ok("grep -m1 ' default:cobble$' $MNT/blocks/0,0,0/layers || true");
+    let c = legend_char.chars().next().expect("the demo block has cobble");
+    let was = db_block(world.path(), ORIGIN);
+    m.ok(&format!("sed -i '/^y=1$/,/^y=2$/ s/\\./{c}/g' $MNT/blocks/0,0,0/layers"));
+    let b = db_block(world.path(), ORIGIN);
+    let cobble = b.mapping.iter().find(|e| e.name == b"default:cobble").unwrap().id;
+    let mut turned = 0;
+    for i in 0..4096 {
+        let (_, y, _) = worldfs::codec::block::index_xyz(i);
+        if y == 1 && was.name_of(was.param0[i]) == Some(b"air") {
+            assert_eq!(b.param0[i], cobble);
+            turned += 1;
+        } else {
+            assert_eq!(b.name_of(b.param0[i]), was.name_of(was.param0[i]));
+        }
+    }
+    assert!(turned > 0);
+    // A drawing the legend does not cover is refused with line and column.
+    let (code, _, _) = m.sh("sed -i '/^y=3$/{n;s/^./%/}' $MNT/blocks/0,0,0/layers");
+    assert_ne!(code, 0);
+    assert!(m.refusals().contains("blocks/0,0,0/layers: line"), "{}", m.refusals());
+    assert!(m.refusals().contains("'%' is not in the legend"), "{}", m.refusals());
+}

@@ -40,8 +40,9 @@ pub struct Loaded {
     error: Option<DecodeError>,
     /// The decoding, while the cache has room for it.
     block: Mutex<Option<Arc<Block>>>,
-    files: [OnceLock<Arc<Vec<u8>>>; 10],
+    files: [OnceLock<Arc<Vec<u8>>>; 11],
     nodes_size: OnceLock<usize>,
+    layers_size: OnceLock<usize>,
     version: OnceLock<u32>,
     rendered_bytes: AtomicUsize,
 }
@@ -69,6 +70,7 @@ impl Loaded {
             block: Mutex::new(block),
             files: Default::default(),
             nodes_size: OnceLock::new(),
+            layers_size: OnceLock::new(),
             version: OnceLock::new(),
             rendered_bytes: AtomicUsize::new(0),
         }
@@ -136,6 +138,13 @@ impl Loaded {
                 let b = self.decoded()?;
                 Some(*self.nodes_size.get_or_init(|| view::nodes_size(self.pos, &b)))
             }
+            (true, BlockFile::Layers) => {
+                if let Some(n) = self.layers_size.get() {
+                    return Some(*n);
+                }
+                let b = self.decoded()?;
+                Some(*self.layers_size.get_or_init(|| view::layers_size(self.pos, &b)))
+            }
             (true, BlockFile::Param0) => Some(2 * crate::codec::block::NODE_COUNT),
             (true, BlockFile::Param1 | BlockFile::Param2) => Some(crate::codec::block::NODE_COUNT),
             (_, BlockFile::Raw) => Some(self.blob.len()),
@@ -152,7 +161,7 @@ impl Loaded {
             return None;
         }
         match f {
-            BlockFile::Nodes | BlockFile::Param0 | BlockFile::Param1 | BlockFile::Param2 => {
+            BlockFile::Nodes | BlockFile::Layers | BlockFile::Param0 | BlockFile::Param1 | BlockFile::Param2 => {
                 let b = self.decoded()?;
                 return Some(Arc::new(view::render_block_file(self.pos, &b, &self.blob, f)));
             }

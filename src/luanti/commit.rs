@@ -129,6 +129,7 @@ impl LuantiTree {
                     BlockFile::Info => parse::apply_info(b, content),
                     BlockFile::Names => parse::apply_names(b, content),
                     BlockFile::Nodes => parse::apply_nodes(*pos, b, content),
+                    BlockFile::Layers => parse::apply_layers(*pos, b, content),
                     BlockFile::Param0 => parse::apply_param0(b, content),
                     BlockFile::Param1 => parse::apply_param(&mut b.param1, content, "param1"),
                     BlockFile::Param2 => parse::apply_param(&mut b.param2, content, "param2"),

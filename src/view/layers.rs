@@ -167,6 +167,16 @@ pub fn render_levels(frame: &Frame, legend: &[LegendEntry], cell: impl Fn(usize,
     out
 }
 
+/// The length in bytes of [`render`]'s text, from how many cells each
+/// legend entry covers (without drawing it).
+pub fn rendered_len(frame: &Frame, legend: &[LegendEntry], cells_per_entry: &[usize]) -> usize {
+    let [_, sy, sz] = frame.size;
+    let legend_len: usize = legend.iter().map(|e| e.ch.len_utf8() + 1 + e.label.len() + 1).sum();
+    let cells: usize = legend.iter().zip(cells_per_entry).map(|(e, n)| e.ch.len_utf8() * n).sum();
+    let levels: usize = (0..sy).map(|y| format!("y={}\n", frame.origin[1] + y as i64).len()).sum();
+    frame.header().len() + legend_len + 1 + cells + sy * sz + levels + sy.saturating_sub(1)
+}
+
 /// The whole drawing: header, legend, levels.
 pub fn render(frame: &Frame, legend: &[LegendEntry], cell: impl Fn(usize, usize, usize) -> usize) -> String {
     format!("{}{}\n{}", frame.header(), render_legend(legend), render_levels(frame, legend, cell))
@@ -353,6 +363,8 @@ mod tests {
     fn renders_north_up_and_reads_back() {
         let (f, legend, cells) = sample();
         let text = render(&f, &legend, |x, y, z| cells[idx(&f, x, y, z)]);
+        let per_entry: Vec<usize> = (0..legend.len()).map(|l| cells.iter().filter(|&&c| c == l).count()).collect();
+        assert_eq!(rendered_len(&f, &legend, &per_entry), text.len());
         assert!(text.contains("rows: z from -15 (north, top) to -16; characters: x from 16 (west) to 18"), "{text}");
         assert!(text.contains(". air\ns default:stone\n\ny=32\n"), "{text}");
         let d = parse(&f, &text).unwrap();

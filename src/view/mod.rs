@@ -20,6 +20,8 @@ pub enum BlockFile {
     Info,
     Names,
     Nodes,
+    /// The block drawn as text (`view::layers`).
+    Layers,
     Param0,
     Param1,
     Param2,
@@ -32,10 +34,11 @@ pub enum BlockFile {
 
 impl BlockFile {
     /// Files of a block that decodes (the `meta` directory comes after these).
-    pub const DECODED: [BlockFile; 9] = [
+    pub const DECODED: [BlockFile; 10] = [
         BlockFile::Info,
         BlockFile::Names,
         BlockFile::Nodes,
+        BlockFile::Layers,
         BlockFile::Param0,
         BlockFile::Param1,
         BlockFile::Param2,
@@ -51,6 +54,7 @@ impl BlockFile {
             BlockFile::Info => "info",
             BlockFile::Names => "names",
             BlockFile::Nodes => "nodes",
+            BlockFile::Layers => "layers",
             BlockFile::Param0 => "param0",
             BlockFile::Param1 => "param1",
             BlockFile::Param2 => "param2",

@@ -453,6 +453,65 @@ pub fn apply_node(b: &mut Block, index: usize, content: &[u8]) -> Result<()> {
     Ok(())
 }
 
+// ---------------------------------------------------------------- layers
+
+/// A `layers` legend label: `NAME [param2=N]`.
+fn layers_label(label: &str, n: usize) -> Result<(Vec<u8>, u8)> {
+    let ws = words(label.as_bytes(), n)?;
+    let (name, rest) = ws.split_first().ok_or_else(|| at(n, "a legend label needs a node name"))?;
+    let name = node_name(name, n)?;
+    let mut param2 = 0u8;
+    for w in rest {
+        let t = String::from_utf8_lossy(&w.bytes);
+        match t.strip_prefix("param2=") {
+            Some(v) => {
+                param2 = v.parse().map_err(|_| at(n, format!("param2 must be a whole number 0-255, not '{v}'")))?
+            }
+            None => return Err(at(n, format!("'{t}' is not part of a label (NAME or NAME param2=N)"))),
+        }
+    }
+    Ok((name, param2))
+}
+
+/// Apply `layers`: a node whose character still stands for what the node
+/// is keeps everything (param1 too); another gets the name and param2 of
+/// its character's label (param1 is kept).
+pub fn apply_layers(pos: BlockPos, b: &mut Block, content: &[u8]) -> Result<()> {
+    let text = std::str::from_utf8(content).map_err(|_| whole("layers is not UTF-8 text"))?;
+    let drawing = super::layers::parse(&super::render::layers_frame(pos), text)
+        .map_err(|e| ParseError { line: e.line, message: e.message })?;
+    // Each legend line is read only when a node needs it.
+    let mut parsed: Vec<Option<(Vec<u8>, u8)>> = vec![None; drawing.legend.len()];
+    // Which legend entry says exactly what each current label says.
+    let (labels, of_node) = super::render::layers_labels(b);
+    let same: Vec<Vec<bool>> =
+        labels.iter().map(|label| drawing.legend.iter().map(|e| e.label == *label).collect()).collect();
+    let mut new = b.clone();
+    for y in 0..16 {
+        for z in 0..16 {
+            for x in 0..16 {
+                let i = node_index(x, y, z);
+                let l = drawing.at(x, y, z);
+                let entry = &drawing.legend[l];
+                if same[of_node[i] as usize][l] {
+                    continue;
+                }
+                if parsed[l].is_none() {
+                    let (name, p2) = layers_label(&entry.label, entry.line)?;
+                    known_or_valid(b, &name, entry.line)?;
+                    parsed[l] = Some((name, p2));
+                }
+                let (name, p2) = parsed[l].as_ref().expect("parsed above");
+                new.param0[i] = id_for(&mut new, name).map_err(|e| at(entry.line, e.message))?;
+                new.param2[i] = *p2;
+            }
+        }
+    }
+    drop_unused_names(&mut new);
+    *b = new;
+    Ok(())
+}
+
 // ---------------------------------------------------------------- params
 
 pub fn apply_param0(b: &mut Block, content: &[u8]) -> Result<()> {
@@ -671,6 +730,43 @@ mod tests {
         apply_nodes(P, &mut again, &text).unwrap();
         assert_eq!(again, odd);
         apply_node(&mut again, 5, b"\"odd name\"\n").unwrap();
+    }
+
+    #[test]
+    fn layers_read_back_and_draw_edits() {
+        let mut b = block();
+        b.param2[7] = 3;
+        b.param1[9] = 77;
+        let text = String::from_utf8(render::render_layers(P, &b)).unwrap();
+        assert!(text.contains(". air\ns default:stone\nS default:stone param2=3\n"), "{text}");
+        let mut c = b.clone();
+        apply_layers(P, &mut c, text.as_bytes()).unwrap();
+        assert_eq!(c, b, "rendered layers parse back to the same block");
+        // Draw: the bottom level's first row is z = 15 (north); its first
+        // character is node (0, 0, 15). Add a legend line for a new name.
+        let edited = text.replacen(". air\n", ". air\nc default:cobble param2=2\n", 1);
+        let mut lines: Vec<String> = edited.lines().map(String::from).collect();
+        let first_row = lines.iter().position(|l| l == "y=0").unwrap() + 1;
+        lines[first_row].replace_range(0..1, "c");
+        apply_layers(P, &mut c, (lines.join("\n") + "\n").as_bytes()).unwrap();
+        let i = node_index(0, 0, 15);
+        assert_eq!(c.name_of(c.param0[i]), Some(&b"default:cobble"[..]));
+        assert_eq!(c.param2[i], 2);
+        for j in (0..NODE_COUNT).filter(|&j| j != i) {
+            assert_eq!((c.param0[j], c.param1[j], c.param2[j]), (b.param0[j], b.param1[j], b.param2[j]));
+        }
+        // Bad drawings and labels name the line.
+        let e = apply_layers(P, &mut c.clone(), text.replacen("s default:stone\n", "s default:sto-ne\n", 1).as_bytes())
+            .unwrap_err();
+        assert_eq!(e.line, Some(4), "relabelling a character changes its nodes: {e:?}");
+        let unused = text.replacen(". air\n", ". air\nu not a:label=\n", 1);
+        assert!(apply_layers(P, &mut c.clone(), unused.as_bytes()).is_ok(), "an unused legend line is not read");
+        let bad = text.replacen(". air\n", ". air\nq Bad:name\n", 1).replacen("\n....", "\nq...", 1);
+        let e = apply_layers(P, &mut c.clone(), bad.as_bytes()).unwrap_err();
+        assert_eq!(e.line, Some(4), "{e:?}");
+        assert!(e.message.contains("mod name 'Bad'"), "{e:?}");
+        let e = apply_layers(P, &mut c.clone(), text.replacen("\n....", "\n...", 1).as_bytes()).unwrap_err();
+        assert!(e.message.contains("row has 15 characters; it needs 16"), "{e:?}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockF
         BlockFile::Info => render_info(block, blob.len()),
         BlockFile::Names => render_names(block),
         BlockFile::Nodes => render_nodes(pos, block),
+        BlockFile::Layers => render_layers(pos, block),
         BlockFile::Param0 => block.param0.iter().flat_map(|id| id.to_be_bytes()).collect(),
         BlockFile::Param1 => block.param1.clone(),
         BlockFile::Param2 => block.param2.clone(),
@@ -78,6 +79,100 @@ fn node_names(b: &Block) -> Vec<Vec<u8>> {
         }
     }
     names.into_iter().map(Option::unwrap_or_default).collect()
+}
+
+/// The legend label of a node in `layers`: its name (quoted if needed, `?ID`
+/// for an id without a name), and `param2=N` when param2 is not 0.
+pub fn layers_label(b: &Block, i: usize) -> String {
+    label_of(b, b.param0[i], b.param2[i])
+}
+
+fn label_of(b: &Block, id: u16, param2: u8) -> String {
+    let name = match b.name_of(id) {
+        Some(n) => String::from_utf8_lossy(&quote_text(n)).into_owned(),
+        None => unmapped_name(id),
+    };
+    match param2 {
+        0 => name,
+        p2 => format!("{name} param2={p2}"),
+    }
+}
+
+/// The label of every node of a block, as an index into a list of the
+/// distinct labels (made once per distinct id and param2).
+pub fn layers_labels(b: &Block) -> (Vec<String>, Vec<u32>) {
+    let mut distinct: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashMap<(u16, u8), u32> = std::collections::HashMap::new();
+    let mut of_node = vec![0u32; NODE_COUNT];
+    for (slot, key) in of_node.iter_mut().zip(b.param0.iter().copied().zip(b.param2.iter().copied())) {
+        *slot = *seen.entry(key).or_insert_with(|| {
+            distinct.push(label_of(b, key.0, key.1));
+            distinct.len() as u32 - 1
+        });
+    }
+    (distinct, of_node)
+}
+
+/// Characters a label would like in `layers`: `.` for air, `?` for ignore,
+/// else the first letter of the item name, in both cases.
+pub fn layers_preferred(label: &str) -> Vec<char> {
+    let name = label.split(' ').next().unwrap_or(label);
+    match name {
+        "air" => vec!['.'],
+        "ignore" => vec!['?'],
+        _ => {
+            let item = name.rsplit(':').next().unwrap_or(name);
+            item.chars().take(1).flat_map(|c| [c.to_ascii_lowercase(), c.to_ascii_uppercase()]).collect()
+        }
+    }
+}
+
+/// The drawing of a block's box in world coordinates (`layers`).
+pub fn layers_frame(pos: BlockPos) -> super::layers::Frame {
+    let (ox, oy, oz) = pos.origin();
+    super::layers::Frame {
+        size: [16, 16, 16],
+        origin: [ox as i64, oy as i64, oz as i64],
+        rows: super::layers::Rows::ZDescending,
+    }
+}
+
+/// The legend of a block's `layers` and each node's entry in it.
+fn layers_legend(b: &Block) -> (Vec<super::layers::LegendEntry>, Vec<usize>) {
+    use super::layers::LegendBuilder;
+    let (labels, of_node) = layers_labels(b);
+    let mut legend = LegendBuilder::new();
+    let mut char_of: Vec<Option<usize>> = vec![None; labels.len()];
+    let mut cells = vec![0usize; NODE_COUNT];
+    // Labels in first-use order along the file (bottom level first).
+    for y in 0..16 {
+        for z in (0..16).rev() {
+            for x in 0..16 {
+                let i = crate::codec::block::node_index(x, y, z);
+                let l = of_node[i] as usize;
+                cells[i] = *char_of[l].get_or_insert_with(|| legend.index(&labels[l], &layers_preferred(&labels[l])));
+            }
+        }
+    }
+    (legend.into_entries(), cells)
+}
+
+/// `layers`: the block drawn as text, one character per node (see
+/// `view::layers`); legend labels are names with param2 when not 0.
+pub fn render_layers(pos: BlockPos, b: &Block) -> Vec<u8> {
+    let (legend, cells) = layers_legend(b);
+    super::layers::render(&layers_frame(pos), &legend, |x, y, z| cells[crate::codec::block::node_index(x, y, z)])
+        .into_bytes()
+}
+
+/// The size of `layers` without drawing it (`ls -l` of many blocks).
+pub fn layers_size(pos: BlockPos, b: &Block) -> usize {
+    let (legend, cells) = layers_legend(b);
+    let mut per_entry = vec![0usize; legend.len()];
+    for c in cells {
+        per_entry[c] += 1;
+    }
+    super::layers::rendered_len(&layers_frame(pos), &legend, &per_entry)
 }
 
 /// Decimal text of 0..=255, for param1 and param2.
@@ -292,6 +387,20 @@ mod tests {
         b.param2[4095] = 17;
         for pos in [BlockPos::new(0, 0, 0), BlockPos::new(-1, -700, 2047), BlockPos::new(-2048, 1, 99)] {
             assert_eq!(nodes_size(pos, &b), render_nodes(pos, &b).len(), "{pos}");
+        }
+    }
+
+    #[test]
+    fn layers_size_is_exact() {
+        let mut b = block();
+        b.param2[4] = 9;
+        // Enough labels to need characters of other scripts (2 bytes).
+        for i in 0..200u16 {
+            b.mapping.push(crate::codec::MappingEntry { id: 100 + i, name: format!("m:n{i}").into_bytes() });
+            b.param0[1000 + i as usize] = 100 + i;
+        }
+        for pos in [BlockPos::new(0, 0, 0), BlockPos::new(-1, -700, 2047)] {
+            assert_eq!(layers_size(pos, &b), render_layers(pos, &b).len(), "{pos}");
         }
     }
 
