@@ -43,6 +43,11 @@ if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
     echo "WORLDFS_REQUIRE=$WORLDFS_REQUIRE"
 fi
 
+# The tests' name indexes go to a directory of their own, not ~/.cache.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
+trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
+
 cargo fmt --check
 cargo clippy --all-targets --profile ci -- -D warnings
 cargo test --profile ci -- --test-threads="${TEST_THREADS:-2}"

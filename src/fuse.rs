@@ -88,6 +88,7 @@ fn file_type(k: Kind) -> FileType {
     match k {
         Kind::Dir => FileType::Directory,
         Kind::File => FileType::RegularFile,
+        Kind::Symlink => FileType::Symlink,
     }
 }
 
@@ -159,6 +160,14 @@ impl Filesystem for FuseAdapter {
                 reply.entry(&self.fs.ttl(), &attr, Generation(0));
             }
             r => self.entry(reply, r, "lookup"),
+        }
+    }
+
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.arrived(req);
+        match self.fs.readlink(ino.0) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(errno("readlink", &e)),
         }
     }
 

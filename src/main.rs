@@ -37,7 +37,9 @@ enum Command {
         /// undo journal), group_ms=N (write changes in groups, at most N ms
         /// after their close; fsync still waits for the write), guard_ms=N
         /// (look for a server holding the map at most N ms before a write;
-        /// default 500).
+        /// default 500), index_dir=DIR (where the name index is kept;
+        /// default ~/.cache/worldfs), index_ttl=SECONDS (how long the index
+        /// of a map without a change counter is trusted; default 600).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).
@@ -151,6 +153,11 @@ fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "nocpu_follow" => m.cpu_follow = false,
             "nospin" => m.spin = false,
             "guard_ms" => m.fs.guard_interval = Duration::from_millis(num(v)?),
+            "index_dir" => {
+                m.fs.index_dir =
+                    Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
+            }
+            "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
             _ => m.extra.push((k.to_string(), v.map(str::to_string))),
         }
     }

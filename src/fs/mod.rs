@@ -60,6 +60,12 @@ pub struct Options {
     /// How old the last check for a server holding the map may be when a
     /// write is made (zero: check before every write).
     pub guard_interval: Duration,
+    /// Where the name index of a world is kept (None: the user's cache
+    /// directory, see `luanti::index::default_dir`).
+    pub index_dir: Option<std::path::PathBuf>,
+    /// How long a name index of a map without a change counter (not
+    /// SQLite) is trusted after it was built.
+    pub index_ttl: Duration,
 }
 
 impl Default for Options {
@@ -78,6 +84,8 @@ impl Default for Options {
             journal: true,
             group_commit: Duration::ZERO,
             guard_interval: Duration::from_millis(500),
+            index_dir: None,
+            index_ttl: Duration::from_secs(600),
         }
     }
 }
@@ -86,6 +94,8 @@ impl Default for Options {
 pub enum Kind {
     Dir,
     File,
+    /// A symbolic link (its target from `readlink`).
+    Symlink,
 }
 
 /// Who may do what with a file or directory (the kernel enforces it).
@@ -118,11 +128,12 @@ impl Attr {
     pub fn new(ino: u64, kind: Kind, size: u64, access: Access, mtime: SystemTime, opts: &Options) -> Attr {
         let writable = !opts.read_only && access == Access::Normal;
         let perm = match (kind, access, writable) {
+            (Kind::Symlink, _, _) => 0o777,
             (Kind::File, Access::Secret, _) => 0o400,
             (Kind::Dir, _, true) => 0o755,
             (Kind::Dir, _, false) => 0o555,
-            (Kind::File, _, true) => 0o644,
-            (Kind::File, _, false) => 0o444,
+            (_, _, true) => 0o644,
+            (_, _, false) => 0o444,
         };
         Attr {
             ino,
@@ -261,7 +272,7 @@ impl WorldFs {
     /// A world directory served from a given map store (tests wrap stores).
     pub fn with_store(world: crate::world::World, store: Box<dyn crate::store::MapStore>, opts: Options) -> WorldFs {
         let services = Services::new();
-        let tree = Arc::new(crate::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()));
+        let tree = Arc::new(crate::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()).with_index());
         WorldFs::new(tree, services, opts)
     }
 
@@ -317,7 +328,7 @@ impl WorldFs {
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
             Kind::Dir => self.entry_ttl(),
-            Kind::File => self.ttl(),
+            Kind::File | Kind::Symlink => self.ttl(),
         }
     }
 
@@ -337,6 +348,14 @@ impl WorldFs {
     /// A count for statfs.
     pub fn block_count(&self) -> u64 {
         self.tree.count()
+    }
+
+    /// The target of a symbolic link.
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        match self.target(ino)? {
+            Target::Tree(t) => self.tree.readlink(t),
+            _ => Err(FsError::invalid("not a symbolic link")),
+        }
     }
 
     /// What an inode stands for (aliases followed).

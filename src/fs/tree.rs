@@ -124,6 +124,11 @@ pub trait Tree: Send + Sync {
         Ok((self.read(ino)?, false))
     }
 
+    /// The target of a symbolic link of the tree.
+    fn readlink(&self, _ino: u64) -> Result<Vec<u8>> {
+        Err(super::FsError::invalid("not a symbolic link"))
+    }
+
     /// Whether the file may be written at all (checked at open).
     fn check_writable(&self, ino: u64) -> Result<()>;
 

@@ -86,7 +86,7 @@ impl LuantiTree {
     }
 
     /// Refuse while another process has the map database open.
-    fn check_guard(&self) -> Result<()> {
+    pub(super) fn check_guard(&self) -> Result<()> {
         let who = self.guard.current();
         if who.is_empty() {
             return Ok(());
@@ -279,7 +279,14 @@ impl LuantiTree {
             .filter(|m| !orig.mapping.iter().any(|o| o.name == m.name))
             .map(|m| m.name.clone())
             .collect();
-        self.world_names.unseen(self.store.as_ref(), &added).map_err(FsError::io)
+        let Some(index) = &self.index else { return Ok(Vec::new()) };
+        let mut unseen = Vec::new();
+        for name in added {
+            if !index.has(self.store.as_ref(), &name).map_err(FsError::io)? {
+                unseen.push(name);
+            }
+        }
+        Ok(unseen)
     }
 
     /// A committed write that brought in names found nowhere else in the
@@ -294,7 +301,6 @@ impl LuantiTree {
             list.join(", "),
             if unseen.len() == 1 { "s" } else { "" }
         );
-        self.world_names.add(unseen);
         self.services.report(line);
     }
 
@@ -307,7 +313,7 @@ impl LuantiTree {
             Ok(())
         } else {
             let changes = [Change::Expect(pos, Some(old.to_vec())), Change::Put(pos, blob)];
-            Ok(self.store.apply(&changes, &Note::new(what))?)
+            self.apply_changes(&changes, &Note::new(what))
         }
     }
 
@@ -318,7 +324,11 @@ impl LuantiTree {
             return Ok(());
         }
         let was_failing = self.queue.failing();
+        let before = self.store.data_version();
         let r = self.queue.flush(self.store.as_ref(), || self.check_guard().map_err(|e| e.message));
+        if matches!(r, Ok(n) if n > 0) {
+            self.index_wrote(before);
+        }
         match r {
             Ok(_) => Ok(()),
             Err(e) => {
@@ -361,8 +371,33 @@ impl LuantiTree {
         Ok(())
     }
 
-    /// Everything the kernel may hold about a block that just changed.
+    /// Apply changes to the store in one transaction (the name index
+    /// learns that this mount wrote it).
+    pub(super) fn apply_changes(&self, changes: &[Change], note: &Note) -> Result<()> {
+        let before = self.store.data_version();
+        self.store.apply(changes, note)?;
+        self.index_wrote(before);
+        Ok(())
+    }
+
+    fn index_wrote(&self, before: Option<u64>) {
+        if let Some(i) = &self.index {
+            i.wrote(before, self.store.data_version());
+        }
+    }
+
+    /// Everything the kernel may hold about a block that just changed, and
+    /// the name index.
     fn after_commit(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
+        if let Some(i) = &self.index {
+            i.changed(pos, old, new);
+        }
+        self.send_invals(self.find_invals(pos, old, new));
+        self.after_commit_kernel(pos, old, new);
+    }
+
+    /// Everything the kernel may hold about a block that just changed.
+    fn after_commit_kernel(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
         self.changed.lock().unwrap().insert(pos, SystemTime::now());
         let mut inv = vec![Inval::Inode(Node::BlockDir(pos).ino()), Inval::Inode(Node::MetaRoot(pos).ino())];
         let dir = Node::BlockDir(pos).ino();
@@ -430,7 +465,7 @@ impl LuantiTree {
         let b = Block::new_air(self.new_block_version());
         let blob = b.encode().map_err(|e| FsError::io(e.to_string()))?;
         let changes = [Change::Expect(pos, None), Change::Put(pos, blob.clone())];
-        self.store.apply(&changes, &Note::new(format!("mkdir blocks/{pos}")))?;
+        self.apply_changes(&changes, &Note::new(format!("mkdir blocks/{pos}")))?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
         self.after_commit(pos, None, Some(&b));
         Ok(())
@@ -442,7 +477,7 @@ impl LuantiTree {
         self.flush_queue()?;
         let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         let changes = [Change::Expect(pos, Some(old.blob.clone())), Change::Delete(pos)];
-        self.store.apply(&changes, &Note::new(format!("rmdir blocks/{pos}")))?;
+        self.apply_changes(&changes, &Note::new(format!("rmdir blocks/{pos}")))?;
         self.cache.remove(pos);
         self.after_commit(pos, old.decoded().as_deref(), None);
         Ok(())

@@ -41,6 +41,7 @@ impl LuantiTree {
                 let i = super::in_block(pos, *c).expect("node is in its block") as usize;
                 Ok(Content { bytes: Arc::new(view::render_node(&b, i)), serial: l.serial, version: l.version() })
             }
+            Node::NamesFile => Ok(plain(self.names_text()?)),
             Node::Table(id) => match self.table_key(*id)? {
                 TableKey::WorldFile(name) => {
                     let bytes = std::fs::read(self.world.dir.join(&name)).map_err(|e| match e.kind() {

@@ -8,6 +8,8 @@
 //! | 2   | block << 20 \| p16 (12 bits) << 8 \| file | meta/X,Y,Z/...     |
 //! | 3   | x, y, z (16 bits each, +0x8000)          | node/X,Y,Z         |
 //! | 4   | counter                                  | table entries      |
+//! | 5   | name number (24 bits)                    | find/NAME          |
+//! | 6   | name number << 36 \| block (36 bits)      | find/NAME/X,Y,Z    |
 //!
 //! Table entries (world text files, metadata field files) are numbered
 //! from a counter (`table.rs`). Tag 15 is the core's (README, write-errors,
@@ -19,6 +21,8 @@ use crate::view::{BlockFile, MetaFile};
 pub const ROOT: u64 = crate::fs::ROOT;
 pub const BLOCKS: u64 = 2;
 pub const NODE_DIR: u64 = 3;
+pub const FIND_DIR: u64 = 6;
+pub const NAMES_FILE: u64 = 7;
 
 const TAG_SHIFT: u32 = 60;
 const BLOCK_META_ROOT: u64 = 0x20;
@@ -45,6 +49,14 @@ pub enum Node {
     NodeFile([i32; 3]),
     /// An entry of the inode table.
     Table(u64),
+    /// `find/`: one directory per node name of the world.
+    FindDir,
+    /// `names`: every name with its block and node counts.
+    NamesFile,
+    /// `find/NAME` (the name's number in the index).
+    FindName(u32),
+    /// `find/NAME/X,Y,Z`: a link to the block.
+    FindLink(u32, BlockPos),
 }
 
 fn tag(t: u64, v: u64) -> u64 {
@@ -74,6 +86,10 @@ impl Node {
                 tag(3, (a(x) << 32) | (a(y) << 16) | a(z))
             }
             Node::Table(id) => tag(4, id),
+            Node::FindDir => FIND_DIR,
+            Node::NamesFile => NAMES_FILE,
+            Node::FindName(n) => tag(5, n as u64),
+            Node::FindLink(n, p) => tag(6, ((n as u64) << 36) | p.packed()),
         }
     }
 
@@ -84,6 +100,8 @@ impl Node {
                 ROOT => Node::Root,
                 BLOCKS => Node::Blocks,
                 NODE_DIR => Node::NodeDir,
+                FIND_DIR => Node::FindDir,
+                NAMES_FILE => Node::NamesFile,
                 _ => return None,
             },
             1 => {
@@ -110,6 +128,8 @@ impl Node {
                 Node::NodeFile([a(32), a(16), a(0)])
             }
             4 => Node::Table(v),
+            5 => Node::FindName(u32::try_from(v).ok()?),
+            6 => Node::FindLink((v >> 36) as u32, BlockPos::unpack(v & ((1 << 36) - 1))),
             _ => return None,
         })
     }
@@ -136,6 +156,10 @@ mod tests {
             Node::MetaFile(p, 17, MetaFile::Private),
             Node::NodeFile([-31000, 0, 31000]),
             Node::Table(12345),
+            Node::FindDir,
+            Node::NamesFile,
+            Node::FindName(0xff_ffff),
+            Node::FindLink(0xff_ffff, p),
         ];
         let mut seen = std::collections::HashSet::new();
         for n in nodes {

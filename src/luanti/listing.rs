@@ -31,6 +31,10 @@ impl LuantiTree {
                 }
                 v.push((b"blocks".to_vec(), Node::Blocks));
                 v.push((b"node".to_vec(), Node::NodeDir));
+                if self.index.is_some() {
+                    v.push((b"find".to_vec(), Node::FindDir));
+                    v.push((b"names".to_vec(), Node::NamesFile));
+                }
                 v
             }
             Node::NodeDir => Vec::new(),
@@ -59,6 +63,7 @@ impl LuantiTree {
                 v.extend(MetaFile::ALL.iter().map(|&f| (f.name().as_bytes().to_vec(), Node::MetaFile(*pos, *p16, f))));
                 v
             }
+            Node::FindDir => self.list_find_dir()?,
             Node::FieldsDir(pos, p16) => {
                 let (_, entry) = self.meta_entry(*pos, *p16)?;
                 view::field_names(&entry)
@@ -90,6 +95,9 @@ impl LuantiTree {
         if *dir == Node::Blocks {
             return self.list_blocks(offset, plus, add);
         }
+        if let Node::FindName(n) = dir {
+            return self.list_find_name(*n, offset, plus, add);
+        }
         let children = self.children(dir)?;
         for (i, (name, node)) in children.into_iter().enumerate() {
             let cookie = i as u64 + 3;
@@ -112,7 +120,11 @@ impl LuantiTree {
         plus: bool,
         add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
     ) -> Result<bool> {
-        let kind = if Self::is_dir(node) { Kind::Dir } else { Kind::File };
+        let kind = match node {
+            _ if Self::is_dir(node) => Kind::Dir,
+            Node::FindLink(..) => Kind::Symlink,
+            _ => Kind::File,
+        };
         let entry = DirEntry { ino: node.ino(), offset: cookie, kind, name: OsString::from_vec(name) };
         let attr = if plus {
             match self.stat(node) {

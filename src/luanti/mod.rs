@@ -15,12 +15,15 @@
 //! * `queue.rs`: grouped commits (-o group_ms).
 //! * `serialized.rs`: this process's reads wait for its writes in memory.
 //! * `guard.rs`: refusing writes while a server has the map open.
-//! * `world_names.rs`: every node name of the world (warnings about typos).
+//! * `index.rs`: the world's index of node names (find/, names, typos).
+//! * `find.rs`: `find/` and `names` in the mount, and world-wide renames.
 
 pub mod cache;
 mod commit;
 mod content;
+mod find;
 pub mod guard;
+pub mod index;
 pub mod inode;
 mod listing;
 mod names;
@@ -28,7 +31,6 @@ mod queue;
 mod serialized;
 mod table;
 mod tree;
-mod world_names;
 
 pub use inode::Node;
 
@@ -80,8 +82,8 @@ pub struct LuantiTree {
     new_block_version: OnceLock<u8>,
     block_count: Mutex<Option<(std::time::Instant, u64)>>,
     mount_time: SystemTime,
-    /// Every node name of the world (made on first need).
-    world_names: world_names::WorldNames,
+    /// The world's index of node names (None if no file could hold it).
+    index: Option<index::NameIndex>,
 }
 
 /// World files with password hashes (never writable through the mount).
@@ -123,8 +125,36 @@ impl LuantiTree {
             new_block_version: OnceLock::new(),
             block_count: Mutex::new(None),
             mount_time: SystemTime::now(),
-            world_names: world_names::WorldNames::default(),
+            index: None,
         }
+    }
+
+    /// Keep the world's name index in `dir` (see `index.rs`).
+    pub fn with_index(mut self) -> LuantiTree {
+        let dir = self.opts.index_dir.clone().unwrap_or_else(index::default_dir);
+        let map = self.map_identity();
+        match index::NameIndex::open(&dir, map.clone(), self.opts.ttl, self.opts.index_ttl) {
+            Ok(i) => self.index = Some(i),
+            Err(e) => {
+                log::warn!("name index: {e}; trying the temporary directory");
+                let tmp = std::env::temp_dir().join("worldfs");
+                match index::NameIndex::open(&tmp, map, self.opts.ttl, self.opts.index_ttl) {
+                    Ok(i) => self.index = Some(i),
+                    Err(e) => log::warn!("name index: {e}; find/ and names are not available"),
+                }
+            }
+        }
+        self
+    }
+
+    /// What identifies this world's map for its index: the world's path,
+    /// the backend, and the map file's device and inode.
+    fn map_identity(&self) -> String {
+        use std::os::unix::fs::MetadataExt;
+        let dir = self.world.dir.canonicalize().unwrap_or_else(|_| self.world.dir.clone());
+        let file =
+            std::fs::metadata(self.world.map_path()).map(|m| format!("{}:{}", m.dev(), m.ino())).unwrap_or_default();
+        format!("{}|{}|{file}", dir.display(), self.store.describe())
     }
 
     /// Open a world directory with the store its world.mt names. A writable
@@ -162,7 +192,7 @@ impl LuantiTree {
             }
         }
         let store = world.open_store(opts.read_only, opts.journal)?;
-        let tree = Arc::new(LuantiTree::new(world, store, opts, services));
+        let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
         tree.start_background();
         Ok(tree)
     }
@@ -243,6 +273,8 @@ impl LuantiTree {
                 | Node::MetaRoot(_)
                 | Node::MetaDir(..)
                 | Node::FieldsDir(..)
+                | Node::FindDir
+                | Node::FindName(_)
         )
     }
 
@@ -297,6 +329,8 @@ impl LuantiTree {
                 l.is_decodable().then_some(()).ok_or_else(FsError::not_found)
             }
             Node::MetaDir(pos, p16) | Node::FieldsDir(pos, p16) => self.meta_entry(*pos, *p16).map(|_| ()),
+            Node::FindDir => self.index.as_ref().map(|_| ()).ok_or_else(FsError::not_found),
+            Node::FindName(n) => self.find_name(*n).map(|_| ()),
             _ => Err(FsError::not_dir()),
         }
     }
@@ -335,6 +369,9 @@ impl LuantiTree {
             self.check_dir(node)?;
             return Ok(self.attr(node, Kind::Dir, 0, 0));
         }
+        if let Node::FindLink(..) = node {
+            return self.link_attr(node);
+        }
         let (size, version) = match node {
             Node::BlockFile(pos, f) => {
                 let l = self.existing_block(*pos)?;
@@ -363,6 +400,8 @@ impl LuantiTree {
             Node::Root => Ok(match name {
                 b"blocks" => Node::Blocks,
                 b"node" => Node::NodeDir,
+                b"find" if self.index.is_some() => Node::FindDir,
+                b"names" if self.index.is_some() => Node::NamesFile,
                 _ => {
                     let s = std::str::from_utf8(name).map_err(|_| nf())?;
                     if !World::is_text_file_name(s) || !self.world.dir.join(s).is_file() {
@@ -398,13 +437,20 @@ impl LuantiTree {
                 Ok(self.table_node(TableKey::Field { pos: *pos, p16: *p16, key }))
             }
             Node::NodeDir => Ok(Node::NodeFile(parse_node_coords(name).ok_or_else(nf)?)),
+            Node::FindDir => self.find_name_node(name),
+            Node::FindName(n) => {
+                let s = std::str::from_utf8(name).map_err(|_| nf())?;
+                Ok(Node::FindLink(*n, s.parse().map_err(|_| nf())?))
+            }
             _ => Err(FsError::not_dir()),
         }
     }
 
     fn parent_of(&self, node: &Node) -> Result<Node> {
         Ok(match node {
-            Node::Root | Node::Blocks | Node::NodeDir => Node::Root,
+            Node::Root | Node::Blocks | Node::NodeDir | Node::FindDir | Node::NamesFile => Node::Root,
+            Node::FindName(_) => Node::FindDir,
+            Node::FindLink(n, _) => Node::FindName(*n),
             Node::BlockDir(_) => Node::Blocks,
             Node::BlockFile(p, _) | Node::MetaRoot(p) => Node::BlockDir(*p),
             Node::MetaDir(p, _) => Node::MetaRoot(*p),
@@ -430,6 +476,16 @@ impl LuantiTree {
             Node::MetaRoot(p) => format!("blocks/{p}/meta"),
             Node::FieldsDir(p, i) => format!("blocks/{p}/meta/{}/fields", view::meta_dir_name(*p, *i)),
             Node::NodeFile([x, y, z]) => format!("node/{x},{y},{z}"),
+            Node::FindDir => "find".into(),
+            Node::NamesFile => "names".into(),
+            Node::FindName(n) => format!(
+                "find/{}",
+                self.index.as_ref().and_then(|i| i.name_of(*n)).map_or_else(
+                    || format!("#{n}"),
+                    |name| String::from_utf8_lossy(&escape::key_to_name(&name)).into_owned()
+                )
+            ),
+            Node::FindLink(n, p) => format!("{}/{p}", self.describe(&Node::FindName(*n))),
             Node::Table(id) => match self.table.lock().unwrap().get(*id) {
                 Some(TableKey::WorldFile(n)) => n.clone(),
                 Some(TableKey::Field { pos, p16, key }) => format!(

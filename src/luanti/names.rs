@@ -23,6 +23,9 @@ impl LuantiTree {
             Node::MetaRoot(_) => {
                 Err(FsError::perm("meta/ holds only node directories (mkdir X,Y,Z adds metadata to a node)"))
             }
+            Node::FindDir | Node::FindName(_) => {
+                Err(FsError::perm("find/ is made from the world's blocks (mv find/OLD find/NEW renames a node type)"))
+            }
             Node::NodeDir => match parse_node_coords(name) {
                 Some([x, y, z]) => Err(FsError::new(
                     libc::ENOENT,
@@ -100,6 +103,18 @@ impl LuantiTree {
     }
 
     pub(super) fn rename_in(&self, dir: &Node, name: &[u8], newdir: &Node, newname: &[u8]) -> Result<()> {
+        if *dir == Node::FindDir {
+            return match newdir {
+                Node::FindDir => self.rename_everywhere(name, newname),
+                // `mv find/OLD find/NEW` when NEW exists: mv moves OLD into
+                // the directory NEW, which is the same merge.
+                Node::FindName(n) if newname == name => {
+                    let to = self.find_name(*n)?;
+                    self.rename_everywhere(name, &escape::key_to_name(&to))
+                }
+                _ => Err(FsError::new(libc::EXDEV, "a node type is renamed within find/ (mv find/OLD find/NEW)")),
+            };
+        }
         let (pos, p16, key) = self.field(dir, name)?;
         if newdir != dir {
             return Err(FsError::new(libc::EXDEV, "metadata fields move only within their fields/ directory"));

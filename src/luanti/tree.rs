@@ -19,6 +19,9 @@ impl LuantiTree {
                 Err(FsError::perm("error describes a block that cannot be decoded; write a valid blob to raw"))
             }
             _ if Self::is_dir(node) => Err(FsError::is_dir()),
+            Node::NamesFile | Node::FindLink(..) => {
+                Err(FsError::perm("names and find/ are made from the world (mv find/OLD find/NEW renames a node type)"))
+            }
             _ => Ok(()),
         }
     }
@@ -81,6 +84,10 @@ impl Tree for LuantiTree {
         let c = self.content(&node)?;
         let keep_cache = c.serial != 0 && self.record_served(&node, c.serial) == Some(c.serial);
         Ok((c.bytes, keep_cache))
+    }
+
+    fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        self.readlink_of(&self.node(ino)?)
     }
 
     fn check_writable(&self, ino: u64) -> Result<()> {

@@ -4,6 +4,7 @@
 
 pub mod journal;
 pub mod memory;
+pub mod name_index;
 mod pos;
 pub mod sqlite;
 mod sqlite_pool;

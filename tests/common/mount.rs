@@ -61,8 +61,10 @@ impl Mounted {
         let log = dir.path().join("worldfs.log");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldfs"));
         cmd.arg("mount").arg(world).arg(&mnt).arg("-f").args(extra);
+        // The name index goes to the test's own directory, not ~/.cache.
         let child = cmd
             .env("RUST_LOG", "worldfs=info")
+            .env("XDG_CACHE_HOME", dir.path().join("cache"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -111,7 +113,6 @@ impl Mounted {
         )
     }
 
-    /// Like `sh`, but panics unless the command succeeds; returns stdout.
     /// The refusals in MNT/write-errors (its lines without the warnings
     /// about names found nowhere else in the world).
     pub fn refusals(&self) -> String {
@@ -122,6 +123,7 @@ impl Mounted {
             .collect()
     }
 
+    /// Like `sh`, but panics unless the command succeeds; returns stdout.
     pub fn ok(&self, script: &str) -> String {
         let (code, out, err) = self.sh(script);
         assert_eq!(code, 0, "`{script}` failed:\n{err}\nlog:\n{}", self.log_text());

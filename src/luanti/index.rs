@@ -1,0 +1,544 @@
+//! The world's index of node names: which names the world holds, in how
+//! many blocks and nodes, and which blocks hold each name (`MNT/find/`,
+//! `MNT/names`, world-wide renames, the warning about a name found nowhere).
+//!
+//! Built by one scan of every block on all cores, then kept in a file in
+//! the user's cache directory (`store::name_index`), so later mounts use it
+//! at once. It describes one version of the map: the store's data version
+//! (SQLite's change counter) is compared on use; a change made by another
+//! process (the counter moved by more than this mount's own commits) makes
+//! it stale, and the next use builds it again. Blocks changed through the
+//! mount are kept as overrides on top of the built index, in memory and in
+//! the file. Stores without a data version are trusted for `index_ttl`
+//! after a build.
+//!
+//! Memory: a build holds each name's block list compressed (a varint per
+//! block and name: about 2-3 bytes); serving holds the names and counts,
+//! the overrides (one entry per block changed through the mount), and the
+//! sorted positions of the two names listed most recently (8 bytes per
+//! block).
+
+use crate::codec::Block;
+use crate::store::name_index::{IndexFile, NameRow, Override, Stamp};
+use crate::store::{BlockPos, MapStore};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The names of a block with how many of its nodes have each.
+pub type Counts = Vec<(Vec<u8>, u32)>;
+
+/// The name counts of a decoded block (names with no node left out).
+pub fn counts_of(b: &Block) -> Counts {
+    let mut per_id: HashMap<u16, u32> = HashMap::new();
+    for &id in &b.param0 {
+        *per_id.entry(id).or_insert(0) += 1;
+    }
+    let mut v: Counts = b.mapping.iter().filter_map(|m| per_id.remove(&m.id).map(|n| (m.name.clone(), n))).collect();
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------- encodings
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(data: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *data.get(*at)?;
+        *at += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// A block list as zigzag varint deltas of packed positions, in the order
+/// given (scan order keeps neighbours close, so deltas are small).
+#[derive(Default)]
+struct Postings {
+    bytes: Vec<u8>,
+    last: i64,
+}
+
+impl Postings {
+    fn push(&mut self, pos: BlockPos) {
+        let p = pos.packed() as i64;
+        let d = p - self.last;
+        self.last = p;
+        put_varint(&mut self.bytes, ((d << 1) ^ (d >> 63)) as u64);
+    }
+}
+
+fn decode_postings(data: &[u8]) -> Vec<BlockPos> {
+    let (mut at, mut last, mut out) = (0usize, 0i64, Vec::new());
+    while let Some(z) = get_varint(data, &mut at) {
+        last += ((z >> 1) as i64) ^ -((z & 1) as i64);
+        out.push(BlockPos::unpack(last as u64));
+    }
+    out
+}
+
+fn encode_counts(c: &Counts) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, n) in c {
+        put_varint(&mut out, name.len() as u64);
+        out.extend_from_slice(name);
+        put_varint(&mut out, *n as u64);
+    }
+    out
+}
+
+fn decode_counts(data: &[u8]) -> Counts {
+    let (mut at, mut out) = (0usize, Vec::new());
+    while let Some(len) = get_varint(data, &mut at) {
+        let Some(name) = data.get(at..at + len as usize) else { break };
+        at += len as usize;
+        let Some(n) = get_varint(data, &mut at) else { break };
+        out.push((name.to_vec(), n as u32));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- the index
+
+/// Names by number and numbers by name.
+type Numbers = (HashMap<Vec<u8>, u32>, Vec<Vec<u8>>);
+
+/// One name as the index shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameInfo {
+    pub name: Vec<u8>,
+    pub blocks: u64,
+    pub nodes: u64,
+}
+
+struct State {
+    /// Whether `base` and `overrides` describe the map as of `version`.
+    valid: bool,
+    version: Option<u64>,
+    built: Instant,
+    /// When the data version was last compared.
+    checked: Option<Instant>,
+    base: Vec<NameInfo>,
+    overrides: HashMap<u64, (Counts, Counts)>,
+    /// Bumped on every change, for the listing cache.
+    generation: u64,
+    /// The positions of recently listed names: (name, generation, list).
+    listed: Vec<(Vec<u8>, u64, Arc<Vec<BlockPos>>)>,
+}
+
+pub struct NameIndex {
+    file: IndexFile,
+    /// Which map this is, as the file's stamp says it.
+    map: String,
+    /// How long a check of the data version is trusted (the mount's TTL),
+    /// and how long an index of a store without data version is.
+    ttl: Duration,
+    index_ttl: Duration,
+    state: Mutex<State>,
+    /// Stable numbers for names (inodes of find/NAME), for the mount's life.
+    numbers: Mutex<Numbers>,
+}
+
+/// Where index files live: $XDG_CACHE_HOME/worldfs, else ~/.cache/worldfs,
+/// else the system's temporary directory.
+pub fn default_dir() -> std::path::PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| std::path::PathBuf::from(h).join(".cache"))
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("worldfs")
+}
+
+/// The index file name for a world: its path and map identity hashed.
+pub fn file_name(map: &str) -> String {
+    let mut crc = flate2::Crc::new();
+    crc.update(map.as_bytes());
+    let a = crc.sum();
+    crc.update(b"worldfs-index");
+    format!("index-{a:08x}{:08x}.sqlite", crc.sum())
+}
+
+impl NameIndex {
+    /// An index for the map described by `map` (path, backend, file
+    /// identity), kept in `dir`.
+    pub fn open(dir: &std::path::Path, map: String, ttl: Duration, index_ttl: Duration) -> Result<NameIndex, String> {
+        let path = dir.join(file_name(&map));
+        let file = IndexFile::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(NameIndex {
+            file,
+            map,
+            ttl,
+            index_ttl,
+            state: Mutex::new(State {
+                valid: false,
+                version: None,
+                built: Instant::now(),
+                checked: None,
+                base: Vec::new(),
+                overrides: HashMap::new(),
+                generation: 0,
+                listed: Vec::new(),
+            }),
+            numbers: Mutex::new((HashMap::new(), Vec::new())),
+        })
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.file.path()
+    }
+
+    /// Make sure the index describes the map as it is now (loading it from
+    /// the file or building it), and run `f` on its state.
+    fn current<T>(&self, store: &dyn MapStore, f: impl FnOnce(&mut State) -> T) -> Result<T, String> {
+        let mut st = self.state.lock().unwrap();
+        let due = st.checked.is_none_or(|t| t.elapsed() >= self.ttl);
+        if st.valid && due {
+            st.checked = Some(Instant::now());
+            let now = store.data_version();
+            let fresh = match (now, st.version) {
+                (Some(n), Some(v)) => n == v,
+                (None, None) => st.built.elapsed() < self.index_ttl,
+                _ => false,
+            };
+            if !fresh {
+                log::info!("name index: the map changed outside this mount; it will be built again");
+                st.valid = false;
+            }
+        }
+        if !st.valid {
+            self.load_or_build(store, &mut st)?;
+        }
+        Ok(f(&mut st))
+    }
+
+    fn load_or_build(&self, store: &dyn MapStore, st: &mut State) -> Result<(), String> {
+        let now = store.data_version();
+        let stamp = self.file.stamp().map_err(|e| e.to_string())?;
+        let usable = stamp.as_ref().is_some_and(|s| {
+            s.map == self.map
+                && match (now, s.version) {
+                    (Some(n), Some(v)) => n == v,
+                    (None, None) => crate::time::now_secs() * 1000 - s.built_ms < self.index_ttl.as_millis() as i64,
+                    _ => false,
+                }
+        });
+        if usable {
+            st.base = self.file.names().map_err(|e| e.to_string())?.into_iter().map(info).collect();
+            st.overrides = self
+                .file
+                .overrides()
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|o| (o.packed, (decode_counts(&o.base), decode_counts(&o.now))))
+                .collect();
+        } else {
+            let t = Instant::now();
+            let rows = build(store)?;
+            let stamp = Stamp { map: self.map.clone(), version: now, built_ms: crate::time::now_secs() * 1000 };
+            self.file.replace(&stamp, &rows).map_err(|e| e.to_string())?;
+            log::info!(
+                "name index: {} names built in {:.1} s ({})",
+                rows.len(),
+                t.elapsed().as_secs_f64(),
+                self.path().display()
+            );
+            st.base = rows.into_iter().map(info).collect();
+            st.overrides.clear();
+        }
+        st.valid = true;
+        st.version = now;
+        st.built = Instant::now();
+        st.checked = Some(Instant::now());
+        st.generation += 1;
+        st.listed.clear();
+        Ok(())
+    }
+
+    /// Every name with its counts (overrides applied), sorted by name.
+    pub fn names(&self, store: &dyn MapStore) -> Result<Vec<NameInfo>, String> {
+        self.current(store, |st| {
+            let mut m: BTreeMap<Vec<u8>, (i64, i64)> =
+                st.base.iter().map(|n| (n.name.clone(), (n.blocks as i64, n.nodes as i64))).collect();
+            for (base, now) in st.overrides.values() {
+                for (name, n) in base {
+                    let e = m.entry(name.clone()).or_insert((0, 0));
+                    e.0 -= 1;
+                    e.1 -= *n as i64;
+                }
+                for (name, n) in now {
+                    let e = m.entry(name.clone()).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += *n as i64;
+                }
+            }
+            m.into_iter()
+                .filter(|(_, (b, _))| *b > 0)
+                .map(|(name, (b, n))| NameInfo { name, blocks: b as u64, nodes: n.max(0) as u64 })
+                .collect()
+        })
+    }
+
+    /// Whether any block of the world holds `name`.
+    pub fn has(&self, store: &dyn MapStore, name: &[u8]) -> Result<bool, String> {
+        Ok(self.names(store)?.iter().any(|n| n.name == name))
+    }
+
+    /// The blocks holding `name`, sorted by packed position.
+    pub fn blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+        let cached = self.current(store, |st| {
+            st.listed.iter().find(|(n, g, _)| n == name && *g == st.generation).map(|(_, _, l)| l.clone())
+        })?;
+        if let Some(l) = cached {
+            return Ok(l);
+        }
+        let postings = self.file.postings(name).map_err(|e| e.to_string())?.unwrap_or_default();
+        let mut list = decode_postings(&postings);
+        self.current(store, |st| {
+            list.retain(|p| !st.overrides.contains_key(&p.packed()));
+            for (&packed, (_, now)) in &st.overrides {
+                if now.iter().any(|(n, _)| n == name) {
+                    list.push(BlockPos::unpack(packed));
+                }
+            }
+            list.sort_by_key(BlockPos::packed);
+            let list = Arc::new(list);
+            st.listed.retain(|(n, _, _)| n != name);
+            st.listed.insert(0, (name.to_vec(), st.generation, list.clone()));
+            st.listed.truncate(2);
+            list
+        })
+    }
+
+    /// A block changed through this mount (`None`: absent). Kept as an
+    /// override; nothing to do while the index is not built.
+    pub fn changed(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
+        let mut st = self.state.lock().unwrap();
+        if !st.valid {
+            return;
+        }
+        let now = new.map(counts_of).unwrap_or_default();
+        let base = match st.overrides.get(&pos.packed()) {
+            Some((b, _)) => b.clone(),
+            None => old.map(counts_of).unwrap_or_default(),
+        };
+        let row = Override { packed: pos.packed(), base: encode_counts(&base), now: encode_counts(&now) };
+        st.overrides.insert(pos.packed(), (base, now));
+        st.generation += 1;
+        let version = st.version;
+        drop(st);
+        if let Err(e) = self.file.put_overrides(&[row], version) {
+            log::warn!("name index: {e}; it will be built again");
+            self.state.lock().unwrap().valid = false;
+        }
+    }
+
+    /// This mount wrote one transaction: the map's data version went from
+    /// `before` to `after`. If that is all that happened since the index
+    /// was current, it stays current.
+    pub fn wrote(&self, before: Option<u64>, after: Option<u64>) {
+        let mut st = self.state.lock().unwrap();
+        if !st.valid {
+            return;
+        }
+        match (before, after) {
+            (Some(b), Some(a)) if st.version == Some(b) && a == b + 1 => st.version = Some(a),
+            (None, None) => {}
+            _ => {
+                st.valid = false;
+                return;
+            }
+        }
+        let version = st.version;
+        drop(st);
+        let _ = self.file.put_overrides(&[], version);
+    }
+
+    /// Node type `from` was renamed to `to` in every block that held it
+    /// (by this mount, with the map otherwise as the index describes it):
+    /// the two names' rows are merged, without a scan.
+    pub fn renamed(&self, from: &[u8], to: &[u8]) {
+        let mut st = self.state.lock().unwrap();
+        if !st.valid {
+            return;
+        }
+        let r = (|| -> Result<(), String> {
+            let list = |n: &[u8]| -> Result<Vec<BlockPos>, String> {
+                Ok(decode_postings(&self.file.postings(n).map_err(|e| e.to_string())?.unwrap_or_default()))
+            };
+            let mut merged = list(from)?;
+            merged.extend(list(to)?);
+            merged.sort_by_key(BlockPos::packed);
+            merged.dedup();
+            let mut postings = Postings::default();
+            merged.iter().for_each(|&p| postings.push(p));
+            let count = |n: &[u8]| st.base.iter().find(|i| i.name == n).map_or(0, |i| i.nodes);
+            let row = NameRow {
+                name: to.to_vec(),
+                blocks: merged.len() as u64,
+                nodes: count(from) + count(to),
+                postings: postings.bytes,
+            };
+            self.file.update_names(&[from.to_vec()], std::slice::from_ref(&row)).map_err(|e| e.to_string())?;
+            st.base.retain(|i| i.name != from && i.name != to);
+            st.base.push(NameInfo { name: row.name, blocks: row.blocks, nodes: row.nodes });
+            st.base.sort_by(|a, b| a.name.cmp(&b.name));
+            let rename = |c: &mut Counts| {
+                let moved: u32 = c.iter().filter(|(n, _)| n == from).map(|(_, k)| *k).sum();
+                if moved > 0 {
+                    c.retain(|(n, _)| n != from);
+                    match c.iter_mut().find(|(n, _)| n == to) {
+                        Some((_, k)) => *k += moved,
+                        None => c.push((to.to_vec(), moved)),
+                    }
+                    c.sort();
+                }
+            };
+            let mut rows = Vec::new();
+            for (packed, (base, now)) in st.overrides.iter_mut() {
+                rename(base);
+                rename(now);
+                rows.push(Override { packed: *packed, base: encode_counts(base), now: encode_counts(now) });
+            }
+            self.file.put_overrides(&rows, st.version).map_err(|e| e.to_string())
+        })();
+        if let Err(e) = r {
+            log::warn!("name index: {e}; it will be built again");
+            st.valid = false;
+        }
+        st.generation += 1;
+        st.listed.clear();
+    }
+
+    /// Forget the index (the next use builds it again).
+    pub fn invalidate(&self) {
+        self.state.lock().unwrap().valid = false;
+    }
+
+    /// A stable number for a name (for inodes), and back.
+    pub fn number(&self, name: &[u8]) -> u32 {
+        let mut n = self.numbers.lock().unwrap();
+        if let Some(&i) = n.0.get(name) {
+            return i;
+        }
+        let i = n.1.len() as u32;
+        n.0.insert(name.to_vec(), i);
+        n.1.push(name.to_vec());
+        i
+    }
+
+    pub fn name_of(&self, number: u32) -> Option<Vec<u8>> {
+        self.numbers.lock().unwrap().1.get(number as usize).cloned()
+    }
+}
+
+fn info(r: NameRow) -> NameInfo {
+    NameInfo { name: r.name, blocks: r.blocks, nodes: r.nodes }
+}
+
+/// One scan of every block: each name's counts and block list.
+fn build(store: &dyn MapStore) -> Result<Vec<NameRow>, String> {
+    struct Acc {
+        blocks: u64,
+        nodes: u64,
+        postings: Postings,
+    }
+    let mut acc: HashMap<Vec<u8>, Acc> = HashMap::new();
+    let per_slice = |blocks: &[(BlockPos, Vec<u8>)]| -> Vec<(BlockPos, Counts)> {
+        blocks.iter().filter_map(|(p, blob)| Block::decode(blob).ok().map(|b| (*p, counts_of(&b)))).collect()
+    };
+    crate::scan::scan(
+        store,
+        per_slice,
+        |part| {
+            for (pos, counts) in part {
+                for (name, n) in counts {
+                    let a =
+                        acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
+                    a.blocks += 1;
+                    a.nodes += n as u64;
+                    a.postings.push(pos);
+                }
+            }
+        },
+        &mut |_| {},
+    )?;
+    let mut rows: Vec<NameRow> = acc
+        .into_iter()
+        .map(|(name, a)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: a.postings.bytes })
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::MappingEntry;
+    use crate::store::memory::MemoryStore;
+    use crate::store::{Change, Note};
+
+    fn block(names: &[&str]) -> Block {
+        let mut b = Block::new_air(29);
+        for (i, n) in names.iter().enumerate() {
+            b.mapping.push(MappingEntry { id: i as u16 + 1, name: n.as_bytes().to_vec() });
+            b.param0[i] = i as u16 + 1;
+        }
+        b
+    }
+
+    #[test]
+    fn postings_and_counts_encode_and_decode() {
+        let ps = [BlockPos::new(0, 0, 0), BlockPos::new(-2048, 2047, 5), BlockPos::new(3, -1, -2048)];
+        let mut p = Postings::default();
+        ps.iter().for_each(|&x| p.push(x));
+        assert_eq!(decode_postings(&p.bytes), ps);
+        let c: Counts = vec![(b"air".to_vec(), 4000), (b"x:y".to_vec(), 96)];
+        assert_eq!(decode_counts(&encode_counts(&c)), c);
+    }
+
+    #[test]
+    fn built_loaded_kept_current_and_rebuilt_after_outside_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0), BlockPos::new(-5, 3, 9));
+        let store = MemoryStore::with_blocks([
+            (a, block(&["default:stone"]).encode().unwrap()),
+            (b, block(&["default:stone", "default:chest"]).encode().unwrap()),
+        ]);
+        let ttl = Duration::ZERO;
+        let idx = NameIndex::open(d.path(), "world".into(), ttl, Duration::from_secs(600)).unwrap();
+        let names = idx.names(&store).unwrap();
+        let get = |names: &[NameInfo], n: &str| names.iter().find(|i| i.name == n.as_bytes()).cloned();
+        assert_eq!(get(&names, "default:stone").unwrap().blocks, 2);
+        assert_eq!(get(&names, "air").unwrap().nodes, 4096 * 2 - 3);
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![b]);
+        // A commit through the mount: an override, still current.
+        let v0 = store.data_version();
+        let newc = block(&["default:chest"]);
+        store.apply(&[Change::Put(c, newc.encode().unwrap())], &Note::default()).unwrap();
+        idx.changed(c, None, Some(&newc));
+        idx.wrote(v0, store.data_version());
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![c, b], "by packed position");
+        // A second index on the same file loads it without a scan.
+        let again = NameIndex::open(d.path(), "world".into(), ttl, Duration::from_secs(600)).unwrap();
+        assert_eq!(*again.blocks_with(&store, b"default:chest").unwrap(), vec![c, b]);
+        assert_eq!(again.names(&store).unwrap(), idx.names(&store).unwrap());
+        // Another process deletes block b: the index is built again.
+        store.apply(&[Change::Delete(b)], &Note::default()).unwrap();
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![c]);
+        assert!(!idx.has(&store, b"nothing:here").unwrap());
+    }
+}
