@@ -53,6 +53,26 @@ pub struct Block {
     pub trailing: Vec<u8>,
 }
 
+/// Which content ids occur in `ids`: a table indexed by id (a HashSet of
+/// 4096 ids costs more than the rest of editing a block).
+pub fn ids_present(ids: &[u16]) -> IdSet {
+    let mut set = IdSet(vec![false; ids.iter().copied().max().map_or(0, |m| m as usize + 1)]);
+    for &id in ids {
+        set.0[id as usize] = true;
+    }
+    set
+}
+
+/// A set of content ids as a table (see [`ids_present`]).
+#[derive(Clone, Debug, Default)]
+pub struct IdSet(Vec<bool>);
+
+impl IdSet {
+    pub fn contains(&self, id: u16) -> bool {
+        self.0.get(id as usize).copied().unwrap_or(false)
+    }
+}
+
 /// Index of node (x, y, z) inside a block, each 0..16.
 pub fn node_index(x: usize, y: usize, z: usize) -> usize {
     z * 256 + y * 16 + x

@@ -26,8 +26,8 @@ use std::time::SystemTime;
 /// in a block does not make it impossible to edit.
 fn validate(orig: &Block, new: &Block) -> std::result::Result<(), String> {
     if new.param0 != orig.param0 || new.mapping != orig.mapping {
-        let named: HashSet<u16> = new.mapping.iter().map(|m| m.id).collect();
-        if let Some(id) = new.param0.iter().find(|id| !named.contains(id)) {
+        let named = crate::codec::block::ids_present(&new.mapping.iter().map(|m| m.id).collect::<Vec<_>>());
+        if let Some(id) = new.param0.iter().find(|&&id| !named.contains(id)) {
             return Err(format!("content id {id} is used but has no name in names"));
         }
         if new.mapping.iter().any(|m| m.name.is_empty()) {

@@ -180,7 +180,10 @@ impl LuantiTree {
         }
         let parts = list.len().div_ceil(RENAME_PART);
         let t = std::time::Instant::now();
-        let r = self.rename_parts(&list, &from, &to, from_file, to_file, parts);
+        // In the store's usual key order: neighbouring reads and writes.
+        let mut ordered = list.to_vec();
+        ordered.sort_by_key(BlockPos::legacy_key);
+        let r = self.rename_parts(&ordered, &from, &to, from_file, to_file, parts);
         if let Some(index) = &self.index {
             match &r {
                 Ok(()) => index.renamed(&from, &to),
@@ -208,7 +211,9 @@ impl LuantiTree {
         parts: usize,
     ) -> Result<()> {
         for (k, part) in list.chunks(RENAME_PART).enumerate() {
+            let t = std::time::Instant::now();
             let edits = self.renamed_blocks(part, from, to)?;
+            let prepared = t.elapsed();
             let mut changes = Vec::with_capacity(edits.len() * 2);
             for (pos, old, new) in &edits {
                 changes.push(Change::Expect(*pos, Some(old.clone())));
@@ -224,6 +229,13 @@ impl LuantiTree {
             );
             self.apply_changes(&changes, &Note::new(what))?;
             drop(changes);
+            log::info!(
+                "rename part {}: {} block(s) read and re-encoded in {:.2} s, written in {:.2} s",
+                k + 1,
+                edits.len(),
+                prepared.as_secs_f64(),
+                (t.elapsed() - prepared).as_secs_f64()
+            );
             let mut inval = Vec::new();
             let now = std::time::SystemTime::now();
             let mut changed = self.changed.lock().unwrap();
@@ -304,8 +316,8 @@ pub fn rename_in_block(b: &mut Block, from: &[u8], to: &[u8]) -> bool {
         }
     }
     // Names no node uses are dropped, as the engine writes them.
-    let used: std::collections::HashSet<u16> = b.param0.iter().copied().collect();
-    b.mapping.retain(|m| used.contains(&m.id));
+    let used = crate::codec::block::ids_present(&b.param0);
+    b.mapping.retain(|m| used.contains(m.id));
     true
 }
 

@@ -30,11 +30,23 @@ pub type Counts = Vec<(Vec<u8>, u32)>;
 
 /// The name counts of a decoded block (names with no node left out).
 pub fn counts_of(b: &Block) -> Counts {
-    let mut per_id: HashMap<u16, u32> = HashMap::new();
-    for &id in &b.param0 {
-        *per_id.entry(id).or_insert(0) += 1;
+    // Most blocks are of one node type (all air, all stone).
+    if let Some(&first) = b.param0.first()
+        && b.param0.iter().all(|&id| id == first)
+    {
+        return b.name_of(first).map(|n| vec![(n.to_vec(), b.param0.len() as u32)]).unwrap_or_default();
     }
-    let mut v: Counts = b.mapping.iter().filter_map(|m| per_id.remove(&m.id).map(|n| (m.name.clone(), n))).collect();
+    let max = b.param0.iter().copied().max().unwrap_or(0) as usize;
+    let mut per_id = vec![0u32; max + 1];
+    for &id in &b.param0 {
+        per_id[id as usize] += 1;
+    }
+    let mut v: Counts = Vec::new();
+    for m in &b.mapping {
+        if let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) {
+            v.push((m.name.clone(), std::mem::take(n)));
+        }
+    }
     v.sort();
     v
 }
@@ -457,21 +469,44 @@ fn build(store: &dyn MapStore) -> Result<Vec<NameRow>, String> {
         postings: Postings,
     }
     let mut acc: HashMap<Vec<u8>, Acc> = HashMap::new();
-    let per_slice = |blocks: &[(BlockPos, Vec<u8>)]| -> Vec<(BlockPos, Counts)> {
-        blocks.iter().filter_map(|(p, blob)| Block::decode(blob).ok().map(|b| (*p, counts_of(&b)))).collect()
+    // Each thread gathers its slice by name (names hashed and copied once
+    // per slice, not per block); the slices are merged in key order.
+    let per_slice = |blocks: &[(BlockPos, Vec<u8>)]| -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
+        let mut by_name: HashMap<Vec<u8>, (u64, Vec<BlockPos>)> = HashMap::new();
+        let mut per_id: Vec<u32> = Vec::new();
+        for (pos, blob) in blocks {
+            let Ok(b) = Block::decode(blob) else { continue };
+            let max = b.param0.iter().copied().max().unwrap_or(0) as usize;
+            per_id.clear();
+            per_id.resize(max + 1, 0);
+            for &id in &b.param0 {
+                per_id[id as usize] += 1;
+            }
+            for m in &b.mapping {
+                let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) else { continue };
+                let n = std::mem::take(n) as u64;
+                match by_name.get_mut(m.name.as_slice()) {
+                    Some(e) => {
+                        e.0 += n;
+                        e.1.push(*pos);
+                    }
+                    None => {
+                        by_name.insert(m.name.clone(), (n, vec![*pos]));
+                    }
+                }
+            }
+        }
+        by_name
     };
     crate::scan::scan(
         store,
         per_slice,
         |part| {
-            for (pos, counts) in part {
-                for (name, n) in counts {
-                    let a =
-                        acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
-                    a.blocks += 1;
-                    a.nodes += n as u64;
-                    a.postings.push(pos);
-                }
+            for (name, (nodes, positions)) in part {
+                let a = acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
+                a.blocks += positions.len() as u64;
+                a.nodes += nodes;
+                positions.into_iter().for_each(|p| a.postings.push(p));
             }
         },
         &mut |_| {},

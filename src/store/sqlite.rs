@@ -338,7 +338,19 @@ impl MapStore for SqliteStore {
             || self.connect(),
             |conn| {
                 let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
-                if let Some(e) = super::unmet_expectation(changes, |p| self.get_in(&tx, p))? {
+                // Each block read once, for its expectation and its journal
+                // record both.
+                let mut current: std::collections::HashMap<BlockPos, Option<Vec<u8>>> =
+                    std::collections::HashMap::new();
+                let mut read = |p: BlockPos| -> Result<Option<Vec<u8>>> {
+                    if let Some(b) = current.get(&p) {
+                        return Ok(b.clone());
+                    }
+                    let b = self.get_in(&tx, p)?;
+                    current.insert(p, b.clone());
+                    Ok(b)
+                };
+                if let Some(e) = super::unmet_expectation(changes, &mut read)? {
                     return Err(e);
                 }
                 if self.journal.is_some() {
@@ -349,7 +361,7 @@ impl MapStore for SqliteStore {
                             Change::Delete(p) => (*p, None),
                             Change::Expect(..) => continue,
                         };
-                        blocks.push((p, self.get_in(&tx, p)?, after));
+                        blocks.push((p, read(p)?, after));
                     }
                     journal::record(&tx, note, &blocks).map_err(backend)?;
                 }

@@ -359,9 +359,11 @@ pub fn apply_names(b: &mut Block, content: &[u8]) -> Result<()> {
         known_or_valid(b, &name, n)?;
         mapping.push(MappingEntry { id, name });
     }
-    let used: HashSet<u16> = b.param0.iter().copied().collect();
-    let mut missing: Vec<u16> = used.iter().copied().filter(|id| !ids.contains(id)).collect();
+    let used = crate::codec::block::ids_present(&b.param0);
+    let mut missing: Vec<u16> = b.param0.iter().copied().filter(|id| !ids.contains(id)).collect();
     if !missing.is_empty() {
+        missing.sort();
+        missing.dedup();
         missing.sort();
         let count = b.param0.iter().filter(|id| missing.contains(id)).count();
         return Err(whole(format!(
@@ -369,7 +371,7 @@ pub fn apply_names(b: &mut Block, content: &[u8]) -> Result<()> {
             missing.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
         )));
     }
-    mapping.retain(|m| used.contains(&m.id));
+    mapping.retain(|m| used.contains(m.id));
     b.mapping = mapping;
     Ok(())
 }
@@ -390,8 +392,8 @@ pub fn id_for(b: &mut Block, name: &[u8]) -> Result<u16> {
 
 /// Drop mapping entries that no node uses (the engine writes only used ids).
 pub fn drop_unused_names(b: &mut Block) {
-    let used: HashSet<u16> = b.param0.iter().copied().collect();
-    b.mapping.retain(|m| used.contains(&m.id));
+    let used = crate::codec::block::ids_present(&b.param0);
+    b.mapping.retain(|m| used.contains(m.id));
 }
 
 /// Apply `nodes`: all 4096 positions, each once, in any order.
@@ -519,8 +521,8 @@ pub fn apply_param0(b: &mut Block, content: &[u8]) -> Result<()> {
         return Err(whole(format!("param0 must be exactly 8192 bytes (4096 big-endian u16), not {}", content.len())));
     }
     let ids: Vec<u16> = content.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
-    let named: HashSet<u16> = b.mapping.iter().map(|m| m.id).collect();
-    if let Some(i) = ids.iter().position(|id| !named.contains(id)) {
+    let named = crate::codec::block::ids_present(&b.mapping.iter().map(|m| m.id).collect::<Vec<_>>());
+    if let Some(i) = ids.iter().position(|&id| !named.contains(id)) {
         let (x, y, z) = crate::codec::block::index_xyz(i);
         return Err(whole(format!(
             "content id {} (node {i}, in-block {x},{y},{z}) has no name in names; add it there first",
