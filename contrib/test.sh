@@ -16,6 +16,8 @@ command -v nano >/dev/null || need+=(nano)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
 command -v tmux >/dev/null || need+=(tmux)
 command -v setpriv >/dev/null || need+=(util-linux)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v man >/dev/null || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing: ${need[*]}"
@@ -33,7 +35,7 @@ fi
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,root,python3,vim,nano,tmux,setpriv
+    WORLDFS_REQUIRE=fuse,server,root,python3,vim,nano,tmux,setpriv,systemd
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else
@@ -51,3 +53,10 @@ trap 'rm -rf "$XDG_CACHE_HOME"' EXIT
 cargo fmt --check
 cargo clippy --all-targets --profile ci -- -D warnings
 cargo test --profile ci -- --test-threads="${TEST_THREADS:-2}"
+
+# `cargo install --path .` works from this checkout (what README tells a
+# new user), and the installed command runs.
+install_root=$(mktemp -d)
+cargo install --quiet --locked --path . --root "$install_root" --target-dir target
+"$install_root/bin/worldfs" --version
+rm -rf "$install_root"

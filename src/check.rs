@@ -15,6 +15,18 @@ pub struct Report {
 }
 
 impl Report {
+    /// The report for scripts (`worldfs check --json`).
+    pub fn json(&self, store: &dyn MapStore) -> serde_json::Value {
+        serde_json::json!({
+            "map_database": store.describe(),
+            "blocks": self.blocks,
+            "per_version": self.per_version.iter().map(|(v, n)| (v.to_string(), *n)).collect::<BTreeMap<String, u64>>(),
+            "not_generated": self.not_generated,
+            "with_metadata": self.with_metadata,
+            "corrupt": self.corrupt.iter().map(|(p, why)| serde_json::json!({"block": p.to_string(), "reason": why})).collect::<Vec<_>>(),
+        })
+    }
+
     pub fn print(&self, store: &dyn MapStore, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "map database: {}", store.describe())?;
         writeln!(out, "blocks: {}", self.blocks)?;

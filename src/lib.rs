@@ -8,6 +8,7 @@
 pub mod affinity;
 pub mod awake;
 pub mod check;
+pub mod cli;
 pub mod codec;
 pub mod demo;
 pub mod fs;

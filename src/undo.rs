@@ -148,6 +148,26 @@ pub fn listing(journal: &Journal, limit: Option<usize>) -> crate::store::Result<
     Ok(out)
 }
 
+/// The journal's changes for scripts, newest first (`limit` of them):
+/// id, time (UTC text and milliseconds), what, blocks, reverted_by.
+pub fn listing_json(journal: &Journal, limit: Option<usize>) -> crate::store::Result<serde_json::Value> {
+    let list = journal.changes(None, limit)?;
+    Ok(serde_json::Value::Array(
+        list.iter()
+            .map(|c| {
+                serde_json::json!({
+                    "id": c.id,
+                    "time": crate::time::format_utc(c.time_ms.div_euclid(1000)),
+                    "time_ms": c.time_ms,
+                    "what": c.what,
+                    "blocks": c.blocks,
+                    "reverted_by": c.reverted_by,
+                })
+            })
+            .collect(),
+    ))
+}
+
 /// Apply a plan in one journaled transaction.
 pub fn execute(store: &dyn MapStore, plan: &Plan) -> Result<(), String> {
     store.apply(&plan.changes, &plan.note()).map_err(err)

@@ -1,0 +1,222 @@
+//! The command line: `worldfs mount|check|undo|journal|demo|...`, and
+//! `mount.fuse.worldfs` (the helper mount(8) runs for fstab lines of type
+//! `fuse.worldfs`). Everything the binary does starts here.
+
+mod helper;
+mod mount;
+mod reports;
+
+use reports::Undo;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The version with the commit it was built from (see build.rs).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WORLDFS_COMMIT"), ")");
+
+#[derive(Parser)]
+#[command(
+    name = "worldfs",
+    version = VERSION,
+    about = "Mount game worlds as files: a Luanti (Minetest) world, every mapblock a directory; \
+             schematics, DDNet maps and more"
+)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Less log output (errors only).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Mount WORLD (a Luanti world directory, or a file of another kind of
+    /// world: a schematic, a map...) on MOUNTPOINT.
+    ///
+    /// Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`, or
+    /// stop a foreground mount with Ctrl-C.
+    Mount {
+        world: PathBuf,
+        mountpoint: PathBuf,
+        /// What WORLD is (luanti, or a file kind); found from WORLD itself
+        /// when not given.
+        #[arg(short = 't', long = "type", value_name = "KIND")]
+        kind: Option<String>,
+        /// Comma-separated options: ro, rw, allow_other, allow_root,
+        /// auto_unmount, ttl=SECONDS, entry_ttl=SECONDS, cache_mb=MIB, threads=N,
+        /// nocpu_follow, nospin, nojournal (no
+        /// undo journal), group_ms=N (write changes in groups, at most N ms
+        /// after their close; fsync still waits for the write), guard_ms=N
+        /// (look for a server holding the map at most N ms before a write;
+        /// default 500), index_dir=DIR (where the name index is kept;
+        /// default ~/.cache/worldfs), index_ttl=SECONDS (how long the index
+        /// of a map without a change counter is trusted; default 600).
+        #[arg(short = 'o', value_name = "OPTIONS")]
+        options: Vec<String>,
+        /// Stay in the foreground (do not daemonize).
+        #[arg(short = 'f', long)]
+        foreground: bool,
+        /// Write the log to FILE (a daemon otherwise has no log).
+        #[arg(long, value_name = "FILE")]
+        log: Option<PathBuf>,
+        /// Mount writable even while another process (a running server) has
+        /// the map database open, and keep writing if one opens it later.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Decode every block of WORLD and print a summary; exit status 1 if any
+    /// block is corrupt.
+    Check {
+        world: PathBuf,
+        /// Print the report as JSON (for scripts).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a small demo world (a house with a chest, a sign and a furnace)
+    /// into DIR.
+    Demo { dir: PathBuf },
+    /// List the changes in WORLD's undo journal, or revert some of them.
+    ///
+    /// Without --last, --since or --id: list the newest changes. A revert is
+    /// itself a change in the journal, so it can be reverted with --id.
+    /// TIME is 2026-11-22, '2026-11-22 10:30' (UTC), @UNIXSECONDS, or an
+    /// age: 90s, 15m, 2h, 3d.
+    Undo {
+        world: PathBuf,
+        /// Revert the newest N changes that are not reverted yet.
+        #[arg(long, value_name = "N", conflicts_with_all = ["since", "id"])]
+        last: Option<usize>,
+        /// Put every block changed since TIME back as it was then.
+        #[arg(long, value_name = "TIME", conflicts_with = "id")]
+        since: Option<String>,
+        /// Revert the change numbered K (as listed).
+        #[arg(long, value_name = "K")]
+        id: Option<i64>,
+        /// Only show what would be reverted.
+        #[arg(long)]
+        dry_run: bool,
+        /// Revert even blocks changed since outside the journal, or while
+        /// another process has the map open.
+        #[arg(long)]
+        force: bool,
+        /// List every change, not only the newest 20.
+        #[arg(long)]
+        all: bool,
+        /// Print the listing as JSON (for scripts).
+        #[arg(long, conflicts_with_all = ["last", "since", "id"])]
+        json: bool,
+    },
+    /// Maintain WORLD's undo journal.
+    Journal {
+        #[command(subcommand)]
+        action: JournalAction,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell) to standard output.
+    Completions { shell: clap_complete::Shell },
+    /// Write the man pages (worldfs.1 and one per command) into DIR, or print
+    /// worldfs.1 when no DIR is given.
+    Man { dir: Option<PathBuf> },
+}
+
+#[derive(Subcommand)]
+pub enum JournalAction {
+    /// Drop the oldest changes (they can no longer be undone) and compact.
+    Prune {
+        world: PathBuf,
+        /// Drop changes older than TIME (see `undo --help`).
+        #[arg(long, value_name = "TIME")]
+        before: Option<String>,
+        /// Keep only the newest changes that fit in MIB mebibytes.
+        #[arg(long, value_name = "MIB")]
+        max_mb: Option<u64>,
+    },
+}
+
+/// Log to standard error at the level the flags ask for; every line names
+/// what it concerns (the daemon's lines the world it serves).
+fn init_log(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (_, 0) => "warn",
+        (_, 1) => "info",
+        (_, 2) => "debug",
+        _ => "trace",
+    };
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level))
+        .format(|buf, record| {
+            use std::io::Write;
+            let world = mount::WORLD.get().map(|w| format!(" [{w}]")).unwrap_or_default();
+            writeln!(
+                buf,
+                "{} {:<5} worldfs{world}: {}",
+                crate::time::format_utc(crate::time::now_secs()),
+                record.level(),
+                record.args()
+            )
+        })
+        .init();
+}
+
+/// `worldfs ...` (or `mount.fuse.worldfs ...`, called by mount(8)).
+pub fn main() -> ExitCode {
+    if helper::called_as_helper() {
+        return helper::main();
+    }
+    let cli = Cli::parse();
+    init_log(cli.verbose, cli.quiet);
+    let r = match cli.command {
+        Command::Mount { world, mountpoint, kind, options, foreground, log, force } => {
+            mount::mount(world, kind, mountpoint, options, foreground, log, force).map(|_| true)
+        }
+        Command::Check { world, json } => reports::check(world, json),
+        Command::Undo { world, last, since, id, dry_run, force, all, json } => {
+            reports::undo(&world, Undo { last, since, id, dry_run, force, all, json }).map(|_| true)
+        }
+        Command::Journal { action: JournalAction::Prune { world, before, max_mb } } => {
+            reports::prune(&world, before, max_mb).map(|_| true)
+        }
+        Command::Demo { dir } => crate::demo::write_demo(&dir).map(|_| {
+            println!("demo world written to {}", dir.display());
+            true
+        }),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "worldfs", &mut std::io::stdout());
+            Ok(true)
+        }
+        Command::Man { dir } => man(dir).map(|_| true),
+    };
+    exit(r)
+}
+
+fn exit(r: Result<bool, String>) -> ExitCode {
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("worldfs: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The man pages, made from the same definitions as `--help`.
+fn man(dir: Option<PathBuf>) -> Result<(), String> {
+    let cmd = Cli::command();
+    match dir {
+        None => match clap_mangen::Man::new(cmd).render(&mut std::io::stdout()) {
+            // `worldfs man | head` is not an error.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.map_err(|e| e.to_string()),
+        },
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            clap_mangen::generate_to(cmd, &dir).map_err(|e| format!("{}: {e}", dir.display()))
+        }
+    }
+}

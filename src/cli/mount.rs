@@ -1,0 +1,326 @@
+//! `worldfs mount`: options, the daemon (fork, report the outcome of the
+//! mount to the parent, serve until unmounted or signalled), and the checks
+//! made before mounting.
+
+use crate::fs::{Options, WorldFs};
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// The world this process serves, for log lines.
+pub static WORLD: OnceLock<String> = OnceLock::new();
+
+pub struct MountOpts {
+    fs: Options,
+    /// Options the core does not know, for the kind of world.
+    extra: Vec<(String, Option<String>)>,
+    allow_other: bool,
+    allow_root: bool,
+    auto_unmount: bool,
+    threads: usize,
+    /// Move each FUSE thread to its caller's CPU (`affinity`).
+    cpu_follow: bool,
+    /// Keep the serving CPUs awake while requests flow (`awake`).
+    spin: bool,
+}
+
+pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
+    let mut m = MountOpts {
+        fs: Options { read_only: false, ..Options::default() },
+        extra: Vec::new(),
+        allow_other: false,
+        allow_root: false,
+        auto_unmount: false,
+        threads: std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2),
+        cpu_follow: true,
+        spin: true,
+    };
+    for opt in list.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
+        let (k, v) = opt.split_once('=').map_or((opt, None), |(k, v)| (k, Some(v)));
+        let num = |v: Option<&str>| -> Result<u64, String> {
+            v.and_then(|v| v.parse().ok()).ok_or_else(|| format!("-o {k}= needs a whole number"))
+        };
+        match k {
+            "ro" => m.fs.read_only = true,
+            "rw" => m.fs.read_only = false,
+            "allow_other" => m.allow_other = true,
+            "allow_root" => m.allow_root = true,
+            "auto_unmount" => m.auto_unmount = true,
+            "nojournal" => m.fs.journal = false,
+            "group_ms" => m.fs.group_commit = Duration::from_millis(num(v)?.min(60_000)),
+            "ttl" => m.fs.ttl = Duration::from_secs(num(v)?),
+            "entry_ttl" => m.fs.entry_ttl = Duration::from_secs(num(v)?),
+            "cache_mb" => m.fs.cache_bytes = (num(v)? as usize).max(1) << 20,
+            "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
+            "nocpu_follow" => m.cpu_follow = false,
+            "nospin" => m.spin = false,
+            "guard_ms" => m.fs.guard_interval = Duration::from_millis(num(v)?),
+            "index_dir" => {
+                m.fs.index_dir =
+                    Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
+            }
+            "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
+            _ => m.extra.push((k.to_string(), v.map(str::to_string))),
+        }
+    }
+    Ok(m)
+}
+
+fn fuser_config(m: &MountOpts) -> fuser::Config {
+    use fuser::MountOption as O;
+    let mut c = fuser::Config::default();
+    c.mount_options = vec![
+        O::FSName("worldfs".into()),
+        O::Subtype("worldfs".into()),
+        O::DefaultPermissions,
+        O::NoAtime,
+        O::NoDev,
+        O::NoSuid,
+        if m.fs.read_only { O::RO } else { O::RW },
+    ];
+    if m.auto_unmount {
+        c.mount_options.push(O::AutoUnmount);
+    }
+    c.acl = if m.allow_other {
+        fuser::SessionACL::All
+    } else if m.allow_root || m.auto_unmount {
+        fuser::SessionACL::RootAndOwner
+    } else {
+        fuser::SessionACL::Owner
+    };
+    c.n_threads = Some(m.threads);
+    c
+}
+
+/// Block SIGINT/SIGTERM in every thread, to be waited for in the main one.
+fn block_signals() -> libc::sigset_t {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Mount and serve until unmounted or signalled. `ready` is told the
+/// outcome of the mount itself.
+fn serve(
+    world: &Path,
+    kind: Option<&str>,
+    mountpoint: &Path,
+    m: &MountOpts,
+    ready: &mut dyn FnMut(Result<(), String>),
+) -> Result<(), String> {
+    let signals = block_signals();
+    let fs = match WorldFs::open_path(world, kind, m.extra.clone(), m.fs.clone()) {
+        Ok(fs) => Arc::new(fs),
+        Err(e) => {
+            ready(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    let adapter = crate::fuse::FuseAdapter::new(fs.clone(), m.cpu_follow, m.spin);
+    let session = match fuser::Session::new(adapter, mountpoint, &fuser_config(m)) {
+        Ok(s) => s,
+        Err(e) => {
+            let e = format!("cannot mount on {}: {e}", mountpoint.display());
+            ready(Err(e.clone()));
+            return Err(e);
+        }
+    };
+    crate::fuse::start_invalidator(&fs, session.notifier());
+    let bg = session.spawn().map_err(|e| e.to_string())?;
+    log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.describe());
+    ready(Ok(()));
+    let mut signalled = false;
+    loop {
+        if bg.guard.is_finished() {
+            // Unmounted (from outside, or detached after a signal and the
+            // last open file closed).
+            let r = bg.join().map_err(|e| e.to_string());
+            finish(&fs);
+            return r;
+        }
+        let timeout = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
+        let sig = unsafe { libc::sigtimedwait(&signals, std::ptr::null_mut(), &timeout) };
+        if sig <= 0 {
+            continue;
+        }
+        if signalled {
+            log::warn!(
+                "signal {sig} again: stopping now; files still open on {} lose their connection",
+                mountpoint.display()
+            );
+            finish(&fs);
+            return Ok(());
+        }
+        signalled = true;
+        log::info!("signal {sig}: unmounting {}", mountpoint.display());
+        match detach(mountpoint, false) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                log::warn!(
+                    "{}: files are still open there; detaching the mount now, and worldfs exits when the last \
+                     one is closed (what they hold is committed then); a second signal stops at once",
+                    mountpoint.display()
+                );
+                if let Err(e) = detach(mountpoint, true) {
+                    log::error!("cannot detach {}: {e}", mountpoint.display());
+                }
+            }
+            Err(e) => log::error!("cannot unmount {}: {e}", mountpoint.display()),
+        }
+    }
+}
+
+/// Refuse a mountpoint from which the daemon would reach its own mount when
+/// it opens the world's files: every access would wait for itself.
+fn check_mountpoint(world: &Path, mountpoint: &Path) -> Result<(), String> {
+    if !world.is_dir() {
+        // A file kind: it and its temporary files live in its directory.
+        let dir = world.parent().unwrap_or(Path::new("/"));
+        if dir.starts_with(mountpoint) {
+            return Err(format!(
+                "{}: the mountpoint holds {}; worldfs writes it back through that path and would wait \
+                 on its own mount; mount somewhere else",
+                mountpoint.display(),
+                world.display()
+            ));
+        }
+        return Ok(());
+    }
+    if world.starts_with(mountpoint) {
+        let how = if world == mountpoint { "is the world directory itself" } else { "contains the world" };
+        return Err(format!(
+            "{}: the mountpoint {how}; worldfs reads the world's files through that path and would wait \
+             on its own mount; mount somewhere else",
+            mountpoint.display()
+        ));
+    }
+    if mountpoint.starts_with(world) {
+        return Err(format!(
+            "{}: the mountpoint is inside the world directory {}; worldfs lists and reads the world's \
+             own files there and would reach its own mount; mount somewhere else",
+            mountpoint.display(),
+            world.display()
+        ));
+    }
+    Ok(())
+}
+
+/// After the session: commit what open files still hold, and say so.
+fn finish(fs: &WorldFs) {
+    for line in fs.shutdown() {
+        log::warn!("{line}");
+    }
+}
+
+/// Unmount `mnt`; `lazy`: detach it now even if files are open there.
+fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    if unsafe { libc::geteuid() } == 0 {
+        let c = std::ffi::CString::new(mnt.as_os_str().as_bytes())?;
+        let r = unsafe { libc::umount2(c.as_ptr(), if lazy { libc::MNT_DETACH } else { 0 }) };
+        return if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+    }
+    let out = std::process::Command::new("fusermount3").arg(if lazy { "-uz" } else { "-u" }).arg(mnt).output()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    match out.status.success() {
+        true => Ok(()),
+        false if err.contains("busy") => Err(std::io::Error::from_raw_os_error(libc::EBUSY)),
+        false => Err(std::io::Error::other(err.trim().to_string())),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn mount(
+    world: PathBuf,
+    kind: Option<String>,
+    mountpoint: PathBuf,
+    options: Vec<String>,
+    foreground: bool,
+    log: Option<PathBuf>,
+    force: bool,
+) -> Result<(), String> {
+    let mut m = parse_mount_options(&options)?;
+    m.fs.force = force;
+    // One malloc arena for the daemon: with one per FUSE thread, blocks
+    // evicted from the cache leave holes in each, and the daemon peaked at
+    // 203 MB instead of 153 MB for the same walk (docs/performance.md).
+    // SAFETY: a glibc tunable set before any thread starts.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+    let world = std::fs::canonicalize(&world).map_err(|e| format!("{}: {e}", world.display()))?;
+    let _ = WORLD.set(world.display().to_string());
+    let mountpoint = std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
+    check_mountpoint(&world, &mountpoint)?;
+    // Check the world before detaching, so that errors reach the terminal.
+    drop(WorldFs::open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
+    if foreground {
+        return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
+    }
+    let log_file = match &log {
+        Some(p) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err("pipe failed".into());
+    }
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    match unsafe { libc::fork() } {
+        -1 => Err("fork failed".into()),
+        0 => {
+            drop(rd);
+            unsafe {
+                libc::setsid();
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+                libc::dup2(null, 0);
+                libc::dup2(null, 1);
+                match &log_file {
+                    Some(f) => libc::dup2(std::os::fd::AsRawFd::as_raw_fd(f), 2),
+                    None => libc::dup2(null, 2),
+                };
+            }
+            let _ = std::env::set_current_dir("/");
+            let mut pipe = Some(std::fs::File::from(wr));
+            let r = serve(&world, kind.as_deref(), &mountpoint, &m, &mut |r| {
+                let msg = match r {
+                    Ok(()) => "ok\n".to_string(),
+                    Err(e) => format!("{e}\n"),
+                };
+                // Closing the pipe lets the parent return.
+                if let Some(mut p) = pipe.take() {
+                    let _ = p.write_all(msg.as_bytes());
+                }
+            });
+            if let Err(e) = &r {
+                log::error!("{e}");
+            }
+            std::process::exit(if r.is_ok() { 0 } else { 1 });
+        }
+        _ => {
+            drop(wr);
+            let mut msg = String::new();
+            let _ = std::fs::File::from(rd).read_to_string(&mut msg);
+            match msg.trim_end() {
+                "ok" => Ok(()),
+                "" => Err("the mount process exited before mounting".into()),
+                e => Err(e.to_string()),
+            }
+        }
+    }
+}

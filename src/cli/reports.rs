@@ -1,0 +1,126 @@
+//! Reports and maintenance: `worldfs check`, `undo`, `journal prune`; with
+//! progress on a terminal and JSON for scripts.
+
+use std::path::{Path, PathBuf};
+
+/// A progress bar on standard error, drawn only when it is a terminal.
+pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} blocks, {per_sec}, {eta} left")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(what);
+    bar
+}
+
+pub fn check(world: PathBuf, json: bool) -> Result<bool, String> {
+    let w = crate::world::World::open(&world)?;
+    let store = w.open_store(true, false)?;
+    let bar = progress(0, "checking");
+    let report = crate::check::check(store.as_ref(), &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
+    bar.finish_and_clear();
+    if json {
+        let text = serde_json::to_string_pretty(&report.json(store.as_ref())).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        report.print(store.as_ref(), &mut std::io::stdout()).map_err(|e| e.to_string())?;
+    }
+    Ok(report.corrupt.is_empty())
+}
+
+fn open_journal(w: &crate::world::World) -> Result<crate::store::journal::Journal, String> {
+    let path = w.journal_path();
+    crate::store::journal::Journal::open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", path.display()))
+}
+
+/// What `worldfs undo` was asked.
+pub struct Undo {
+    pub last: Option<usize>,
+    pub since: Option<String>,
+    pub id: Option<i64>,
+    pub dry_run: bool,
+    pub force: bool,
+    pub all: bool,
+    pub json: bool,
+}
+
+pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
+    let Undo { last, since, id, dry_run, force, all, json } = u;
+    use crate::undo::{Selection, execute, plan};
+    let w = crate::world::World::open(world)?;
+    let journal = open_journal(&w)?;
+    let sel = match (last, since, id) {
+        (Some(n), _, _) => Selection::Last(n),
+        (_, Some(t), _) => Selection::Since(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
+        (_, _, Some(k)) => Selection::Id(k),
+        _ if json => {
+            let list =
+                crate::undo::listing_json(&journal, if all { None } else { Some(20) }).map_err(|e| e.to_string())?;
+            println!("{}", serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?);
+            return Ok(());
+        }
+        _ => {
+            print!("{}", crate::undo::listing(&journal, if all { None } else { Some(20) }).map_err(|e| e.to_string())?);
+            return Ok(());
+        }
+    };
+    let who = crate::luanti::guard::openers(&w.map_path());
+    if !who.is_empty() && !force && !dry_run {
+        return Err(format!(
+            "{} is open in {}; stop it (or unmount) first, or use --force",
+            w.map_path().display(),
+            who.join(", ")
+        ));
+    }
+    let store = w.open_store(dry_run, !dry_run)?;
+    let p = plan(&journal, store.as_ref(), sel)?;
+    println!("{}: {} block(s) to restore", p.note().what, p.changes.len());
+    for c in &p.conflicts {
+        eprintln!("conflict: {c}");
+    }
+    if !p.conflicts.is_empty() && !force {
+        return Err(format!(
+            "{} block(s) were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
+            p.conflicts.len()
+        ));
+    }
+    if dry_run {
+        return Ok(());
+    }
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_message(format!("restoring {} block(s)", p.changes.len()));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    let r = execute(store.as_ref(), &p);
+    spinner.finish_and_clear();
+    r?;
+    println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
+    Ok(())
+}
+
+pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Result<(), String> {
+    if before.is_none() && max_mb.is_none() {
+        return Err("say what to drop: --before TIME and/or --max-mb MIB".into());
+    }
+    let w = crate::world::World::open(world)?;
+    let journal = open_journal(&w)?;
+    let before = match before {
+        Some(t) => Some(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
+        None => None,
+    };
+    let r = journal.prune(before, max_mb.map(|m| m << 20)).map_err(|e| e.to_string())?;
+    println!(
+        "dropped {} change(s); {} is now {} KiB (was {} KiB)",
+        r.changes,
+        journal.path().display(),
+        r.bytes_after / 1024,
+        r.bytes_before / 1024
+    );
+    Ok(())
+}
