@@ -1,0 +1,824 @@
+//! The files of a map <-> the map, pure: what each file of the tree shows
+//! (`render_*`) and how a written file changes the map (`apply_*`). The
+//! tree itself (names, which files exist) is in `mod.rs`; the layout is
+//! documented in docs/layout.md.
+//!
+//! Every `apply_*` leaves the map as it was when the written content shows
+//! what the map already holds, so rewriting a file with what it shows
+//! changes nothing. The caller checks the whole map afterwards
+//! ([`Map::recheck`]) and keeps the old map when an edit is refused.
+
+use super::items::{self, Group, Layer, LayerHeader, QuadsLayer, TileLayer, name_to_ints, types};
+use super::map::Map;
+use super::text::{self, line, quote};
+use super::tiles::{self, TileKind};
+use crate::kinds::{DocError, DocResult};
+
+/// DDNet's editor keeps these many bytes of the info strings and of a
+/// setting (its buffers, less the NUL).
+const INFO_LIMITS: [(&str, usize); 4] = [("author", 31), ("version", 15), ("credits", 127), ("license", 31)];
+const SETTING_LIMIT: usize = 255;
+
+// ---------------------------------------------------------------- info
+
+fn settings_of(map: &Map) -> Vec<Vec<u8>> {
+    let Some(info) = map.info() else { return Vec::new() };
+    let s = info.settings_index();
+    if s < 0 {
+        return Vec::new();
+    }
+    let data = map.data(s);
+    let data = data.strip_suffix(&[0]).unwrap_or(data);
+    data.split(|&c| c == 0).map(|c| c.to_vec()).collect()
+}
+
+fn info_strings(map: &Map) -> [Vec<u8>; 4] {
+    match map.info() {
+        Some(i) => [map.string(i.author), map.string(i.map_version), map.string(i.credits), map.string(i.license)],
+        None => Default::default(),
+    }
+}
+
+pub fn render_info(map: &Map) -> Vec<u8> {
+    let mut out = Vec::new();
+    for ((key, _), value) in INFO_LIMITS.iter().zip(info_strings(map)) {
+        line(&mut out, key, quote(&value));
+    }
+    out.extend_from_slice(b"\n[settings]\n");
+    for s in settings_of(map) {
+        out.extend_from_slice(&quote_setting(&s));
+        out.push(b'\n');
+    }
+    out
+}
+
+fn quote_setting(s: &[u8]) -> Vec<u8> {
+    // A setting line is its text unless that would read back differently.
+    if text::needs_quotes(s) || s.starts_with(b"[") { text::quote_always(s) } else { s.to_vec() }
+}
+
+pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
+    let keys: Vec<&str> = INFO_LIMITS.iter().map(|(k, _)| *k).collect();
+    let p = text::parse(content, &keys, Some("settings"))?;
+    let mut strings = info_strings(map);
+    for (n, (key, limit)) in INFO_LIMITS.iter().enumerate() {
+        if let Some(pair) = p.get(key) {
+            let v = pair.text()?;
+            if v != strings[n] {
+                check_text(&v, *limit).map_err(|m| DocError::at(pair.line, pair.col, format!("{key}: {m}")))?;
+                strings[n] = v;
+            }
+        }
+    }
+    let mut settings = settings_of(map);
+    if let Some(lines) = &p.section {
+        let mut new = Vec::new();
+        for &(n, l) in lines {
+            let t = l.trim_ascii();
+            if t.is_empty() || t.starts_with(b"#") {
+                continue;
+            }
+            let indent = l.len() - l.trim_ascii_start().len();
+            let v = text::unquote_value(t).map_err(|(off, m)| DocError::at(n, indent + 1 + off, m))?;
+            check_text(&v, SETTING_LIMIT).map_err(|m| DocError::at(n, indent + 1, format!("setting: {m}")))?;
+            new.push(v);
+        }
+        settings = new;
+    }
+    if strings == info_strings(map) && settings == settings_of(map) {
+        return Ok(());
+    }
+    let ii = match map.index.info {
+        Some(i) => i,
+        None => {
+            map.df.items.push(crate::kinds::twmap::datafile::Item {
+                type_id: types::INFO,
+                id: 0,
+                data: vec![1, -1, -1, -1, -1, -1],
+            });
+            map.df.items.len() - 1
+        }
+    };
+    let mut info = items::Info::parse(&map.df.items[ii].data).expect("checked");
+    let old = [info.author, info.map_version, info.credits, info.license];
+    let new: Vec<i32> = old.iter().zip(&strings).map(|(&cur, v)| map.put_string(cur, v)).collect();
+    (info.author, info.map_version, info.credits, info.license) = (new[0], new[1], new[2], new[3]);
+    if settings != settings_of(map) {
+        if info.version != 1 {
+            return Err(DocError::new(format!(
+                "the map info item has version {}; DDNet reads settings only from version 1",
+                info.version
+            )));
+        }
+        let current = info.settings.unwrap_or(-1);
+        if settings.is_empty() {
+            map.release_data(current);
+            info.settings = Some(-1);
+        } else {
+            let bytes: Vec<u8> = settings.iter().flat_map(|s| s.iter().copied().chain([0])).collect();
+            info.settings = Some(map.put_data(current, bytes));
+        }
+    }
+    map.df.items[ii].data = info.to_ints();
+    Ok(())
+}
+
+fn check_text(v: &[u8], limit: usize) -> Result<(), String> {
+    if v.contains(&0) {
+        return Err("a NUL byte cannot be stored".into());
+    }
+    if std::str::from_utf8(v).is_err() {
+        return Err("not valid UTF-8 (DDNet refuses such strings)".into());
+    }
+    if v.len() > limit {
+        return Err(format!("{} bytes, DDNet's editor keeps at most {limit}", v.len()));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- groups
+
+const GROUP_KEYS: [&str; 10] =
+    ["name", "offset_x", "offset_y", "parallax_x", "parallax_y", "clipping", "clip_x", "clip_y", "clip_w", "clip_h"];
+
+pub fn render_group(map: &Map, g: usize) -> Vec<u8> {
+    let gr = map.group(g);
+    let mut out = Vec::new();
+    line(&mut out, "name", quote(&gr.name()));
+    let c = gr.clip();
+    let values = [gr.offset_x, gr.offset_y, gr.parallax_x, gr.parallax_y, c[0], c[1], c[2], c[3], c[4]];
+    for (k, v) in GROUP_KEYS[1..].iter().zip(values) {
+        line(&mut out, k, v.to_string());
+    }
+    out
+}
+
+pub fn apply_group(map: &mut Map, g: usize, content: &[u8]) -> DocResult<()> {
+    let p = text::parse(content, &GROUP_KEYS, None)?;
+    let gi = map.index.groups[g].item;
+    let mut gr = map.group(g);
+    let mut name = gr.name();
+    if let Some(pair) = p.get("name") {
+        let v = pair.text()?;
+        if v != name {
+            name_to_ints(&v, 3).map_err(|m| DocError::at(pair.line, pair.col, format!("name: {m}")))?;
+            name = v;
+        }
+    }
+    let int = |k: &str, cur: i32| p.get(k).map(|pair| pair.int(i32::MIN as i64, i32::MAX as i64)).unwrap_or(Ok(cur));
+    let c = gr.clip();
+    let offset = [int("offset_x", gr.offset_x)?, int("offset_y", gr.offset_y)?];
+    let parallax = [int("parallax_x", gr.parallax_x)?, int("parallax_y", gr.parallax_y)?];
+    let clip = [
+        int("clipping", c[0])?,
+        int("clip_x", c[1])?,
+        int("clip_y", c[2])?,
+        int("clip_w", c[3])?,
+        int("clip_h", c[4])?,
+    ];
+    if name == gr.name()
+        && offset == [gr.offset_x, gr.offset_y]
+        && parallax == [gr.parallax_x, gr.parallax_y]
+        && clip == c
+    {
+        return Ok(());
+    }
+    // Fields a lower version lacks need the item upgraded (as DDNet's
+    // editor writes every group: version 3).
+    let need = if name != gr.name() {
+        3
+    } else if clip != c {
+        2
+    } else {
+        0
+    };
+    if gr.version < need {
+        let mut ints = gr.to_ints();
+        if ints.len() < 12 {
+            ints.resize(12, 0);
+        }
+        if need >= 3 && ints.len() < 15 {
+            ints.extend(name_to_ints(b"", 3).expect("empty name"));
+        }
+        ints[0] = need;
+        gr = Group::parse(&ints).expect("upgraded group");
+    }
+    [gr.offset_x, gr.offset_y] = offset;
+    [gr.parallax_x, gr.parallax_y] = parallax;
+    if gr.clipping.is_some() {
+        gr.clipping = Some(clip);
+    }
+    if gr.name.is_some() && name != gr.name() {
+        gr.name = Some(items::name3(&name).expect("checked"));
+    }
+    map.df.items[gi].data = gr.to_ints();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- layers
+
+/// The name a layer is shown with (DDNet's for physics layers).
+pub fn layer_name(layer: &Layer) -> Vec<u8> {
+    match layer {
+        Layer::Tiles(t) => match TileKind::of(t).ddnet_name() {
+            Some(n) => n.as_bytes().to_vec(),
+            None => t.name(),
+        },
+        Layer::Quads(q) | Layer::Sounds(q) => q.name(),
+        Layer::Other(..) => Vec::new(),
+    }
+}
+
+const TILE_KEYS: [&str; 9] =
+    ["kind", "width", "height", "name", "detail", "image", "color", "color_env", "color_env_offset"];
+const QUAD_KEYS: [&str; 5] = ["kind", "quads", "name", "detail", "image"];
+const SOUND_KEYS: [&str; 5] = ["kind", "sources", "name", "detail", "sound"];
+
+fn kind_name(layer: &Layer) -> String {
+    match layer {
+        Layer::Tiles(t) => TileKind::of(t).name().to_string(),
+        Layer::Quads(_) => "quads".into(),
+        Layer::Sounds(q) if q.header.kind == items::layer_types::SOUNDS_DEPRECATED => "sounds-deprecated".into(),
+        Layer::Sounds(_) => "sounds".into(),
+        Layer::Other(h, _) => h.kind.to_string(),
+    }
+}
+
+pub fn render_layer_info(map: &Map, g: usize, l: usize) -> Vec<u8> {
+    let layer = map.layer(g, l);
+    let mut out = Vec::new();
+    let detail = (layer.header().flags & items::LAYER_DETAIL).to_string();
+    match &layer {
+        Layer::Tiles(t) => {
+            let kind = TileKind::of(t);
+            out.extend_from_slice(
+                format!("# the cells of `tiles` are {} (trailing zeros left out)\n", kind.cell_syntax()).as_bytes(),
+            );
+            line(&mut out, "kind", kind.name());
+            line(&mut out, "width", t.width.to_string());
+            line(&mut out, "height", t.height.to_string());
+            line(&mut out, "name", quote(&layer_name(&layer)));
+            line(&mut out, "detail", detail);
+            line(&mut out, "image", t.image.to_string());
+            line(&mut out, "color", t.color.map(|c| c.to_string()).join(" "));
+            line(&mut out, "color_env", t.color_env.to_string());
+            line(&mut out, "color_env_offset", t.color_env_offset.to_string());
+        }
+        Layer::Quads(q) => {
+            line(&mut out, "kind", "quads");
+            line(&mut out, "quads", q.num_quads.to_string());
+            line(&mut out, "name", quote(&q.name()));
+            line(&mut out, "detail", detail);
+            line(&mut out, "image", q.image.to_string());
+        }
+        Layer::Sounds(q) => {
+            line(&mut out, "kind", kind_name(&layer));
+            line(&mut out, "sources", q.num_quads.to_string());
+            line(&mut out, "name", quote(&q.name()));
+            line(&mut out, "detail", detail);
+            line(&mut out, "sound", q.image.to_string());
+        }
+        Layer::Other(h, _) => {
+            out.extend_from_slice(b"# a layer of a kind this view does not know; its item is kept as it is\n");
+            line(&mut out, "kind", h.kind.to_string());
+        }
+    }
+    out
+}
+
+/// The same value, or an error saying the key cannot be changed.
+fn fixed(p: &text::Parsed, key: &str, current: &str, why: &str) -> DocResult<()> {
+    if let Some(pair) = p.get(key) {
+        let v = String::from_utf8_lossy(pair.value);
+        if v != current {
+            return Err(DocError::at(pair.line, pair.col, format!("{key} cannot be changed ({why})")));
+        }
+    }
+    Ok(())
+}
+
+pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+    let li = map.index.groups[g].layers[l];
+    let layer = map.layer(g, l);
+    let num_images = map.index.images.len() as i64;
+    let num_envelopes = map.index.envelopes.len() as i64;
+    let num_sounds = map.index.sounds.len() as i64;
+    let keys: &[&str] = match &layer {
+        Layer::Tiles(_) => &TILE_KEYS,
+        Layer::Quads(_) => &QUAD_KEYS,
+        Layer::Sounds(_) => &SOUND_KEYS,
+        Layer::Other(..) => &["kind"],
+    };
+    let p = text::parse(content, keys, None)?;
+    fixed(&p, "kind", &kind_name(&layer), "a layer's kind is fixed")?;
+    let header = layer.header();
+    let detail = match p.get("detail") {
+        Some(pair) => pair.int(0, 1)?,
+        None => header.flags & items::LAYER_DETAIL,
+    };
+    let new_header = LayerHeader { flags: (header.flags & !items::LAYER_DETAIL) | detail, ..header };
+    let name = match p.get("name") {
+        Some(pair) => {
+            let v = pair.text()?;
+            if v != layer_name(&layer) {
+                name_to_ints(&v, 3).map_err(|m| DocError::at(pair.line, pair.col, format!("name: {m}")))?;
+                if std::str::from_utf8(&v).is_err() {
+                    return Err(DocError::at(
+                        pair.line,
+                        pair.col,
+                        "name: not valid UTF-8 (DDNet refuses such layer names)",
+                    ));
+                }
+            }
+            Some((pair, v))
+        }
+        None => None,
+    };
+    let new = match layer.clone() {
+        Layer::Tiles(mut t) => {
+            let kind = TileKind::of(&t);
+            fixed(&p, "width", &t.width.to_string(), "resizing a layer is not supported")?;
+            fixed(&p, "height", &t.height.to_string(), "resizing a layer is not supported")?;
+            t.header = new_header;
+            if let Some(pair) = p.get("image") {
+                t.image = pair.int(-1, num_images - 1)?;
+            }
+            if let Some(pair) = p.get("color") {
+                let c = pair.ints(4, 0, 255)?;
+                t.color = [c[0], c[1], c[2], c[3]];
+            }
+            if let Some(pair) = p.get("color_env") {
+                t.color_env = pair.int(-1, num_envelopes - 1)?;
+            }
+            if let Some(pair) = p.get("color_env_offset") {
+                t.color_env_offset = pair.int(i32::MIN as i64, i32::MAX as i64)?;
+            }
+            let Layer::Tiles(old) = &layer else { unreachable!() };
+            if let Some(ddnet) = kind.ddnet_name() {
+                // DDNet resets these on physics layers when it loads them.
+                let refuse = |key: &str, what: &str| {
+                    let pair = p.get(key).expect("changed, so given");
+                    DocError::at(
+                        pair.line,
+                        pair.col,
+                        format!("{what} of a {} layer cannot be changed (DDNet resets it)", kind.name()),
+                    )
+                };
+                if matches!(&name, Some((_, v)) if v != ddnet.as_bytes()) {
+                    return Err(refuse("name", "the name"));
+                }
+                if detail != header.flags & items::LAYER_DETAIL {
+                    return Err(refuse("detail", "detail"));
+                }
+                if t.color != old.color {
+                    return Err(refuse("color", "the colour"));
+                }
+            } else if let Some((_, v)) = name {
+                if v != t.name() {
+                    if t.name.is_none() {
+                        // Version 2 items have no name: write version 3 (as
+                        // DDNet's editor does), the DDNet tail after the name.
+                        t.version = 3;
+                    }
+                    t.name = Some(items::name3(&v).expect("checked"));
+                }
+            }
+            Layer::Tiles(t)
+        }
+        Layer::Quads(q) | Layer::Sounds(q) => {
+            let is_quads = matches!(layer, Layer::Quads(_));
+            let (count_key, index_key, limit) =
+                if is_quads { ("quads", "image", num_images) } else { ("sources", "sound", num_sounds) };
+            fixed(&p, count_key, &q.num_quads.to_string(), &format!("write the `{count_key}` file to change them"))?;
+            let mut q = q;
+            q.header = new_header;
+            if let Some(pair) = p.get(index_key) {
+                q.image = pair.int(-1, limit - 1)?;
+            }
+            if let Some((_, v)) = name {
+                if v != q.name() {
+                    q = upgrade_named(q);
+                    q.name = Some(items::name3(&v).expect("checked"));
+                }
+            }
+            if is_quads { Layer::Quads(q) } else { Layer::Sounds(q) }
+        }
+        other => other,
+    };
+    if new != layer {
+        map.df.items[li].data = new.to_ints();
+    }
+    Ok(())
+}
+
+/// A quads or sounds layer item of version 2 (the one with a name).
+fn upgrade_named(q: QuadsLayer) -> QuadsLayer {
+    if q.version >= 2 && q.name.is_some() {
+        return q;
+    }
+    let mut ints = q.to_ints();
+    if ints.len() < 10 {
+        ints.truncate(7);
+        ints.extend(name_to_ints(b"", 3).expect("empty name"));
+    }
+    ints[3] = ints[3].max(2);
+    QuadsLayer::parse(q.header, &ints).expect("upgraded layer")
+}
+
+// ---------------------------------------------------------------- tiles
+
+fn tile_layer(map: &Map, g: usize, l: usize) -> TileLayer {
+    match map.layer(g, l) {
+        Layer::Tiles(t) => t,
+        _ => panic!("not a tile layer"),
+    }
+}
+
+pub fn render_tiles(map: &Map, g: usize, l: usize) -> Vec<u8> {
+    let t = tile_layer(map, g, l);
+    tiles::render(TileKind::of(&t), t.width as usize, &map.tiles(&t))
+}
+
+pub fn render_tiles_raw(map: &Map, g: usize, l: usize) -> Vec<u8> {
+    map.tiles(&tile_layer(map, g, l))
+}
+
+pub fn apply_tiles(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+    let t = tile_layer(map, g, l);
+    let grid = tiles::parse(TileKind::of(&t), t.width as usize, t.height as usize, content)?;
+    set_tiles(map, g, l, grid)
+}
+
+pub fn apply_tiles_raw(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+    let t = tile_layer(map, g, l);
+    let kind = TileKind::of(&t);
+    let size = kind.tile_size();
+    let need = t.width as usize * t.height as usize * size;
+    if content.len() != need {
+        return Err(DocError::new(format!(
+            "{} bytes, the layer needs {need} ({} x {} tiles of {size} bytes)",
+            content.len(),
+            t.width,
+            t.height
+        )));
+    }
+    kind.check(content).map_err(|(i, m)| {
+        let w = t.width as usize;
+        DocError::new(format!("tile {i} (x {}, y {}, byte {}): {m}", i % w, i / w, i * size))
+    })?;
+    set_tiles(map, g, l, content.to_vec())
+}
+
+fn set_tiles(map: &mut Map, g: usize, l: usize, grid: Vec<u8>) -> DocResult<()> {
+    let mut t = tile_layer(map, g, l);
+    let kind = TileKind::of(&t);
+    let current = map.tiles(&t);
+    if grid == current {
+        return Ok(());
+    }
+    if let Err((i, m)) = kind.check(&grid) {
+        return Err(DocError::new(format!("tile {i}: {m}")));
+    }
+    let index = kind.data_index(&t);
+    let stored = if t.version >= 4 {
+        tiles::pack(&grid)
+    } else {
+        // Keep what the data held past the layer's tiles.
+        let mut s = grid;
+        s.extend_from_slice(&map.data(index)[current.len()..]);
+        s
+    };
+    let new_index = map.put_data(index, stored);
+    if new_index != index {
+        match kind {
+            TileKind::Tiles | TileKind::Game => t.data = new_index,
+            _ => t.set_ddnet_index(kind_flag(kind), new_index),
+        }
+        let li = map.index.groups[g].layers[l];
+        map.df.items[li].data = t.to_ints();
+    }
+    Ok(())
+}
+
+fn kind_flag(kind: TileKind) -> i32 {
+    use items::tile_flags::*;
+    match kind {
+        TileKind::Tiles => 0,
+        TileKind::Game => GAME,
+        TileKind::Front => FRONT,
+        TileKind::Tele => TELE,
+        TileKind::Speedup => SPEEDUP,
+        TileKind::Switch => SWITCH,
+        TileKind::Tune => TUNE,
+    }
+}
+
+// ---------------------------------------------------------------- quads
+
+fn quads_of(map: &Map, q: &QuadsLayer) -> Vec<items::Quad> {
+    if q.num_quads <= 0 {
+        return Vec::new();
+    }
+    map.data(q.data).chunks_exact(items::QUAD_SIZE).take(q.num_quads as usize).map(items::Quad::from_bytes).collect()
+}
+
+fn quads_layer(map: &Map, g: usize, l: usize) -> QuadsLayer {
+    match map.layer(g, l) {
+        Layer::Quads(q) => q,
+        _ => panic!("not a quads layer"),
+    }
+}
+
+fn pairs<const N: usize>(v: &[[i32; N]]) -> String {
+    v.iter().map(|p| p.map(|c| c.to_string()).join(",")).collect::<Vec<_>>().join(" ")
+}
+
+/// One line per quad:
+/// `pos X,Y X,Y X,Y X,Y pivot X,Y color R,G,B,A ×4 uv U,V ×4 pos_env E,O color_env E,O`.
+pub fn render_quads(map: &Map, g: usize, l: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for q in quads_of(map, &quads_layer(map, g, l)) {
+        let s = format!(
+            "pos {} pivot {} color {} uv {} pos_env {},{} color_env {},{}\n",
+            pairs(&q.points[..4]),
+            pairs(&q.points[4..]),
+            pairs(&q.colors),
+            pairs(&q.texcoords),
+            q.pos_env,
+            q.pos_env_offset,
+            q.color_env,
+            q.color_env_offset
+        );
+        out.extend_from_slice(s.as_bytes());
+    }
+    out
+}
+
+const QUAD_PARTS: [(&str, usize, usize); 6] =
+    [("pos", 4, 2), ("pivot", 1, 2), ("color", 4, 4), ("uv", 4, 2), ("pos_env", 1, 2), ("color_env", 1, 2)];
+
+fn parse_quad(line: &[u8], n: usize, num_envelopes: i64) -> DocResult<items::Quad> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        if line[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < line.len() && !line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        words.push((start + 1, &line[start..i]));
+    }
+    let mut values: Vec<Vec<i32>> = Vec::new();
+    let mut w = words.into_iter();
+    for (key, count, width) in QUAD_PARTS {
+        match w.next() {
+            Some((_, k)) if k == key.as_bytes() => {}
+            Some((col, k)) => {
+                return Err(DocError::at(n, col, format!("expected {key}, found {:?}", String::from_utf8_lossy(k))));
+            }
+            None => return Err(DocError::at(n, line.len() + 1, format!("the line ends before {key}"))),
+        }
+        for _ in 0..count {
+            let Some((col, word)) = w.next() else {
+                return Err(DocError::at(n, line.len() + 1, format!("{key} needs {count} groups of {width} numbers")));
+            };
+            let nums: Vec<&[u8]> = word.split(|&c| c == b',').collect();
+            if nums.len() != width {
+                return Err(DocError::at(
+                    n,
+                    col,
+                    format!("{key}: {:?} is not {width} numbers joined by commas", String::from_utf8_lossy(word)),
+                ));
+            }
+            let (min, max) = match key {
+                "color" => (0, 255),
+                "pos_env" | "color_env" => (i32::MIN as i64, i32::MAX as i64),
+                _ => (i32::MIN as i64, i32::MAX as i64),
+            };
+            let mut v = Vec::new();
+            for x in nums {
+                v.push(text::parse_int(x, min, max).map_err(|m| DocError::at(n, col, format!("{key}: {m}")))?);
+            }
+            if (key == "pos_env" || key == "color_env") && !(-1..num_envelopes).contains(&(v[0] as i64)) {
+                return Err(DocError::at(
+                    n,
+                    col,
+                    format!("{key}: envelope {} does not exist (-1 for none, the map has {num_envelopes})", v[0]),
+                ));
+            }
+            values.push(v);
+        }
+    }
+    if let Some((col, _)) = w.next() {
+        return Err(DocError::at(n, col, "more than a quad on this line"));
+    }
+    let p = |i: usize| [values[i][0], values[i][1]];
+    let c = |i: usize| [values[i][0], values[i][1], values[i][2], values[i][3]];
+    Ok(items::Quad {
+        points: [p(0), p(1), p(2), p(3), p(4)],
+        colors: [c(5), c(6), c(7), c(8)],
+        texcoords: [p(9), p(10), p(11), p(12)],
+        pos_env: values[13][0],
+        pos_env_offset: values[13][1],
+        color_env: values[14][0],
+        color_env_offset: values[14][1],
+    })
+}
+
+pub fn apply_quads(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+    let mut q = quads_layer(map, g, l);
+    let num_envelopes = map.index.envelopes.len() as i64;
+    let mut quads = Vec::new();
+    for (n, line) in content.split(|&c| c == b'\n').enumerate() {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.trim_ascii().is_empty() || line.trim_ascii_start().starts_with(b"#") {
+            continue;
+        }
+        quads.push(parse_quad(line, n + 1, num_envelopes)?);
+    }
+    if quads == quads_of(map, &q) {
+        return Ok(());
+    }
+    // No quads: DDNet's editor writes one zero quad as data and a count of 0.
+    let bytes: Vec<u8> =
+        if quads.is_empty() { vec![0; items::QUAD_SIZE] } else { quads.iter().flat_map(|q| q.to_bytes()).collect() };
+    q.data = map.put_data(q.data, bytes);
+    q.num_quads = quads.len() as i32;
+    let li = map.index.groups[g].layers[l];
+    map.df.items[li].data = Layer::Quads(q).to_ints();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- sounds
+
+pub fn render_sources(map: &Map, g: usize, l: usize) -> Vec<u8> {
+    let Layer::Sounds(q) = map.layer(g, l) else { panic!("not a sounds layer") };
+    let (size, names): (usize, &[&str]) = if q.header.kind == items::layer_types::SOUNDS_DEPRECATED {
+        (items::SOURCE_SIZE_DEPRECATED, &items::SOURCE_FIELDS_DEPRECATED)
+    } else {
+        (items::SOURCE_SIZE, &items::SOURCE_FIELDS)
+    };
+    let mut out = Vec::new();
+    if q.num_quads > 0 {
+        for s in map.data(q.data).chunks_exact(size).take(q.num_quads as usize) {
+            let fields: Vec<String> = names.iter().zip(items::ints_of(s)).map(|(k, v)| format!("{k}={v}")).collect();
+            out.extend_from_slice(fields.join(" ").as_bytes());
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+pub fn render_sound(map: &Map, i: usize) -> Vec<u8> {
+    let s = map.sound(i);
+    if s.external != 0 {
+        let mut out = Vec::new();
+        line(&mut out, "name", quote(&map.string(s.name)));
+        out.extend_from_slice(b"# an external sound: the game loads it from mapres/<name>.opus\n");
+        return out;
+    }
+    map.data(s.data).to_vec()
+}
+
+// ---------------------------------------------------------------- envelopes
+
+pub fn render_envelope(map: &Map, i: usize) -> Vec<u8> {
+    let env = map.envelope(i);
+    let mut out = Vec::new();
+    line(&mut out, "name", quote(&env.name()));
+    let ch = env.channels;
+    let what = match ch {
+        1 => " (sound)",
+        3 => " (position: x, y, rotation)",
+        4 => " (colour: r, g, b, a)",
+        _ => "",
+    };
+    line(&mut out, "channels", format!("{ch}{what}"));
+    if let Some(s) = env.synchronized.filter(|_| env.version >= 2) {
+        line(&mut out, "synchronized", s.to_string());
+    }
+    let shown = if (1..=4).contains(&ch) && ch != 2 { ch as usize } else { 4 };
+    out.extend_from_slice(b"# time (ms), curve, values (22.10 fixed point: 1024 = 1.0; rotation in degrees x 1024)\n");
+    out.extend_from_slice(b"# bezier tangents, when the map has them: in dx,dy per channel, out dx,dy per channel\n");
+    let (points, missing) = map.env_points(i);
+    for p in points {
+        let curve =
+            items::CURVE_NAMES.get(p.curve as usize).map(|c| c.to_string()).unwrap_or_else(|| p.curve.to_string());
+        let mut s = format!("{} {curve}", p.time);
+        for v in &p.values[..shown] {
+            s.push_str(&format!(" {v}"));
+        }
+        if let Some(b) = p.bezier.filter(|b| b.iter().any(|&v| v != 0)) {
+            let pair = |dx: usize, dy: usize| {
+                (0..shown).map(|c| format!("{},{}", b[dx + c], b[dy + c])).collect::<Vec<_>>().join(" ")
+            };
+            s.push_str(&format!(" in {} out {}", pair(0, 4), pair(8, 12)));
+        }
+        s.push('\n');
+        out.extend_from_slice(s.as_bytes());
+    }
+    if missing > 0 {
+        out.extend_from_slice(
+            format!("# {missing} more points are past the end of the envelope points item\n").as_bytes(),
+        );
+    }
+    out
+}
+
+// ---------------------------------------------------------------- images
+
+pub fn render_external_image(map: &Map, i: usize) -> Vec<u8> {
+    let im = map.image(i);
+    let mut out = Vec::new();
+    line(&mut out, "name", quote(&map.string(im.name)));
+    line(&mut out, "width", im.width.to_string());
+    line(&mut out, "height", im.height.to_string());
+    out.extend_from_slice(b"# an external image: the game loads it from mapres/<name>.png\n");
+    out
+}
+
+fn pixels(map: &Map, i: usize) -> (items::Image, Vec<u8>) {
+    let im = map.image(i);
+    let n = im.width as usize * im.height as usize * im.bytes_per_pixel();
+    let px = map.data(im.data)[..n].to_vec();
+    (im, px)
+}
+
+pub fn render_png(map: &Map, i: usize) -> DocResult<Vec<u8>> {
+    let (im, px) = pixels(map, i);
+    let mut out = Vec::new();
+    let mut enc = png::Encoder::new(&mut out, im.width as u32, im.height as u32);
+    enc.set_color(if im.bytes_per_pixel() == 3 { png::ColorType::Rgb } else { png::ColorType::Rgba });
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    let mut w = enc.write_header().map_err(|e| DocError::new(format!("cannot make the PNG: {e}")))?;
+    w.write_image_data(&px).map_err(|e| DocError::new(format!("cannot make the PNG: {e}")))?;
+    w.finish().map_err(|e| DocError::new(format!("cannot make the PNG: {e}")))?;
+    Ok(out)
+}
+
+/// Replace an embedded image's pixels with a PNG of the same size.
+pub fn apply_png(map: &mut Map, i: usize, content: &[u8]) -> DocResult<()> {
+    let (mut im, current) = pixels(map, i);
+    let (w, h) = (im.width as u32, im.height as u32);
+    let bpp = im.bytes_per_pixel();
+    let px = decode_png(content, w, h, bpp)?;
+    if px == current {
+        return Ok(());
+    }
+    im.data = map.put_data(im.data, px);
+    let ii = map.index.images[i];
+    map.df.items[ii].data = im.to_ints();
+    Ok(())
+}
+
+/// A PNG's pixels as 8-bit RGBA (or RGB when `bpp` is 3), which must be
+/// `w` x `h`. Memory is bounded by the expected size.
+pub fn decode_png(content: &[u8], w: u32, h: u32, bpp: usize) -> DocResult<Vec<u8>> {
+    let err = |m: String| DocError::new(m);
+    let limit = (w as usize * h as usize * 8).saturating_add(1 << 20);
+    let mut dec = png::Decoder::new_with_limits(std::io::Cursor::new(content), png::Limits { bytes: limit });
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = dec.read_info().map_err(|e| err(format!("not a PNG file this view can read: {e}")))?;
+    let info = reader.info();
+    if (info.width, info.height) != (w, h) {
+        return Err(err(format!(
+            "the PNG is {} x {} pixels, the image is {w} x {h} (replacing an image needs the same size)",
+            info.width, info.height
+        )));
+    }
+    let size = reader.output_buffer_size().ok_or_else(|| err("the PNG is too large".into()))?;
+    let mut buf = vec![0; size];
+    let frame = reader.next_frame(&mut buf).map_err(|e| err(format!("the PNG cannot be read: {e}")))?;
+    buf.truncate(frame.buffer_size());
+    let (color, depth) = reader.output_color_type();
+    if depth != png::BitDepth::Eight {
+        return Err(err(format!("PNG bit depth {depth:?} is not supported")));
+    }
+    let n = w as usize * h as usize;
+    let mut out = Vec::with_capacity(n * bpp);
+    let line_len = frame.line_size;
+    let pixel_len = color.samples();
+    for row in buf.chunks(line_len).take(h as usize) {
+        for p in row[..w as usize * pixel_len].chunks_exact(pixel_len) {
+            let rgba = match color {
+                png::ColorType::Grayscale => [p[0], p[0], p[0], 255],
+                png::ColorType::GrayscaleAlpha => [p[0], p[0], p[0], p[1]],
+                png::ColorType::Rgb => [p[0], p[1], p[2], 255],
+                png::ColorType::Rgba => [p[0], p[1], p[2], p[3]],
+                png::ColorType::Indexed => return Err(err("an indexed PNG that could not be expanded".into())),
+            };
+            out.extend_from_slice(&rgba[..bpp]);
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- items
+
+pub fn render_item(map: &Map, item: usize) -> Vec<u8> {
+    map.df.items[item].data.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
