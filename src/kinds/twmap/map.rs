@@ -277,11 +277,11 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
         Some(1) => {}
         Some(v) => {
             return Err(DocError::new(format!(
-                "map version {v} is not supported (only 1 is), {}",
+                "map version ({}): version {v} is not supported (only 1 is)",
                 where_item(offsets, vi)
             )));
         }
-        None => return Err(DocError::new(format!("the map version item is empty, {}", where_item(offsets, vi)))),
+        None => return Err(DocError::new(format!("map version ({}): the item is empty", where_item(offsets, vi)))),
     }
     shown.insert(vi);
 
@@ -298,7 +298,7 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
         ];
         for (name, d) in fields {
             if d != -1 {
-                data(df, d, &|| format!("map info {name} ({})", where_item(offsets, ii)))?;
+                data(df, d, &|| format!("map info ({}): {name}", where_item(offsets, ii)))?;
             }
         }
         ix.info = Some(ii);
@@ -311,7 +311,7 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
         let what = || format!("image {n} ({})", where_item(offsets, ii));
         let im = Image::parse(&df.items[ii].data).map_err(|e| DocError::new(format!("{}: {e}", what())))?;
         if im.name != -1 {
-            data(df, im.name, &|| format!("{} name", what()))?;
+            data(df, im.name, &|| format!("{}: name", what()))?;
         }
         if im.is_embedded() {
             let name = String::from_utf8_lossy(&string_of(df, im.name)).into_owned();
@@ -325,7 +325,7 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
                 )));
             }
             let need = im.width as u64 * im.height as u64 * im.bytes_per_pixel() as u64;
-            let pixels = data(df, im.data, &|| format!("{} pixels", what()))?;
+            let pixels = data(df, im.data, &|| format!("{}: pixels", what()))?;
             if (pixels.len() as u64) < need {
                 let fmt = if im.bytes_per_pixel() == 3 { "RGB" } else { "RGBA" };
                 return Err(DocError::new(format!(
@@ -358,10 +358,10 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
         let what = || format!("sound {n} ({})", where_item(offsets, si));
         let s = items::Sound::parse(&df.items[si].data).map_err(|e| DocError::new(format!("{}: {e}", what())))?;
         if s.name != -1 {
-            data(df, s.name, &|| format!("{} name", what()))?;
+            data(df, s.name, &|| format!("{}: name", what()))?;
         }
         if s.external == 0 {
-            data(df, s.data, &|| format!("{} data", what()))?;
+            data(df, s.data, &|| format!("{}: data", what()))?;
         }
         shown.insert(si);
     }
@@ -409,7 +409,7 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
                         return Err(DocError::new(format!("{}: {} {what}", lwhat(), q.num_quads)));
                     }
                     if q.num_quads > 0 {
-                        let d = data(df, q.data, &|| format!("{} {what}", lwhat()))?;
+                        let d = data(df, q.data, &|| format!("{}: {what}", lwhat()))?;
                         let need = q.num_quads as u64 * size as u64;
                         if (d.len() as u64) < need {
                             return Err(DocError::new(format!(
@@ -472,7 +472,7 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
                 game.height
             )));
         }
-        let stored = data(df, d, &|| format!("{} tiles", lwhat()))?;
+        let stored = data(df, d, &|| format!("{}: tiles", lwhat()))?;
         let count = count as usize;
         let grid: std::borrow::Cow<[u8]> = if t.version >= 4 {
             if !matches!(kind, TileKind::Tiles | TileKind::Game) {

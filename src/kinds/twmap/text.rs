@@ -44,15 +44,15 @@ pub fn parse<'a>(content: &'a [u8], keys: &[&'static str], section: Option<&str>
         if trimmed.is_empty() || trimmed.starts_with(b"#") {
             continue;
         }
-        if let Some(s) = section {
-            if trimmed == format!("[{s}]").as_bytes() {
-                let rest = lines[n + 1..]
-                    .iter()
-                    .enumerate()
-                    .map(|(k, l)| (line_no + 1 + k, l.strip_suffix(b"\r").unwrap_or(l)))
-                    .collect();
-                return Ok(Parsed { pairs, section: Some(rest) });
-            }
+        if let Some(s) = section
+            && trimmed == format!("[{s}]").as_bytes()
+        {
+            let rest = lines[n + 1..]
+                .iter()
+                .enumerate()
+                .map(|(k, l)| (line_no + 1 + k, l.strip_suffix(b"\r").unwrap_or(l)))
+                .collect();
+            return Ok(Parsed { pairs, section: Some(rest) });
         }
         let Some(eq) = line.iter().position(|&c| c == b'=') else {
             let indent = line.len() - line.trim_ascii_start().len();

@@ -373,15 +373,15 @@ pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Do
                 if t.color != old.color {
                     return Err(refuse("color", "the colour"));
                 }
-            } else if let Some((_, v)) = name {
-                if v != t.name() {
-                    if t.name.is_none() {
-                        // Version 2 items have no name: write version 3 (as
-                        // DDNet's editor does), the DDNet tail after the name.
-                        t.version = 3;
-                    }
-                    t.name = Some(items::name3(&v).expect("checked"));
+            } else if let Some((_, v)) = name
+                && v != t.name()
+            {
+                if t.name.is_none() {
+                    // Version 2 items have no name: write version 3 (as
+                    // DDNet's editor does), the DDNet tail after the name.
+                    t.version = 3;
                 }
+                t.name = Some(items::name3(&v).expect("checked"));
             }
             Layer::Tiles(t)
         }
@@ -395,11 +395,11 @@ pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Do
             if let Some(pair) = p.get(index_key) {
                 q.image = pair.int(-1, limit - 1)?;
             }
-            if let Some((_, v)) = name {
-                if v != q.name() {
-                    q = upgrade_named(q);
-                    q.name = Some(items::name3(&v).expect("checked"));
-                }
+            if let Some((_, v)) = name
+                && v != q.name()
+            {
+                q = upgrade_named(q);
+                q.name = Some(items::name3(&v).expect("checked"));
             }
             if is_quads { Layer::Quads(q) } else { Layer::Sounds(q) }
         }
