@@ -155,6 +155,27 @@ impl Map {
         (points, missing)
     }
 
+    /// Why the map is in Teeworlds 0.7's format (which has no settings, and
+    /// which twmap then reads by 0.7's rules), if it is.
+    pub fn teeworlds07(&self) -> Option<String> {
+        if let Some(i) = (0..self.index.images.len()).find(|&i| self.image(i).version >= 2) {
+            return Some(format!("image {i} is an item of version 2"));
+        }
+        if let Some(e) =
+            (0..self.index.envelopes.len()).find(|&e| self.envelope(e).version >= Envelope::VERSION_TEEWORLDS_BEZIER)
+        {
+            return Some(format!("envelope {e} is an item of version 3"));
+        }
+        for &l in &self.index.layers {
+            if let Ok(Layer::Tiles(t)) = Layer::parse(&self.df.items[l].data)
+                && t.version >= 4
+            {
+                return Some("a tile layer is an item of version 4".into());
+            }
+        }
+        None
+    }
+
     /// Every data index a field we know refers to, with how many fields do.
     pub fn data_refs(&self) -> HashMap<i32, usize> {
         let mut refs: HashMap<i32, usize> = HashMap::new();

@@ -108,7 +108,7 @@ impl TwMap {
         }
         e.push(dir("groups"));
         for g in 0..ix.groups.len() {
-            let gdir = format!("groups/{}", numbered(g, ix.groups.len(), &m.group(g).name()));
+            let gdir = format!("groups/{}", numbered(g, ix.groups.len(), &view::group_name(m, g)));
             e.push(dir(&gdir));
             e.push(file(format!("{gdir}/group"), Node::Group(g)));
             e.push(dir(&format!("{gdir}/layers")));

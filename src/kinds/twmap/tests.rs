@@ -366,6 +366,12 @@ fn bad_writes_are_refused_with_file_line_and_column() {
     refused(
         &mut d,
         "groups/00_Game/group",
+        b"name = Play\n",
+        "groups/00_Game/group: line 1, column 8: the name of the game group cannot be changed (DDNet's editor names it Game)",
+    );
+    refused(
+        &mut d,
+        "groups/00_Game/group",
         b"offset_x = 1.5\n",
         "groups/00_Game/group: line 1, column 12: offset_x: \"1.5\" is not a number",
     );
@@ -465,6 +471,12 @@ fn teeworlds_07_packed_layers_are_unpacked_and_packed_again() {
     let mut d = TwMap::decode(&df.encode().unwrap(), &Context::default()).unwrap();
     let tiles = format!("{BACK}/tiles");
     assert_eq!(d.render(&tiles).unwrap(), b"0 0 0 5:8\n0 0 0 0\n0 0 0 0\n");
+    refused(
+        &mut d,
+        "info",
+        b"[settings]\nsv_x 1\n",
+        "info: line 1: settings are a DDNet feature, and this map is in Teeworlds 0.7's format (a tile layer is an item of version 4), which has none",
+    );
     let back = edit(&mut d, &tiles, b"0 0 0 5:8\n0 0 0 0\n0 0 0 1\n");
     assert_eq!(back.map().data(8), [0, 0, 2, 0, 5, 8, 0, 0, 0, 0, 6, 0, 1, 0, 0, 0]);
     // Too many stored tiles.

@@ -104,6 +104,15 @@ pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
     let new: Vec<i32> = old.iter().zip(&strings).map(|(&cur, v)| map.put_string(cur, v)).collect();
     (info.author, info.map_version, info.credits, info.license) = (new[0], new[1], new[2], new[3]);
     if settings != settings_of(map) {
+        if let Some(why) = map.teeworlds07() {
+            let line = p.section.as_ref().and_then(|l| l.first()).map_or(1, |(n, _)| *n - 1);
+            return Err(DocError::at_line(
+                line,
+                format!(
+                    "settings are a DDNet feature, and this map is in Teeworlds 0.7's format ({why}), which has none"
+                ),
+            ));
+        }
         if info.version != 1 {
             return Err(DocError::new(format!(
                 "the map info item has version {}; DDNet reads settings only from version 1",
@@ -141,10 +150,22 @@ fn check_text(v: &[u8], limit: usize) -> Result<(), String> {
 const GROUP_KEYS: [&str; 10] =
     ["name", "offset_x", "offset_y", "parallax_x", "parallax_y", "clipping", "clip_x", "clip_y", "clip_w", "clip_h"];
 
+/// Whether group `g` holds a game layer (DDNet's editor then names it
+/// "Game" when it loads the map).
+fn is_game_group(map: &Map, g: usize) -> bool {
+    (0..map.index.groups[g].layers.len())
+        .any(|l| matches!(map.layer(g, l), Layer::Tiles(t) if TileKind::of(&t) == TileKind::Game))
+}
+
+/// The name a group is shown with.
+pub fn group_name(map: &Map, g: usize) -> Vec<u8> {
+    if is_game_group(map, g) { b"Game".to_vec() } else { map.group(g).name() }
+}
+
 pub fn render_group(map: &Map, g: usize) -> Vec<u8> {
     let gr = map.group(g);
     let mut out = Vec::new();
-    line(&mut out, "name", quote(&gr.name()));
+    line(&mut out, "name", quote(&group_name(map, g)));
     let c = gr.clip();
     let values = [gr.offset_x, gr.offset_y, gr.parallax_x, gr.parallax_y, c[0], c[1], c[2], c[3], c[4]];
     for (k, v) in GROUP_KEYS[1..].iter().zip(values) {
@@ -160,7 +181,15 @@ pub fn apply_group(map: &mut Map, g: usize, content: &[u8]) -> DocResult<()> {
     let mut name = gr.name();
     if let Some(pair) = p.get("name") {
         let v = pair.text()?;
-        if v != name {
+        if is_game_group(map, g) {
+            if v != b"Game" {
+                return Err(DocError::at(
+                    pair.line,
+                    pair.col,
+                    "the name of the game group cannot be changed (DDNet's editor names it Game)",
+                ));
+            }
+        } else if v != name {
             name_to_ints(&v, 3).map_err(|m| DocError::at(pair.line, pair.col, format!("name: {m}")))?;
             name = v;
         }
