@@ -5,6 +5,7 @@
 //! docs/layout.md ("Teeworlds/DDNet maps").
 
 pub mod datafile;
+pub mod example;
 pub mod items;
 pub mod map;
 pub mod text;

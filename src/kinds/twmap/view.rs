@@ -70,7 +70,8 @@ pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
             }
         }
     }
-    let mut settings = settings_of(map);
+    let old_settings = settings_of(map);
+    let mut settings = old_settings.clone();
     if let Some(lines) = &p.section {
         let mut new = Vec::new();
         for &(n, l) in lines {
@@ -80,7 +81,9 @@ pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
             }
             let indent = l.len() - l.trim_ascii_start().len();
             let v = text::unquote_value(t).map_err(|(off, m)| DocError::at(n, indent + 1 + off, m))?;
-            check_text(&v, SETTING_LIMIT).map_err(|m| DocError::at(n, indent + 1, format!("setting: {m}")))?;
+            if !old_settings.contains(&v) {
+                check_text(&v, SETTING_LIMIT).map_err(|m| DocError::at(n, indent + 1, format!("setting: {m}")))?;
+            }
             new.push(v);
         }
         settings = new;
@@ -370,14 +373,18 @@ pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Do
             fixed(&p, "height", &t.height.to_string(), "resizing a layer is not supported")?;
             t.header = new_header;
             if let Some(pair) = p.get("image") {
-                t.image = pair.int(-1, num_images - 1)?;
+                t.image = changed_int(pair, t.image, -1, num_images - 1)?;
             }
             if let Some(pair) = p.get("color") {
-                let c = pair.ints(4, 0, 255)?;
-                t.color = [c[0], c[1], c[2], c[3]];
+                let c = pair.ints(4, i32::MIN as i64, i32::MAX as i64)?;
+                let c = [c[0], c[1], c[2], c[3]];
+                if c != t.color {
+                    pair.ints(4, 0, 255)?;
+                }
+                t.color = c;
             }
             if let Some(pair) = p.get("color_env") {
-                t.color_env = pair.int(-1, num_envelopes - 1)?;
+                t.color_env = changed_int(pair, t.color_env, -1, num_envelopes - 1)?;
             }
             if let Some(pair) = p.get("color_env_offset") {
                 t.color_env_offset = pair.int(i32::MIN as i64, i32::MAX as i64)?;
@@ -422,7 +429,7 @@ pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Do
             let mut q = q;
             q.header = new_header;
             if let Some(pair) = p.get(index_key) {
-                q.image = pair.int(-1, limit - 1)?;
+                q.image = changed_int(pair, q.image, -1, limit - 1)?;
             }
             if let Some((_, v)) = name
                 && v != q.name()
@@ -438,6 +445,17 @@ pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Do
         map.df.items[li].data = new.to_ints();
     }
     Ok(())
+}
+
+/// An integer that must be in `min..=max` when it is not `current` (an
+/// index the map already holds is taken back as it is: DDNet's editor
+/// resets an invalid one when it loads the map).
+fn changed_int(pair: &text::Pair, current: i32, min: i64, max: i64) -> DocResult<i32> {
+    let v = pair.int(i32::MIN as i64, i32::MAX as i64)?;
+    if v != current {
+        pair.int(min, max)?;
+    }
+    Ok(v)
 }
 
 /// A quads or sounds layer item of version 2 (the one with a name).
@@ -586,7 +604,11 @@ pub fn render_quads(map: &Map, g: usize, l: usize) -> Vec<u8> {
 const QUAD_PARTS: [(&str, usize, usize); 6] =
     [("pos", 4, 2), ("pivot", 1, 2), ("color", 4, 4), ("uv", 4, 2), ("pos_env", 1, 2), ("color_env", 1, 2)];
 
-fn parse_quad(line: &[u8], n: usize, num_envelopes: i64) -> DocResult<items::Quad> {
+/// A quad line. With `check` (the number of envelopes), also the values
+/// DDNet's editor keeps in range: colours 0..=255 and envelope indices;
+/// they are checked only for new or changed quads, so that a map whose
+/// quads are out of range still takes back what it shows.
+fn parse_quad(line: &[u8], n: usize, check: Option<i64>) -> DocResult<items::Quad> {
     let mut words = Vec::new();
     let mut i = 0;
     while i < line.len() {
@@ -622,16 +644,18 @@ fn parse_quad(line: &[u8], n: usize, num_envelopes: i64) -> DocResult<items::Qua
                     format!("{key}: {:?} is not {width} numbers joined by commas", String::from_utf8_lossy(word)),
                 ));
             }
-            let (min, max) = match key {
-                "color" => (0, 255),
-                "pos_env" | "color_env" => (i32::MIN as i64, i32::MAX as i64),
+            let (min, max) = match (key, check) {
+                ("color", Some(_)) => (0, 255),
                 _ => (i32::MIN as i64, i32::MAX as i64),
             };
             let mut v = Vec::new();
             for x in nums {
                 v.push(text::parse_int(x, min, max).map_err(|m| DocError::at(n, col, format!("{key}: {m}")))?);
             }
-            if (key == "pos_env" || key == "color_env") && !(-1..num_envelopes).contains(&(v[0] as i64)) {
+            if let Some(num_envelopes) = check
+                && (key == "pos_env" || key == "color_env")
+                && !(-1..num_envelopes).contains(&(v[0] as i64))
+            {
                 return Err(DocError::at(
                     n,
                     col,
@@ -660,15 +684,20 @@ fn parse_quad(line: &[u8], n: usize, num_envelopes: i64) -> DocResult<items::Qua
 pub fn apply_quads(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let mut q = quads_layer(map, g, l);
     let num_envelopes = map.index.envelopes.len() as i64;
+    let old = quads_of(map, &q);
     let mut quads = Vec::new();
     for (n, line) in content.split(|&c| c == b'\n').enumerate() {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.trim_ascii().is_empty() || line.trim_ascii_start().starts_with(b"#") {
             continue;
         }
-        quads.push(parse_quad(line, n + 1, num_envelopes)?);
+        let quad = parse_quad(line, n + 1, None)?;
+        if old.get(quads.len()) != Some(&quad) {
+            parse_quad(line, n + 1, Some(num_envelopes))?;
+        }
+        quads.push(quad);
     }
-    if quads == quads_of(map, &q) {
+    if quads == old {
         return Ok(());
     }
     // No quads: DDNet's editor writes one zero quad as data and a count of 0.
