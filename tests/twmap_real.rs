@@ -114,3 +114,39 @@ fn the_real_maps_look_as_described_in_the_spec() {
     let grid = tw07.render(&game.path).unwrap();
     assert_eq!(grid.iter().filter(|&&c| c == b'\n').count(), 50, "60 x 50 tiles after unpacking");
 }
+
+#[test]
+fn recompressed_real_maps_hold_the_same_items_and_data() {
+    // Every data item compressed anew (as after an edit): zlib's bytes may
+    // differ from the original writer's, what a reader gets may not.
+    let Some(maps) = real_maps("recompressed_real_maps_hold_the_same_items_and_data") else { return };
+    for (name, bytes) in maps {
+        let df = Datafile::decode(&bytes).unwrap();
+        let mut fresh = df.clone();
+        for i in 0..fresh.data.len() {
+            let content = fresh.data[i].bytes().unwrap().to_vec();
+            fresh.data[i] = worldfs::kinds::twmap::datafile::DataItem::new(content);
+        }
+        let again = fresh.encode().unwrap();
+        let back = Datafile::decode(&again).unwrap();
+        assert_eq!(back.items, df.items, "{name}: items");
+        assert!(back.data == df.data, "{name}: data");
+        // The part before the data section (header, tables, items) differs
+        // only in the sizes and offsets of the data.
+        let map = Map::decode(&again).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(map.index, Map::decode(&bytes).unwrap().index, "{name}");
+        eprintln!("{name}: {} bytes as read, {} recompressed", bytes.len(), again.len());
+    }
+}
+
+#[test]
+fn truncated_real_maps_are_refused() {
+    let Some(maps) = real_maps("truncated_real_maps_are_refused") else { return };
+    for (name, bytes) in maps {
+        let step = (bytes.len() / 300).max(1);
+        for n in (0..bytes.len()).step_by(step).chain([bytes.len() - 1]) {
+            let e = TwMap::decode(&bytes[..n], &Context::default()).unwrap_err().to_string();
+            assert!(e.contains("truncated"), "{name} cut at {n}: {e}");
+        }
+    }
+}

@@ -229,8 +229,8 @@ fn field_value(f: &Field, t: &[u8]) -> i32 {
     if f.wide { i16::from_le_bytes([t[f.offset], t[f.offset + 1]]) as i32 } else { t[f.offset] as i32 }
 }
 
-/// Parse a text grid into unpacked tiles. `base` supplies the bytes the
-/// text does not show (padding), which must stay 0 anyway.
+/// Parse a text grid into unpacked tiles (the bytes the text does not show,
+/// skip and padding, are 0).
 pub fn parse(kind: TileKind, width: usize, height: usize, text: &[u8]) -> DocResult<Vec<u8>> {
     let size = kind.tile_size();
     let fields = kind.fields();
