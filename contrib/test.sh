@@ -30,12 +30,30 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 fi
 
+# The twmap Python package (bindings of the twmap crate; AGPL, so only run
+# as an independent oracle by tests/twmap_oracle.rs, never linked).
+if ! python3 -c 'import twmap, numpy' >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "installing: twmap numpy (pip)"
+        python3 -m pip --version >/dev/null 2>&1 || {
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get install -y -q python3-pip >/dev/null 2>&1 || {
+                apt-get update -q >/dev/null 2>&1 && apt-get install -y -q python3-pip >/dev/null
+            }
+        }
+        python3 -m pip install -q twmap numpy 2>/dev/null ||
+            python3 -m pip install -q --break-system-packages twmap numpy
+    else
+        echo "note: the twmap Python package is missing (pip install twmap numpy); the twmap oracle test will be skipped"
+    fi
+fi
+
 # As root every tool above is installed, so a test that would skip for want
 # of one fails instead (tests/common/mod.rs `skip`): a machine that lost a
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,root,python3,vim,nano,tmux,setpriv,systemd
+    WORLDFS_REQUIRE=fuse,server,root,python3,vim,nano,tmux,setpriv,systemd,twmap
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

@@ -11,12 +11,22 @@
 #    block_body, inventories, item strings, metadata keys, rendered files...
 #    (scanning every block of the worlds, read-only, for the text seeds).
 #
+# 3. Runs examples/twmap_seeds.rs on ../shared/realdata/formats/twmap (the
+#    twmap_* targets).
+#
 # The corpus directory is git-ignored. Running it again adds only what is
 # new (file names are content hashes / block keys).
 set -eu
 cd "$(dirname "$0")"
 shared="${WORLDFS_SHARED:-../../shared}"
 worlds="$shared/realdata/worlds"
+
+# Teeworlds/DDNet maps (twmap_* targets): the real maps, also in version 3
+# form (raw data), and the files of the example map.
+if [ -d "$shared/realdata/formats/twmap" ]; then
+    cargo run --quiet --example twmap_seeds -- "$shared/realdata/formats/twmap" corpus
+fi
+
 per_world="${PER_WORLD:-80}"
 half=$((per_world / 2))
 out=corpus/block_decode

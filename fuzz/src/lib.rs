@@ -653,3 +653,103 @@ pub fn view_files(data: &[u8]) {
         }
     }
 }
+
+// ------------------------------------------------- Teeworlds/DDNet maps
+
+use worldfs::kinds::twmap::TwMap;
+use worldfs::kinds::twmap::datafile::Datafile;
+use worldfs::kinds::{Context, Document};
+
+/// `twmap_datafile`: a `.map` file read by the container codec. When it
+/// decodes: it encodes, the encoding decodes to the same datafile, and
+/// encoding that again gives the same bytes (DDNet's layout is a fixed
+/// point).
+pub fn twmap_datafile(data: &[u8]) {
+    let Ok(df) = Datafile::decode(data) else { return };
+    let bytes = df.encode().unwrap_or_else(|e| panic!("a decoded datafile does not encode: {e}"));
+    let back = Datafile::decode(&bytes).unwrap_or_else(|e| panic!("our encoding does not decode: {e}"));
+    assert!(back == df, "decode(encode(df)) != df");
+    assert!(back.encode().unwrap() == bytes, "encode is not a fixed point");
+}
+
+/// Tile layers at most this large are rendered by `twmap_map` (rendering a
+/// huge layer is slow, not wrong).
+const RENDER_TILES: i64 = 1 << 20;
+
+/// `twmap_map`: a `.map` file read as a map (items, the loader's checks,
+/// tile unpacking). Seeded with the real maps in version 3 form (raw data)
+/// as well, so mutations reach the items behind zlib. When it decodes:
+/// every file renders, writing back any writable file's content changes
+/// nothing, and the map encodes to a file that decodes to the same map.
+pub fn twmap_map(data: &[u8]) {
+    let Ok(doc) = TwMap::decode(data, &Context::default()) else { return };
+    let bytes = doc.encode().unwrap_or_else(|e| panic!("a decoded map does not encode: {e}"));
+    let back =
+        TwMap::decode(&bytes, &Context::default()).unwrap_or_else(|e| panic!("our encoding does not decode: {e}"));
+    assert!(back.map().df == doc.map().df, "decode(encode(map)) != map");
+    assert_eq!(back.entries(), doc.entries(), "the tree changed through encoding");
+    let m = doc.map();
+    let large = (0..m.index.groups.len()).any(|g| {
+        (0..m.index.groups[g].layers.len()).any(|l| match m.layer(g, l) {
+            worldfs::kinds::twmap::items::Layer::Tiles(t) => t.width as i64 * t.height as i64 > RENDER_TILES,
+            _ => false,
+        })
+    });
+    if large {
+        return;
+    }
+    for e in doc.entries().into_iter().filter(|e| !e.dir) {
+        let content = doc.render(&e.path).unwrap_or_else(|err| panic!("{} does not render: {err}", e.path));
+        if e.writable {
+            let mut d = doc.clone();
+            if let Err(err) = d.apply(&e.path, &content) {
+                panic!("{}: writing back what it shows is refused: {err}\nfile: {}", e.path, show(&content));
+            }
+            assert!(d.encode().unwrap() == bytes, "{}: writing back what it shows changed the map", e.path);
+        }
+    }
+}
+
+fn twmap_example() -> &'static TwMap {
+    static DOC: OnceLock<TwMap> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let bytes = worldfs::kinds::twmap::example::example().encode().unwrap();
+        TwMap::decode(&bytes, &Context::default()).unwrap()
+    })
+}
+
+/// The writable files of the example map, in order (byte 0 of a
+/// `twmap_view_files` input picks one).
+pub fn twmap_writable() -> Vec<String> {
+    twmap_example().entries().into_iter().filter(|e| e.writable).map(|e| e.path).collect()
+}
+
+/// `twmap_view_files`: byte 0 picks a writable file of the example map
+/// (`twmap_writable`), the rest is written to it. When the write is
+/// accepted: the map encodes and decodes to the same map, the file then
+/// shows content that writes back without change, and a refused write left
+/// the document as it was.
+pub fn twmap_view_files(data: &[u8]) {
+    let Some((&pick, content)) = data.split_first() else { return };
+    let files = twmap_writable();
+    let path = &files[pick as usize % files.len()];
+    let base = twmap_example();
+    let mut doc = base.clone();
+    match doc.apply(path, content) {
+        Err(_) => {
+            assert!(doc.map().df == base.map().df, "{path}: a refused write changed the map");
+        }
+        Ok(()) => {
+            let bytes = doc.encode().unwrap_or_else(|e| panic!("{path}: an accepted write does not encode: {e}"));
+            let back = TwMap::decode(&bytes, &Context::default())
+                .unwrap_or_else(|e| panic!("{path}: an accepted write gives a map that does not decode: {e}"));
+            assert!(back.map().df == doc.map().df, "{path}: decode(encode(map)) != map");
+            for e in back.entries().into_iter().filter(|e| e.writable) {
+                let shown = back.render(&e.path).unwrap();
+                let mut again = back.clone();
+                again.apply(&e.path, &shown).unwrap_or_else(|err| panic!("{}: refuses what it shows: {err}", e.path));
+                assert!(again.encode().unwrap() == bytes, "{}: writing back what it shows changed the map", e.path);
+            }
+        }
+    }
+}

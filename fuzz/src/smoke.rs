@@ -331,3 +331,35 @@ fn view_files_smoke() {
     }
     run("view_files", view_files, seeds);
 }
+
+/// The example map, as DDNet writes it (v4) and with raw data (v3).
+fn twmap_seeds() -> Vec<Vec<u8>> {
+    let df = worldfs::kinds::twmap::example::example();
+    let mut v3 = df.clone();
+    v3.version = 3;
+    vec![df.encode().unwrap(), v3.encode().unwrap()]
+}
+
+#[test]
+fn twmap_datafile_smoke() {
+    run("twmap_datafile", twmap_datafile, twmap_seeds());
+}
+
+#[test]
+fn twmap_map_smoke() {
+    run("twmap_map", twmap_map, twmap_seeds());
+}
+
+#[test]
+fn twmap_view_files_smoke() {
+    use worldfs::kinds::twmap::TwMap;
+    use worldfs::kinds::{Context, Document};
+    let doc = TwMap::decode(&twmap_seeds()[0], &Context::default()).unwrap();
+    let seeds: Vec<Vec<u8>> =
+        twmap_writable().iter().enumerate().map(|(i, p)| [&[i as u8][..], &doc.render(p).unwrap()].concat()).collect();
+    // Every rendered file applies as it is.
+    for s in &seeds {
+        twmap_view_files(s);
+    }
+    run("twmap_view_files", twmap_view_files, seeds);
+}

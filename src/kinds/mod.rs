@@ -11,6 +11,7 @@
 //! `fs/` on top of `store/`.
 
 pub mod doc_tree;
+pub mod twmap;
 
 use crate::fs::{Options, Services, Tree};
 use std::fmt;
@@ -210,7 +211,7 @@ pub fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
 /// Every one-file kind a mount can serve (a Luanti world is a directory).
 /// Adding a kind is adding its module and one line here.
 pub fn kinds() -> Vec<KindInfo> {
-    vec![]
+    vec![doc_kind::<twmap::TwMap>("Teeworlds/DDNet map (.map)")]
 }
 
 /// The kind name of a Luanti world directory.

@@ -1,0 +1,100 @@
+//! One-file kinds of world through a real mount, with real tools: a
+//! kind is found from the file (or `-t`), files are read with cat and grep,
+//! edited with sed -i, cp and echo >>, and the file on disk is rewritten
+//! atomically; a bad edit is refused with the reason in write-errors and
+//! the file unchanged.
+
+mod common;
+
+use common::mount::Mounted;
+use std::path::{Path, PathBuf};
+
+/// A copy of a real sample in a directory of its own.
+fn sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    let Some(shared) = common::shared_dir() else {
+        common::skip(test, "shared", "../shared is absent");
+        return None;
+    };
+    let src = shared.join("realdata/formats").join(rel);
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join(src.file_name().unwrap());
+    std::fs::copy(&src, &dst).unwrap();
+    let mut perm = std::fs::metadata(&dst).unwrap().permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perm.set_readonly(false);
+    std::fs::set_permissions(&dst, perm).unwrap();
+    Some((dir, dst))
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+#[test]
+fn a_ddnet_map_is_edited_with_shell_tools() {
+    const TEST: &str = "a_ddnet_map_is_edited_with_shell_tools";
+    require_fuse!(TEST);
+    let Some((dir, map)) = sample("twmap/ddnet_dm1.map", TEST) else { return };
+    let before = std::fs::read(&map).unwrap();
+    let m = Mounted::new(&map, &[]);
+    assert!(m.ok("cat $MNT/README").contains("map"));
+    let game = "groups/06_Game/layers/02_Game/tiles";
+    let first = m.ok(&format!("head -1 $MNT/{game}"));
+    assert!(first.starts_with("1 1 1"), "{first}");
+    // sed -i: the first tile of the game layer becomes air.
+    m.ok(&format!("sed -i '1s/^1 /0 /' $MNT/{game}"));
+    assert!(m.ok(&format!("head -1 $MNT/{game}")).starts_with("0 1 1"));
+    // a setting appended to info
+    m.ok("sed -i 's/^\\[settings\\]$/[settings]\\nsv_gravity 0.5/' $MNT/info");
+    assert!(m.ok("cat $MNT/info").contains("sv_gravity 0.5"));
+    // a bad grid is refused with line and column, and changes nothing
+    let now = std::fs::read(&map).unwrap();
+    let (code, _, _) = m.sh(&format!("sed -i '2s/^1 /x /' $MNT/{game}"));
+    assert_ne!(code, 0);
+    assert!(m.refusals().contains("tiles: line 2"), "{}", m.refusals());
+    assert_eq!(std::fs::read(&map).unwrap(), now);
+    drop(m);
+    // Written back atomically, nothing left beside it; the file decodes.
+    assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
+    let after = std::fs::read(&map).unwrap();
+    assert_ne!(after, before);
+    let doc =
+        <worldfs::kinds::twmap::TwMap as worldfs::kinds::Document>::decode(&after, &worldfs::kinds::Context::default())
+            .unwrap();
+    let tiles = worldfs::kinds::Document::render(&doc, game).unwrap();
+    assert!(String::from_utf8(tiles).unwrap().starts_with("0 1 1"));
+}
+
+#[test]
+fn a_file_that_is_no_kind_of_world_is_refused_and_t_forces_one() {
+    const TEST: &str = "a_file_that_is_no_kind_of_world_is_refused_and_t_forces_one";
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("notes.txt");
+    std::fs::write(&f, "hello\n").unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .arg("mount")
+            .arg(&f)
+            .arg(&mnt)
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not a kind of world worldfs knows"), "{err}");
+    let (code, err) = run(&["-t", "twmap"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("notes.txt"), "{err}");
+    let (code, err) = run(&["-t", "nosuchkind"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("-t nosuchkind: no such kind of world"), "{err}");
+    let _ = TEST;
+}
