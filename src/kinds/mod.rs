@@ -10,6 +10,8 @@
 //! in a database and number in the millions, so it has its own tree in
 //! `fs/` on top of `store/`.
 
+pub mod mts;
+
 use std::fmt;
 use std::path::{Path, PathBuf};
 
