@@ -11,6 +11,7 @@
 //! `fs/` on top of `store/`.
 
 pub mod mts;
+pub mod text;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
