@@ -222,7 +222,7 @@ mod tests {
             ),
             (
                 "param0",
-                String::from_utf8(vec![0, 9].repeat(12)).unwrap(),
+                String::from_utf8([0, 9].repeat(12)).unwrap(),
                 "param0: byte 0: node 0 0 0 has content id 9, but names has ids 0..2".into(),
             ),
             ("param2", "x".into(), "param2: 1 bytes; param2 holds 1 byte per node: 12 for this size".into()),
