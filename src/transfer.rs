@@ -252,3 +252,242 @@ mod tests {
         }
     }
 }
+
+// ------------------------------------------------------------ the CLI side
+
+use crate::codec::Block;
+use crate::kinds::mts::Schematic;
+use crate::store::{Change, MapStore, Note, parse_triple};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// "X,Y,Z" as node coordinates.
+pub fn parse_pos(s: &str) -> Result<[i32; 3], String> {
+    parse_triple::<i32>(s)
+        .map(|(x, y, z)| [x, y, z])
+        .ok_or_else(|| format!("'{s}' is not a node position X,Y,Z (whole numbers, no spaces)"))
+}
+
+/// The kinds of file export and import handle, by file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Mts,
+    We,
+}
+
+impl FileKind {
+    pub fn of(path: &Path) -> Result<FileKind, String> {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("mts") => Ok(FileKind::Mts),
+            Some("we") | Some("wem") => Ok(FileKind::We),
+            _ => Err(format!("{}: the file name must end in .mts (schematic) or .we (WorldEdit)", path.display())),
+        }
+    }
+}
+
+/// Decoded blocks read through a store, each once, with the bytes they
+/// were read from (an import expects them unchanged when it commits).
+struct Reader<'a> {
+    store: &'a dyn MapStore,
+    blobs: HashMap<BlockPos, Option<Vec<u8>>>,
+}
+
+impl Reader<'_> {
+    fn fetch(&mut self, p: BlockPos) -> Result<Option<Block>, String> {
+        let blob = match self.blobs.get(&p) {
+            Some(b) => b.clone(),
+            None => {
+                let b = self.store.get(p).map_err(|e| format!("block {p}: {e}"))?;
+                self.blobs.insert(p, b.clone());
+                b
+            }
+        };
+        match blob {
+            None => Ok(None),
+            Some(b) => Block::decode(&b).map(Some).map_err(|e| format!("block {p} cannot be decoded: {e}")),
+        }
+    }
+}
+
+/// The version new blocks get: the newest the world uses among its first
+/// blocks (as the mount does), 29 for an empty world.
+fn new_block_version(store: &dyn MapStore) -> u8 {
+    let page = store.scan_after(None, 64).unwrap_or_default();
+    let newest = page.iter().filter_map(|(_, b)| b.first().copied()).max().unwrap_or(crate::codec::block::MAX_VERSION);
+    newest.clamp(25, crate::codec::block::MAX_VERSION)
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.worldfs-{}",
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
+/// `worldfs export`: the box between `a` and `b` (corners included) of
+/// `world` written to `out`. Returns lines to print (warnings first).
+pub fn export(world: &Path, a: [i32; 3], b: [i32; 3], out: &Path, sparse: bool) -> Result<Vec<String>, String> {
+    let kind = FileKind::of(out)?;
+    let bx = NodeBox::new(a, b)?;
+    let w = crate::world::World::open(world)?;
+    let store = w.open_store(true, false)?;
+    let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
+    let mut fetch = |p: BlockPos| {
+        let r = reader.fetch(p);
+        reader.blobs.remove(&p); // export reads each block once: keep no copies
+        r
+    };
+    let mut said = Vec::new();
+    let [sx, sy, sz] = bx.size();
+    let bytes = match kind {
+        FileKind::Mts => {
+            let opts = capture::CaptureOptions { sparse_air: sparse, ..Default::default() };
+            let c = capture::capture(&bx, &mut fetch, &opts)?;
+            if c.metadata_nodes > 0 {
+                said.push(format!(
+                    "warning: {} node(s) in the box have metadata (inventories, texts), which a schematic cannot \
+                     hold; export to a .we file to keep it",
+                    c.metadata_nodes
+                ));
+            }
+            if c.missing_blocks > 0 {
+                said.push(format!(
+                    "note: {} block(s) of the box are not stored; their nodes are air that is never placed",
+                    c.missing_blocks
+                ));
+            }
+            if c.unnamed_nodes > 0 {
+                said.push(format!(
+                    "warning: {} node(s) had a content id without a name: written as unknown",
+                    c.unnamed_nodes
+                ));
+            }
+            c.schematic.encode().map_err(|e| e.to_string())?
+        }
+        FileKind::We => {
+            let c = crate::kinds::we::transfer::capture(&bx, &mut fetch)?;
+            said.push(format!("{} node(s) that are not air, {} with metadata", c.file.nodes.len(), c.metadata_nodes));
+            crate::kinds::we::codec::encode(&c.file)
+        }
+    };
+    write_atomically(out, &bytes)?;
+    said.push(format!(
+        "{}: {sx} x {sy} x {sz} nodes from {},{},{} to {},{},{} ({} bytes)",
+        out.display(),
+        bx.min[0],
+        bx.min[1],
+        bx.min[2],
+        bx.max[0],
+        bx.max[1],
+        bx.max[2],
+        bytes.len()
+    ));
+    Ok(said)
+}
+
+/// How to import.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// Degrees: 0, 90, 180 or 270 (schematics only).
+    pub rotate: i64,
+    /// Replace whatever is in the world (schematics only; a .we file
+    /// always replaces).
+    pub force: bool,
+    /// A node-definition dump (`<name> <paramtype2>` lines) to turn param2.
+    pub nodedefs: Option<rotate::NodeDefs>,
+}
+
+/// `worldfs import`: `file` placed with its minimum corner at `at`, in one
+/// journaled transaction. Refused while another process has the map open.
+pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> Result<Vec<String>, String> {
+    let kind = FileKind::of(file)?;
+    let rotation = rotate::Rotation::from_degrees(opts.rotate)?;
+    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let w = crate::world::World::open(world)?;
+    let who = crate::luanti::guard::openers(&w.map_path());
+    if !who.is_empty() {
+        return Err(format!(
+            "{} is open in {}; stop the server (or unmount) before importing",
+            w.map_path().display(),
+            who.join(", ")
+        ));
+    }
+    let store = w.open_store(false, true)?;
+    let version = new_block_version(store.as_ref());
+    let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
+    let mut said = Vec::new();
+    let placement = match kind {
+        FileKind::Mts => {
+            let s = Schematic::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            if rotation.0 != 0 && opts.nodedefs.is_none() {
+                let turned = s.param2.iter().filter(|&&p| p != 0).count();
+                if turned > 0 {
+                    said.push(format!(
+                        "warning: rotated without --nodedefs: the param2 of {turned} node(s) (facing of stairs, \
+                         chests, torches...) was kept as it was"
+                    ));
+                }
+            }
+            let p = place::PlaceOptions { rotation, force: opts.force, defs: opts.nodedefs.clone() };
+            place::place_schematic(&s, at, &p, &mut |p| reader.fetch(p), version)?
+        }
+        FileKind::We => {
+            if rotation.0 != 0 || opts.force {
+                return Err("--rotate and --force are for schematics; a .we file is placed as WorldEdit does".into());
+            }
+            let f = crate::kinds::we::codec::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            let writes = crate::kinds::we::transfer::writes(&f, at)?;
+            place::apply_writes(writes, &mut |p| reader.fetch(p), version)?
+        }
+    };
+    let mut changes = Vec::new();
+    let mut created = 0;
+    for (bp, (before, after)) in &placement.blocks {
+        let blob = after.encode().map_err(|e| format!("block {bp}: {e}"))?;
+        let back = Block::decode(&blob).map_err(|e| format!("block {bp}: re-reading the new block: {e}"))?;
+        if back != *after {
+            return Err(format!("block {bp}: the new block does not read back as written; nothing imported"));
+        }
+        created += before.is_none() as usize;
+        changes.push(Change::Expect(*bp, reader.blobs.get(bp).cloned().flatten()));
+        changes.push(Change::Put(*bp, blob));
+    }
+    if placement.metadata_kept > 0 {
+        said.push(format!(
+            "note: {} replaced node(s) kept their metadata, as place_schematic leaves it",
+            placement.metadata_kept
+        ));
+    }
+    if placement.blocked > 0 {
+        said.push(format!("{} node(s) not placed: the world had something there (use --force)", placement.blocked));
+    }
+    if changes.is_empty() {
+        said.push("nothing changed".into());
+        return Ok(said);
+    }
+    let what = format!(
+        "import {} at {},{},{}{}{}",
+        file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        at[0],
+        at[1],
+        at[2],
+        if rotation.0 != 0 { format!(" rotate {}", rotation.degrees()) } else { String::new() },
+        if opts.force { " force" } else { "" }
+    );
+    store.apply(&changes, &Note::new(what.clone())).map_err(|e| e.to_string())?;
+    said.push(format!(
+        "{what}: {} node(s) in {} block(s) ({created} new); `worldfs undo {} --last 1` takes it back",
+        placement.placed,
+        placement.blocks.len(),
+        world.display()
+    ));
+    Ok(said)
+}

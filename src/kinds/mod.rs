@@ -12,6 +12,7 @@
 
 pub mod mts;
 pub mod text;
+pub mod we;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

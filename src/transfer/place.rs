@@ -86,11 +86,13 @@ pub fn apply_writes(
         let bp = block_of(w.pos).ok_or_else(|| {
             format!("node {},{},{} is outside the world (blocks -2048..2047)", w.pos[0], w.pos[1], w.pos[2])
         })?;
-        if !blocks.contains_key(&bp) {
-            let b = fetch(bp)?;
-            blocks.insert(bp, (b.clone(), b));
-        }
-        let slot = blocks.get_mut(&bp).expect("inserted above");
+        let slot = match blocks.entry(bp) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let b = fetch(bp)?;
+                v.insert((b.clone(), b))
+            }
+        };
         let (ox, oy, oz) = bp.origin();
         let i = block_node(w.pos[0] - ox, w.pos[1] - oy, w.pos[2] - oz);
         if w.only_into_air
