@@ -317,6 +317,19 @@ fn new_block_version(store: &dyn MapStore) -> u8 {
     newest.clamp(25, crate::codec::block::MAX_VERSION)
 }
 
+/// The world's mapchunk size in blocks (`chunksize` in map_meta.txt, 5 by
+/// default).
+fn chunksize(w: &crate::world::World) -> i16 {
+    std::fs::read_to_string(w.dir.join("map_meta.txt"))
+        .ok()
+        .and_then(|t| {
+            crate::world::parse_settings(&t).into_iter().rev().find(|(k, _)| k == "chunksize").map(|(_, v)| v)
+        })
+        .and_then(|v| v.trim().parse::<i16>().ok())
+        .filter(|&c| (1..=10).contains(&c))
+        .unwrap_or(5)
+}
+
 /// Write `bytes` to `path` through a temporary file in the same directory.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -448,6 +461,29 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
             place::apply_writes(writes, &mut |p| reader.fetch(p), version)?
         }
     };
+    // Complete the mapchunks of created blocks, so that the mapgen never
+    // runs over them.
+    let made: Vec<BlockPos> = placement.blocks.iter().filter(|(_, (b, _))| b.is_none()).map(|(p, _)| *p).collect();
+    let filler = place::complete_mapchunks(&made, chunksize(&w), &mut |p| {
+        store.contains(p).map_err(|e| format!("block {p}: {e}"))
+    })?;
+    let mut placement = placement;
+    for p in &filler {
+        placement.blocks.insert(*p, (None, place::new_block(version)));
+    }
+    if !filler.is_empty() {
+        said.push(format!(
+            "note: {} air block(s) added to complete {} mapchunk(s) the world had not generated, so that the \
+             mapgen never runs over the build",
+            filler.len(),
+            {
+                let mut c: Vec<[i32; 3]> = made.iter().map(|&b| place::mapchunk_of(b, chunksize(&w))).collect();
+                c.sort();
+                c.dedup();
+                c.len()
+            }
+        ));
+    }
     let mut changes = Vec::new();
     let mut created = 0;
     for (bp, (before, after)) in &placement.blocks {

@@ -63,11 +63,12 @@ pub struct Placement {
 }
 
 /// A block the world does not have yet, as an import creates it: marked
-/// generated (so the server never runs the mapgen on it: a block that is
-/// stored and generated is loaded as it is), all air lit by daylight
-/// (param1 15), lighting marked complete, the given block version. The
-/// mapgen still fills the rest of its mapchunk around it when a player
-/// comes near, but never into it: it holds the build and air.
+/// generated, all air lit by daylight (param1 15), lighting marked
+/// complete, the given block version. With the other blocks of its
+/// mapchunk ([`complete_mapchunks`]) the server loads it as it is and never
+/// runs the mapgen over it: the build stands in air where the world had
+/// not been generated yet (light is fixed by the game when nodes change
+/// nearby, or by WorldEdit's `//fixlight`).
 pub fn new_block(version: u8) -> Block {
     Block::new_air(version)
 }
@@ -207,4 +208,48 @@ pub fn place_schematic(
     new_version: u8,
 ) -> Result<Placement, String> {
     apply_writes(schematic_writes(s, origin, opts), fetch, new_version)
+}
+
+/// The mapchunk (the unit the mapgen generates: `chunksize` blocks along
+/// each axis, 5 by default, offset by `-chunksize / 2` blocks as the
+/// engine's `getContainingChunk`) holding block `b`: its low corner.
+pub fn mapchunk_of(b: BlockPos, chunksize: i16) -> [i32; 3] {
+    let cs = chunksize.max(1) as i32;
+    let off = -(cs / 2);
+    [b.x, b.y, b.z].map(|v| (v as i32 - off).div_euclid(cs) * cs + off)
+}
+
+/// The blocks an import must also create so that the mapgen never runs
+/// over the new blocks `created`: the engine generates a whole mapchunk
+/// when any of its blocks is missing (or not generated), and that would
+/// run biomes, ores, caves and decorations over the build's nodes too. A
+/// chunk whose blocks all exist and are generated is only loaded. So every
+/// other missing block of each chunk that holds a created block is
+/// created as well (air). `exists` says whether the world stores a block.
+pub fn complete_mapchunks(
+    created: &[BlockPos],
+    chunksize: i16,
+    exists: &mut dyn FnMut(BlockPos) -> Result<bool, String>,
+) -> Result<Vec<BlockPos>, String> {
+    let cs = chunksize.max(1) as i32;
+    let mut chunks: Vec<[i32; 3]> = created.iter().map(|&b| mapchunk_of(b, chunksize)).collect();
+    chunks.sort();
+    chunks.dedup();
+    let mut out = Vec::new();
+    for c in chunks {
+        for z in c[2]..c[2] + cs {
+            for y in c[1]..c[1] + cs {
+                for x in c[0]..c[0] + cs {
+                    let b = BlockPos::new(x as i16, y as i16, z as i16);
+                    if !b.in_range() || created.contains(&b) {
+                        continue;
+                    }
+                    if !exists(b)? {
+                        out.push(b);
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
 }

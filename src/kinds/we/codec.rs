@@ -404,12 +404,20 @@ fn meta_of(m: &Table) -> Result<WeMeta, String> {
     Ok(out)
 }
 
+/// A string literal. The empty string is written `''`: WorldEdit 0.6 (and
+/// WorldEdit before 2019) finds the strings of a file with the pattern
+/// `"[^"]+"`, which cannot match `""` and then pairs every later quote
+/// wrongly, losing most of the nodes after it.
+fn string_lit(s: &[u8]) -> Vec<u8> {
+    if s.is_empty() { b"''".to_vec() } else { lua::quote(s) }
+}
+
 fn put_key(out: &mut Vec<u8>, key: &[u8]) {
     if lua::is_short_key(key) {
         out.extend_from_slice(key);
     } else {
         out.push(b'[');
-        out.extend_from_slice(&lua::quote(key));
+        out.extend_from_slice(&string_lit(key));
         out.push(b']');
     }
     out.push(b'=');
@@ -423,7 +431,7 @@ pub fn encode(f: &WeFile) -> Vec<u8> {
             out.push(b',');
         }
         out.extend_from_slice(format!("{{x={},y={},z={},name=", n.pos[0], n.pos[1], n.pos[2]).as_bytes());
-        out.extend_from_slice(&lua::quote(&n.name));
+        out.extend_from_slice(&string_lit(&n.name));
         if n.param1 != 0 {
             out.extend_from_slice(format!(",param1={}", n.param1).as_bytes());
         }
@@ -437,7 +445,7 @@ pub fn encode(f: &WeFile) -> Vec<u8> {
                     out.push(b',');
                 }
                 put_key(&mut out, k);
-                out.extend_from_slice(&lua::quote(v));
+                out.extend_from_slice(&string_lit(v));
             }
             out.extend_from_slice(b"},inventory={");
             for (j, (name, items)) in m.inventory.iter().enumerate() {
@@ -450,7 +458,7 @@ pub fn encode(f: &WeFile) -> Vec<u8> {
                     if k > 0 {
                         out.push(b',');
                     }
-                    out.extend_from_slice(&lua::quote(it));
+                    out.extend_from_slice(&string_lit(it));
                 }
                 out.push(b'}');
             }
