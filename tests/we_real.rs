@@ -71,3 +71,22 @@ fn metadata_of_the_samples_is_kept() {
         .find(|c| c.contains("after(1,\"off(C)\")"));
     assert!(code.is_some(), "the program with escaped quotes");
 }
+
+#[test]
+fn every_file_of_every_sample_applies_to_itself() {
+    use worldfs::kinds::we::WeDocument;
+    use worldfs::kinds::{Context, Document};
+    let Some(samples) = samples("every_file_of_every_sample_applies_to_itself") else { return };
+    for (name, bytes) in samples {
+        let mut d = WeDocument::decode(&bytes, &Context::default()).unwrap();
+        assert_eq!(d.encode().unwrap(), bytes, "{name}: unchanged gives the bytes back");
+        let mut files = 0;
+        for e in d.entries().into_iter().filter(|e| e.writable && !e.dir) {
+            let content = d.render(&e.path).unwrap();
+            d.apply(&e.path, &content).unwrap_or_else(|err| panic!("{name}/{}: {err}", e.path));
+            assert_eq!(d.encode().unwrap(), bytes, "{name}/{} changed the file", e.path);
+            files += 1;
+        }
+        assert!(files >= 3, "{name}");
+    }
+}
