@@ -6,6 +6,7 @@
 //! variables other than `_`, `inf` and `nan`) is refused with its line and
 //! column. Also the writer of Lua string literals. Pure.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 /// A Lua value. Tables keep their fields in written order; a positional
@@ -416,7 +417,8 @@ impl<'a> Parser<'a> {
 /// `_[N].k=v`, `_[N][k]=v`, then `return v`.
 pub fn parse(src: &[u8]) -> Result<Value, LuaError> {
     let mut p = Parser { s: src, i: 0, depth: 0 };
-    let mut refs: Vec<Option<Raw>> = Vec::new();
+    // By number: `_[1000000]=1` must not reserve a million slots.
+    let mut refs: HashMap<usize, Raw> = HashMap::new();
     let result;
     loop {
         p.skip_space()?;
@@ -452,9 +454,6 @@ pub fn parse(src: &[u8]) -> Result<Value, LuaError> {
             }
             b"_" => {
                 let n = p.ref_index()?;
-                if refs.len() < n {
-                    refs.resize(n, None);
-                }
                 let mut path: Vec<Raw> = Vec::new();
                 loop {
                     p.skip_space()?;
@@ -473,8 +472,10 @@ pub fn parse(src: &[u8]) -> Result<Value, LuaError> {
                 p.expect(b'=', "=")?;
                 let v = p.value()?;
                 match path.len() {
-                    0 => refs[n - 1] = Some(v),
-                    1 => match refs[n - 1].as_mut() {
+                    0 => {
+                        refs.insert(n, v);
+                    }
+                    1 => match refs.get_mut(&n) {
                         Some(Raw::Table(f)) => f.push((path.pop().expect("one"), v)),
                         _ => return Err(p.err(at, format!("_[{n}] is not a table here"))),
                     },
@@ -486,36 +487,75 @@ pub fn parse(src: &[u8]) -> Result<Value, LuaError> {
             }
         }
     }
-    let mut resolving = vec![false; refs.len()];
-    resolve(&result, &refs, &mut resolving, &p)
+    let mut r =
+        Resolver { refs: &refs, busy: HashSet::new(), values: 4 * src.len() + 1024, bytes: MAX_EXPANDED_BYTES, p: &p };
+    r.resolve(&result)
 }
 
-fn resolve(raw: &Raw, refs: &[Option<Raw>], busy: &mut Vec<bool>, p: &Parser<'_>) -> Result<Value, LuaError> {
-    Ok(match raw {
-        Raw::Val(v) => v.clone(),
-        Raw::Table(fields) => {
-            let mut t = Table::default();
-            for (k, v) in fields {
-                let k = resolve(k, refs, busy, p)?;
-                if k == Value::Nil || matches!(k, Value::Num(n) if n.is_nan()) {
-                    return Err(p.err(0, "a table key is nil or NaN"));
+/// The most string bytes references may expand to (a reference repeats a
+/// value wherever it is used, so a small file could otherwise ask for
+/// gigabytes).
+pub const MAX_EXPANDED_BYTES: usize = 256 << 20;
+
+struct Resolver<'r, 'a> {
+    refs: &'r HashMap<usize, Raw>,
+    busy: HashSet<usize>,
+    /// Values and string bytes still allowed.
+    values: usize,
+    bytes: usize,
+    p: &'r Parser<'a>,
+}
+
+impl Resolver<'_, '_> {
+    fn spend(&mut self, v: &Value) -> Result<(), LuaError> {
+        let len = if let Value::Str(s) = v { s.len() } else { 0 };
+        if self.values == 0 || self.bytes < len {
+            return Err(self.p.err(
+                0,
+                format!(
+                    "the _[N] references expand to more than {} values or {MAX_EXPANDED_BYTES} bytes of strings \
+                     (refused to bound memory)",
+                    4 * self.p.s.len() + 1024
+                ),
+            ));
+        }
+        self.values -= 1;
+        self.bytes -= len;
+        Ok(())
+    }
+
+    fn resolve(&mut self, raw: &Raw) -> Result<Value, LuaError> {
+        let v = match raw {
+            Raw::Val(v) => v.clone(),
+            Raw::Table(fields) => {
+                let mut t = Table::default();
+                for (k, v) in fields {
+                    let k = self.resolve(k)?;
+                    if k == Value::Nil || matches!(k, Value::Num(n) if n.is_nan()) {
+                        return Err(self.p.err(0, "a table key is nil or NaN"));
+                    }
+                    let v = self.resolve(v)?;
+                    t.fields.push((k, v));
                 }
-                t.fields.push((k, resolve(v, refs, busy, p)?));
+                Value::Table(t)
             }
-            Value::Table(t)
-        }
-        Raw::Ref(n, at) => {
-            let Some(Some(target)) = refs.get(n - 1) else {
-                return Err(p.err(*at, format!("_[{n}] is used but never set")));
-            };
-            if std::mem::replace(&mut busy[n - 1], true) {
-                return Err(p.err(*at, format!("_[{n}] contains itself (a circular table is not WorldEdit data)")));
+            Raw::Ref(n, at) => {
+                let Some(target) = self.refs.get(n) else {
+                    return Err(self.p.err(*at, format!("_[{n}] is used but never set")));
+                };
+                if !self.busy.insert(*n) {
+                    return Err(self
+                        .p
+                        .err(*at, format!("_[{n}] contains itself (a circular table is not WorldEdit data)")));
+                }
+                let v = self.resolve(target)?;
+                self.busy.remove(n);
+                return Ok(v);
             }
-            let v = resolve(target, refs, busy, p)?;
-            busy[n - 1] = false;
-            v
-        }
-    })
+        };
+        self.spend(&v)?;
+        Ok(v)
+    }
 }
 
 /// A Lua string literal for `s` that every Lua reads back as `s`: `"`,
@@ -655,6 +695,13 @@ mod tests {
             let e = parse(src).unwrap_err().to_string();
             assert!(e.starts_with(want), "{}: {e}", String::from_utf8_lossy(src));
         }
+        // References that double at every level: 2^40 values from 1 KB.
+        let mut bomb = String::from("local _={};_[1]=\"abcdefgh\";");
+        for i in 2..=40 {
+            bomb += &format!("_[{i}]={{}};_[{i}].a=_[{}];_[{i}].b=_[{}];", i - 1, i - 1);
+        }
+        bomb += "return _[40]";
+        assert!(parse(bomb.as_bytes()).unwrap_err().message.contains("refused to bound memory"));
         let deep = format!("return {}{}", "{".repeat(100), "}".repeat(100));
         assert!(parse(deep.as_bytes()).unwrap_err().message.contains("nested more than 64"));
     }
