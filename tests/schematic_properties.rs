@@ -69,7 +69,7 @@ proptest! {
         for i in 0..s.volume() {
             s.param2[i] = match s.name_at(i) {
                 b"default:chest" => s.param2[i] % 24,
-                b"stairs:stair_wood" => (s.param2[i] & 0xe0) | (s.param2[i] & 31) % 24,
+                b"stairs:stair_wood" => (s.param2[i] & 0xe0) | ((s.param2[i] & 31) % 24),
                 b"default:torch_wall" => s.param2[i] % 6,
                 b"x:y" => s.param2[i] % 240,
                 _ => s.param2[i],
