@@ -11,6 +11,8 @@ pub mod capture;
 pub mod place;
 pub mod rotate;
 
+pub use capture::block_to_mts;
+
 use crate::codec::block::node_index;
 use crate::kinds::mts::codec::{MAX_AXIS, MAX_NODES};
 use crate::store::BlockPos;
@@ -461,27 +463,41 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
             place::apply_writes(writes, &mut |p| reader.fetch(p), version)?
         }
     };
-    // Complete the mapchunks of created blocks, so that the mapgen never
-    // runs over them.
-    let made: Vec<BlockPos> = placement.blocks.iter().filter(|(_, (b, _))| b.is_none()).map(|(p, _)| *p).collect();
-    let filler = place::complete_mapchunks(&made, chunksize(&w), &mut |p| {
-        store.contains(p).map_err(|e| format!("block {p}: {e}"))
-    })?;
+    // Blocks the mapgen has not generated yet (created here, or stored
+    // but marked not generated: the border blocks the mapgen leaves full
+    // of `ignore`) become generated, their `ignore` air; and the rest of
+    // their mapchunks is completed, so that the mapgen never runs over
+    // the build (see place::complete_mapchunks).
     let mut placement = placement;
+    let mut made = Vec::new();
+    for (p, (before, after)) in placement.blocks.iter_mut() {
+        if before.as_ref().is_none_or(|b| !b.is_generated()) {
+            if let Some(id) = after.mapping.iter().find(|m| m.name == b"ignore").map(|m| m.id) {
+                let air = crate::view::parse::id_for(after, b"air").map_err(|e| e.message)?;
+                after.param0.iter_mut().filter(|c| **c == id).for_each(|c| *c = air);
+                crate::view::parse::drop_unused_names(after);
+            }
+            after.flags &= !crate::codec::block::FLAG_NOT_GENERATED;
+            made.push(*p);
+        }
+    }
+    let cs = chunksize(&w);
+    let filler = place::complete_mapchunks(&made, cs, &mut |p| {
+        Ok(placement.blocks.contains_key(&p) || reader.fetch(p)?.is_some_and(|b| b.is_generated()))
+    })?;
     for p in &filler {
-        placement.blocks.insert(*p, (None, place::new_block(version)));
+        let before = reader.fetch(*p)?;
+        placement.blocks.insert(*p, (before, place::new_block(version)));
     }
     if !filler.is_empty() {
+        let mut chunks: Vec<[i32; 3]> = made.iter().map(|&b| place::mapchunk_of(b, cs)).collect();
+        chunks.sort();
+        chunks.dedup();
         said.push(format!(
             "note: {} air block(s) added to complete {} mapchunk(s) the world had not generated, so that the \
              mapgen never runs over the build",
             filler.len(),
-            {
-                let mut c: Vec<[i32; 3]> = made.iter().map(|&b| place::mapchunk_of(b, chunksize(&w))).collect();
-                c.sort();
-                c.dedup();
-                c.len()
-            }
+            chunks.len()
         ));
     }
     let mut changes = Vec::new();

@@ -27,6 +27,17 @@ use worldfs::transfer::rotate::ParamType2;
 use worldfs::transfer::{self, ImportOptions, NodeBox};
 
 const LUA: &str = include_str!("fixtures/oracle/schematic.lua");
+
+/// Held while a test of this file starts a server or imports: a server
+/// forked from this process holds the map files of the other tests open
+/// between its fork and exec, and an import would then rightly refuse
+/// ("map.sqlite is open in pid ...").
+static SPAWN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone<T>(f: impl FnOnce() -> T) -> T {
+    let _g = SPAWN.lock().unwrap_or_else(|e| e.into_inner());
+    f()
+}
 const WORLDEDIT: &str = "/usr/share/games/minetest/mods/worldedit/worldedit";
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -51,7 +62,7 @@ fn run_tasks(world: &Path, tasks: &str, worldedit: bool) -> Vec<String> {
             std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
         }
     }
-    let (status, log) = common::server::run_with_mod(world, "worldfs_schem", LUA, "");
+    let (status, log) = alone(|| common::server::run_with_mod(world, "worldfs_schem", LUA, ""));
     let _ = std::fs::remove_dir_all(world.join("worldmods"));
     let out = std::fs::read_to_string(world.join("worldfs_schem.out")).unwrap_or_default();
     if let Some(e) = out.lines().find_map(|l| l.strip_prefix("error ")) {
@@ -226,7 +237,7 @@ fn schematics_agree_with_the_server() {
         return;
     };
     let world = tempfile::tempdir().unwrap();
-    common::server::generate_world(world.path(), 48, 24);
+    alone(|| common::server::generate_world(world.path(), 48, 24));
     let w = world.path();
 
     // (a) exports: furnishings (metadata), a box across many blocks, a box
@@ -358,7 +369,7 @@ fn place_like_the_server(w: &Path, samples: &Path) {
     .unwrap();
     for (name, at, rot, force, _) in &placements {
         let opts = ImportOptions { rotate: *rot, force: *force, nodedefs: Some(defs.clone()) };
-        transfer::import(by_us.path(), &by_us.path().join(name), *at, &opts).unwrap();
+        alone(|| transfer::import(by_us.path(), &by_us.path().join(name), *at, &opts)).unwrap();
     }
     let mut theirs = WorldNodes::open(by_server.path());
     let mut ours = WorldNodes::open(by_us.path());
@@ -408,7 +419,7 @@ fn worldedit_files_agree_with_worldedit() {
         return;
     }
     let world = tempfile::tempdir().unwrap();
-    common::server::generate_world(world.path(), 48, 24);
+    alone(|| common::server::generate_world(world.path(), 48, 24));
     let w = world.path();
     // The second chest row: a chest, a sign, a furnace, and terrain.
     let (a, b) = ([-20, 0, 2], [-14, 4, 6]);
@@ -483,7 +494,7 @@ const MAPGEN: &str = "imported_builds_survive_the_mapgen";
 fn imported_builds_survive_the_mapgen() {
     require_minetestserver!(MAPGEN);
     let world = tempfile::tempdir().unwrap();
-    common::server::generate_world(world.path(), 32, 16);
+    alone(|| common::server::generate_world(world.path(), 32, 16));
     let w = world.path();
     // A 12 x 12 x 12 stone cube with a wood core and an air room inside.
     let mut s = Schematic::new_air([12, 12, 12]).unwrap();
@@ -501,8 +512,10 @@ fn imported_builds_survive_the_mapgen() {
     }
     std::fs::write(w.join("cube.mts"), s.encode().unwrap()).unwrap();
     let at = [300, -30, 300];
-    let said = transfer::import(w, &w.join("cube.mts"), at, &ImportOptions { rotate: 0, force: false, nodedefs: None })
-        .unwrap();
+    let said = alone(|| {
+        transfer::import(w, &w.join("cube.mts"), at, &ImportOptions { rotate: 0, force: false, nodedefs: None })
+    })
+    .unwrap();
     assert!(said.iter().any(|l| l.contains("air block(s) added to complete")), "{said:?}");
     run_tasks(w, "emerge 220 -80 220 400 40 400\n", false);
     let mut after = WorldNodes::open(w);

@@ -8,7 +8,13 @@ use std::process::Command;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, MapStore};
 
+/// Held while this process has a map open or starts a process: a child
+/// forked meanwhile would hold the other test's map open until it execs,
+/// and an import rightly refuses while the map is open elsewhere.
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn worldfs(args: &[&str]) -> (bool, String, String) {
+    let _g = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new(env!("CARGO_BIN_EXE_worldfs")).args(args).output().unwrap();
     (
         out.status.success(),
@@ -19,6 +25,7 @@ fn worldfs(args: &[&str]) -> (bool, String, String) {
 
 /// Every block of the world with its bytes.
 fn all_blocks(world: &Path) -> Vec<(BlockPos, Vec<u8>)> {
+    let _g = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
     store.scan_after(None, 1_000_000).unwrap()
 }
@@ -94,6 +101,7 @@ fn refusals_say_why_and_change_nothing() {
     assert!(err.contains("cut.mts: truncated: the compressed node data ends early (at byte"), "{err}");
     // A process holding the map open (as a server does).
     let map = d.path().join("map.sqlite");
+    let g = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut holder = Command::new("bash")
         .arg("-c")
         .arg(format!("exec 3<'{}'; echo open; sleep 30", map.display()))
@@ -102,6 +110,7 @@ fn refusals_say_why_and_change_nothing() {
         .unwrap();
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.take().unwrap()), &mut line).unwrap();
+    drop(g);
     let (ok, _, err) = worldfs(&["import", w, mts.to_str().unwrap(), "0,0,0"]);
     let _ = holder.kill();
     let _ = holder.wait();
