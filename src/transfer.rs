@@ -390,6 +390,12 @@ pub fn export(world: &Path, a: [i32; 3], b: [i32; 3], out: &Path, sparse: bool) 
         FileKind::We => {
             let c = crate::kinds::we::transfer::capture(&bx, &mut fetch)?;
             said.push(format!("{} node(s) that are not air, {} with metadata", c.file.nodes.len(), c.metadata_nodes));
+            if c.widths_lost > 0 {
+                said.push(format!(
+                    "note: {} inventory list(s) have a width, which a .we file cannot keep (they load with width 0)",
+                    c.widths_lost
+                ));
+            }
             crate::kinds::we::codec::encode(&c.file)
         }
     };

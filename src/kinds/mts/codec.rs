@@ -27,6 +27,10 @@
 //! miniz at the same level). Older versions come back as the version-4
 //! file the engine would write after loading them.
 //!
+//! Bytes after the zlib stream are ignored, as the engine ignores them
+//! (the document of a mounted file still gives them back while the
+//! schematic is unchanged).
+//!
 //! Names are kept as stored, `ignore` included (the engine reads an
 //! `ignore` name as `air`; placing treats it so, see `transfer`).
 
