@@ -11,6 +11,7 @@ need=()
 command -v fusermount3 >/dev/null || need+=(fuse3)
 [ -x /usr/games/minetestserver ] || need+=(minetest-server)
 [ -d /usr/share/games/minetest/games/minetest_game ] || need+=(minetest-data)
+[ -d /usr/share/games/minetest/mods/worldedit ] || need+=(minetest-mod-worldedit)
 command -v vim >/dev/null || need+=(vim)
 command -v nano >/dev/null || need+=(nano)
 command -v sqlite3 >/dev/null || need+=(sqlite3)
@@ -53,7 +54,7 @@ fi
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,root,python3,vim,nano,tmux,setpriv,systemd,twmap
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,twmap
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

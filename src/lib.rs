@@ -18,6 +18,7 @@ pub mod luanti;
 pub mod scan;
 pub mod store;
 pub mod time;
+pub mod transfer;
 pub mod undo;
 pub mod view;
 pub mod world;

@@ -98,3 +98,50 @@ fn a_file_that_is_no_kind_of_world_is_refused_and_t_forces_one() {
     assert!(err.contains("-t nosuchkind: no such kind of world"), "{err}");
     let _ = TEST;
 }
+
+#[test]
+fn a_schematic_is_edited_with_vim_sed_and_cp() {
+    const TEST: &str = "a_schematic_is_edited_with_vim_sed_and_cp";
+    require_fuse!(TEST);
+    let Some((dir, mts)) = sample("mts/mtg_apple_tree.mts", TEST) else { return };
+    let read = |p: &Path| -> worldfs::kinds::mts::MtsDocument {
+        <worldfs::kinds::mts::MtsDocument as worldfs::kinds::Document>::decode(
+            &std::fs::read(p).unwrap(),
+            &worldfs::kinds::Context::default(),
+        )
+        .unwrap()
+    };
+    let render = |d: &worldfs::kinds::mts::MtsDocument, f: &str| {
+        String::from_utf8(worldfs::kinds::Document::render(d, f).unwrap()).unwrap()
+    };
+    let m = Mounted::new(&mts, &[]);
+    assert_eq!(m.ok("cat $MNT/size"), "7 8 7\n");
+    // sed -i on names: the tree's apples become golden apples.
+    m.ok("sed -i 's/ default:apple$/ default:goldapple/' $MNT/names");
+    assert!(render(&read(&mts), "names").contains("default:goldapple"));
+    // vim on layers: the trunk at the bottom level becomes an apple tree
+    // trunk of another wood (a new legend line, one character changed).
+    if common::mount::which("vim").is_some() {
+        let home = tempfile::tempdir().unwrap();
+        m.ok(&format!(
+            "cd $MNT && HOME={} TERM=dumb vim -es -c '/^t default:tree force$/a|J default:jungletree force' \
+             -c '/^y=0$/+4s/t/J/' -c wq layers </dev/null >/dev/null 2>&1; true",
+            home.path().display()
+        ));
+        let nodes = render(&read(&mts), "nodes");
+        assert!(nodes.lines().any(|l| l.starts_with("3 0 3 default:jungletree")), "{}", m.refusals());
+    } else {
+        common::skip("vim part", "vim", "vim not installed");
+    }
+    // cp: the schematic copied out is a schematic the codec reads.
+    let copy = dir.path().join("copy.mts");
+    m.ok(&format!("cp $MNT/nodes {}", dir.path().join("nodes.txt").display()));
+    std::fs::copy(&mts, &copy).unwrap();
+    assert_eq!(render(&read(&copy), "size"), "7 8 7\n");
+    // A row of the wrong width in layers: refused, file unchanged.
+    let now = std::fs::read(&mts).unwrap();
+    let (code, _, _) = m.sh("sed -i '/^y=2$/{n;s/^.//}' $MNT/layers");
+    assert_ne!(code, 0);
+    assert!(m.refusals().contains("layers: line"), "{}", m.refusals());
+    assert_eq!(std::fs::read(&mts).unwrap(), now);
+}

@@ -27,6 +27,9 @@ use worldfs::view::{MetaFile, decimal, escape, parse, render};
 #[cfg(test)]
 mod smoke;
 
+mod schematic;
+pub use schematic::{mts_decode, mts_view, we_decode, we_view};
+
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 
 /// `WORLDFS_FUZZ_LOSSLESS=1` adds the strongest block property: the input's

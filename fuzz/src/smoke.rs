@@ -139,7 +139,7 @@ fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn run(target: &str, f: fn(&[u8]), mut seeds: Vec<Vec<u8>>) {
+pub(crate) fn run(target: &str, f: fn(&[u8]), mut seeds: Vec<Vec<u8>>) {
     let call = |input: &[u8], origin: &str| {
         if catch_unwind(AssertUnwindSafe(|| f(input))).is_err() {
             panic!("{target}: failing input ({origin}, {} bytes): {}", input.len(), hex(input));

@@ -111,6 +111,40 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["last", "since", "id"])]
         json: bool,
     },
+    /// Write the box of nodes between two corners of WORLD to OUT: a
+    /// schematic (.mts, as minetest.create_schematic makes) or a WorldEdit
+    /// file (.we, with node metadata). Corners are X,Y,Z node positions.
+    Export {
+        world: PathBuf,
+        #[arg(allow_hyphen_values = true)]
+        from: String,
+        #[arg(allow_hyphen_values = true)]
+        to: String,
+        out: PathBuf,
+        /// .mts: store air as "never placed" (probability 0), as decorations are made.
+        #[arg(long)]
+        sparse: bool,
+    },
+    /// Place FILE (.mts or .we) into WORLD with its low corner at X,Y,Z, in
+    /// one transaction that `worldfs undo` can take back. Refused while a
+    /// server has the map open.
+    Import {
+        world: PathBuf,
+        file: PathBuf,
+        #[arg(allow_hyphen_values = true)]
+        at: String,
+        /// Turn a schematic 0, 90, 180 or 270 degrees (as place_schematic).
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+        rotate: i64,
+        /// Replace what is in the world (otherwise a schematic node that is
+        /// not force-placed only replaces air).
+        #[arg(long)]
+        force: bool,
+        /// `<node name> <paramtype2>` lines (see docs/layout.md) to turn
+        /// param2 with --rotate.
+        #[arg(long, value_name = "FILE")]
+        nodedefs: Option<PathBuf>,
+    },
     /// Maintain WORLD's undo journal.
     Journal {
         #[command(subcommand)]
@@ -181,6 +215,24 @@ pub fn main() -> ExitCode {
         Command::Journal { action: JournalAction::Prune { world, before, max_mb } } => {
             reports::prune(&world, before, max_mb).map(|_| true)
         }
+        Command::Export { world, from, to, out, sparse } => (|| {
+            let (a, b) = (crate::transfer::parse_pos(&from)?, crate::transfer::parse_pos(&to)?);
+            crate::transfer::export(&world, a, b, &out, sparse)
+        })()
+        .map(|lines| lines.iter().for_each(|l| println!("{l}")))
+        .map(|_| true),
+        Command::Import { world, file, at, rotate, force, nodedefs } => (|| {
+            let defs = match nodedefs {
+                Some(p) => Some(crate::transfer::rotate::NodeDefs::parse(
+                    &std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
+                )?),
+                None => None,
+            };
+            let opts = crate::transfer::ImportOptions { rotate, force, nodedefs: defs };
+            crate::transfer::import(&world, &file, crate::transfer::parse_pos(&at)?, &opts)
+        })()
+        .map(|lines| lines.iter().for_each(|l| println!("{l}")))
+        .map(|_| true),
         Command::Demo { dir } => crate::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());
             true

@@ -11,7 +11,10 @@
 //! `fs/` on top of `store/`.
 
 pub mod doc_tree;
+pub mod mts;
+pub mod text;
 pub mod twmap;
+pub mod we;
 
 use crate::fs::{Options, Services, Tree};
 use std::fmt;
@@ -211,7 +214,11 @@ pub fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
 /// Every one-file kind a mount can serve (a Luanti world is a directory).
 /// Adding a kind is adding its module and one line here.
 pub fn kinds() -> Vec<KindInfo> {
-    vec![doc_kind::<twmap::TwMap>("Teeworlds/DDNet map (.map)")]
+    vec![
+        doc_kind::<twmap::TwMap>("Teeworlds/DDNet map (.map)"),
+        doc_kind::<mts::MtsDocument>("Luanti schematic (.mts)"),
+        doc_kind::<we::WeDocument>("WorldEdit file (.we)"),
+    ]
 }
 
 /// The kind name of a Luanti world directory.

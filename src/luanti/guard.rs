@@ -10,6 +10,20 @@ use std::time::{Duration, Instant};
 /// "pid 123 (minetestserver --world ...)". Only processes whose /proc
 /// entries we may read are seen (all of them when running as root).
 pub fn openers(path: &Path) -> Vec<String> {
+    // A process that forks holds every descriptor it has until its child
+    // execs (a test harness starting a program, a shell): a child seen
+    // once may be gone a moment later. Only what is still open on a second
+    // look counts.
+    let first = scan_openers(path);
+    if first.is_empty() {
+        return first;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let second = scan_openers(path);
+    first.into_iter().filter(|p| second.contains(p)).collect()
+}
+
+fn scan_openers(path: &Path) -> Vec<String> {
     let Ok(target) = std::fs::canonicalize(path) else {
         return Vec::new();
     };

@@ -1,0 +1,551 @@
+//! Moving builds between a world and files: a box of the world exported as
+//! a schematic (`.mts`) or a WorldEdit file (`.we`), and such a file
+//! imported into the world (`worldfs export`, `worldfs import`).
+//!
+//! The pure parts are in the submodules: [`capture`] (world -> schematic),
+//! [`place`] (schematic or node list -> edited blocks), [`rotate`]. This
+//! file reads and writes the store: an import is one transaction with a
+//! journal note, so `worldfs undo` takes it back.
+
+pub mod capture;
+pub mod place;
+pub mod rotate;
+
+pub use capture::block_to_mts;
+
+use crate::codec::block::node_index;
+use crate::kinds::mts::codec::{MAX_AXIS, MAX_NODES};
+use crate::store::BlockPos;
+
+/// A box of nodes, corners included, in world coordinates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeBox {
+    pub min: [i32; 3],
+    pub max: [i32; 3],
+}
+
+/// The block holding a node, if it is inside the world.
+pub fn block_of(p: [i32; 3]) -> Option<BlockPos> {
+    BlockPos::of_node(p[0], p[1], p[2])
+}
+
+/// The in-block index of a node given relative to its block's origin.
+pub fn block_node(x: i32, y: i32, z: i32) -> usize {
+    node_index(x as usize, y as usize, z as usize)
+}
+
+impl NodeBox {
+    /// The box between two corners (in any order). At most 32767 nodes
+    /// along an axis and [`MAX_NODES`] (16 777 216) in all, inside the world.
+    pub fn new(a: [i32; 3], b: [i32; 3]) -> Result<NodeBox, String> {
+        let min = [a[0].min(b[0]), a[1].min(b[1]), a[2].min(b[2])];
+        let max = [a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2])];
+        for p in [min, max] {
+            if block_of(p).is_none() {
+                return Err(format!("node {},{},{} is outside the world (-32768..32767)", p[0], p[1], p[2]));
+            }
+        }
+        let size: Vec<i64> = (0..3).map(|i| max[i] as i64 - min[i] as i64 + 1).collect();
+        if size.iter().any(|&s| s > MAX_AXIS as i64) || size.iter().product::<i64>() > MAX_NODES as i64 {
+            return Err(format!(
+                "the box is {} x {} x {} = {} nodes; at most {MAX_NODES} (256 x 256 x 256) and {MAX_AXIS} along \
+                 an axis",
+                size[0],
+                size[1],
+                size[2],
+                size.iter().product::<i64>()
+            ));
+        }
+        Ok(NodeBox { min, max })
+    }
+
+    pub fn size(&self) -> [usize; 3] {
+        [0, 1, 2].map(|i| (self.max[i] - self.min[i] + 1) as usize)
+    }
+
+    pub fn contains(&self, p: [i32; 3]) -> bool {
+        (0..3).all(|i| (self.min[i]..=self.max[i]).contains(&p[i]))
+    }
+
+    /// The schematic index of a node of the box (x fastest, then y, z).
+    pub fn index(&self, p: [i32; 3]) -> usize {
+        let [sx, sy, _] = self.size();
+        let d = [0, 1, 2].map(|i| (p[i] - self.min[i]) as usize);
+        (d[2] * sy + d[1]) * sx + d[0]
+    }
+
+    /// The blocks the box touches.
+    pub fn blocks(&self) -> Vec<BlockPos> {
+        let lo = block_of(self.min).expect("checked");
+        let hi = block_of(self.max).expect("checked");
+        let mut v = Vec::new();
+        for z in lo.z..=hi.z {
+            for y in lo.y..=hi.y {
+                for x in lo.x..=hi.x {
+                    v.push(BlockPos::new(x, y, z));
+                }
+            }
+        }
+        v
+    }
+
+    /// The nodes of the box inside block `b`.
+    pub fn nodes_in_block(&self, b: BlockPos) -> impl Iterator<Item = [i32; 3]> + use<> {
+        let (ox, oy, oz) = b.origin();
+        let lo = [self.min[0].max(ox), self.min[1].max(oy), self.min[2].max(oz)];
+        let hi = [self.max[0].min(ox + 15), self.max[1].min(oy + 15), self.max[2].min(oz + 15)];
+        (lo[2]..=hi[2]).flat_map(move |z| (lo[1]..=hi[1]).flat_map(move |y| (lo[0]..=hi[0]).map(move |x| [x, y, z])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::capture::{CaptureOptions, block_to_mts, capture};
+    use super::place::{PlaceOptions, place_schematic};
+    use super::rotate::{NodeDefs, Rotation};
+    use super::*;
+    use crate::codec::Block;
+    use crate::kinds::mts::Schematic;
+    use std::collections::BTreeMap;
+
+    type World = BTreeMap<BlockPos, Block>;
+
+    fn fetcher(w: &World) -> impl FnMut(BlockPos) -> Result<Option<Block>, String> + '_ {
+        move |p| Ok(w.get(&p).cloned())
+    }
+
+    fn set(w: &mut World, p: [i32; 3], name: &str, p2: u8) {
+        let bp = block_of(p).unwrap();
+        let b = w.entry(bp).or_insert_with(|| Block::new_air(29));
+        let (ox, oy, oz) = bp.origin();
+        let i = block_node(p[0] - ox, p[1] - oy, p[2] - oz);
+        b.param0[i] = crate::view::parse::id_for(b, name.as_bytes()).unwrap();
+        b.param2[i] = p2;
+    }
+
+    fn get(w: &World, p: [i32; 3]) -> (String, u8) {
+        let bp = block_of(p).unwrap();
+        let Some(b) = w.get(&bp) else { return ("(none)".into(), 0) };
+        let (ox, oy, oz) = bp.origin();
+        let i = block_node(p[0] - ox, p[1] - oy, p[2] - oz);
+        (String::from_utf8_lossy(b.name_of(b.param0[i]).unwrap()).into_owned(), b.param2[i])
+    }
+
+    /// A small build spanning four blocks: stone floor, a chest facing
+    /// somewhere, a torch on a wall.
+    fn world() -> World {
+        let mut w = World::new();
+        for x in -2..3 {
+            for z in 14..18 {
+                set(&mut w, [x, 0, z], "default:stone", 0);
+            }
+        }
+        set(&mut w, [-1, 1, 15], "default:chest", 1);
+        set(&mut w, [1, 1, 16], "default:torch_wall", 2);
+        w
+    }
+
+    #[test]
+    fn capture_numbers_names_in_node_order_and_leaves_missing_blocks_alone() {
+        let w = world();
+        let bx = NodeBox::new([2, 1, 17], [-2, -1, 14]).unwrap();
+        let c = capture(&bx, &mut fetcher(&w), &CaptureOptions::default()).unwrap();
+        let s = &c.schematic;
+        assert_eq!(s.size, [5, 3, 4]);
+        // y = -1 lies in blocks that are not stored: air, never placed.
+        assert_eq!(c.missing_blocks, 4);
+        assert_eq!((s.name_at(0), s.param1[0]), (&b"air"[..], 0));
+        assert_eq!(
+            s.names,
+            vec![b"air".to_vec(), b"default:stone".to_vec(), b"default:chest".to_vec(), b"default:torch_wall".to_vec()]
+        );
+        let i = s.index(1, 2, 1);
+        assert_eq!((s.name_at(i), s.param1[i], s.param2[i]), (&b"default:chest"[..], 127, 1));
+        assert!(s.slices.iter().all(|&p| p == 127));
+        let sparse =
+            capture(&bx, &mut fetcher(&w), &CaptureOptions { sparse_air: true, ..Default::default() }).unwrap();
+        assert!(sparse.schematic.param1.iter().zip(&sparse.schematic.param0).all(|(&p, &id)| (id == 0) == (p == 0)));
+        assert!(NodeBox::new([0, 0, 0], [300, 300, 300]).unwrap_err().contains("at most 16777216"));
+    }
+
+    #[test]
+    fn place_then_capture_gives_the_build_back_in_every_rotation() {
+        let w = world();
+        let bx = NodeBox::new([-2, 0, 14], [2, 1, 17]).unwrap();
+        let s = capture(&bx, &mut fetcher(&w), &CaptureOptions::default()).unwrap().schematic;
+        let defs = NodeDefs::parse("default:chest facedir\ndefault:torch_wall wallmounted\n").unwrap();
+        for deg in [0, 90, 180, 270] {
+            let rotation = Rotation::from_degrees(deg).unwrap();
+            let opts = PlaceOptions { rotation, force: true, defs: Some(defs.clone()) };
+            let mut empty = World::new();
+            let origin = [100, 50, -40];
+            let p = place_schematic(&s, origin, &opts, &mut fetcher(&empty), 29).unwrap();
+            assert_eq!(p.placed, s.volume());
+            for (bp, (before, after)) in p.blocks {
+                assert!(before.is_none());
+                assert!(after.is_generated());
+                empty.insert(bp, after);
+            }
+            let t = rotation.turned_size(s.size.map(|v| v as usize));
+            let back_box =
+                NodeBox::new(origin, [origin[0] + t[0] as i32 - 1, origin[1] + 1, origin[2] + t[2] as i32 - 1])
+                    .unwrap();
+            let back = capture(&back_box, &mut fetcher(&empty), &CaptureOptions::default()).unwrap().schematic;
+            // Turning back by the remaining quarter turns gives the original.
+            let undo = Rotation((4 - rotation.0) % 4);
+            let mut again = World::new();
+            let opts = PlaceOptions { rotation: undo, force: true, defs: Some(defs.clone()) };
+            let placed = place_schematic(&back, [0, 0, 0], &opts, &mut fetcher(&again), 29).unwrap();
+            for (bp, (_, after)) in placed.blocks {
+                again.insert(bp, after);
+            }
+            let round =
+                capture(&NodeBox::new([0, 0, 0], [4, 1, 3]).unwrap(), &mut fetcher(&again), &CaptureOptions::default())
+                    .unwrap()
+                    .schematic;
+            assert_eq!(round, s, "rotation {deg}");
+        }
+        // 90: the chest (facedir 1) turns to 2, the torch (wallmounted +Z=4 ... here 2 = +X) to -Z (5).
+        let mut one = World::new();
+        let opts = PlaceOptions { rotation: Rotation(1), force: true, defs: Some(defs) };
+        let placed = place_schematic(&s, [0, 0, 0], &opts, &mut fetcher(&one), 29).unwrap();
+        for (bp, (_, after)) in placed.blocks {
+            one.insert(bp, after);
+        }
+        // chest at source (1, 1, 1) -> turned (x, z) with source (X-1-z, x): x = 1, z = 3.
+        assert_eq!(get(&one, [1, 1, 3]), ("default:chest".into(), 2));
+        // torch at source (3, 1, 2) -> x = 2, z = 1, wallmounted 2 -> 5.
+        assert_eq!(get(&one, [2, 1, 1]), ("default:torch_wall".into(), 5));
+    }
+
+    #[test]
+    fn probability_zero_force_and_slices_follow_the_engine() {
+        let mut s = Schematic::new_air([2, 3, 1]).unwrap();
+        s.names.push(b"default:wood".to_vec());
+        s.param0.iter_mut().for_each(|p| *p = 1);
+        s.param1[0] = 0; // never
+        s.param1[1] = 127; // not forced
+        s.param1[2] = 127 | 0x80; // forced
+        s.slices[1] = 0; // y = 1 skipped: y = 2 comes down to y = 1
+        let mut w = World::new();
+        set(&mut w, [0, 0, 0], "default:dirt", 0);
+        set(&mut w, [1, 0, 0], "default:dirt", 0);
+        let opts = PlaceOptions { rotation: Rotation(0), force: false, defs: None };
+        let p = place_schematic(&s, [0, 0, 0], &opts, &mut fetcher(&w), 29).unwrap();
+        assert_eq!((p.placed, p.blocked), (2, 1));
+        for (bp, (_, after)) in p.blocks {
+            w.insert(bp, after);
+        }
+        assert_eq!(get(&w, [0, 0, 0]).0, "default:dirt", "probability 0 leaves it");
+        assert_eq!(get(&w, [1, 0, 0]).0, "default:dirt", "not forced: only into air");
+        assert_eq!(get(&w, [0, 1, 0]).0, "default:wood", "slice 2 moved down");
+        assert_eq!(get(&w, [0, 2, 0]).0, "air");
+    }
+
+    #[test]
+    fn one_block_as_a_schematic() {
+        let w = world();
+        let b = &w[&BlockPos::new(0, 0, 0)];
+        let s = Schematic::decode(&block_to_mts(b)).unwrap();
+        assert_eq!(s.size, [16, 16, 16]);
+        for i in 0..4096 {
+            assert_eq!(s.name_at(i), b.name_of(b.param0[i]).unwrap());
+            assert_eq!((s.param1[i], s.param2[i]), (127, b.param2[i]));
+        }
+    }
+}
+
+// ------------------------------------------------------------ the CLI side
+
+use crate::codec::Block;
+use crate::kinds::mts::Schematic;
+use crate::store::{Change, MapStore, Note, parse_triple};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// "X,Y,Z" as node coordinates.
+pub fn parse_pos(s: &str) -> Result<[i32; 3], String> {
+    parse_triple::<i32>(s)
+        .map(|(x, y, z)| [x, y, z])
+        .ok_or_else(|| format!("'{s}' is not a node position X,Y,Z (whole numbers, no spaces)"))
+}
+
+/// The kinds of file export and import handle, by file name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Mts,
+    We,
+}
+
+impl FileKind {
+    pub fn of(path: &Path) -> Result<FileKind, String> {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("mts") => Ok(FileKind::Mts),
+            Some("we") | Some("wem") => Ok(FileKind::We),
+            _ => Err(format!("{}: the file name must end in .mts (schematic) or .we (WorldEdit)", path.display())),
+        }
+    }
+}
+
+/// Decoded blocks read through a store, each once, with the bytes they
+/// were read from (an import expects them unchanged when it commits).
+struct Reader<'a> {
+    store: &'a dyn MapStore,
+    blobs: HashMap<BlockPos, Option<Vec<u8>>>,
+}
+
+impl Reader<'_> {
+    fn fetch(&mut self, p: BlockPos) -> Result<Option<Block>, String> {
+        let blob = match self.blobs.get(&p) {
+            Some(b) => b.clone(),
+            None => {
+                let b = self.store.get(p).map_err(|e| format!("block {p}: {e}"))?;
+                self.blobs.insert(p, b.clone());
+                b
+            }
+        };
+        match blob {
+            None => Ok(None),
+            Some(b) => Block::decode(&b).map(Some).map_err(|e| format!("block {p} cannot be decoded: {e}")),
+        }
+    }
+}
+
+/// The version new blocks get: the newest the world uses among its first
+/// blocks (as the mount does), 29 for an empty world.
+fn new_block_version(store: &dyn MapStore) -> u8 {
+    let page = store.scan_after(None, 64).unwrap_or_default();
+    let newest = page.iter().filter_map(|(_, b)| b.first().copied()).max().unwrap_or(crate::codec::block::MAX_VERSION);
+    newest.clamp(25, crate::codec::block::MAX_VERSION)
+}
+
+/// The world's mapchunk size in blocks (`chunksize` in map_meta.txt, 5 by
+/// default).
+fn chunksize(w: &crate::world::World) -> i16 {
+    std::fs::read_to_string(w.dir.join("map_meta.txt"))
+        .ok()
+        .and_then(|t| {
+            crate::world::parse_settings(&t).into_iter().rev().find(|(k, _)| k == "chunksize").map(|(_, v)| v)
+        })
+        .and_then(|v| v.trim().parse::<i16>().ok())
+        .filter(|&c| (1..=10).contains(&c))
+        .unwrap_or(5)
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.worldfs-{}",
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("{}: {e}", path.display())
+    })
+}
+
+/// `worldfs export`: the box between `a` and `b` (corners included) of
+/// `world` written to `out`. Returns lines to print (warnings first).
+pub fn export(world: &Path, a: [i32; 3], b: [i32; 3], out: &Path, sparse: bool) -> Result<Vec<String>, String> {
+    let kind = FileKind::of(out)?;
+    let bx = NodeBox::new(a, b)?;
+    let w = crate::world::World::open(world)?;
+    let store = w.open_store(true, false)?;
+    let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
+    let mut fetch = |p: BlockPos| {
+        let r = reader.fetch(p);
+        reader.blobs.remove(&p); // export reads each block once: keep no copies
+        r
+    };
+    let mut said = Vec::new();
+    let [sx, sy, sz] = bx.size();
+    let bytes = match kind {
+        FileKind::Mts => {
+            let opts = capture::CaptureOptions { sparse_air: sparse, ..Default::default() };
+            let c = capture::capture(&bx, &mut fetch, &opts)?;
+            if c.metadata_nodes > 0 {
+                said.push(format!(
+                    "warning: {} node(s) in the box have metadata (inventories, texts), which a schematic cannot \
+                     hold; export to a .we file to keep it",
+                    c.metadata_nodes
+                ));
+            }
+            if c.missing_blocks > 0 {
+                said.push(format!(
+                    "note: {} block(s) of the box are not stored; their nodes are air that is never placed",
+                    c.missing_blocks
+                ));
+            }
+            if c.unnamed_nodes > 0 {
+                said.push(format!(
+                    "warning: {} node(s) had a content id without a name: written as unknown",
+                    c.unnamed_nodes
+                ));
+            }
+            c.schematic.encode().map_err(|e| e.to_string())?
+        }
+        FileKind::We => {
+            let c = crate::kinds::we::transfer::capture(&bx, &mut fetch)?;
+            said.push(format!("{} node(s) that are not air, {} with metadata", c.file.nodes.len(), c.metadata_nodes));
+            if c.widths_lost > 0 {
+                said.push(format!(
+                    "note: {} inventory list(s) have a width, which a .we file cannot keep (they load with width 0)",
+                    c.widths_lost
+                ));
+            }
+            crate::kinds::we::codec::encode(&c.file)
+        }
+    };
+    write_atomically(out, &bytes)?;
+    said.push(format!(
+        "{}: {sx} x {sy} x {sz} nodes from {},{},{} to {},{},{} ({} bytes)",
+        out.display(),
+        bx.min[0],
+        bx.min[1],
+        bx.min[2],
+        bx.max[0],
+        bx.max[1],
+        bx.max[2],
+        bytes.len()
+    ));
+    Ok(said)
+}
+
+/// How to import.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// Degrees: 0, 90, 180 or 270 (schematics only).
+    pub rotate: i64,
+    /// Replace whatever is in the world (schematics only; a .we file
+    /// always replaces).
+    pub force: bool,
+    /// A node-definition dump (`<name> <paramtype2>` lines) to turn param2.
+    pub nodedefs: Option<rotate::NodeDefs>,
+}
+
+/// `worldfs import`: `file` placed with its minimum corner at `at`, in one
+/// journaled transaction. Refused while another process has the map open.
+pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> Result<Vec<String>, String> {
+    let kind = FileKind::of(file)?;
+    let rotation = rotate::Rotation::from_degrees(opts.rotate)?;
+    let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let w = crate::world::World::open(world)?;
+    let who = crate::luanti::guard::openers(&w.map_path());
+    if !who.is_empty() {
+        return Err(format!(
+            "{} is open in {}; stop the server (or unmount) before importing",
+            w.map_path().display(),
+            who.join(", ")
+        ));
+    }
+    let store = w.open_store(false, true)?;
+    let version = new_block_version(store.as_ref());
+    let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
+    let mut said = Vec::new();
+    let placement = match kind {
+        FileKind::Mts => {
+            let s = Schematic::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            if rotation.0 != 0 && opts.nodedefs.is_none() {
+                let turned = s.param2.iter().filter(|&&p| p != 0).count();
+                if turned > 0 {
+                    said.push(format!(
+                        "warning: rotated without --nodedefs: the param2 of {turned} node(s) (facing of stairs, \
+                         chests, torches...) was kept as it was"
+                    ));
+                }
+            }
+            let p = place::PlaceOptions { rotation, force: opts.force, defs: opts.nodedefs.clone() };
+            place::place_schematic(&s, at, &p, &mut |p| reader.fetch(p), version)?
+        }
+        FileKind::We => {
+            if rotation.0 != 0 || opts.force {
+                return Err("--rotate and --force are for schematics; a .we file is placed as WorldEdit does".into());
+            }
+            let f = crate::kinds::we::codec::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            let writes = crate::kinds::we::transfer::writes(&f, at)?;
+            place::apply_writes(writes, &mut |p| reader.fetch(p), version)?
+        }
+    };
+    // Blocks the mapgen has not generated yet (created here, or stored
+    // but marked not generated: the border blocks the mapgen leaves full
+    // of `ignore`) become generated, their `ignore` air; and the rest of
+    // their mapchunks is completed, so that the mapgen never runs over
+    // the build (see place::complete_mapchunks).
+    let mut placement = placement;
+    let mut made = Vec::new();
+    for (p, (before, after)) in placement.blocks.iter_mut() {
+        if before.as_ref().is_none_or(|b| !b.is_generated()) {
+            if let Some(id) = after.mapping.iter().find(|m| m.name == b"ignore").map(|m| m.id) {
+                let air = crate::view::parse::id_for(after, b"air").map_err(|e| e.message)?;
+                after.param0.iter_mut().filter(|c| **c == id).for_each(|c| *c = air);
+                crate::view::parse::drop_unused_names(after);
+            }
+            after.flags &= !crate::codec::block::FLAG_NOT_GENERATED;
+            made.push(*p);
+        }
+    }
+    let cs = chunksize(&w);
+    let filler = place::complete_mapchunks(&made, cs, &mut |p| {
+        Ok(placement.blocks.contains_key(&p) || reader.fetch(p)?.is_some_and(|b| b.is_generated()))
+    })?;
+    for p in &filler {
+        let before = reader.fetch(*p)?;
+        placement.blocks.insert(*p, (before, place::new_block(version)));
+    }
+    if !filler.is_empty() {
+        let mut chunks: Vec<[i32; 3]> = made.iter().map(|&b| place::mapchunk_of(b, cs)).collect();
+        chunks.sort();
+        chunks.dedup();
+        said.push(format!(
+            "note: {} air block(s) added to complete {} mapchunk(s) the world had not generated, so that the \
+             mapgen never runs over the build",
+            filler.len(),
+            chunks.len()
+        ));
+    }
+    let mut changes = Vec::new();
+    let mut created = 0;
+    for (bp, (before, after)) in &placement.blocks {
+        let blob = after.encode().map_err(|e| format!("block {bp}: {e}"))?;
+        let back = Block::decode(&blob).map_err(|e| format!("block {bp}: re-reading the new block: {e}"))?;
+        if back != *after {
+            return Err(format!("block {bp}: the new block does not read back as written; nothing imported"));
+        }
+        created += before.is_none() as usize;
+        changes.push(Change::Expect(*bp, reader.blobs.get(bp).cloned().flatten()));
+        changes.push(Change::Put(*bp, blob));
+    }
+    if placement.metadata_kept > 0 {
+        said.push(format!(
+            "note: {} replaced node(s) kept their metadata, as place_schematic leaves it",
+            placement.metadata_kept
+        ));
+    }
+    if placement.blocked > 0 {
+        said.push(format!("{} node(s) not placed: the world had something there (use --force)", placement.blocked));
+    }
+    if changes.is_empty() {
+        said.push("nothing changed".into());
+        return Ok(said);
+    }
+    let what = format!(
+        "import {} at {},{},{}{}{}",
+        file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        at[0],
+        at[1],
+        at[2],
+        if rotation.0 != 0 { format!(" rotate {}", rotation.degrees()) } else { String::new() },
+        if opts.force { " force" } else { "" }
+    );
+    store.apply(&changes, &Note::new(what.clone())).map_err(|e| e.to_string())?;
+    said.push(format!(
+        "{what}: {} node(s) in {} block(s) ({created} new); `worldfs undo {} --last 1` takes it back",
+        placement.placed,
+        placement.blocks.len(),
+        world.display()
+    ));
+    Ok(said)
+}
