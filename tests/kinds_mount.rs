@@ -145,3 +145,30 @@ fn a_schematic_is_edited_with_vim_sed_and_cp() {
     assert!(m.refusals().contains("layers: line"), "{}", m.refusals());
     assert_eq!(std::fs::read(&mts).unwrap(), now);
 }
+
+/// `cp MNT/blocks/X,Y,Z/schematic.mts .` gives the block as a schematic:
+/// mounted in turn, it shows the same nodes.
+#[test]
+fn a_block_is_copied_out_as_a_schematic() {
+    require_fuse!("a_block_is_copied_out_as_a_schematic");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &["ro"]);
+    let out = tempfile::tempdir().unwrap();
+    let file = out.path().join("house.mts");
+    m.ok(&format!("cp $MNT/blocks/0,0,0/schematic.mts {}", file.display()));
+    let (code, _, err) = m.sh("echo x > $MNT/blocks/0,0,0/schematic.mts");
+    assert_ne!(code, 0, "read-only: {err}");
+    let block_nodes = m.ok("cat $MNT/blocks/0,0,0/nodes");
+    drop(m);
+    let s = Mounted::new(&file, &["ro"]);
+    assert_eq!(s.ok("cat $MNT/size"), "16 16 16\n");
+    // Same names at the same places (the schematic's coordinates start at 0).
+    let names = |text: &str| -> Vec<String> {
+        text.lines().map(|l| l.split(' ').nth(3).unwrap().to_string()).collect::<Vec<_>>()
+    };
+    let mut from_block = names(&block_nodes);
+    let mut from_schematic = names(&s.ok("cat $MNT/nodes"));
+    from_block.sort();
+    from_schematic.sort();
+    assert_eq!(from_block, from_schematic);
+}

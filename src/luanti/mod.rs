@@ -360,7 +360,11 @@ impl LuantiTree {
 
     /// Attributes of a node whose content has `version` (see `mtime_of`).
     fn attr(&self, node: &Node, kind: Kind, size: u64, version: u32) -> Attr {
-        let access = if self.is_auth(node) { Access::Secret } else { Access::Normal };
+        let access = match node {
+            _ if self.is_auth(node) => Access::Secret,
+            Node::BlockFile(_, view::BlockFile::Schematic) | Node::NamesFile => Access::Generated,
+            _ => Access::Normal,
+        };
         Attr::new(node.ino(), kind, size, access, self.mtime_of(node, version), &self.opts)
     }
 

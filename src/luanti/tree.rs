@@ -15,6 +15,9 @@ impl LuantiTree {
             _ if self.is_auth(node) => {
                 Err(FsError::perm("auth data (password hashes) is never written through worldfs"))
             }
+            Node::BlockFile(_, crate::view::BlockFile::Schematic) => Err(FsError::perm(
+                "schematic.mts is made from the block (to place a schematic: worldfs import, or mount it and cp)",
+            )),
             Node::BlockFile(_, crate::view::BlockFile::Error) => {
                 Err(FsError::perm("error describes a block that cannot be decoded; write a valid blob to raw"))
             }

@@ -28,13 +28,15 @@ pub enum BlockFile {
     Timers,
     Objects,
     Raw,
+    /// The block as a Luanti schematic (read-only; `cp` it out).
+    Schematic,
     /// Only in a block that cannot be decoded: what failed, and where.
     Error,
 }
 
 impl BlockFile {
     /// Files of a block that decodes (the `meta` directory comes after these).
-    pub const DECODED: [BlockFile; 10] = [
+    pub const DECODED: [BlockFile; 11] = [
         BlockFile::Info,
         BlockFile::Names,
         BlockFile::Nodes,
@@ -45,6 +47,7 @@ impl BlockFile {
         BlockFile::Timers,
         BlockFile::Objects,
         BlockFile::Raw,
+        BlockFile::Schematic,
     ];
     /// Files of a block that does not decode.
     pub const CORRUPT: [BlockFile; 2] = [BlockFile::Raw, BlockFile::Error];
@@ -61,6 +64,7 @@ impl BlockFile {
             BlockFile::Timers => "timers",
             BlockFile::Objects => "objects",
             BlockFile::Raw => "raw",
+            BlockFile::Schematic => "schematic.mts",
             BlockFile::Error => "error",
         }
     }

@@ -20,6 +20,7 @@ pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockF
         BlockFile::Timers => render_timers(pos, block),
         BlockFile::Objects => render_objects(block),
         BlockFile::Raw => blob.to_vec(),
+        BlockFile::Schematic => crate::transfer::block_to_mts(block),
         BlockFile::Error => Vec::new(),
     }
 }
