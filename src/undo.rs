@@ -31,11 +31,25 @@ pub struct Plan {
     pub reverts: Vec<ChangeInfo>,
     /// The writes that restore the blocks.
     pub changes: Vec<Change>,
+    /// The records (players, accounts, mod storage) to restore: collection,
+    /// name, what it holds now, what it gets back (None: absent).
+    pub records: Vec<RecordRestore>,
     /// Blocks that were changed since, outside the journal.
     pub conflicts: Vec<String>,
     /// For the journal entry of the revert.
     pub what: String,
 }
+
+#[derive(Debug)]
+pub struct RecordRestore {
+    pub collection: String,
+    pub name: String,
+    pub now: Option<Vec<u8>>,
+    pub back: Option<Vec<u8>>,
+}
+
+/// Reads a record's canonical bytes now: (collection, name).
+pub type RecordReader<'a> = &'a dyn Fn(&str, &str) -> Result<Option<Vec<u8>>, String>;
 
 impl Plan {
     pub fn note(&self) -> Note {
@@ -49,6 +63,17 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// Work out the writes that revert `sel`.
 pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<Plan, String> {
+    plan_all(journal, store, None, sel)
+}
+
+/// Like [`plan`], with the records of the world's other databases, read
+/// through `records` (None: a journal with record changes is refused).
+pub fn plan_all(
+    journal: &Journal,
+    store: &dyn MapStore,
+    records: Option<RecordReader<'_>>,
+    sel: Selection,
+) -> Result<Plan, String> {
     let all = journal.changes(None, None).map_err(err)?;
     let is_revert: HashSet<i64> = all.iter().filter_map(|c| c.reverted_by).collect();
     // `walk`: the changes whose blocks are stepped back, newest first.
@@ -105,6 +130,36 @@ pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<P
             state.insert(rec.pos, rec.before);
         }
     }
+    // The same for records.
+    type Key = (String, String);
+    let mut rec_now: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
+    let mut rec_state: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
+    for c in &walk {
+        for rec in journal.records(c.id).map_err(err)?.into_iter().rev() {
+            let key = (rec.collection.clone(), rec.name.clone());
+            if !rec_now.contains_key(&key) {
+                let read = records.ok_or_else(|| {
+                    format!("change #{} concerns {}/{}, which cannot be read here", c.id, key.0, key.1)
+                })?;
+                let current = read(&key.0, &key.1)?;
+                rec_now.insert(key.clone(), current.clone());
+                rec_state.insert(key.clone(), current);
+            }
+            let found = rec_state[&key].as_deref().map(Fingerprint::of);
+            if found != rec.after {
+                conflicts.push(format!("{}/{}: changed outside the journal after #{}", key.0, key.1, c.id));
+            }
+            rec_state.insert(key, rec.before);
+        }
+    }
+    let record_restores: Vec<RecordRestore> = rec_state
+        .into_iter()
+        .filter(|(k, v)| rec_now.get(k) != Some(v))
+        .map(|((collection, name), back)| {
+            let now = rec_now[&(collection.clone(), name.clone())].clone();
+            RecordRestore { collection, name, now, back }
+        })
+        .collect();
     let changes: Vec<Change> = state
         .into_iter()
         .filter(|(p, v)| now.get(p) != Some(v))
@@ -116,7 +171,7 @@ pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<P
     let ids: Vec<String> = reverts.iter().map(|c| format!("#{}", c.id)).collect();
     let what = match sel {
         Selection::Since(t) => {
-            if changes.is_empty() {
+            if changes.is_empty() && record_restores.is_empty() {
                 return Err("nothing to undo: every block is already as it was then".into());
             }
             format!("undo since {} ({} changes)", crate::time::format_utc(t.div_euclid(1000)), ids.len())
@@ -124,7 +179,7 @@ pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<P
         _ if ids.len() <= 6 => format!("undo {}", ids.join(", ")),
         _ => format!("undo {} changes, {} .. {}", ids.len(), ids[ids.len() - 1], ids[0]),
     };
-    Ok(Plan { reverts, changes, conflicts, what })
+    Ok(Plan { reverts, changes, records: record_restores, conflicts, what })
 }
 
 /// The journal's changes as a table, newest first (`limit` of them).
@@ -170,7 +225,30 @@ pub fn listing_json(journal: &Journal, limit: Option<usize>) -> crate::store::Re
 
 /// Apply a plan in one journaled transaction.
 pub fn execute(store: &dyn MapStore, plan: &Plan) -> Result<(), String> {
-    store.apply(&plan.changes, &plan.note()).map_err(err)
+    execute_all(store, &[], plan)
+}
+
+/// Apply a plan: the blocks in one journaled transaction, then each record
+/// in one of its own (they live in other databases), each refused if it
+/// changed since the plan was made.
+pub fn execute_all(
+    store: &dyn MapStore,
+    records: &[(&str, Box<dyn crate::store::records::RecordStore>)],
+    plan: &Plan,
+) -> Result<(), String> {
+    if !plan.changes.is_empty() || plan.records.is_empty() {
+        store.apply(&plan.changes, &plan.note()).map_err(err)?;
+    }
+    for r in &plan.records {
+        let rs = records
+            .iter()
+            .find(|(n, _)| *n == r.collection)
+            .map(|(_, s)| s)
+            .ok_or_else(|| format!("{}: cannot be written here", r.collection))?;
+        rs.put(&r.name, r.now.as_deref(), r.back.as_deref(), &plan.note())
+            .map_err(|e| format!("{}/{}: {e}", r.collection, r.name))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ mod smoke;
 mod schematic;
 pub use schematic::{mts_decode, mts_view, we_decode, we_view};
 
+mod records;
+pub use records::records;
+
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 
 /// `WORLDFS_FUZZ_LOSSLESS=1` adds the strongest block property: the input's

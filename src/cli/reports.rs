@@ -53,7 +53,7 @@ pub struct Undo {
 
 pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let Undo { last, since, id, dry_run, force, all, json } = u;
-    use crate::undo::{Selection, execute, plan};
+    use crate::undo::{Selection, execute_all, plan_all};
     let w = crate::world::World::open(world)?;
     let journal = open_journal(&w)?;
     let sel = match (last, since, id) {
@@ -80,8 +80,23 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
         ));
     }
     let store = w.open_store(dry_run, !dry_run)?;
-    let p = plan(&journal, store.as_ref(), sel)?;
-    println!("{}: {} block(s) to restore", p.note().what, p.changes.len());
+    let record_stores = crate::luanti::records::open_stores(&w, dry_run, !dry_run);
+    fn find<'a>(
+        stores: &'a [(&'static str, Box<dyn crate::store::records::RecordStore>)],
+        c: &str,
+    ) -> Option<&'a dyn crate::store::records::RecordStore> {
+        stores.iter().find(|(n, _)| *n == c).map(|(_, s)| s.as_ref())
+    }
+    let read = |c: &str, name: &str| match find(&record_stores, c) {
+        Some(s) => s.get(name).map_err(|e| format!("{c}/{name}: {e}")),
+        None => Err(format!("{c}: its backend cannot be opened here")),
+    };
+    let p = plan_all(&journal, store.as_ref(), Some(&read), sel)?;
+    if p.records.is_empty() {
+        println!("{}: {} block(s) to restore", p.note().what, p.changes.len());
+    } else {
+        println!("{}: {} block(s) and {} record(s) to restore", p.note().what, p.changes.len(), p.records.len());
+    }
     for c in &p.conflicts {
         eprintln!("conflict: {c}");
     }
@@ -97,7 +112,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_message(format!("restoring {} block(s)", p.changes.len()));
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-    let r = execute(store.as_ref(), &p);
+    let r = execute_all(store.as_ref(), &record_stores, &p);
     spinner.finish_and_clear();
     r?;
     println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());

@@ -1,5 +1,6 @@
 //! Bytes <-> structures for everything stored in a world. Pure: no I/O.
 
+pub mod auth;
 pub mod block;
 pub mod bytes;
 pub mod compress;
@@ -7,8 +8,10 @@ pub mod inventory;
 pub mod itemstring;
 pub mod jsonish;
 pub mod legacy_meta;
+pub mod mod_storage;
 pub mod nodemeta;
 pub mod objects;
+pub mod player;
 
 pub use block::{Block, MappingEntry};
 pub use bytes::DecodeError;

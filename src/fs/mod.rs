@@ -21,6 +21,7 @@ mod handles;
 mod namespace;
 mod scratch;
 pub mod tree;
+pub mod union;
 
 pub use error::{FsError, Result};
 pub use tree::{NewName, ROOT, Services, Tree};
@@ -251,7 +252,7 @@ impl WorldFs {
     /// database open, unless `opts.force`.
     pub fn open_world(dir: &std::path::Path, opts: Options) -> std::result::Result<WorldFs, String> {
         let services = Services::new();
-        let tree = crate::luanti::LuantiTree::open(dir, opts.clone(), services.clone())?;
+        let tree = crate::luanti::open_world_tree(dir, opts.clone(), services.clone())?;
         Ok(WorldFs::new(tree, services, opts))
     }
 

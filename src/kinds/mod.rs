@@ -239,7 +239,7 @@ pub fn open_mount(
         if let Some((k, _)) = extra.first() {
             return Err(format!("unknown mount option '{k}'"));
         }
-        return Ok(crate::luanti::LuantiTree::open(path, opts, services)?);
+        return crate::luanti::open_world_tree(path, opts, services);
     }
     let info = match kind {
         Some(name) => all

@@ -28,6 +28,7 @@ pub mod inode;
 mod listing;
 mod names;
 mod queue;
+pub mod records;
 mod serialized;
 mod table;
 mod tree;
@@ -104,6 +105,18 @@ fn parse_node_coords(name: &[u8]) -> Option<[i32; 3]> {
 fn in_block(pos: BlockPos, [x, y, z]: [i32; 3]) -> Option<u16> {
     (BlockPos::of_node(x, y, z)? == pos)
         .then(|| node_index(x.rem_euclid(16) as usize, y.rem_euclid(16) as usize, z.rem_euclid(16) as usize) as u16)
+}
+
+/// A world directory as mounted: the map's tree with `players/`, `auth/`
+/// and `mod_storage/` beside it.
+pub fn open_world_tree(
+    dir: &std::path::Path,
+    opts: Options,
+    services: Arc<Services>,
+) -> std::result::Result<Arc<dyn crate::fs::Tree>, String> {
+    let map = LuantiTree::open(dir, opts.clone(), services.clone())?;
+    let world = World::open(dir)?;
+    Ok(records::world_tree(map, &world, &opts, &services))
 }
 
 impl LuantiTree {

@@ -33,6 +33,15 @@ pub(super) fn create_sql(db: &str) -> String {
              before BLOB,
              after_len INTEGER,
              after_crc INTEGER,
+             PRIMARY KEY (change, seq));
+         CREATE TABLE IF NOT EXISTS {db}.records (
+             change INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             collection TEXT NOT NULL,
+             name TEXT NOT NULL,
+             before BLOB,
+             after_len INTEGER,
+             after_crc INTEGER,
              PRIMARY KEY (change, seq));"
     )
 }
@@ -118,6 +127,68 @@ pub(super) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step
         mark.execute(params![id, r])?;
     }
     Ok(id)
+}
+
+/// One record (player, account, mod storage) for `record_records`: its
+/// name, canonical bytes before, bytes after (None: absent).
+pub type RecordStep<'a> = (&'a str, Option<Vec<u8>>, Option<&'a [u8]>);
+
+/// Record a transaction over records of `collection` ("players", "auth",
+/// "mod_storage") in the journal attached as `journal`, inside the
+/// caller's transaction. Its `blocks` count is the number of records.
+pub fn record_records(
+    tx: &rusqlite::Transaction<'_>,
+    note: &Note,
+    collection: &str,
+    steps: &[RecordStep<'_>],
+) -> rusqlite::Result<i64> {
+    tx.prepare_cached("INSERT INTO journal.changes (time_ms, what, blocks) VALUES (?1, ?2, ?3)")?.execute(params![
+        now_ms(),
+        note.what,
+        steps.len() as i64
+    ])?;
+    let id = tx.last_insert_rowid();
+    let mut ins = tx.prepare_cached(
+        "INSERT INTO journal.records (change, seq, collection, name, before, after_len, after_crc) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for (seq, (name, before, after)) in steps.iter().enumerate() {
+        let fp = after.map(Fingerprint::of);
+        ins.execute(params![
+            id,
+            seq as i64,
+            collection,
+            name,
+            before,
+            fp.map(|f| f.len as i64),
+            fp.map(|f| f.crc as i64)
+        ])?;
+    }
+    let mut mark = tx.prepare_cached("UPDATE journal.changes SET reverted_by = ?1 WHERE id = ?2")?;
+    for r in &note.reverts {
+        mark.execute(params![id, r])?;
+    }
+    Ok(id)
+}
+
+/// A connection with the journal file at `path` attached as `journal`
+/// (created when missing), for stores that are not SQLite themselves.
+pub fn attached(path: &Path) -> Result<Connection> {
+    let conn = Connection::open_in_memory().map_err(backend)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
+    let p = path.to_str().ok_or_else(|| StoreError::Backend("journal path is not UTF-8".into()))?;
+    conn.execute("ATTACH DATABASE ?1 AS journal", [p]).map_err(backend)?;
+    conn.execute_batch(&create_sql("journal")).map_err(backend)?;
+    Ok(conn)
+}
+
+/// One record of a journaled transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordEntry {
+    pub collection: String,
+    pub name: String,
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Fingerprint>,
 }
 
 /// Read and maintain a journal file (not for recording: see `record`).
@@ -223,6 +294,29 @@ impl Journal {
         Ok(out)
     }
 
+    /// The records (players, accounts, mod storage) of one change, in order.
+    pub fn records(&self, change: i64) -> Result<Vec<RecordEntry>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT collection, name, before, after_len, after_crc FROM records WHERE change = ?1 ORDER BY seq",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map([change], |r| {
+                let len: Option<i64> = r.get(3)?;
+                let crc: Option<i64> = r.get(4)?;
+                Ok(RecordEntry {
+                    collection: r.get(0)?,
+                    name: r.get(1)?,
+                    before: r.get(2)?,
+                    after: len.zip(crc).map(|(len, crc)| Fingerprint { len: len as u64, crc: crc as u32 }),
+                })
+            })
+            .map_err(backend)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(backend)
+    }
+
     /// The file's size on disk.
     pub fn file_size(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
@@ -269,6 +363,7 @@ impl Journal {
         };
         let tx = self.conn.unchecked_transaction().map_err(backend)?;
         tx.execute("DELETE FROM blocks WHERE change <= ?1", [cutoff]).map_err(backend)?;
+        tx.execute("DELETE FROM records WHERE change <= ?1", [cutoff]).map_err(backend)?;
         let changes = tx.execute("DELETE FROM changes WHERE id <= ?1", [cutoff]).map_err(backend)? as u64;
         tx.commit().map_err(backend)?;
         self.conn.execute_batch("VACUUM").map_err(backend)?;

@@ -6,6 +6,7 @@ pub mod journal;
 pub mod memory;
 pub mod name_index;
 mod pos;
+pub mod records;
 pub mod sqlite;
 mod sqlite_pool;
 

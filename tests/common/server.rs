@@ -99,6 +99,20 @@ impl Drop for ServerProcess {
 /// off, bound to 127.0.0.1 on a free port) until it exits. `what` names the
 /// files it leaves in the world: `<what>.conf`, `.log`, `.stdout`, `.stderr`.
 fn run_server(world: &Path, conf: &str, what: &str) -> (ExitStatus, PathBuf) {
+    run_server_args(world, conf, what, &[])
+}
+
+/// The real server's own conversion of a world's players, accounts or mod
+/// storage (`--migrate-players`, `--migrate-auth`, `--migrate-mod-storage`)
+/// to `backend`: it reads everything with the engine's reader and writes it
+/// with the engine's writer, then rewrites the key in world.mt.
+#[allow(dead_code)]
+pub fn migrate(world: &Path, flag: &str, backend: &str) {
+    let (status, log) = run_server_args(world, "", "worldfs_migrate", &[flag, backend]);
+    assert!(status.success(), "minetestserver {flag} {backend} failed ({status})\n{}", tail(&log, 40));
+}
+
+fn run_server_args(world: &Path, conf: &str, what: &str, extra: &[&str]) -> (ExitStatus, PathBuf) {
     let server = minetestserver().expect("minetestserver is installed");
     let conf_path = world.join(format!("{what}.conf"));
     let conf = format!(
@@ -122,6 +136,7 @@ fn run_server(world: &Path, conf: &str, what: &str) -> (ExitStatus, PathBuf) {
         .arg(&log)
         .arg("--color")
         .arg("never")
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(world.join(format!("{what}.stdout"))).unwrap())
         .stderr(std::fs::File::create(world.join(format!("{what}.stderr"))).unwrap())

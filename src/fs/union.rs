@@ -1,0 +1,219 @@
+//! A tree with other trees mounted on directories of its root: how a Luanti
+//! world shows its map (the main tree) beside `players/`, `auth/` and
+//! `mod_storage/` (each a tree of its own over another database).
+//!
+//! No numbers are translated: each mounted tree hands out inodes whose top
+//! four bits are its own tag, and its root directory is an inode of that
+//! tag too, so invalidations it sends need no rewriting. The union routes
+//! every call by the tag of the inode it concerns.
+
+use super::{Attr, DirEntry, FsError, NewName, ROOT, Result, Tree};
+use std::sync::Arc;
+
+/// Cookies of the root listing from here on are the mounted directories
+/// (the main tree's own root cookies stay below).
+const MOUNT_COOKIES: u64 = 1 << 61;
+
+/// A tree mounted on a directory of the root.
+pub struct Mounted {
+    /// Its name in the root.
+    pub name: String,
+    /// The top four bits of every inode it hands out.
+    pub tag: u64,
+    /// Its root directory's inode (of that tag).
+    pub root: u64,
+    pub tree: Arc<dyn Tree>,
+}
+
+pub struct Union {
+    main: Arc<dyn Tree>,
+    mounted: Vec<Mounted>,
+}
+
+impl Union {
+    /// `main` must hand out no inode with a tag of `mounted`, nor list a
+    /// root entry of the same name.
+    pub fn new(main: Arc<dyn Tree>, mounted: Vec<Mounted>) -> Union {
+        Union { main, mounted }
+    }
+
+    fn owner(&self, ino: u64) -> &dyn Tree {
+        let tag = ino >> 60;
+        self.mounted.iter().find(|m| m.tag == tag).map_or(self.main.as_ref(), |m| m.tree.as_ref())
+    }
+
+    fn mount_named(&self, name: &[u8]) -> Option<&Mounted> {
+        self.mounted.iter().find(|m| m.name.as_bytes() == name)
+    }
+
+    fn same_owner(&self, a: u64, b: u64) -> Result<&dyn Tree> {
+        let (ta, tb) = (self.owner(a), self.owner(b));
+        if std::ptr::addr_eq(ta, tb) {
+            Ok(ta)
+        } else {
+            Err(FsError::new(libc::EXDEV, "players, auth, mod storage and the map are separate databases"))
+        }
+    }
+}
+
+impl Tree for Union {
+    fn describe(&self) -> String {
+        let mut s = self.main.describe();
+        for m in &self.mounted {
+            s.push_str(&format!("; {}", m.tree.describe()));
+        }
+        s
+    }
+
+    fn readme(&self) -> String {
+        self.main.readme()
+    }
+
+    fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
+        if parent == ROOT
+            && let Some(m) = self.mount_named(name)
+        {
+            m.tree.remember(m.root);
+            return m.tree.getattr(m.root);
+        }
+        self.owner(parent).lookup(parent, name)
+    }
+
+    fn getattr(&self, ino: u64) -> Result<Attr> {
+        self.owner(ino).getattr(ino)
+    }
+
+    fn parent(&self, ino: u64) -> Result<u64> {
+        if self.mounted.iter().any(|m| m.root == ino) {
+            return Ok(ROOT);
+        }
+        self.owner(ino).parent(ino)
+    }
+
+    fn list(
+        &self,
+        dir: u64,
+        offset: u64,
+        plus: bool,
+        add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
+    ) -> Result<()> {
+        if dir != ROOT {
+            return self.owner(dir).list(dir, offset, plus, add);
+        }
+        if offset < MOUNT_COOKIES {
+            let mut full = false;
+            self.main.list(dir, offset, plus, &mut |e, a| {
+                full = add(e, a);
+                full
+            })?;
+            if full {
+                return Ok(());
+            }
+        }
+        let first = offset.saturating_sub(MOUNT_COOKIES) as usize;
+        for (i, m) in self.mounted.iter().enumerate().skip(first) {
+            let attr = if plus { Some(m.tree.getattr(m.root)?) } else { None };
+            let e = DirEntry {
+                ino: m.root,
+                offset: MOUNT_COOKIES + i as u64 + 1,
+                kind: super::Kind::Dir,
+                name: m.name.clone().into(),
+            };
+            if add(&e, attr.as_ref()) {
+                return Ok(());
+            }
+            if plus {
+                m.tree.remember(m.root);
+            }
+        }
+        Ok(())
+    }
+
+    fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>> {
+        self.owner(ino).read(ino)
+    }
+
+    fn open_read(&self, ino: u64) -> Result<(Arc<Vec<u8>>, bool)> {
+        self.owner(ino).open_read(ino)
+    }
+
+    fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        self.owner(ino).readlink(ino)
+    }
+
+    fn check_writable(&self, ino: u64) -> Result<()> {
+        self.owner(ino).check_writable(ino)
+    }
+
+    fn write(&self, ino: u64, content: &[u8], base: Option<&[u8]>) -> Result<()> {
+        self.owner(ino).write(ino, content, base)
+    }
+
+    fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
+        if dir == ROOT && self.mount_named(name).is_some() {
+            return Err(FsError::new(libc::EEXIST, "that name is a directory of the world"));
+        }
+        self.owner(dir).new_name(dir, name)
+    }
+
+    fn create(&self, dir: u64, name: &[u8], content: &[u8]) -> Result<u64> {
+        self.owner(dir).create(dir, name, content)
+    }
+
+    fn mkdir(&self, dir: u64, name: &[u8]) -> Result<Attr> {
+        if dir == ROOT && self.mount_named(name).is_some() {
+            return Err(FsError::new(libc::EEXIST, "that directory exists"));
+        }
+        self.owner(dir).mkdir(dir, name)
+    }
+
+    fn rmdir(&self, dir: u64, name: &[u8]) -> Result<()> {
+        if dir == ROOT && self.mount_named(name).is_some() {
+            return Err(FsError::perm("players/, auth/ and mod_storage/ are part of every world"));
+        }
+        self.owner(dir).rmdir(dir, name)
+    }
+
+    fn unlink(&self, dir: u64, name: &[u8]) -> Result<()> {
+        self.owner(dir).unlink(dir, name)
+    }
+
+    fn rename(&self, dir: u64, name: &[u8], newdir: u64, newname: &[u8]) -> Result<()> {
+        self.same_owner(dir, newdir)?.rename(dir, name, newdir, newname)
+    }
+
+    fn remember(&self, ino: u64) {
+        self.owner(ino).remember(ino)
+    }
+
+    fn forget(&self, ino: u64, n: u64) {
+        self.owner(ino).forget(ino, n)
+    }
+
+    fn path(&self, ino: u64) -> String {
+        self.owner(ino).path(ino)
+    }
+
+    fn negative_entries(&self, dir: u64) -> bool {
+        self.owner(dir).negative_entries(dir)
+    }
+
+    fn sync(&self) -> Result<()> {
+        for m in &self.mounted {
+            m.tree.sync()?;
+        }
+        self.main.sync()
+    }
+
+    fn shutdown(&self) -> Vec<String> {
+        let mut lost = self.main.shutdown();
+        for m in &self.mounted {
+            lost.extend(m.tree.shutdown());
+        }
+        lost
+    }
+
+    fn count(&self) -> u64 {
+        self.main.count()
+    }
+}

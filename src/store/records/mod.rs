@@ -1,0 +1,114 @@
+//! Players, accounts and mod storage: the world's other databases. Each
+//! collection is a set of named records kept in one backend (sqlite3,
+//! files; the world.mt keys `player_backend`, `auth_backend`,
+//! `mod_storage_backend`). A store speaks canonical records (the encodings
+//! of `codec::player`, `codec::auth`, `codec::mod_storage`), so the journal,
+//! `worldfs undo` and the views are the same for every backend.
+
+pub mod files;
+pub mod sqlite;
+
+use super::{Note, Result, StoreError};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Collection {
+    Players,
+    Auth,
+    ModStorage,
+}
+
+impl Collection {
+    pub const ALL: [Collection; 3] = [Collection::Players, Collection::Auth, Collection::ModStorage];
+
+    /// The directory in the mount, and the collection's name in the journal.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collection::Players => "players",
+            Collection::Auth => "auth",
+            Collection::ModStorage => "mod_storage",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Collection> {
+        Collection::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The world.mt key naming its backend.
+    pub fn backend_key(self) -> &'static str {
+        match self {
+            Collection::Players => "player_backend",
+            Collection::Auth => "auth_backend",
+            Collection::ModStorage => "mod_storage_backend",
+        }
+    }
+
+    /// The backend when world.mt names none. A world.mt without the key
+    /// means `files` (the engine then writes it back; spec §1); a world
+    /// with no world.mt at all gets sqlite3.
+    pub fn default_backend(self, has_world_mt: bool) -> &'static str {
+        if has_world_mt { "files" } else { "sqlite3" }
+    }
+}
+
+/// One collection's records in one backend. Like the map store: usable
+/// from several threads, no transaction held between calls.
+pub trait RecordStore: Send + Sync {
+    /// For messages: "players in players.sqlite".
+    fn describe(&self) -> String;
+
+    /// Every record's name, sorted.
+    fn names(&self) -> Result<Vec<String>>;
+
+    /// A record's canonical bytes, if it exists.
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Replace (`Some`) or delete (`None`) a record in one transaction,
+    /// journaled with `note`; refused with [`StoreError::Conflict`] when the
+    /// record does not hold `expect` when the transaction starts.
+    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()>;
+
+    fn is_read_only(&self) -> bool;
+
+    /// Files a running server holds open while it uses this store (for
+    /// refusing writes meanwhile).
+    fn watched(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+}
+
+/// The refusal when a record changed since it was read.
+pub(crate) fn conflict(what: &str, name: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "{what} {name} was changed by someone else since it was read; nothing written: read it again and redo the change"
+    ))
+}
+
+/// Open the store of `collection` for the world in `dir`, as world.mt says.
+pub fn open(
+    dir: &Path,
+    settings: &dyn Fn(&str) -> Option<String>,
+    has_world_mt: bool,
+    collection: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> std::result::Result<Box<dyn RecordStore>, String> {
+    let key = collection.backend_key();
+    let backend = settings(key).unwrap_or_else(|| collection.default_backend(has_world_mt).to_string());
+    match backend.as_str() {
+        "sqlite3" => Ok(Box::new(sqlite::SqliteRecords::new(dir, collection, read_only, journal))),
+        "files" => Ok(Box::new(files::FileRecords::new(dir, collection, read_only, journal))),
+        "dummy" => Err(format!("world.mt says {key} = dummy: that data is never saved, there is nothing to show")),
+        b @ ("postgresql" | "leveldb") => Err(format!(
+            "world.mt says {key} = {b}: worldfs shows {} from sqlite3 and files so far \
+             (convert a copy with minetestserver --migrate-{} sqlite3)",
+            collection.name(),
+            match collection {
+                Collection::Players => "players",
+                Collection::Auth => "auth",
+                Collection::ModStorage => "mod-storage",
+            }
+        )),
+        b => Err(format!("world.mt names an unknown {key} '{b}'")),
+    }
+}

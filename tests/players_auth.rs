@@ -1,0 +1,232 @@
+//! Players, privileges and mod storage as files, in the `files` and
+//! `sqlite3` backends, with the real server as the oracle: its own
+//! `--migrate-players/-auth/-mod-storage` reads what worldfs wrote with the
+//! engine's reader and writes it again with the engine's writer, so an
+//! edit made through the mount in one backend must come out of the other.
+
+mod common;
+
+use common::mount::Mounted;
+use std::path::Path;
+
+const ALICE: &str = "breath = 10\nyaw = 270\npitch = -12.5\n\
+extended_attributes = {\"stamina:level\":\"20\",\"xp\":\"7\"}\nposition = (105,85,-42.5)\nhp = 18\n\
+name = alice\nversion = 1\nPlayerArgsEnd\nList main 32\nWidth 0\nItem default:pick_steel 1 1234\n\
+Item default:dirt 42\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\n\
+Empty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\n\
+Empty\nEndInventoryList\nList craft 9\nWidth 3\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\n\
+EndInventoryList\nList craftpreview 1\nWidth 0\nEmpty\nEndInventoryList\nList craftresult 1\nWidth 0\nEmpty\n\
+EndInventoryList\nEndInventory\n";
+
+/// A demo world whose players, accounts and mod storage use the files
+/// backend, with two players, three accounts and one mod's storage.
+fn files_world() -> tempfile::TempDir {
+    let w = common::demo_world();
+    let d = w.path();
+    let mt = std::fs::read_to_string(d.join("world.mt")).unwrap();
+    let mt: String = mt
+        .lines()
+        .filter(|l| !l.contains("player_backend") && !l.contains("auth_backend") && !l.contains("mod_storage_backend"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(
+        d.join("world.mt"),
+        format!("{mt}player_backend = files\nauth_backend = files\nmod_storage_backend = files\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("players")).unwrap();
+    std::fs::write(d.join("players/alice"), ALICE).unwrap();
+    std::fs::write(d.join("players/bob"), ALICE.replace("name = alice", "name = bob")).unwrap();
+    std::fs::write(
+        d.join("auth.txt"),
+        "foo:#1#hPpy4O3IAn1hsNK00A6wNw#Kpu6rj7M6FgEA:shout:1700000001\n\
+         singleplayer::fast,fly,interact,shout:1700000000\nalice::interact,shout:1700000002\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("mod_storage")).unwrap();
+    std::fs::write(d.join("mod_storage/testmod"), "{\"counter\":\"42\",\"hello\":\"world\"}").unwrap();
+    w
+}
+
+#[test]
+fn players_accounts_and_mod_storage_read_and_edit_as_files() {
+    require_fuse!("players_accounts_and_mod_storage_read_and_edit_as_files");
+    let w = files_world();
+    let m = Mounted::new(w.path(), &[]);
+    assert_eq!(m.ok("ls $MNT/players"), "alice\nbob\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/position"), "10.5 8.5 -4.25\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/look"), "-12.5 270\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/hp $MNT/players/alice/breath"), "18\n10\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/meta/xp"), "7");
+    assert!(m.ok("grep -c dirt $MNT/players/alice/inventory").starts_with('1'));
+    assert_eq!(m.ok("ls $MNT/auth"), "alice\nfoo\nsingleplayer\n");
+    assert_eq!(m.ok("cat $MNT/auth/singleplayer/privileges"), "fast\nfly\ninteract\nshout\n");
+    assert_eq!(m.ok("cat $MNT/auth/foo/password"), "set (the hash is not shown)\n");
+    assert!(m.ok("cat $MNT/auth/foo/last_login").ends_with("\n1700000001\n"));
+    assert_eq!(m.ok("cat $MNT/mod_storage/testmod/hello"), "world");
+    // `grep -r` over a whole collection works like over any directory.
+    assert!(m.ok("grep -rl shout $MNT/auth").contains("auth/foo/privileges"));
+
+    // Edits with the usual tools.
+    m.ok("echo 20 > $MNT/players/alice/hp");
+    m.ok("sed -i 's/default:dirt 42/default:dirt 99/' $MNT/players/alice/inventory");
+    m.ok("echo '1.5 2 -3' > $MNT/players/alice/position");
+    m.ok("printf 12 > $MNT/players/alice/meta/xp && printf yes > $MNT/players/alice/meta/worldfs:new");
+    m.ok("echo fly >> $MNT/auth/foo/privileges");
+    m.ok("mkdir $MNT/auth/newbie && echo interact > $MNT/auth/newbie/privileges");
+    m.ok("rmdir $MNT/players/bob");
+    m.ok("printf 'a b' > $MNT/mod_storage/testmod/spaced && rm $MNT/mod_storage/testmod/counter");
+    m.ok("mkdir $MNT/mod_storage/othermod && printf 1 > $MNT/mod_storage/othermod/k");
+
+    // Refusals: EINVAL/EPERM, the reason in write-errors, nothing changed.
+    // (/bin/echo reports the error close(2) returns; bash's builtin ignores it.)
+    let before = std::fs::read(w.path().join("players/alice")).unwrap();
+    let (code, _, _) = m.sh("/bin/echo lots > $MNT/players/alice/hp");
+    assert_ne!(code, 0);
+    let (code, _, _) = m.sh("/bin/echo 'List main 1' > $MNT/players/alice/inventory");
+    assert_ne!(code, 0);
+    let (code, _, _) = m.sh("/bin/echo '1 2 99999' > $MNT/players/alice/position");
+    assert_ne!(code, 0);
+    let (code, _, _) = m.sh("/bin/echo 'a,b' >> $MNT/auth/foo/privileges");
+    assert_ne!(code, 0);
+    let (code, _, _) = m.sh("/bin/echo x > $MNT/auth/foo/password");
+    assert_ne!(code, 0);
+    let (code, _, _) = m.sh("mkdir $MNT/players/carol");
+    assert_ne!(code, 0);
+    let (code, _, _) = m.sh("mkdir '$MNT/auth/bad name'");
+    assert_ne!(code, 0);
+    let errors = m.refusals();
+    assert!(errors.contains("players/alice/hp") && errors.contains("not a whole number"), "{errors}");
+    assert!(errors.contains("players/alice/inventory"), "{errors}");
+    assert!(errors.contains("outside the map"), "{errors}");
+    assert!(errors.contains("auth/foo/privileges"), "{errors}");
+    assert!(errors.contains("players/carol") && errors.contains("mkdir auth/carol"), "{errors}");
+    assert_eq!(std::fs::read(w.path().join("players/alice")).unwrap(), before, "a refused write changed the file");
+    drop(m);
+
+    // The engine's files, as worldfs left them, read by our own codecs.
+    let (_, alice) =
+        worldfs::codec::player::Player::from_file(&std::fs::read(w.path().join("players/alice")).unwrap()).unwrap();
+    assert_eq!((alice.hp, alice.pos), (20, [15.0, 20.0, -30.0]));
+    assert!(!w.path().join("players/bob").exists());
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    assert!(auth.contains("foo:#1#hPpy4O3IAn1hsNK00A6wNw#Kpu6rj7M6FgEA:shout,fly:1700000001\n"), "{auth}");
+    assert!(auth.contains("newbie:::-1\n") || auth.contains("newbie::interact:-1\n"), "{auth}");
+    assert_eq!(
+        std::fs::read_to_string(w.path().join("mod_storage/testmod")).unwrap(),
+        "{\"hello\":\"world\",\"spaced\":\"a b\"}"
+    );
+}
+
+/// What the engine wrote for a player, read back from its files backend.
+fn engine_player(world: &Path, name: &str) -> worldfs::codec::player::Player {
+    let dir = world.join("players");
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let bytes = std::fs::read(e.path()).unwrap();
+        if let Ok((n, p)) = worldfs::codec::player::Player::from_file(&bytes)
+            && n == name
+        {
+            return p;
+        }
+    }
+    panic!("the engine wrote no player {name} in {}", dir.display());
+}
+
+#[test]
+fn the_server_reads_what_worldfs_wrote_in_both_backends() {
+    require_fuse!("the_server_reads_what_worldfs_wrote_in_both_backends");
+    require_minetestserver!("the_server_reads_what_worldfs_wrote_in_both_backends");
+    let w = files_world();
+    // Files -> (worldfs edits) -> the engine migrates to sqlite3.
+    let m = Mounted::new(w.path(), &[]);
+    m.ok("echo 7 > $MNT/players/alice/hp && echo fly >> $MNT/auth/alice/privileges");
+    m.ok("printf v1 > $MNT/mod_storage/testmod/fromfiles");
+    drop(m);
+    for (flag, to) in
+        [("--migrate-players", "sqlite3"), ("--migrate-auth", "sqlite3"), ("--migrate-mod-storage", "sqlite3")]
+    {
+        common::server::migrate(w.path(), flag, to);
+    }
+    assert!(w.path().join("players.sqlite").is_file() && w.path().join("auth.sqlite").is_file());
+
+    // The same edits seen through the sqlite3 backend, and more made there.
+    let m = Mounted::new(w.path(), &[]);
+    assert!(m.log_text().contains("players.sqlite") || m.ok("ls $MNT/players").contains("alice"));
+    assert_eq!(m.ok("cat $MNT/players/alice/hp"), "7\n");
+    assert!(m.ok("cat $MNT/auth/alice/privileges").contains("fly\n"));
+    assert_eq!(m.ok("cat $MNT/mod_storage/testmod/fromfiles"), "v1");
+    assert_eq!(m.ok("cat $MNT/players/alice/position"), "10.5 8.5 -4.25\n");
+    m.ok("echo '-100.5 12 0.25' > $MNT/players/alice/position && echo 3 > $MNT/players/alice/breath");
+    m.ok("sed -i 's/default:dirt 42/default:mese 5/' $MNT/players/alice/inventory");
+    m.ok("printf 'sqlite edit' > $MNT/players/alice/meta/note");
+    m.ok("printf 'shout\\n' > $MNT/auth/singleplayer/privileges");
+    m.ok("mkdir $MNT/auth/carol && echo interact > $MNT/auth/carol/privileges");
+    m.ok("printf v2 > $MNT/mod_storage/testmod/fromfiles");
+    drop(m);
+
+    // The engine reads them from sqlite and writes them as files again.
+    for (flag, to) in [("--migrate-players", "files"), ("--migrate-auth", "files"), ("--migrate-mod-storage", "files")]
+    {
+        common::server::migrate(w.path(), flag, to);
+    }
+    let alice = engine_player(w.path(), "alice");
+    assert_eq!((alice.hp, alice.breath, alice.pos), (7, 3, [-1005.0, 120.0, 2.5]));
+    assert_eq!(alice.meta.get(&b"note"[..]).map(Vec::as_slice), Some(&b"sqlite edit"[..]));
+    let inv = String::from_utf8(alice.inventory.clone()).unwrap();
+    assert!(inv.contains("Item default:mese 5\n") && !inv.contains("default:dirt 42"), "{inv}");
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    let line = |n: &str| auth.lines().find(|l| l.starts_with(&format!("{n}:"))).unwrap_or_default().to_string();
+    assert_eq!(line("singleplayer"), "singleplayer::shout:1700000000", "{auth}");
+    assert!(line("alice").contains("fly"), "{auth}");
+    assert!(line("carol").starts_with("carol::interact:"), "{auth}");
+    let ms = std::fs::read_to_string(w.path().join("mod_storage/testmod")).unwrap();
+    assert!(ms.contains("\"fromfiles\":\"v2\""), "{ms}");
+}
+
+#[test]
+fn undo_takes_back_player_and_account_changes() {
+    require_fuse!("undo_takes_back_player_and_account_changes");
+    let w = files_world();
+    let m = Mounted::new(w.path(), &[]);
+    m.ok("echo 1 > $MNT/players/alice/hp && echo fly >> $MNT/auth/foo/privileges && rmdir $MNT/players/bob");
+    drop(m);
+    let undo = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .arg("undo")
+            .arg(w.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "undo {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let list = undo(&[]);
+    assert!(list.contains("rmdir players/bob") && list.contains("write players/alice/hp"), "{list}");
+    undo(&["--last", "3"]);
+    let (_, alice) =
+        worldfs::codec::player::Player::from_file(&std::fs::read(w.path().join("players/alice")).unwrap()).unwrap();
+    assert_eq!(alice.hp, 18);
+    assert!(w.path().join("players/bob").is_file(), "bob is back");
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    assert!(auth.contains("foo:#1#hPpy4O3IAn1hsNK00A6wNw#Kpu6rj7M6FgEA:shout:1700000001"), "{auth}");
+}
+
+#[test]
+fn no_player_edit_while_a_server_has_the_world_open() {
+    require_fuse!("no_player_edit_while_a_server_has_the_world_open");
+    let w = files_world();
+    let m = Mounted::new(w.path(), &["guard_ms=0"]);
+    // Something that holds the map open, as a running server does.
+    let mut holder = std::process::Command::new("sleep")
+        .arg("30")
+        .stdin(std::fs::File::open(w.path().join("map.sqlite")).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300)); // let it exec
+    let (code, _, err) = m.sh("/bin/echo 1 > $MNT/players/alice/hp");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_ne!(code, 0, "{err}");
+    assert!(m.refusals().contains("a server is running on this world"), "{}", m.refusals());
+    assert_eq!(m.ok("cat $MNT/players/alice/hp"), "18\n");
+}
