@@ -95,13 +95,61 @@ impl World {
                 }
                 Ok(Box::new(store))
             }
+            "postgresql" => {
+                let conninfo = self.setting("pgsql_connection").filter(|c| !c.trim().is_empty()).ok_or_else(|| {
+                    format!(
+                        "{}: world.mt says backend = postgresql but has no pgsql_connection \
+                         (e.g. pgsql_connection = host=127.0.0.1 user=mt password=... dbname=mt)",
+                        self.dir.display()
+                    )
+                })?;
+                let mut store = crate::store::postgres::PgStore::open(conninfo, read_only)
+                    .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+                if !read_only && journal {
+                    store.enable_journal(&self.journal_path()).map_err(|e| self.journal_error(e))?;
+                }
+                Ok(Box::new(store))
+            }
+            "redis" => {
+                let need = |k: &str| {
+                    self.setting(k)
+                        .filter(|v| !v.is_empty())
+                        .ok_or_else(|| format!("{}: world.mt says backend = redis but has no {k}", self.dir.display()))
+                };
+                let (address, hash) = (need("redis_address")?, need("redis_hash")?);
+                let port = match self.setting("redis_port") {
+                    None => 6379,
+                    Some(p) => {
+                        p.parse::<u16>().map_err(|_| format!("{}: redis_port = {p}: not a port", self.dir.display()))?
+                    }
+                };
+                let mut store = crate::store::redis::RedisStore::open(
+                    address,
+                    port,
+                    hash,
+                    self.setting("redis_password"),
+                    read_only,
+                )
+                .map_err(|e| format!("{}: {e}", self.dir.display()))?;
+                if !read_only && journal {
+                    store.enable_journal(&self.journal_path()).map_err(|e| self.journal_error(e))?;
+                }
+                Ok(Box::new(store))
+            }
             b if KNOWN_BACKENDS.contains(&b) => Err(format!(
-                "{}: world.mt says backend = {b}; worldfs supports only sqlite3 so far \
+                "{}: world.mt says backend = {b}; worldfs supports sqlite3, postgresql and redis so far \
                  (convert a copy with: minetestserver --world DIR --migrate sqlite3)",
                 self.dir.display()
             )),
             b => Err(format!("{}: world.mt names an unknown map backend '{b}'", self.dir.display())),
         }
+    }
+
+    fn journal_error(&self, e: crate::store::StoreError) -> String {
+        format!(
+            "{}: cannot keep the undo journal ({e}); mount with -o nojournal to write without it, or -o ro",
+            self.journal_path().display()
+        )
     }
 
     /// Whether a file in the world directory is one of the world's own text
@@ -139,7 +187,7 @@ mod tests {
         std::fs::write(d.path().join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
         let w = World::open(d.path()).unwrap();
         let e = w.open_store(true, false).err().unwrap();
-        assert!(e.contains("backend = leveldb") && e.contains("only sqlite3"), "{e}");
+        assert!(e.contains("backend = leveldb") && e.contains("supports sqlite3"), "{e}");
         std::fs::write(d.path().join("world.mt"), "backend = foo\n").unwrap();
         assert!(
             World::open(d.path()).unwrap().open_store(true, false).err().unwrap().contains("unknown map backend 'foo'")

@@ -6,7 +6,9 @@ pub mod journal;
 pub mod memory;
 pub mod name_index;
 mod pos;
+pub mod postgres;
 pub mod records;
+pub mod redis;
 pub mod sqlite;
 mod sqlite_pool;
 
@@ -150,5 +152,36 @@ pub trait MapStore: Send + Sync {
     /// still be trusted without reading it again.
     fn data_version(&self) -> Option<u64> {
         None
+    }
+}
+
+/// A shared store is a store (two handles on one in-memory map, say).
+impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        (**self).get(pos)
+    }
+    fn contains(&self, pos: BlockPos) -> Result<bool> {
+        (**self).contains(pos)
+    }
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        (**self).list_after(after, limit)
+    }
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        (**self).scan_after(after, limit)
+    }
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
+        (**self).apply(changes, note)
+    }
+    fn count(&self) -> Result<u64> {
+        (**self).count()
+    }
+    fn is_read_only(&self) -> bool {
+        (**self).is_read_only()
+    }
+    fn data_version(&self) -> Option<u64> {
+        (**self).data_version()
     }
 }

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod mount;
+pub mod pg;
+pub mod redis;
 pub mod server;
 
 use std::path::PathBuf;
@@ -11,7 +13,8 @@ use std::path::PathBuf;
 /// separated list, or `all`), in which case the test fails: CI sets it so
 /// that a machine that lost a tool goes red instead of passing silently.
 /// Names in use: fuse, server, shared, root, python3, vim, nano, tmux,
-/// setpriv, twmap (the Python package), and those of later oracles.
+/// setpriv, twmap (the Python package), pg (a PostgreSQL server), redis
+/// (redis-server).
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");

@@ -69,7 +69,7 @@ pub fn game_missing(world: &Path) -> Option<String> {
 }
 
 /// A port that was free a moment ago (the server binds it right after).
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 

@@ -1,0 +1,285 @@
+//! The PostgreSQL map (`backend = postgresql`; backends spec §2): table
+//! `blocks(posX, posY, posZ, data BYTEA)`, the coordinates int4 before
+//! engine 5.12 and smallint since (both read and written). Keyset-paged
+//! listing, every change one transaction. The connection string is
+//! world.mt's `pgsql_connection` (libpq keyword form).
+//!
+//! The undo journal stays the world's SQLite journal file: an entry is
+//! committed just before the PostgreSQL transaction and taken back if that
+//! transaction fails; a crash between the two leaves an entry that
+//! `worldfs undo` reports as a conflict (the block does not hold what the
+//! entry says), never a silent loss (docs/reliability.md).
+
+use super::journal;
+use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use postgres::{Client, NoTls};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+pub struct PgStore {
+    conninfo: String,
+    read_only: bool,
+    journal: Option<PathBuf>,
+    /// None after a lost connection: the next call connects again.
+    client: Mutex<Option<Client>>,
+    /// Whether the coordinate columns are smallint (5.12+) or int4.
+    small: bool,
+}
+
+/// A connection string for messages: the password left out.
+fn redacted(conninfo: &str) -> String {
+    conninfo
+        .split_whitespace()
+        .map(|kv| if kv.starts_with("password=") { "password=***" } else { kv })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn classify(e: postgres::Error) -> StoreError {
+    if e.is_closed() || e.as_db_error().is_none() {
+        // I/O, a closed connection, a refused connect: nothing was committed
+        return StoreError::Unreachable(e.to_string());
+    }
+    let db = e.as_db_error().expect("checked above");
+    let code = db.code().code();
+    match code {
+        "25006" => StoreError::ReadOnly,
+        "53100" => StoreError::Full(db.message().to_string()),
+        "55P03" | "40P01" | "40001" => StoreError::Busy(db.message().to_string()),
+        _ => StoreError::Backend(format!("{} ({code})", db.message())),
+    }
+}
+
+impl PgStore {
+    /// Connect to the map named by `conninfo`; the `blocks` table must
+    /// exist (a server makes it).
+    pub fn open(conninfo: &str, read_only: bool) -> Result<PgStore> {
+        let mut client = Client::connect(conninfo, NoTls)
+            .map_err(|e| StoreError::Unreachable(format!("{} ({})", e, redacted(conninfo))))?;
+        let types: Vec<String> = client
+            .query(
+                "SELECT data_type FROM information_schema.columns \
+                 WHERE table_name = 'blocks' AND column_name IN ('posx', 'posy', 'posz')",
+                &[],
+            )
+            .map_err(classify)?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if types.len() != 3 {
+            return Err(StoreError::Backend(format!(
+                "no blocks(posX, posY, posZ, data) table in {} (has a server used this database?)",
+                redacted(conninfo)
+            )));
+        }
+        let small = types.iter().all(|t| t == "smallint");
+        if read_only {
+            client.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY").map_err(classify)?;
+        }
+        Ok(PgStore {
+            conninfo: conninfo.to_string(),
+            read_only,
+            journal: None,
+            client: Mutex::new(Some(client)),
+            small,
+        })
+    }
+
+    /// Keep the undo journal in `path` (the world's SQLite journal file).
+    pub fn enable_journal(&mut self, path: &std::path::Path) -> Result<()> {
+        journal::attached(path)?;
+        self.journal = Some(path.to_path_buf());
+        Ok(())
+    }
+
+    /// Run `f` on the connection, connecting first when needed; a lost
+    /// connection is dropped so that the next call connects again.
+    fn with<T>(&self, f: impl FnOnce(&mut Client, bool) -> std::result::Result<T, postgres::Error>) -> Result<T> {
+        let mut guard = self.client.lock().unwrap();
+        if guard.as_ref().is_none_or(|c| c.is_closed()) {
+            let mut c = Client::connect(&self.conninfo, NoTls)
+                .map_err(|e| StoreError::Unreachable(format!("{} ({})", e, redacted(&self.conninfo))))?;
+            if self.read_only {
+                c.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY").map_err(classify)?;
+            }
+            *guard = Some(c);
+        }
+        let r = f(guard.as_mut().expect("connected above"), self.small);
+        if let Err(e) = &r
+            && (e.is_closed() || e.as_db_error().is_none())
+        {
+            *guard = None;
+        }
+        r.map_err(classify)
+    }
+}
+
+/// The coordinates as the columns want them.
+fn key(p: BlockPos, small: bool) -> [Box<dyn postgres::types::ToSql + Sync>; 3] {
+    if small {
+        [Box::new(p.x), Box::new(p.y), Box::new(p.z)]
+    } else {
+        [Box::new(p.x as i32), Box::new(p.y as i32), Box::new(p.z as i32)]
+    }
+}
+
+fn row_pos(r: &postgres::Row, small: bool) -> BlockPos {
+    if small {
+        BlockPos::new(r.get(0), r.get(1), r.get(2))
+    } else {
+        let c = |i: usize| r.get::<_, i32>(i) as i16;
+        BlockPos::new(c(0), c(1), c(2))
+    }
+}
+
+fn refs(k: &[Box<dyn postgres::types::ToSql + Sync>]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
+    k.iter().map(|b| b.as_ref()).collect()
+}
+
+/// Blocks after `after` in (x, y, z) order, with or without their data.
+fn page(
+    c: &mut Client,
+    small: bool,
+    after: Option<BlockPos>,
+    limit: usize,
+    data: bool,
+) -> std::result::Result<Vec<postgres::Row>, postgres::Error> {
+    let cols = if data { "posX, posY, posZ, data" } else { "posX, posY, posZ" };
+    let limit = limit.min(i64::MAX as usize) as i64;
+    match after {
+        None => c.query(&format!("SELECT {cols} FROM blocks ORDER BY posX, posY, posZ LIMIT $1"), &[&limit]),
+        Some(p) => {
+            let k = key(p, small);
+            let mut args = refs(&k);
+            args.push(&limit);
+            c.query(
+                &format!(
+                    "SELECT {cols} FROM blocks WHERE (posX, posY, posZ) > ($1, $2, $3) \
+                     ORDER BY posX, posY, posZ LIMIT $4"
+                ),
+                &args,
+            )
+        }
+    }
+}
+
+impl MapStore for PgStore {
+    fn describe(&self) -> String {
+        format!(
+            "postgresql ({}), {} coordinates",
+            redacted(&self.conninfo),
+            if self.small { "smallint" } else { "int4" }
+        )
+    }
+
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        self.with(|c, small| {
+            let k = key(pos, small);
+            let row = c.query_opt("SELECT data FROM blocks WHERE posX = $1 AND posY = $2 AND posZ = $3", &refs(&k))?;
+            Ok(row.map(|r| r.get::<_, Vec<u8>>(0)).filter(|d| !d.is_empty()))
+        })
+    }
+
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        self.with(|c, small| Ok(page(c, small, after, limit, false)?.iter().map(|r| row_pos(r, small)).collect()))
+    }
+
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        self.with(|c, small| {
+            Ok(page(c, small, after, limit, true)?
+                .iter()
+                .map(|r| (row_pos(r, small), r.get::<_, Vec<u8>>(3)))
+                .collect())
+        })
+    }
+
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        // Read what the blocks hold (for expectations and the journal),
+        // journal, then change them, all under row locks.
+        let mut jconn = match &self.journal {
+            Some(j) => Some(journal::attached(j)?),
+            None => None,
+        };
+        let mut recorded: Option<i64> = None;
+        let r = self.with(|c, small| {
+            let mut tx = c.transaction()?;
+            let mut before: Vec<(BlockPos, Option<Vec<u8>>)> = Vec::new();
+            for ch in changes {
+                let k = key(ch.pos(), small);
+                let row = tx.query_opt(
+                    "SELECT data FROM blocks WHERE posX = $1 AND posY = $2 AND posZ = $3 FOR UPDATE",
+                    &refs(&k),
+                )?;
+                before.push((ch.pos(), row.map(|r| r.get::<_, Vec<u8>>(0)).filter(|d| !d.is_empty())));
+            }
+            let now = |p: BlockPos| before.iter().find(|(q, _)| *q == p).and_then(|(_, b)| b.clone());
+            if let Some(refusal) = super::unmet_expectation(changes, |p| Ok(now(p))).expect("reads above") {
+                return Ok(Err(refusal));
+            }
+            for ch in changes {
+                let k = key(ch.pos(), small);
+                match ch {
+                    Change::Put(_, data) => {
+                        let mut args = refs(&k);
+                        args.push(data);
+                        tx.execute(
+                            "INSERT INTO blocks (posX, posY, posZ, data) VALUES ($1, $2, $3, $4) \
+                             ON CONFLICT (posX, posY, posZ) DO UPDATE SET data = EXCLUDED.data",
+                            &args,
+                        )?;
+                    }
+                    Change::Delete(_) => {
+                        tx.execute("DELETE FROM blocks WHERE posX = $1 AND posY = $2 AND posZ = $3", &refs(&k))?;
+                    }
+                    Change::Expect(..) => {}
+                }
+            }
+            if let Some(jc) = jconn.as_mut() {
+                let steps: Vec<journal::Step<'_>> = changes
+                    .iter()
+                    .filter_map(|ch| match ch {
+                        Change::Put(p, d) => Some((*p, now(*p), Some(d.as_slice()))),
+                        Change::Delete(p) => Some((*p, now(*p), None)),
+                        Change::Expect(..) => None,
+                    })
+                    .collect();
+                let jr = (|| {
+                    let jtx = jc.transaction()?;
+                    let id = journal::record(&jtx, note, &steps)?;
+                    jtx.commit()?;
+                    Ok::<i64, rusqlite::Error>(id)
+                })();
+                match jr {
+                    Ok(id) => recorded = Some(id),
+                    Err(e) => return Ok(Err(StoreError::Backend(format!("undo journal: {e}")))),
+                }
+            }
+            tx.commit()?;
+            Ok(Ok(()))
+        });
+        let r = match r {
+            Ok(inner) => inner,
+            Err(e) => Err(e),
+        };
+        if r.is_err()
+            && let (Some(id), Some(jc)) = (recorded, jconn.as_ref())
+        {
+            // The change did not happen: neither may its journal entry.
+            let _ = jc.execute_batch(&format!(
+                "DELETE FROM journal.blocks WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
+            ));
+        }
+        r
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.with(|c, _| Ok(c.query_one("SELECT count(*) FROM blocks", &[])?.get::<_, i64>(0) as u64))
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}

@@ -1,0 +1,243 @@
+//! The Redis map (`backend = redis`; backends spec §2): one hash named by
+//! `redis_hash`, field = the block's position key in decimal (the legacy
+//! `pos` integer), value = the blob. A change is one MULTI/EXEC, WATCHing
+//! the blocks it expects, so a block changed by someone else meanwhile
+//! makes the whole change fail (it is then refused as a conflict).
+//!
+//! Listing: Redis keeps no order, so the sorted field list is read once
+//! (HKEYS) and kept for the listing that asked for it, for a few seconds.
+//! The undo journal is the world's SQLite journal file, written just
+//! before EXEC and taken back if EXEC fails (as for PostgreSQL).
+
+use super::journal;
+use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use redis::Commands;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub struct RedisStore {
+    url: String,
+    described: String,
+    hash: String,
+    read_only: bool,
+    journal: Option<PathBuf>,
+    conn: Mutex<Option<redis::Connection>>,
+    /// The sorted positions, and when they were read.
+    keys: Mutex<Option<(Instant, Vec<BlockPos>)>>,
+}
+
+/// How long a listing may use the field list it read.
+const KEYS_TTL: Duration = Duration::from_secs(5);
+
+fn classify(e: redis::RedisError) -> StoreError {
+    if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout() {
+        return StoreError::Unreachable(e.to_string());
+    }
+    StoreError::Backend(e.to_string())
+}
+
+impl RedisStore {
+    /// `address`: host name or a unix socket path (with a `/`), as the
+    /// engine's `redis_address`.
+    pub fn open(address: &str, port: u16, hash: &str, password: Option<&str>, read_only: bool) -> Result<RedisStore> {
+        let auth = password.map(|p| format!(":{}@", urlencode(p))).unwrap_or_default();
+        let url = if address.contains('/') {
+            let pw = password.map(|p| format!("?pass={}", urlencode(p))).unwrap_or_default();
+            format!("redis+unix://{address}{pw}")
+        } else {
+            format!("redis://{auth}{address}:{port}/")
+        };
+        let described = if address.contains('/') { address.to_string() } else { format!("{address}:{port}") };
+        let s = RedisStore {
+            url,
+            described,
+            hash: hash.to_string(),
+            read_only,
+            journal: None,
+            conn: Mutex::new(None),
+            keys: Mutex::new(None),
+        };
+        s.with(|c| redis::cmd("PING").query::<String>(c))?;
+        Ok(s)
+    }
+
+    pub fn enable_journal(&mut self, path: &std::path::Path) -> Result<()> {
+        journal::attached(path)?;
+        self.journal = Some(path.to_path_buf());
+        Ok(())
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T> {
+        let mut guard = self.conn.lock().unwrap();
+        if guard.is_none() {
+            let client = redis::Client::open(self.url.as_str()).map_err(classify)?;
+            let c = client
+                .get_connection_with_timeout(Duration::from_secs(5))
+                .map_err(|e| StoreError::Unreachable(format!("redis at {}: {e}", self.described)))?;
+            *guard = Some(c);
+        }
+        let r = f(guard.as_mut().expect("connected above"));
+        if let Err(e) = &r
+            && (e.is_io_error() || e.is_connection_dropped())
+        {
+            *guard = None;
+        }
+        r.map_err(classify)
+    }
+
+    fn sorted_keys(&self, fresh: bool) -> Result<Vec<BlockPos>> {
+        let mut k = self.keys.lock().unwrap();
+        if !fresh
+            && let Some((at, keys)) = &*k
+            && at.elapsed() < KEYS_TTL
+        {
+            return Ok(keys.clone());
+        }
+        let fields: Vec<String> = self.with(|c| c.hkeys(&self.hash))?;
+        let mut keys: Vec<BlockPos> =
+            fields.iter().filter_map(|f| f.parse::<i64>().ok()).map(BlockPos::from_legacy_key).collect();
+        keys.sort();
+        *k = Some((Instant::now(), keys.clone()));
+        Ok(keys)
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn field(p: BlockPos) -> String {
+    p.legacy_key().to_string()
+}
+
+impl MapStore for RedisStore {
+    fn describe(&self) -> String {
+        format!("redis ({}, hash {})", self.described, self.hash)
+    }
+
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        let v: Option<Vec<u8>> = self.with(|c| c.hget(&self.hash, field(pos)))?;
+        Ok(v.filter(|d| !d.is_empty()))
+    }
+
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        // A listing from the start reads the fields afresh.
+        let keys = self.sorted_keys(after.is_none())?;
+        let from = match after {
+            None => 0,
+            Some(p) => keys.partition_point(|k| *k <= p),
+        };
+        Ok(keys[from..].iter().take(limit).copied().collect())
+    }
+
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let positions = self.list_after(after, limit)?;
+        if positions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fields: Vec<String> = positions.iter().map(|p| field(*p)).collect();
+        let values: Vec<Option<Vec<u8>>> = self.with(|c| redis::cmd("HMGET").arg(&self.hash).arg(&fields).query(c))?;
+        Ok(positions.into_iter().zip(values).filter_map(|(p, v)| v.filter(|d| !d.is_empty()).map(|d| (p, d))).collect())
+    }
+
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
+        if self.read_only {
+            return Err(StoreError::ReadOnly);
+        }
+        let fields: Vec<String> = changes.iter().map(|c| field(c.pos())).collect();
+        let hash = self.hash.clone();
+        let journal = self.journal.clone();
+        let r = self.with(|c| {
+            // WATCH works on keys, not fields: the whole hash is watched,
+            // so any concurrent write to the map retries nothing and is
+            // refused as a conflict (safe, if coarse).
+            redis::cmd("WATCH").arg(&hash).query::<()>(c)?;
+            let now: Vec<Option<Vec<u8>>> =
+                if fields.is_empty() { Vec::new() } else { redis::cmd("HMGET").arg(&hash).arg(&fields).query(c)? };
+            let current = |p: BlockPos| {
+                changes.iter().position(|ch| ch.pos() == p).and_then(|i| now[i].clone()).filter(|d| !d.is_empty())
+            };
+            if let Some(refusal) = super::unmet_expectation(changes, |p| Ok(current(p))).expect("reads above") {
+                redis::cmd("UNWATCH").query::<()>(c)?;
+                return Ok(Err(refusal));
+            }
+            let mut recorded = None;
+            if let Some(j) = &journal {
+                let steps: Vec<journal::Step<'_>> = changes
+                    .iter()
+                    .filter_map(|ch| match ch {
+                        Change::Put(p, d) => Some((*p, current(*p), Some(d.as_slice()))),
+                        Change::Delete(p) => Some((*p, current(*p), None)),
+                        Change::Expect(..) => None,
+                    })
+                    .collect();
+                let jr = journal::attached(j).and_then(|mut jc| {
+                    let tx = jc.transaction().map_err(|e| StoreError::Backend(e.to_string()))?;
+                    let id = journal::record(&tx, note, &steps).map_err(|e| StoreError::Backend(e.to_string()))?;
+                    tx.commit().map_err(|e| StoreError::Backend(e.to_string()))?;
+                    Ok((jc, id))
+                });
+                match jr {
+                    Ok(x) => recorded = Some(x),
+                    Err(e) => {
+                        redis::cmd("UNWATCH").query::<()>(c)?;
+                        return Ok(Err(e));
+                    }
+                }
+            }
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            for ch in changes {
+                match ch {
+                    Change::Put(p, d) => {
+                        pipe.hset(&hash, field(*p), d.as_slice()).ignore();
+                    }
+                    Change::Delete(p) => {
+                        pipe.hdel(&hash, field(*p)).ignore();
+                    }
+                    Change::Expect(..) => {}
+                }
+            }
+            let done: redis::RedisResult<Option<()>> = pipe.query(c);
+            let undo_journal = |r: &Option<(rusqlite::Connection, i64)>| {
+                if let Some((jc, id)) = r {
+                    let _ = jc.execute_batch(&format!(
+                        "DELETE FROM journal.blocks WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
+                    ));
+                }
+            };
+            match done {
+                Ok(Some(())) => Ok(Ok(())),
+                Ok(None) => {
+                    undo_journal(&recorded);
+                    Ok(Err(StoreError::Conflict(
+                        "the map was changed by someone else during this change; nothing written: try again".into(),
+                    )))
+                }
+                Err(e) => {
+                    undo_journal(&recorded);
+                    Err(e)
+                }
+            }
+        });
+        *self.keys.lock().unwrap() = None;
+        r?
+    }
+
+    fn count(&self) -> Result<u64> {
+        self.with(|c| c.hlen(&self.hash))
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}

@@ -1,0 +1,148 @@
+//! A throwaway PostgreSQL server on loopback for one test: initdb in a
+//! temporary directory (as the `postgres` user when run as root: initdb
+//! refuses root), started on a free port with fsync off, stopped and
+//! removed when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Pg {
+    dir: tempfile::TempDir,
+    pub port: u16,
+    bin: PathBuf,
+}
+
+/// The server's binaries (Debian keeps them off PATH).
+fn bin_dir() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("bin"))
+        .filter(|p| p.join("initdb").is_file() && p.join("postgres").is_file())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// Why no PostgreSQL server can be started here, if it cannot.
+pub fn unavailable() -> Option<String> {
+    if bin_dir().is_none() {
+        return Some("no PostgreSQL server (apt install postgresql)".into());
+    }
+    None
+}
+
+fn as_owner(cmd: &Path) -> Command {
+    if unsafe { libc::geteuid() } == 0 {
+        let mut c = Command::new("runuser");
+        c.arg("-u").arg("postgres").arg("--").arg(cmd);
+        c
+    } else {
+        Command::new(cmd)
+    }
+}
+
+fn run(mut c: Command, what: &str) {
+    let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Pg {
+    pub fn start() -> Pg {
+        let bin = bin_dir().expect("checked by unavailable()");
+        let dir = tempfile::Builder::new().prefix("worldfs-pg").tempdir().unwrap();
+        if unsafe { libc::geteuid() } == 0 {
+            run(
+                {
+                    let mut c = Command::new("chown");
+                    c.arg("-R").arg("postgres").arg(dir.path());
+                    c
+                },
+                "chown",
+            );
+        }
+        let port = crate::common::server::free_port();
+        let data = dir.path().join("data");
+        let mut c = as_owner(&bin.join("initdb"));
+        c.arg("-D").arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"]);
+        run(c, "initdb");
+        let sock = dir.path().join("sock");
+        std::fs::create_dir(&sock).unwrap();
+        if unsafe { libc::geteuid() } == 0 {
+            run(
+                {
+                    let mut c = Command::new("chown");
+                    c.arg("postgres").arg(&sock);
+                    c
+                },
+                "chown",
+            );
+        }
+        let mut c = as_owner(&bin.join("pg_ctl"));
+        c.arg("-D")
+            .arg(&data)
+            .arg("-l")
+            .arg(dir.path().join("log"))
+            .arg("-w")
+            .arg("start")
+            .arg("-o")
+            .arg(format!("-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", sock.display()));
+        run(c, "pg_ctl start");
+        Pg { dir, port, bin }
+    }
+
+    /// A libpq keyword connection string for database `db`.
+    pub fn conninfo(&self, db: &str) -> String {
+        format!("host=127.0.0.1 port={} user=postgres dbname={db}", self.port)
+    }
+
+    /// Run SQL with psql (database `db`).
+    pub fn sql(&self, db: &str, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", "-d", db, "-At", "-c", sql])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Make an empty database.
+    pub fn create_db(&self, db: &str) {
+        self.sql("postgres", &format!("CREATE DATABASE {db}"));
+    }
+
+    /// Stop the server now (a test of a lost connection).
+    pub fn stop(&self) {
+        let mut c = as_owner(&self.bin.join("pg_ctl"));
+        c.arg("-D").arg(self.dir.path().join("data")).args(["-m", "immediate", "-w", "stop"]);
+        let _ = c.output();
+    }
+
+    pub fn restart(&self) {
+        let mut c = as_owner(&self.bin.join("pg_ctl"));
+        c.arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("-l")
+            .arg(self.dir.path().join("log"))
+            .arg("-w")
+            .arg("start")
+            .arg("-o")
+            .arg(format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+                self.port,
+                self.dir.path().join("sock").display()
+            ));
+        run(c, "pg_ctl start");
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,214 @@
+//! One test body for every map store: what the `MapStore` trait promises
+//! (src/store/mod.rs), run over SQLite (both schemas), the in-memory store,
+//! PostgreSQL (int4 and smallint columns) and Redis, the last two on real
+//! servers started for the test.
+
+mod common;
+
+use std::collections::BTreeMap;
+use worldfs::store::journal::Journal;
+use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
+
+/// A store to test, a second handle on the same map (another process or
+/// machine), and the journal file if it keeps one.
+struct Subject {
+    store: Box<dyn MapStore>,
+    other: Box<dyn MapStore>,
+    journal: Option<std::path::PathBuf>,
+}
+
+fn p(x: i16, y: i16, z: i16) -> BlockPos {
+    BlockPos::new(x, y, z)
+}
+
+fn contract(name: &str, s: Subject) {
+    let st = s.store.as_ref();
+    let note = |w: &str| Note::new(w);
+    // Empty, then a few blocks across the whole range.
+    assert_eq!(st.count().unwrap(), 0, "{name}");
+    assert_eq!(st.get(p(0, 0, 0)).unwrap(), None, "{name}");
+    let mut model: BTreeMap<BlockPos, Vec<u8>> = BTreeMap::new();
+    let mut puts = Vec::new();
+    for (i, pos) in [p(0, 0, 0), p(-2048, -2048, -2048), p(2047, 2047, 2047), p(1, -1, 3), p(-5, 7, -9), p(1, 2, -3)]
+        .iter()
+        .enumerate()
+    {
+        let data = vec![i as u8 + 1; 10 + i];
+        model.insert(*pos, data.clone());
+        puts.push(Change::Put(*pos, data));
+    }
+    st.apply(&puts, &note("first")).unwrap();
+    for (pos, data) in &model {
+        assert_eq!(st.get(*pos).unwrap().as_ref(), Some(data), "{name}: {pos}");
+        assert_eq!(s.other.get(*pos).unwrap().as_ref(), Some(data), "{name}: {pos} seen by another handle");
+        assert!(st.contains(*pos).unwrap());
+    }
+    assert_eq!(st.count().unwrap(), model.len() as u64, "{name}");
+    // Listing: every block once, resumable from any position, any page size.
+    for page in [1, 2, 5, 100] {
+        let mut seen = Vec::new();
+        let mut after = None;
+        loop {
+            let got = st.list_after(after, page).unwrap();
+            assert!(got.len() <= page);
+            if got.is_empty() {
+                break;
+            }
+            after = got.last().copied();
+            seen.extend(got);
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), seen.len(), "{name}: a block listed twice (page {page})");
+        assert_eq!(sorted, model.keys().copied().collect::<Vec<_>>(), "{name}: page {page}");
+        let scanned = st.scan_after(None, 100).unwrap();
+        assert_eq!(scanned.into_iter().collect::<BTreeMap<_, _>>(), model, "{name}: scan");
+    }
+    let all = st.list_after(None, 100).unwrap();
+    for (i, from) in all.iter().enumerate() {
+        assert_eq!(st.list_after(Some(*from), 100).unwrap(), all[i + 1..].to_vec(), "{name}: resume after {from}");
+    }
+    // Changes: put over, delete, an empty blob is absent.
+    st.apply(&[Change::Put(p(0, 0, 0), b"new".to_vec()), Change::Delete(p(1, -1, 3))], &note("second")).unwrap();
+    assert_eq!(st.get(p(0, 0, 0)).unwrap().as_deref(), Some(&b"new"[..]), "{name}");
+    assert_eq!(st.get(p(1, -1, 3)).unwrap(), None, "{name}");
+    // Expectations: met, then unmet (the whole transaction refused).
+    st.apply(
+        &[Change::Expect(p(0, 0, 0), Some(b"new".to_vec())), Change::Put(p(9, 9, 9), b"x".to_vec())],
+        &note("third"),
+    )
+    .unwrap();
+    s.other.apply(&[Change::Put(p(0, 0, 0), b"theirs".to_vec())], &note("theirs")).unwrap();
+    let e = st
+        .apply(
+            &[Change::Expect(p(0, 0, 0), Some(b"new".to_vec())), Change::Put(p(8, 8, 8), b"y".to_vec())],
+            &note("stale"),
+        )
+        .unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{name}: {e:?}");
+    assert_eq!(st.get(p(8, 8, 8)).unwrap(), None, "{name}: part of a refused transaction was written");
+    assert_eq!(st.get(p(0, 0, 0)).unwrap().as_deref(), Some(&b"theirs"[..]), "{name}");
+    let e = st.apply(&[Change::Expect(p(7, 7, 7), Some(b"z".to_vec()))], &note("absent")).unwrap_err();
+    assert!(matches!(e, StoreError::Conflict(_)), "{name}: {e:?}");
+    // The journal holds what each change replaced.
+    if let Some(j) = &s.journal {
+        let j = Journal::open(j).unwrap().expect("the journal exists");
+        let changes = j.changes(None, None).unwrap();
+        let second = changes.iter().find(|c| c.what == "second").expect("journaled");
+        let blocks = j.blocks(second.id).unwrap();
+        let before: BTreeMap<BlockPos, Option<Vec<u8>>> = blocks.into_iter().map(|b| (b.pos, b.before)).collect();
+        assert_eq!(before.get(&p(0, 0, 0)), Some(&Some(vec![1u8; 10])), "{name}");
+        assert_eq!(before.get(&p(1, -1, 3)), Some(&Some(vec![4u8; 13])), "{name}");
+        assert!(!changes.iter().any(|c| c.what == "stale"), "{name}: a refused change was journaled");
+    }
+}
+
+fn sqlite_subject(schema: worldfs::store::sqlite::Schema) -> (tempfile::TempDir, Subject) {
+    use worldfs::store::sqlite::SqliteStore;
+    let d = tempfile::tempdir().unwrap();
+    let map = d.path().join("map.sqlite");
+    SqliteStore::create(&map, schema).unwrap();
+    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let mut store = SqliteStore::open(&map, false).unwrap();
+    store.enable_journal(&j).unwrap();
+    let other = SqliteStore::open(&map, false).unwrap();
+    (d, Subject { store: Box::new(store), other: Box::new(other), journal: Some(j) })
+}
+
+#[test]
+fn sqlite_legacy_schema() {
+    let (_d, s) = sqlite_subject(worldfs::store::sqlite::Schema::Legacy);
+    contract("sqlite legacy", s);
+}
+
+#[test]
+fn sqlite_split_schema() {
+    let (_d, s) = sqlite_subject(worldfs::store::sqlite::Schema::Split);
+    contract("sqlite split", s);
+}
+
+#[test]
+fn memory_store() {
+    let m = std::sync::Arc::new(worldfs::store::memory::MemoryStore::new());
+    contract("memory", Subject { store: Box::new(m.clone()), other: Box::new(m), journal: None });
+}
+
+/// The engine's DDL: int4 columns (the 5.6.1 server) or smallint (5.12+).
+fn pg_blocks(pg: &common::pg::Pg, db: &str, column: &str) {
+    pg.create_db(db);
+    pg.sql(
+        db,
+        &format!(
+            "CREATE TABLE blocks (posX {column} NOT NULL, posY {column} NOT NULL, posZ {column} NOT NULL, \
+             data BYTEA, PRIMARY KEY (posX, posY, posZ))"
+        ),
+    );
+}
+
+#[test]
+fn postgresql_int4_and_smallint() {
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("postgresql_int4_and_smallint", "pg", &why);
+        return;
+    }
+    use worldfs::store::postgres::PgStore;
+    let pg = common::pg::Pg::start();
+    for (db, column) in [("mt_int", "INT"), ("mt_small", "SMALLINT")] {
+        pg_blocks(&pg, db, column);
+        let d = tempfile::tempdir().unwrap();
+        let j = d.path().join(worldfs::store::journal::FILE_NAME);
+        let mut store = PgStore::open(&pg.conninfo(db), false).unwrap();
+        store.enable_journal(&j).unwrap();
+        assert!(store.describe().contains(if column == "INT" { "int4" } else { "smallint" }));
+        let other = PgStore::open(&pg.conninfo(db), false).unwrap();
+        contract(
+            &format!("postgresql {column}"),
+            Subject { store: Box::new(store), other: Box::new(other), journal: Some(j) },
+        );
+        // Read-only handles never write.
+        let ro = PgStore::open(&pg.conninfo(db), true).unwrap();
+        assert!(matches!(ro.apply(&[Change::Delete(p(0, 0, 0))], &Note::new("x")), Err(StoreError::ReadOnly)));
+    }
+}
+
+#[test]
+fn postgresql_lost_connection_writes_nothing_and_reconnects() {
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("postgresql_lost_connection_writes_nothing_and_reconnects", "pg", &why);
+        return;
+    }
+    use worldfs::store::postgres::PgStore;
+    let pg = common::pg::Pg::start();
+    pg_blocks(&pg, "mt", "INT");
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let mut store = PgStore::open(&pg.conninfo("mt"), false).unwrap();
+    store.enable_journal(&j).unwrap();
+    store.apply(&[Change::Put(p(1, 2, 3), b"one".to_vec())], &Note::new("one")).unwrap();
+    pg.stop();
+    let e = store.apply(&[Change::Put(p(1, 2, 3), b"two".to_vec())], &Note::new("two")).unwrap_err();
+    assert!(matches!(e, StoreError::Unreachable(_)), "{e:?}");
+    pg.restart();
+    assert_eq!(store.get(p(1, 2, 3)).unwrap().as_deref(), Some(&b"one"[..]), "reconnects; nothing half-written");
+    let journal = Journal::open(&j).unwrap().unwrap();
+    assert!(!journal.changes(None, None).unwrap().iter().any(|c| c.what == "two"), "a failed change was journaled");
+}
+
+#[test]
+fn redis_hash() {
+    if let Some(why) = common::redis::unavailable() {
+        common::skip("redis_hash", "redis", &why);
+        return;
+    }
+    use worldfs::store::redis::RedisStore;
+    let r = common::redis::Redis::start(Some("s3cret"));
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let mut store = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), false).unwrap();
+    store.enable_journal(&j).unwrap();
+    let other = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), false).unwrap();
+    contract("redis", Subject { store: Box::new(store), other: Box::new(other), journal: Some(j) });
+    let e = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("wrong"), false).err().expect("refused");
+    assert!(e.to_string().to_lowercase().contains("pass") || e.to_string().contains("auth"), "{e}");
+}
