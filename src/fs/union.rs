@@ -66,7 +66,7 @@ impl Tree for Union {
     }
 
     fn readme(&self) -> String {
-        self.main.readme()
+        format!("{}\nThis mount: {}\n", self.main.readme(), self.describe())
     }
 
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
