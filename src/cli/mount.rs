@@ -62,6 +62,13 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
                     Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
             }
             "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
+            "colors" => {
+                let path = v.filter(|v| !v.is_empty()).ok_or("-o colors= needs a colors.txt file")?;
+                let text = std::fs::read_to_string(path).map_err(|e| format!("-o colors={path}: {e}"))?;
+                let colors =
+                    crate::view::picture::Colors::parse(&text).map_err(|e| format!("-o colors={path}: {e}"))?;
+                crate::view::picture::set_colors(colors)?;
+            }
             _ => m.extra.push((k.to_string(), v.map(str::to_string))),
         }
     }
