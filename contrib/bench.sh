@@ -303,6 +303,11 @@ bench_world() {
             "check is $(calc "%.1f" "$WALL / $check_wall")x faster"
         fig "$label" mapper_s "$WALL"
         fig "$label" mapper_rss_mb "$(mb "$RSS")"
+        local mapper_wall=$WALL
+        timed_median "$runs" '"$WORLDFS" map "$WORLD" "$TMPDIR_BENCH/worldfs-map.png" --colors /usr/share/minetest/colors.txt >/dev/null'
+        row "worldfs map (full render, PNG, all cores)" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU" \
+            "$(mb "$RSS") MB" "$(calc "%.2f" "$WALL / $mapper_wall")x minetestmapper's time"
+        fig "$label" worldfs_map_s "$WALL"
     fi
 
     # 2. Scan: in-process, then through the mount (cold, warm).

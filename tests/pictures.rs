@@ -26,7 +26,7 @@ fn png_file(p: &Path) -> (u32, u32, Vec<u8>) {
 fn top_png_shows_the_highest_node_of_each_column() {
     require_fuse!("top_png_shows_the_highest_node_of_each_column");
     let world = common::demo_world();
-    let m = Mounted::new(world.path(), &["ro"]);
+    let m = Mounted::new(world.path(), &["ro", &format!("colors={COLORS}")]);
     let colors = Colors::builtin();
     for block in m.ok("ls $MNT/blocks").lines() {
         let (w, h, px) = decode_png(&std::fs::read(m.path(&format!("blocks/{block}/top.png"))).unwrap()).unwrap();
@@ -80,6 +80,21 @@ fn top_png_shows_the_highest_node_of_each_column() {
     assert!(m.ok("cat $MNT/map/index.html").contains("<title>worldfs map</title>"));
     let (code, _, _) = m.sh("echo x > $MNT/map/index.html");
     assert_ne!(code, 0);
+}
+
+#[test]
+fn colours_come_from_the_usual_places() {
+    let world = common::demo_world();
+    // A colors.txt in the world directory wins over the built-in colours.
+    std::fs::write(world.path().join("colors.txt"), "default:stone 1 2 3\n").unwrap();
+    let (c, from) = worldfs::view::picture::choose(world.path(), None).unwrap();
+    assert_eq!(c.of(b"default:stone"), [1, 2, 3, 255]);
+    assert!(from.ends_with("colors.txt"));
+    let (c, _) = worldfs::view::picture::choose(world.path(), Some(Path::new(COLORS))).unwrap();
+    assert_eq!(c.of(b"default:stone"), Colors::builtin().of(b"default:stone"));
+    std::fs::write(world.path().join("colors.txt"), "default:stone 1 2\n").unwrap();
+    let e = worldfs::view::picture::choose(world.path(), None).unwrap_err();
+    assert!(e.contains("colors.txt") && e.contains("line 1"), "{e}");
 }
 
 #[test]

@@ -143,13 +143,8 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
 /// `worldfs map`: the world (or an area) drawn from above into one PNG.
 pub fn map(world: &Path, out: &Path, area: Option<&[String]>, colors: Option<&Path>, flat: bool) -> Result<(), String> {
     use crate::luanti::draw::{self, Area, Columns};
-    let colors = match colors {
-        Some(p) => crate::view::picture::Colors::parse(
-            &std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
-        )
-        .map_err(|e| format!("{}: {e}", p.display()))?,
-        None => crate::view::picture::Colors::builtin(),
-    };
+    let (colors, from) = crate::view::picture::choose(world, colors)?;
+    log::info!("colours from {from}");
     let w = crate::world::World::open(world)?;
     let store = w.open_store(true, false)?;
     let spinner = indicatif::ProgressBar::new_spinner();

@@ -32,6 +32,38 @@ pub fn set_colors(c: Colors) -> Result<(), String> {
     COLORS.set(c).map_err(|_| "the colours are already chosen".to_string())
 }
 
+/// Where minetestmapper looks for a colors.txt, in its order: the world
+/// directory, the user's ~/.minetest, then the shared data of an installed
+/// minetestmapper.
+pub fn usual_places(world: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v = vec![world.join("colors.txt")];
+    if let Some(home) = std::env::var_os("HOME") {
+        v.push(std::path::Path::new(&home).join(".minetest/colors.txt"));
+    }
+    v.push("/usr/share/minetest/colors.txt".into());
+    v.push("/usr/local/share/minetest/colors.txt".into());
+    v
+}
+
+/// The colours for a world: FILE when given, else the first colors.txt of
+/// the usual places, else the built-in ones (made from minetest_game's
+/// textures). Returns what was chosen, for the log.
+pub fn choose(world: &std::path::Path, file: Option<&std::path::Path>) -> Result<(Colors, String), String> {
+    let read = |p: &std::path::Path| -> Result<Colors, String> {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        Colors::parse(&text).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    if let Some(f) = file {
+        return Ok((read(f)?, f.display().to_string()));
+    }
+    for p in usual_places(world) {
+        if p.is_file() {
+            return Ok((read(&p)?, p.display().to_string()));
+        }
+    }
+    Ok((Colors::builtin(), "the built-in colours (minetest_game's textures)".into()))
+}
+
 #[derive(Clone, Debug)]
 pub struct Colors {
     by_name: HashMap<Vec<u8>, Rgba>,
