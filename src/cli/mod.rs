@@ -141,6 +141,9 @@ pub enum Command {
         /// No height shading (flat colours).
         #[arg(long)]
         flat: bool,
+        /// N x N pixels a node (1 to 16).
+        #[arg(long, default_value_t = 1)]
+        scale: usize,
     },
     /// Place FILE (.mts or .we) into WORLD with its low corner at X,Y,Z, in
     /// one transaction that `worldfs undo` can take back. Refused while a
@@ -250,8 +253,8 @@ pub fn main() -> ExitCode {
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
-        Command::Map { world, out, area, colors, flat } => {
-            reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat).map(|_| true)
+        Command::Map { world, out, area, colors, flat, scale } => {
+            reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat, scale).map(|_| true)
         }
         Command::Demo { dir } => crate::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());

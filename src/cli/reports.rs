@@ -141,8 +141,18 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
 }
 
 /// `worldfs map`: the world (or an area) drawn from above into one PNG.
-pub fn map(world: &Path, out: &Path, area: Option<&[String]>, colors: Option<&Path>, flat: bool) -> Result<(), String> {
+pub fn map(
+    world: &Path,
+    out: &Path,
+    area: Option<&[String]>,
+    colors: Option<&Path>,
+    flat: bool,
+    scale: usize,
+) -> Result<(), String> {
     use crate::luanti::draw::{self, Area, Columns};
+    if !(1..=16).contains(&scale) {
+        return Err(format!("--scale {scale}: a node is 1 to 16 pixels wide"));
+    }
     let (colors, from) = crate::view::picture::choose(world, colors)?;
     log::info!("colours from {from}");
     let w = crate::world::World::open(world)?;
@@ -151,6 +161,7 @@ pub fn map(world: &Path, out: &Path, area: Option<&[String]>, colors: Option<&Pa
     spinner.set_message("listing the blocks");
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
     let cols = Columns::read(store.as_ref()).map_err(|e| e.to_string())?;
+    spinner.finish_and_clear();
     let corner = |s: &str| -> Result<(i64, i64), String> {
         let (x, z) = s.split_once(',').ok_or_else(|| format!("'{s}' is not X,Z"))?;
         let n = |v: &str| v.trim().parse::<i64>().map_err(|_| format!("'{s}' is not X,Z (whole numbers)"));
@@ -168,17 +179,29 @@ pub fn map(world: &Path, out: &Path, area: Option<&[String]>, colors: Option<&Pa
         }
     };
     let (width, height) = ((x2 - x1 + 1) as usize, (z2 - z1 + 1) as usize);
-    if width * height > 1 << 28 {
-        return Err(format!("{width} x {height} pixels is too large a picture; choose a smaller --area"));
+    if (width * scale) * (height * scale) > 1 << 28 {
+        return Err(format!(
+            "{} x {} pixels is too large a picture; choose a smaller --area or --scale",
+            width * scale,
+            height * scale
+        ));
     }
-    let total = cols.ys.len();
-    spinner.set_message(format!("drawing {width} x {height} nodes ({total} block columns)"));
+    let bar = progress(0, "drawing");
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} block columns, {eta} left")
+    {
+        bar.set_style(style);
+    }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let area = Area { west: x1, north: z2, width, height };
-    let px = draw::draw(store.as_ref(), &cols, &colors, area, !flat, threads, &|_| {}).map_err(|e| e.to_string())?;
-    spinner.finish_and_clear();
-    let png = crate::view::picture::encode_png(width as u32, height as u32, &px);
+    let px = draw::draw(store.as_ref(), &cols, &colors, area, !flat, threads, &|n, total| {
+        bar.set_length(total as u64);
+        bar.set_position(n as u64);
+    })
+    .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+    let (px, pw, ph) = (crate::view::picture::scale(&px, width, scale), width * scale, height * scale);
+    let png = crate::view::picture::encode_png(pw as u32, ph as u32, &px);
     std::fs::write(out, png).map_err(|e| format!("{}: {e}", out.display()))?;
-    println!("{}: {width} x {height} pixels, x {x1}..{x2}, z {z1}..{z2} (north up)", out.display());
+    println!("{}: {pw} x {ph} pixels, x {x1}..{x2}, z {z1}..{z2} (north up)", out.display());
     Ok(())
 }

@@ -54,7 +54,8 @@ pub struct Area {
 }
 
 /// RGBA pixels of `area`, drawn by `threads` threads (block columns shared
-/// out among them). `shading`: darker low, lighter high.
+/// out among them). `shading`: darker low, lighter high. `done(n, total)`
+/// is told every so often how many of the area's block columns are drawn.
 pub fn draw(
     store: &dyn MapStore,
     cols: &Columns,
@@ -62,7 +63,7 @@ pub fn draw(
     area: Area,
     shading: bool,
     threads: usize,
-    done: &(dyn Fn(usize) + Sync),
+    done: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<u8>> {
     let south = area.north - area.height as i64 + 1;
     let east = area.west + area.width as i64 - 1;
@@ -77,16 +78,19 @@ pub fn draw(
         .collect();
     todo.sort_unstable();
     let threads = threads.clamp(1, 64).min(todo.len().max(1));
+    let finished = std::sync::atomic::AtomicUsize::new(0);
+    done(0, todo.len());
     let parts: Vec<Result<Vec<(usize, picture::Rgba)>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let todo = &todo;
+                let (todo, finished) = (&todo, &finished);
                 s.spawn(move || {
                     let mut out = Vec::new();
-                    for (i, &(bx, bz)) in todo.iter().enumerate().skip(t).step_by(threads) {
+                    for &(bx, bz) in todo.iter().skip(t).step_by(threads) {
                         draw_column(store, cols, colors, area, shading, bx, bz, &mut out)?;
-                        if i % 256 == 0 {
-                            done(i);
+                        let n = finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        if n % 256 == 0 || n == todo.len() {
+                            done(n, todo.len());
                         }
                     }
                     Ok(out)

@@ -151,7 +151,7 @@ impl MapTree {
     fn draw_detail(&self, cols: &Columns, tx: i64, ty: i64) -> Result<Vec<u8>> {
         let (west, north) = tiles::origin(MAX_Z, tx, ty);
         let area = draw::Area { west, north, width: TILE, height: TILE };
-        Ok(draw::draw(self.world.store(), &cols.cols, picture::colors(), area, true, 1, &|_| {})?)
+        Ok(draw::draw(self.world.store(), &cols.cols, picture::colors(), area, true, 1, &|_, _| {})?)
     }
 
     /// A coarser tile from its four children, drawn side by side.

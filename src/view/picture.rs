@@ -119,13 +119,18 @@ pub type Top = Option<(Rgba, u8)>;
 
 /// The top of every column of a block, `[z][x]` with z = 0 the south.
 pub fn block_tops(block: &Block, colors: &Colors) -> [[Top; 16]; 16] {
-    let by_id: HashMap<u16, Rgba> = block.mapping.iter().map(|m| (m.id, colors.of(&m.name))).collect();
+    // A table by content id: this runs for every node looked at, so no hashing.
+    let len = block.mapping.iter().map(|m| m.id as usize + 1).max().unwrap_or(0);
+    let mut by_id = vec![NOTHING; len];
+    for m in &block.mapping {
+        by_id[m.id as usize] = colors.of(&m.name);
+    }
     let mut out = [[None; 16]; 16];
     for (z, row) in out.iter_mut().enumerate() {
         for (x, cell) in row.iter_mut().enumerate() {
             for y in (0..16).rev() {
                 let id = block.param0[node_index(x, y, z)];
-                let c = by_id.get(&id).copied().unwrap_or(NOTHING);
+                let c = by_id.get(id as usize).copied().unwrap_or(NOTHING);
                 if c[3] > 0 {
                     *cell = Some((c, y as u8));
                     break;
@@ -158,6 +163,27 @@ pub fn block_top_png(block: &Block, colors: &Colors) -> Vec<u8> {
         }
     }
     encode_png(16, 16, &px)
+}
+
+/// RGBA pixels `width` wide, each made `n` x `n` pixels (nearest: nodes
+/// stay sharp squares).
+pub fn scale(rgba: &[u8], width: usize, n: usize) -> Vec<u8> {
+    if n <= 1 || width == 0 {
+        return rgba.to_vec();
+    }
+    let mut out = Vec::with_capacity(rgba.len() * n * n);
+    for row in rgba.chunks(width * 4) {
+        let start = out.len();
+        for px in row.chunks(4) {
+            for _ in 0..n {
+                out.extend_from_slice(px);
+            }
+        }
+        for _ in 1..n {
+            out.extend_from_within(start..start + width * n * 4);
+        }
+    }
+    out
 }
 
 /// RGBA pixels, row by row, as a PNG.
@@ -195,6 +221,19 @@ pub fn decode_png(data: &[u8]) -> Result<(u32, u32, Vec<u8>), String> {
 mod tests {
     use super::*;
     use crate::codec::MappingEntry;
+
+    #[test]
+    fn scaling_makes_squares_of_nodes() {
+        // 2 x 1 pixels, red then green, scaled 3 times: 6 x 3.
+        let px = [255, 0, 0, 255, 0, 255, 0, 255];
+        let big = scale(&px, 2, 3);
+        assert_eq!(big.len(), 6 * 3 * 4);
+        for row in big.chunks(6 * 4) {
+            assert_eq!(&row[..12], [255, 0, 0, 255].repeat(3).as_slice());
+            assert_eq!(&row[12..], [0, 255, 0, 255].repeat(3).as_slice());
+        }
+        assert_eq!(scale(&px, 2, 1), px);
+    }
 
     #[test]
     fn tops_and_png() {
