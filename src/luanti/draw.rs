@@ -7,7 +7,9 @@ use crate::codec::Block;
 use crate::store::{BlockPos, MapStore, Result};
 use crate::view::picture::{self, Colors};
 use crate::view::tiles::Bounds;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Every block column of a world: (x, z) in blocks -> its ys, highest first.
 pub struct Columns {
@@ -53,9 +55,11 @@ pub struct Area {
     pub height: usize,
 }
 
-/// RGBA pixels of `area`, drawn by `threads` threads (block columns shared
-/// out among them). `shading`: darker low, lighter high. `done(n, total)`
-/// is told every so often how many of the area's block columns are drawn.
+/// RGBA pixels of `area`, drawn by `threads` threads (block rows shared
+/// out among them, each drawn straight into its own strip of the picture:
+/// no copy of the pixels is made). `shading`: darker low, lighter high.
+/// `done(n, total)` is told every so often how many of the area's block
+/// columns are drawn.
 pub fn draw(
     store: &dyn MapStore,
     cols: &Columns,
@@ -67,43 +71,58 @@ pub fn draw(
 ) -> Result<Vec<u8>> {
     let south = area.north - area.height as i64 + 1;
     let east = area.west + area.width as i64 - 1;
-    let mut todo: Vec<(i16, i16)> = cols
-        .ys
-        .keys()
-        .copied()
-        .filter(|&(bx, bz)| {
-            let (x, z) = (bx as i64 * 16, bz as i64 * 16);
-            x + 15 >= area.west && x <= east && z + 15 >= south && z <= area.north
-        })
-        .collect();
-    todo.sort_unstable();
-    let threads = threads.clamp(1, 64).min(todo.len().max(1));
-    let finished = std::sync::atomic::AtomicUsize::new(0);
-    done(0, todo.len());
-    let parts: Vec<Result<Vec<(usize, picture::Rgba)>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (todo, finished) = (&todo, &finished);
-                s.spawn(move || {
-                    let mut out = Vec::new();
-                    for &(bx, bz) in todo.iter().skip(t).step_by(threads) {
-                        draw_column(store, cols, colors, area, shading, bx, bz, &mut out)?;
-                        let n = finished.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                        if n % 256 == 0 || n == todo.len() {
-                            done(n, todo.len());
-                        }
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("a drawing thread panicked")).collect()
-    });
-    let mut px = vec![0u8; area.width * area.height * 4];
-    for part in parts {
-        for (at, c) in part? {
-            px[at..at + 4].copy_from_slice(&c);
+    // The area's block columns by block row (bz).
+    let mut rows: BTreeMap<i16, Vec<i16>> = BTreeMap::new();
+    for &(bx, bz) in cols.ys.keys() {
+        let (x, z) = (bx as i64 * 16, bz as i64 * 16);
+        if x + 15 >= area.west && x <= east && z + 15 >= south && z <= area.north {
+            rows.entry(bz).or_default().push(bx);
         }
+    }
+    let total: usize = rows.values().map(Vec::len).sum();
+    let row_bytes = area.width * 4;
+    let mut px = vec![0u8; row_bytes * area.height];
+    {
+        // Cut the picture into one strip per block row, north first.
+        let mut work = Vec::with_capacity(rows.len());
+        let mut rest: &mut [u8] = &mut px;
+        let mut rest_top = area.north; // the z of `rest`'s first pixel row
+        for (bz, mut bxs) in rows.into_iter().rev() {
+            let top = (bz as i64 * 16 + 15).min(area.north);
+            let bottom = (bz as i64 * 16).max(south);
+            let skipped = std::mem::take(&mut rest).split_at_mut((rest_top - top) as usize * row_bytes).1;
+            let (strip, r) = skipped.split_at_mut((top - bottom + 1) as usize * row_bytes);
+            rest = r;
+            rest_top = bottom - 1;
+            bxs.sort_unstable();
+            work.push((bz, top, strip, bxs));
+        }
+        let queue = Mutex::new(work.into_iter());
+        let finished = AtomicUsize::new(0);
+        done(0, total);
+        let threads = threads.clamp(1, 64);
+        let results: Vec<Result<()>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (queue, finished) = (&queue, &finished);
+                    s.spawn(move || {
+                        loop {
+                            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                            let Some((bz, top, strip, bxs)) = next else { return Ok(()) };
+                            for bx in bxs {
+                                draw_column(store, cols, colors, area, shading, bx, bz, top, strip)?;
+                                let n = finished.fetch_add(1, Ordering::Relaxed) + 1;
+                                if n % 256 == 0 || n == total {
+                                    done(n, total);
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a drawing thread panicked")).collect()
+        });
+        results.into_iter().collect::<Result<()>>()?;
     }
     Ok(px)
 }
@@ -117,7 +136,8 @@ fn draw_column(
     shading: bool,
     bx: i16,
     bz: i16,
-    out: &mut Vec<(usize, picture::Rgba)>,
+    strip_north: i64,
+    strip: &mut [u8],
 ) -> Result<()> {
     let mut filled = [[false; 16]; 16];
     let mut missing = 0;
@@ -152,9 +172,9 @@ fn draw_column(
                 filled[lz][lx] = true;
                 missing -= 1;
                 let (x, z) = (bx as i64 * 16 + lx as i64, bz as i64 * 16 + lz as i64);
-                let at = (((area.north - z) as usize) * area.width + (x - area.west) as usize) * 4;
+                let at = (((strip_north - z) as usize) * area.width + (x - area.west) as usize) * 4;
                 let h = y as i32 * 16 + *ly as i32;
-                out.push((at, if shading { picture::shade(*c, h / 2) } else { *c }));
+                strip[at..at + 4].copy_from_slice(&if shading { picture::shade(*c, h / 2) } else { *c });
             }
         }
     }

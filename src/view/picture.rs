@@ -126,15 +126,27 @@ pub fn block_tops(block: &Block, colors: &Colors) -> [[Top; 16]; 16] {
         by_id[m.id as usize] = colors.of(&m.name);
     }
     let mut out = [[None; 16]; 16];
+    if by_id.iter().all(|c| c[3] == 0) {
+        return out; // all air: most blocks at the top of a column
+    }
+    // Top down through each z plane, one row of 16 x at a time, keeping a
+    // bit per x column still to find.
     for (z, row) in out.iter_mut().enumerate() {
-        for (x, cell) in row.iter_mut().enumerate() {
-            for y in (0..16).rev() {
-                let id = block.param0[node_index(x, y, z)];
+        let mut left: u16 = 0xffff;
+        for y in (0..16).rev() {
+            let line = &block.param0[node_index(0, y, z)..node_index(0, y, z) + 16];
+            for (x, &id) in line.iter().enumerate() {
+                if left & (1 << x) == 0 {
+                    continue;
+                }
                 let c = by_id.get(id as usize).copied().unwrap_or(NOTHING);
                 if c[3] > 0 {
-                    *cell = Some((c, y as u8));
-                    break;
+                    row[x] = Some((c, y as u8));
+                    left &= !(1 << x);
                 }
+            }
+            if left == 0 {
+                break;
             }
         }
     }
