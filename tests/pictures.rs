@@ -186,6 +186,21 @@ fn the_map_page_shows_the_world_in_a_browser() {
     assert!(title.starts_with("worldfs map: ") && title.ends_with(" loaded"), "title {title:?}");
     let n: usize = title.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or(0);
     assert!(n > 0, "no tile loaded: {title:?}");
+    // A link to a place opens there, at the zoom it names (3: the demo world
+    // is small, so the page alone would open at 8).
+    let block = m.ok("ls $MNT/blocks").lines().next().unwrap().to_string();
+    let b: Vec<i64> = block.split(',').map(|v| v.parse().unwrap()).collect();
+    let place = format!("{page}#{},{},3", b[0] * 16 + 8, b[2] * 16 + 8);
+    let out = Command::new(&chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--virtual-time-budget=10000", "--window-size=800,600", "--dump-dom"])
+        .arg(&place)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("src=\"3/"), "{place} did not open at zoom 3: {dom}");
+    assert!(!dom.contains("src=\"8/"), "{place} opened at the page's own zoom");
     let shot = profile.path().join("shot.png");
     run(&[&format!("--screenshot={}", shot.display())]);
     let (w, h, px) = png_file(&shot);

@@ -100,6 +100,9 @@ const map = document.getElementById("map"), where = document.getElementById("whe
 // The view: the node at the centre and nodes per screen pixel.
 let cx = (BOUNDS.minX + BOUNDS.maxX) / 2, cz = (BOUNDS.minZ + BOUNDS.maxZ) / 2;
 let npp = Math.max(1 / 4, Math.max(BOUNDS.maxX - BOUNDS.minX + 16, BOUNDS.maxZ - BOUNDS.minZ + 16) / Math.min(innerWidth, innerHeight));
+// A link to a place: index.html#X,Z,ZOOM (the page keeps it up to date).
+const at = location.hash.slice(1).split(",").map(Number);
+if (at.length === 3 && at.every(Number.isFinite)) {{ [cx, cz] = at; npp = Math.pow(2, MAXZ - at[2]); }}
 const imgs = new Map();
 let loaded = 0, wanted = 0;
 function level() {{ return Math.max(0, Math.min(MAXZ, Math.round(MAXZ - Math.log2(Math.max(npp, 1 / 64))))); }}
@@ -129,6 +132,7 @@ function draw() {{
     img.style.width = img.style.height = span / npp + "px";
   }}
   for (const [key, img] of imgs) if (!keep.has(key)) {{ img.remove(); imgs.delete(key); }}
+  try {{ history.replaceState(null, "", "\u0023" + Math.round(cx) + "," + Math.round(cz) + "," + z); }} catch (e) {{}}
   status();
 }}
 function status() {{
