@@ -208,3 +208,41 @@ fn the_map_page_shows_the_world_in_a_browser() {
     let colours: std::collections::HashSet<&[u8]> = px.chunks(4).collect();
     assert!(colours.len() > 5, "the screenshot shows {} colours: no world drawn", colours.len());
 }
+
+#[test]
+fn worldfs_map_scales_and_refuses_bad_arguments() {
+    let world = common::demo_world();
+    let dir = tempfile::tempdir().unwrap();
+    let (one, three) = (dir.path().join("one.png"), dir.path().join("three.png"));
+    let w = world.path().to_str().unwrap();
+    worldfs(&["map", w, one.to_str().unwrap()]);
+    worldfs(&["map", w, three.to_str().unwrap(), "--scale", "3"]);
+    let (w1, h1, p1) = png_file(&one);
+    let (w3, h3, p3) = png_file(&three);
+    assert_eq!((w3, h3), (w1 * 3, h1 * 3));
+    assert!(p1.chunks(4).any(|p| p[3] > 0), "nothing drawn");
+    for y in 0..h3 as usize {
+        for x in 0..w3 as usize {
+            let a = ((y / 3) * w1 as usize + x / 3) * 4;
+            let b = (y * w3 as usize + x) * 4;
+            assert_eq!(p3[b..b + 4], p1[a..a + 4], "pixel {x},{y} of --scale 3");
+        }
+    }
+    // Bad arguments: a clear reason, no picture written.
+    let bad = dir.path().join("bad.png");
+    for (args, why) in [
+        (vec!["--scale", "0"], "1 to 16"),
+        (vec!["--scale", "17"], "1 to 16"),
+        (vec!["--area", "1,2", "x,3"], "'x,3' is not X,Z"),
+        (vec!["--area", "-40000,-40000", "40000,40000"], "too large"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .args(["map", w, bad.to_str().unwrap()])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{args:?}: {err}");
+        assert!(!bad.exists(), "{args:?} wrote a picture");
+    }
+}
