@@ -21,7 +21,7 @@ fn demo_world_with_shell_tools() {
     let world = common::demo_world();
     let m = Mounted::new(world.path(), &["ro"]);
     let ls = m.ok("ls $MNT");
-    assert_eq!(ls, "README\nauth\nblocks\nfind\nmap_meta.txt\nmod_storage\nnames\nnode\nplayers\nworld.mt\n");
+    assert_eq!(ls, "README\nauth\nblocks\nfind\nmap\nmap_meta.txt\nmod_storage\nnames\nnode\nplayers\nworld.mt\n");
     assert_eq!(m.ok("ls $MNT/blocks | wc -l").trim(), "18");
     assert_eq!(m.ok("grep -l default:chest $MNT/blocks/*/names"), format!("{}/blocks/0,0,0/names\n", m.mnt.display()));
     let inv = m.ok("cat $MNT/blocks/*/meta/*/inventory");
