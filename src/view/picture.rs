@@ -99,6 +99,12 @@ impl Colors {
         Ok(Colors { by_name })
     }
 
+    /// Whether the table names this node (else it gets a colour made from
+    /// its name).
+    pub fn has(&self, name: &[u8]) -> bool {
+        self.by_name.contains_key(name)
+    }
+
     /// A node's colour (NOTHING for air and the like).
     pub fn of(&self, name: &[u8]) -> Rgba {
         if invisible(name) {
