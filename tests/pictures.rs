@@ -273,3 +273,32 @@ fn worldfs_map_scales_and_refuses_bad_arguments() {
         assert!(!bad.exists(), "{args:?} wrote a picture");
     }
 }
+
+#[test]
+fn colours_from_the_installed_games_textures() {
+    use worldfs::view::game_textures::GameTextures;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("world.mt"), "gameid = no_such_game\n").unwrap();
+    assert!(GameTextures::of_world(dir.path()).is_none());
+    std::fs::write(dir.path().join("world.mt"), "gameid = minetest\nbackend = sqlite3\n").unwrap();
+    let Some(game) = GameTextures::of_world(dir.path()) else {
+        common::skip(
+            "colours_from_the_installed_games_textures",
+            "server",
+            "minetest_game not installed (minetest-data)",
+        );
+        return;
+    };
+    // An empty table: every colour comes from a texture, and agrees with
+    // colors.txt, which contrib/make-colors.sh made from the same textures
+    // with the real server's node list.
+    let colors = Colors::parse("").unwrap().with_textures(game);
+    let builtin = Colors::builtin();
+    for name in ["default:stone", "default:cobble", "default:sand", "default:gravel", "default:wood", "default:brick"] {
+        assert_eq!(colors.of(name.as_bytes()), builtin.of(name.as_bytes()), "{name}");
+        assert_eq!(colors.of(name.as_bytes()), builtin.of(name.as_bytes()), "{name}, asked again");
+    }
+    // No texture of that name: the colour made from the name.
+    assert_eq!(colors.of(b"nomod:nothing"), Colors::parse("").unwrap().of(b"nomod:nothing"));
+    assert_eq!(colors.of(b"air"), [0, 0, 0, 0]);
+}

@@ -5,6 +5,7 @@
 
 pub mod decimal;
 pub mod escape;
+pub mod game_textures;
 pub mod layers;
 mod objects;
 pub mod parse;

@@ -5,8 +5,10 @@
 //!
 //! Colours come from `colors.txt` (minetestmapper's format, `name r g b`
 //! per line, made by contrib/make-colors.sh from the real game's textures)
-//! or a file of the user's (`-o colors=FILE`); a name without a colour gets
-//! a stable colour from a hash of its name, so unknown nodes still show.
+//! or a file of the user's (`-o colors=FILE`), and for names the built-in
+//! table lacks, the installed game's textures (`game_textures`, the one
+//! part that reads files); a name without a colour gets a stable colour
+//! from a hash of its name, so unknown nodes still show.
 
 use crate::codec::Block;
 use crate::codec::block::node_index;
@@ -47,7 +49,8 @@ pub fn usual_places(world: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 /// The colours for a world: FILE when given, else the first colors.txt of
 /// the usual places, else the built-in ones (made from minetest_game's
-/// textures). Returns what was chosen, for the log.
+/// textures) with, for names they lack, the textures of the world's game
+/// when it is installed. Returns what was chosen, for the log.
 pub fn choose(world: &std::path::Path, file: Option<&std::path::Path>) -> Result<(Colors, String), String> {
     let read = |p: &std::path::Path| -> Result<Colors, String> {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -61,12 +64,32 @@ pub fn choose(world: &std::path::Path, file: Option<&std::path::Path>) -> Result
             return Ok((read(&p)?, p.display().to_string()));
         }
     }
-    Ok((Colors::builtin(), "the built-in colours (minetest_game's textures)".into()))
+    match super::game_textures::GameTextures::of_world(world) {
+        Some(game) => {
+            let from = format!("the built-in colours, else the textures of {}", game.game.display());
+            Ok((Colors::builtin().with_textures(game), from))
+        }
+        None => Ok((Colors::builtin(), "the built-in colours (minetest_game's textures)".into())),
+    }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Colors {
     by_name: HashMap<Vec<u8>, Rgba>,
+    /// For names the table lacks: the game's textures, each looked up once.
+    textures: Option<std::sync::Arc<Textures>>,
+}
+
+struct Textures {
+    game: super::game_textures::GameTextures,
+    seen: std::sync::RwLock<HashMap<Vec<u8>, Option<Rgba>>>,
+}
+
+impl std::fmt::Debug for Colors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let game = self.textures.as_ref().map(|t| t.game.game.display().to_string());
+        f.debug_struct("Colors").field("names", &self.by_name.len()).field("textures_of", &game).finish()
+    }
 }
 
 /// Names that are never drawn (seen through).
@@ -96,7 +119,14 @@ impl Colors {
             let a = if f.len() >= 5 { num(f[4])? } else { 255 };
             by_name.insert(f[0].as_bytes().to_vec(), [num(f[1])?, num(f[2])?, num(f[3])?, a]);
         }
-        Ok(Colors { by_name })
+        Ok(Colors { by_name, textures: None })
+    }
+
+    /// These colours, and for names they lack the colour of the game's
+    /// texture for the name (see `game_textures`).
+    pub fn with_textures(mut self, game: super::game_textures::GameTextures) -> Colors {
+        self.textures = Some(std::sync::Arc::new(Textures { game, seen: Default::default() }));
+        self
     }
 
     /// Whether the table names this node (else it gets a colour made from
@@ -112,6 +142,17 @@ impl Colors {
         }
         if let Some(c) = self.by_name.get(name) {
             return *c;
+        }
+        if let Some(t) = &self.textures {
+            let known = t.seen.read().unwrap_or_else(|e| e.into_inner()).get(name).copied();
+            let c = known.unwrap_or_else(|| {
+                let c = t.game.color(name);
+                t.seen.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_vec(), c);
+                c
+            });
+            if let Some(c) = c {
+                return c;
+            }
         }
         // FNV-1a of the name: the same colour in every picture and run.
         let h = name.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
