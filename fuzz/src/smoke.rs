@@ -176,7 +176,7 @@ pub(crate) fn run(target: &str, f: fn(&[u8]), mut seeds: Vec<Vec<u8>>) {
     }
 }
 
-fn sample_blobs() -> Vec<Vec<u8>> {
+pub(crate) fn sample_blobs() -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = (MIN_WRITE_VERSION..=MAX_VERSION).map(|v| view_base(v).encode().unwrap()).collect();
     let mut one = view_base(27);
     one.content_width = 1;
