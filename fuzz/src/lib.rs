@@ -36,6 +36,9 @@ pub use records::records;
 mod cubeset;
 pub use cubeset::cubeset;
 
+mod mcchunk;
+pub use mcchunk::mcchunk;
+
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 
 /// `WORLDFS_FUZZ_LOSSLESS=1` adds the strongest block property: the input's
