@@ -361,3 +361,74 @@ fn sigkill_during_bulk_edit_keeps_every_block_whole() {
         .collect();
     assert!(back == original, "undo did not restore the original bytes");
 }
+
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+fn node_name(world: &Path, x: i32, y: i32, z: i32) -> Vec<u8> {
+    let pos = BlockPos::of_node(x, y, z).unwrap();
+    let blob = blob(world, pos).expect("the block exists");
+    let b = Block::decode(&blob).unwrap();
+    let i = worldfs::codec::block::node_index(
+        x.rem_euclid(16) as usize,
+        y.rem_euclid(16) as usize,
+        z.rem_euclid(16) as usize,
+    );
+    let id = b.param0[i];
+    b.mapping.iter().find(|m| m.id == id).unwrap().name.clone()
+}
+
+#[test]
+fn full_disk_is_reported_and_loses_nothing() {
+    let test = "full_disk_is_reported_and_loses_nothing_leveldb";
+    require_fuse!(test);
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip(test, "root", "needs root to mount a small tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let st = Command::new("mount").args(["-t", "tmpfs", "-o", "size=2m", "tmpfs", small.to_str().unwrap()]).status();
+    assert!(st.unwrap().success(), "mount tmpfs");
+    let _guard = Unmount(small.clone());
+    let world = small.join("world");
+    std::fs::create_dir(&world).unwrap();
+    std::fs::write(world.join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
+    common::leveldb::create_empty(&world.join("map.db"));
+    {
+        let store = LevelDbStore::open(&world.join("map.db"), false).unwrap();
+        let mut b = Block::new_air(29);
+        b.mapping.push(worldfs::codec::block::MappingEntry { id: 1, name: b"default:stone".to_vec() });
+        b.param0[0] = 1;
+        store.apply(&[Change::Put(BlockPos::new(0, 0, 0), b.encode().unwrap())], &Note::default()).unwrap();
+    }
+    let m = Mounted::new(&world, &[]);
+    m.ok("echo default:dirt > $MNT/node/0,0,0"); // the journal exists now
+    let filler = small.join("filler");
+    let _ = Command::new("dd")
+        .args(["if=/dev/zero", "bs=4k", &format!("of={}", filler.display())])
+        .stderr(Stdio::null())
+        .status();
+    let before = fingerprints(&LevelDbStore::open(&world.join("map.db"), true).unwrap());
+    let (code, _, err) = m.sh("for i in $(seq 50 200); do mkdir $MNT/blocks/$i,0,0 || exit 1; done");
+    assert_ne!(code, 0, "the disk never filled up");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(m.ok("cat $MNT/write-errors").contains("no space left"));
+    m.ok("cat $MNT/blocks/0,0,0/names >/dev/null");
+    std::fs::remove_file(&filler).unwrap();
+    // Every block is as it was, or as a write whose mkdir returned left it.
+    let after = fingerprints(&LevelDbStore::open(&world.join("map.db"), true).unwrap());
+    for (p, f) in &before {
+        assert_eq!(after.get(p), Some(f), "block {p} changed");
+    }
+    // With space again, writes work.
+    m.ok("mkdir $MNT/blocks/250,0,0 && echo default:stone > $MNT/node/0,0,0");
+    drop(m);
+    assert_eq!(node_name(&world, 0, 0, 0), b"default:stone");
+}

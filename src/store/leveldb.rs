@@ -54,7 +54,10 @@ pub struct LevelDbStore {
 struct Engine {
     dir: PathBuf,
     read_only: bool,
-    db: DB,
+    /// None after a failed write whose reopening failed too: every request
+    /// then fails with `broken`.
+    db: Option<DB>,
+    broken: String,
     journal: Option<rusqlite::Connection>,
     /// The iterator of the last listing page, positioned after the key it
     /// returned last, while nothing changed: the next page goes on from it.
@@ -110,9 +113,17 @@ fn open_db(dir: &Path, read_only: bool) -> std::result::Result<DB, String> {
 }
 
 impl Engine {
+    fn db(&mut self) -> Result<&mut DB> {
+        match &mut self.db {
+            Some(db) => Ok(db),
+            None => Err(StoreError::Backend(self.broken.clone())),
+        }
+    }
+
     fn get(&mut self, p: BlockPos) -> Result<Option<Vec<u8>>> {
-        let snap = self.db.get_snapshot();
-        let v = self.db.get_at(&snap, &key(p)).map_err(backend)?;
+        let db = self.db()?;
+        let snap = db.get_snapshot();
+        let v = db.get_at(&snap, &key(p)).map_err(backend)?;
         Ok(v.map(|b| b.to_vec()).filter(|d| !d.is_empty()))
     }
 
@@ -123,7 +134,7 @@ impl Engine {
         let mut it = match (self.cursor.take(), &start) {
             (Some((last, it)), Some(k)) if last == *k => it,
             _ => {
-                let mut it = self.db.new_iter().map_err(backend)?;
+                let mut it = self.db()?.new_iter().map_err(backend)?;
                 match &start {
                     None => it.seek_to_first(),
                     Some(k) => {
@@ -170,7 +181,7 @@ impl Engine {
             }
         }
         self.cursor = None;
-        self.db.write(batch, true).map_err(|e| {
+        self.db()?.write(batch, true).map_err(|e| {
             if e.code == rusty_leveldb::StatusCode::IOError && e.err.contains("No space") {
                 StoreError::Full(e.to_string())
             } else {
@@ -184,11 +195,17 @@ impl Engine {
     fn reopen(&mut self) -> Result<()> {
         self.cursor = None;
         // The old handle must let go of its flock before the new one.
-        let placeholder =
-            rusty_leveldb::DB::open("worldfs-placeholder", rusty_leveldb::in_memory()).map_err(backend)?;
-        drop(std::mem::replace(&mut self.db, placeholder));
-        self.db = open_db(&self.dir, self.read_only).map_err(StoreError::Backend)?;
-        Ok(())
+        self.db = None;
+        match open_db(&self.dir, self.read_only) {
+            Ok(db) => {
+                self.db = Some(db);
+                Ok(())
+            }
+            Err(e) => {
+                self.broken = format!("{e} (after a failed write); unmount and mount again");
+                Err(StoreError::Backend(self.broken.clone()))
+            }
+        }
     }
 
     fn apply(&mut self, changes: &[Change], note: &Note) -> Result<()> {
@@ -307,6 +324,9 @@ impl Engine {
 }
 
 fn journal_err(e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        return StoreError::Full(format!("undo journal: {e}"));
+    }
     StoreError::Backend(format!("undo journal: {e}"))
 }
 
@@ -350,7 +370,8 @@ impl LevelDbStore {
                         return;
                     }
                 };
-                let mut engine = Engine { dir: d, read_only, db, journal: None, cursor: None };
+                let mut engine =
+                    Engine { dir: d, read_only, db: Some(db), broken: String::new(), journal: None, cursor: None };
                 let _ = ready_tx.send(Ok(()));
                 for job in rx {
                     // A panic in one request must not take the database
@@ -441,7 +462,7 @@ impl MapStore for LevelDbStore {
 
     fn count(&self) -> Result<u64> {
         self.call(|e| {
-            let mut it = e.db.new_iter().map_err(backend)?;
+            let mut it = e.db()?.new_iter().map_err(backend)?;
             it.seek_to_first();
             let mut n = 0u64;
             while let Some((k, v)) = it.current() {
