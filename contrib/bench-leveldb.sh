@@ -105,7 +105,7 @@ mount_world() {
         kill -0 "$DPID" 2>/dev/null || die "mount failed: $(cat "$TMPROOT/daemon.log")"
         sleep 0.01
     done
-    printf '  %-34s %7.2f s\n' "mount ($opts)" "$(echo "scale=3; ($(date +%s%N) - t0) / 1000000000" | bc)"
+    printf '  %-34s %7.2f s\n' "mount ($opts)" "$(echo "scale=3; ($(date +%s%N) - $t0) / 1000000000" | bc)"
 }
 
 walk() {

@@ -221,26 +221,7 @@ fn a_running_server_refuses_writers_and_read_only_mounts_see_a_snapshot() {
     let who = common::leveldb::lock_holder(&w.join("map.db")).unwrap();
     assert!(who.contains(&format!("pid {}", server.0.id())), "{who}");
     // A writable mount is refused with the reason, and changes nothing.
-    let mnt = tempfile::tempdir().unwrap();
-    let mut mount = Command::new(env!("CARGO_BIN_EXE_worldfs"))
-        .args(["mount", w.to_str().unwrap(), mnt.path().to_str().unwrap(), "-f"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while mount.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = mount.kill();
-            let _ = Command::new("fusermount3").arg("-u").arg(mnt.path()).status();
-            panic!("a writable mount was accepted while the server runs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = mount.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = mount_refused(w);
     assert!(err.contains("locked by pid") && err.contains("-o ro"), "{err}");
     // `worldfs undo` is refused the same way.
     let out = worldfs(&["undo", w.to_str().unwrap(), "--last", "1"]);
@@ -253,6 +234,68 @@ fn a_running_server_refuses_writers_and_read_only_mounts_see_a_snapshot() {
     assert!(m.ok(&format!("cat $MNT/blocks/{first}/names")).contains(' '));
     m.unmount();
     drop(server);
+}
+
+/// Run a writable `worldfs mount` that must be refused: its stderr.
+fn mount_refused(world: &Path) -> String {
+    let mnt = tempfile::tempdir().unwrap();
+    let mut mount = Command::new(env!("CARGO_BIN_EXE_worldfs"))
+        .args(["mount", world.to_str().unwrap(), mnt.path().to_str().unwrap(), "-f"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while mount.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = mount.kill();
+            let _ = Command::new("fusermount3").arg("-u").arg(mnt.path()).status();
+            panic!("the mount of {} was accepted", world.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = mount.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn bad_leveldb_directories_are_refused_with_a_reason() {
+    let world = tempfile::tempdir().unwrap();
+    let w = world.path();
+    std::fs::write(w.join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
+    let err = mount_refused(w);
+    assert!(err.contains("map.db: no such LevelDB directory"), "{err}");
+    std::fs::create_dir(w.join("map.db")).unwrap();
+    std::fs::write(w.join("map.db/notes.txt"), "hello").unwrap();
+    let err = mount_refused(w);
+    assert!(err.contains("not a LevelDB database (it has no CURRENT file)"), "{err}");
+    // CURRENT naming a manifest that is not there.
+    std::fs::write(w.join("map.db/CURRENT"), "MANIFEST-000007\n").unwrap();
+    let err = mount_refused(w);
+    assert!(err.contains("cannot open the LevelDB database"), "{err}");
+    let out = worldfs(&["check", w.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open the LevelDB database"));
+    // Keys the engine never writes are skipped (with a warning), the
+    // blocks around them listed.
+    std::fs::remove_dir_all(w.join("map.db")).unwrap();
+    {
+        let opts = rusty_leveldb::Options { create_if_missing: true, ..rusty_leveldb::Options::default() };
+        let mut db = rusty_leveldb::DB::open(w.join("map.db"), opts).unwrap();
+        let air = Block::new_air(29).encode().unwrap();
+        db.put(b"0", &air).unwrap();
+        db.put(b"007", &air).unwrap();
+        db.put(b"worldfs", &air).unwrap();
+        db.put(b"1", &air).unwrap();
+        db.flush().unwrap();
+    }
+    let store = LevelDbStore::open(&w.join("map.db"), true).unwrap();
+    assert_eq!(store.list_after(None, 10).unwrap(), vec![BlockPos::new(0, 0, 0), BlockPos::new(1, 0, 0)]);
+    assert_eq!(store.count().unwrap(), 2);
 }
 
 const OLD: &str = "default:stone";

@@ -102,7 +102,8 @@ fn open_db(dir: &Path, read_only: bool) -> std::result::Result<DB, String> {
     // manifest names; a fresh one will not.
     let mut last = String::new();
     for _ in 0..5 {
-        let opts = options(read_only, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let opts =
+            options(read_only, dir).map_err(|e| format!("{}: cannot open the LevelDB database: {e}", dir.display()))?;
         match DB::open(dir, opts) {
             Ok(db) => return Ok(db),
             Err(e) if read_only && matches!(e.code, rusty_leveldb::StatusCode::Corruption) => last = e.to_string(),

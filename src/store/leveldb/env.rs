@@ -257,8 +257,9 @@ impl SnapshotEnv {
     /// missing files, and the caller takes a new snapshot).
     pub fn pin(dir: &Path) -> std::io::Result<SnapshotEnv> {
         let open = |name: &str| -> std::io::Result<Pinned> {
-            let file = File::open(dir.join(name))?;
-            let size = file.metadata()?.len();
+            let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{name}: {e}"));
+            let file = File::open(dir.join(name)).map_err(named)?;
+            let size = file.metadata().map_err(named)?.len();
             Ok(Pinned { file: Rc::new(file), size })
         };
         let mut pinned = HashMap::new();
@@ -266,7 +267,10 @@ impl SnapshotEnv {
         let current = std::fs::read(dir.join("CURRENT"))?;
         let manifest = String::from_utf8_lossy(&current).trim().to_string();
         if !manifest.is_empty() && !manifest.contains('/') {
-            pinned.insert(manifest.clone(), open(&manifest)?);
+            let pin = open(&manifest).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("CURRENT names a manifest that cannot be read ({e})"))
+            })?;
+            pinned.insert(manifest.clone(), pin);
         }
         mem.borrow_mut().insert("CURRENT".to_string(), Rc::new(RefCell::new(current)));
         let mut names: Vec<String> =
