@@ -111,17 +111,19 @@ mount_world() {
 walk() {
     local t0 t1 n
     t0=$(date +%s%N)
-    n=$(ls "$MNT/blocks" | wc -l)
+    ls "$MNT/blocks" >"$TMPROOT/all"
     t1=$(date +%s%N)
-    printf '  %-34s %7.2f s  (%d blocks, %.0f entries/s)\n' "ls MNT/blocks | wc -l" \
+    n=$(wc -l <"$TMPROOT/all")
+    printf '  %-34s %7.2f s  (%d blocks, %.0f entries/s)\n' "ls MNT/blocks (all)" \
         "$(echo "scale=3; ($t1 - $t0) / 1000000000" | bc)" "$n" "$(echo "$n * 1000000000 / ($t1 - $t0)" | bc)"
-    ls "$MNT/blocks" | head -n "$WALK_BLOCKS" | sed "s|^|$MNT/blocks/|; s|\$|/names|" >"$TMPROOT/walk"
+    head -n "$WALK_BLOCKS" "$TMPROOT/all" | sed "s|^|$MNT/blocks/|; s|\$|/names|" >"$TMPROOT/walk"
     t0=$(date +%s%N)
     n=$(xargs -a "$TMPROOT/walk" grep -l "$GREP_NAME" | wc -l || true)
     t1=$(date +%s%N)
     printf '  %-34s %7.2f s  (%d blocks, %.0f blocks/s, %d with %s)\n' "grep -l over names (walk)" \
         "$(echo "scale=3; ($t1 - $t0) / 1000000000" | bc)" "$(wc -l <"$TMPROOT/walk")" \
         "$(echo "$(wc -l <"$TMPROOT/walk") * 1000000000 / ($t1 - $t0)" | bc)" "$n" "$GREP_NAME"
+    printf '  %-34s %7.1f MB\n' "daemon peak RSS" "$(awk '/VmHWM/ { print $2 / 1024 }' "/proc/$DPID/status")"
 }
 
 for backend in leveldb sqlite3; do
@@ -137,8 +139,12 @@ echo "== leveldb, writable copy: sed -i over $BULK_MAX blocks"
 cp -r "$SRC" "$TMPROOT/copy"
 chmod -R u+w "$TMPROOT/copy"
 mount_world "$TMPROOT/copy" rw
-ls "$MNT/blocks" | head -n 200000 | sed "s|^|$MNT/blocks/|; s|\$|/names|" |
-    xargs grep -l " $SED_OLD\$" | head -n "$BULK_MAX" >"$TMPROOT/bulk" || true
+# The first BULK_MAX blocks (in listing order) that have the node type.
+head -n 200000 "$TMPROOT/all" | sed "s|^|$MNT/blocks/|; s|\$|/names|" >"$TMPROOT/candidates"
+: >"$TMPROOT/bulk"
+while read -r f && (($(wc -l <"$TMPROOT/bulk") < BULK_MAX)); do
+    if grep -q " $SED_OLD\$" "$f"; then echo "$f" >>"$TMPROOT/bulk"; fi
+done <"$TMPROOT/candidates"
 t0=$(date +%s%N)
 xargs -a "$TMPROOT/bulk" sed -i "s/ $SED_OLD\$/ $SED_NEW/"
 t1=$(date +%s%N)

@@ -33,6 +33,7 @@ use super::journal::{self, Fingerprint};
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
 use rusty_leveldb::{DB, DBIterator, LdbIterator, Options, WriteBatch};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, mpsc};
 
@@ -58,6 +59,7 @@ struct Engine {
     /// then fails with `broken`.
     db: Option<DB>,
     broken: String,
+    health: Rc<env::Health>,
     journal: Option<rusqlite::Connection>,
     /// The iterator of the last listing page, positioned after the key it
     /// returned last, while nothing changed: the next page goes on from it.
@@ -82,11 +84,11 @@ fn pos_of(k: &[u8]) -> Option<BlockPos> {
     (n.to_string() == s && p.legacy_key() == n).then_some(p)
 }
 
-fn options(read_only: bool, dir: &Path) -> std::io::Result<Options> {
+fn options(read_only: bool, dir: &Path, health: &Rc<env::Health>) -> std::io::Result<Options> {
     let env: Box<dyn rusty_leveldb::env::Env> =
-        if read_only { Box::new(env::SnapshotEnv::pin(dir)?) } else { Box::new(env::SyncedEnv::new()) };
+        if read_only { Box::new(env::SnapshotEnv::pin(dir)?) } else { Box::new(env::SyncedEnv::new(health.clone())) };
     Ok(Options {
-        env: std::rc::Rc::new(env),
+        env: Rc::new(env),
         create_if_missing: false,
         // Tables we write are Snappy-compressed, as the engine's are.
         compressor: <rusty_leveldb::compressor::SnappyCompressor as rusty_leveldb::CompressorId>::ID,
@@ -97,15 +99,17 @@ fn options(read_only: bool, dir: &Path) -> std::io::Result<Options> {
     })
 }
 
-fn open_db(dir: &Path, read_only: bool) -> std::result::Result<DB, String> {
+/// The database, and the health of its files (see `env::Health`).
+fn open_db(dir: &Path, read_only: bool) -> std::result::Result<(DB, Rc<env::Health>), String> {
     // A snapshot taken while a server compacts may miss a file the
     // manifest names; a fresh one will not.
     let mut last = String::new();
     for _ in 0..5 {
-        let opts =
-            options(read_only, dir).map_err(|e| format!("{}: cannot open the LevelDB database: {e}", dir.display()))?;
+        let health = Rc::new(env::Health::default());
+        let opts = options(read_only, dir, &health)
+            .map_err(|e| format!("{}: cannot open the LevelDB database: {e}", dir.display()))?;
         match DB::open(dir, opts) {
-            Ok(db) => return Ok(db),
+            Ok(db) => return Ok((db, health)),
             Err(e) if read_only && matches!(e.code, rusty_leveldb::StatusCode::Corruption) => last = e.to_string(),
             Err(e) => return Err(format!("{}: cannot open the LevelDB database: {e}", dir.display())),
         }
@@ -125,7 +129,18 @@ impl Engine {
         let db = self.db()?;
         let snap = db.get_snapshot();
         let v = db.get_at(&snap, &key(p)).map_err(backend)?;
+        // A read may start a compaction; if that failed, start over from
+        // the disk (what was read came before it).
+        self.heal();
         Ok(v.map(|b| b.to_vec()).filter(|d| !d.is_empty()))
+    }
+
+    /// Reopen the database if its files refuse changes (see `env::Health`).
+    fn heal(&mut self) {
+        if let Some(why) = self.health.failure() {
+            log::warn!("{}: reopening the LevelDB database after: {why}", self.dir.display());
+            let _ = self.reopen();
+        }
     }
 
     /// Up to `limit` entries after `after` in key order; values only when
@@ -198,8 +213,9 @@ impl Engine {
         // The old handle must let go of its flock before the new one.
         self.db = None;
         match open_db(&self.dir, self.read_only) {
-            Ok(db) => {
+            Ok((db, health)) => {
                 self.db = Some(db);
+                self.health = health;
                 Ok(())
             }
             Err(e) => {
@@ -210,6 +226,7 @@ impl Engine {
     }
 
     fn apply(&mut self, changes: &[Change], note: &Note) -> Result<()> {
+        self.heal();
         let mut now = std::collections::HashMap::new();
         for c in changes {
             if let std::collections::hash_map::Entry::Vacant(slot) = now.entry(c.pos()) {
@@ -364,15 +381,22 @@ impl LevelDbStore {
         let thread = std::thread::Builder::new()
             .name("worldfs-leveldb".into())
             .spawn(move || {
-                let db = match open_db(&d, read_only) {
-                    Ok(db) => db,
+                let (db, health) = match open_db(&d, read_only) {
+                    Ok(x) => x,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
                         return;
                     }
                 };
-                let mut engine =
-                    Engine { dir: d, read_only, db: Some(db), broken: String::new(), journal: None, cursor: None };
+                let mut engine = Engine {
+                    dir: d,
+                    read_only,
+                    db: Some(db),
+                    broken: String::new(),
+                    health,
+                    journal: None,
+                    cursor: None,
+                };
                 let _ = ready_tx.send(Ok(()));
                 for job in rx {
                     // A panic in one request must not take the database

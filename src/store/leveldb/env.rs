@@ -49,25 +49,77 @@ fn shown_name(name: &str) -> String {
     }
 }
 
+/// What the synced file system shares with its files and its owner: once
+/// a write failed, or a table written since the last manifest record was
+/// deleted (the crate's clean-up after a failed compaction or flush), it
+/// refuses every further change. The crate would otherwise go on and
+/// record the failed compaction as done, dropping its input tables (and
+/// so every key in their range) from the database. The owner sees the
+/// reason and reopens the database from what is on disk.
+#[derive(Default)]
+pub struct Health {
+    failed: RefCell<Option<String>>,
+    /// Tables written since the manifest was last written.
+    unrecorded: RefCell<HashSet<String>>,
+}
+
+impl Health {
+    /// Why changes are refused, if they are.
+    pub fn failure(&self) -> Option<String> {
+        self.failed.borrow().clone()
+    }
+
+    fn fail(&self, why: String) {
+        log::error!("leveldb: {why}; no further change is made until the database is reopened");
+        self.failed.borrow_mut().get_or_insert(why);
+    }
+
+    fn check(&self) -> std::io::Result<()> {
+        match &*self.failed.borrow() {
+            Some(why) => Err(std::io::Error::other(format!("an earlier write failed ({why})"))),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A file written by the database: synced on flush and when closed.
 struct SyncedFile {
     file: File,
     path: PathBuf,
+    health: Rc<Health>,
+    manifest: bool,
+}
+
+impl SyncedFile {
+    fn watch<T>(&self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            self.health.fail(format!("{}: {e}", self.path.display()));
+        }
+        r
+    }
 }
 
 impl Write for SyncedFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.file.write(buf)
+        self.health.check()?;
+        let r = self.file.write(buf);
+        self.watch(r)
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.sync_data()
+        self.health.check()?;
+        let r = self.file.sync_data();
+        self.watch(r)?;
+        if self.manifest {
+            self.health.unrecorded.borrow_mut().clear();
+        }
+        Ok(())
     }
 }
 
 impl Drop for SyncedFile {
     fn drop(&mut self) {
         if let Err(e) = self.file.sync_data() {
-            log::error!("{}: fsync failed: {e}", self.path.display());
+            self.health.fail(format!("{}: fsync failed: {e}", self.path.display()));
         }
     }
 }
@@ -77,14 +129,15 @@ fn sync_dir(p: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// The disk, with fsyncs (see the module comment).
+/// The disk, with fsyncs and the [`Health`] guard (see the module comment).
 pub struct SyncedEnv {
     disk: PosixDiskEnv,
+    health: Rc<Health>,
 }
 
 impl SyncedEnv {
-    pub fn new() -> SyncedEnv {
-        SyncedEnv { disk: PosixDiskEnv::new() }
+    pub fn new(health: Rc<Health>) -> SyncedEnv {
+        SyncedEnv { disk: PosixDiskEnv::new(), health }
     }
 
     /// The file on disk for `p` (an old `.sst` for a missing `.ldb`).
@@ -98,7 +151,12 @@ impl SyncedEnv {
         p.to_path_buf()
     }
 
+    fn refuse_if_failed(&self) -> Result<()> {
+        self.health.check().map_err(|e| Status::new(StatusCode::IOError, &e.to_string()))
+    }
+
     fn writable(&self, p: &Path, append: bool) -> Result<Box<dyn Write>> {
+        self.refuse_if_failed()?;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -106,7 +164,12 @@ impl SyncedEnv {
             .truncate(!append)
             .open(p)
             .map_err(|e| io(p, e))?;
-        Ok(Box::new(SyncedFile { file, path: p.to_path_buf() }))
+        let name = name_of(p);
+        if name.ends_with(".ldb") {
+            self.health.unrecorded.borrow_mut().insert(name.clone());
+        }
+        let manifest = name.starts_with("MANIFEST-");
+        Ok(Box::new(SyncedFile { file, path: p.to_path_buf(), health: self.health.clone(), manifest }))
     }
 }
 
@@ -134,15 +197,21 @@ impl Env for SyncedEnv {
         self.disk.size_of(&self.real(p))
     }
     fn delete(&self, p: &Path) -> Result<()> {
+        if self.health.unrecorded.borrow().contains(&name_of(p)) {
+            self.health.fail(format!("{}: a compaction or flush failed (its output is being removed)", p.display()));
+        }
+        self.refuse_if_failed()?;
         self.disk.delete(&self.real(p))
     }
     fn mkdir(&self, p: &Path) -> Result<()> {
         self.disk.mkdir(p)
     }
     fn rmdir(&self, p: &Path) -> Result<()> {
+        self.refuse_if_failed()?;
         self.disk.rmdir(p)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.refuse_if_failed()?;
         std::fs::rename(from, to).map_err(|e| io(from, e))?;
         // CURRENT is replaced by a rename: make the new name durable.
         sync_dir(to).map_err(|e| io(to, e))
@@ -393,5 +462,54 @@ impl Env for SnapshotEnv {
     }
     fn sleep_for(&self, micros: u32) {
         std::thread::sleep(std::time::Duration::from_micros(micros as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_compaction_stops_every_change() {
+        let d = tempfile::tempdir().unwrap();
+        let health = Rc::new(Health::default());
+        let env = SyncedEnv::new(health.clone());
+        // A table recorded in a manifest may be deleted later.
+        let mut t = env.open_writable_file(&d.path().join("000005.ldb")).unwrap();
+        t.write_all(b"table").unwrap();
+        drop(t);
+        let mut m = env.open_writable_file(&d.path().join("MANIFEST-000002")).unwrap();
+        m.write_all(b"edit").unwrap();
+        m.flush().unwrap();
+        env.delete(&d.path().join("000005.ldb")).unwrap();
+        assert_eq!(health.failure(), None);
+        // One removed before any manifest record is a failed compaction's
+        // clean-up: from then on nothing changes, the manifest included.
+        let mut t = env.open_writable_file(&d.path().join("000007.ldb")).unwrap();
+        t.write_all(b"partial").unwrap();
+        drop(t);
+        assert!(env.delete(&d.path().join("000007.ldb")).is_err());
+        assert!(health.failure().unwrap().contains("compaction or flush failed"));
+        assert!(m.write_all(b"the failed compaction's edit").is_err());
+        assert!(env.open_writable_file(&d.path().join("CURRENT.tmp")).is_err());
+        assert!(d.path().join("000007.ldb").exists(), "nothing deleted once failed");
+    }
+
+    #[test]
+    fn old_sst_tables_are_shown_as_ldb() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("000009.sst"), b"old table").unwrap();
+        let env = SyncedEnv::new(Rc::default());
+        assert_eq!(env.children(d.path()).unwrap(), vec![PathBuf::from("000009.ldb")]);
+        assert_eq!(env.size_of(&d.path().join("000009.ldb")).unwrap(), 9);
+        std::fs::write(d.path().join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+        std::fs::write(d.path().join("MANIFEST-000001"), b"").unwrap();
+        let snap = SnapshotEnv::pin(d.path()).unwrap();
+        assert!(snap.exists(&d.path().join("000009.ldb")).unwrap());
+        let mut buf = [0u8; 9];
+        assert_eq!(
+            snap.open_random_access_file(&d.path().join("000009.ldb")).unwrap().read_at(0, &mut buf).unwrap(),
+            9
+        );
     }
 }
