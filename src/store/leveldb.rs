@@ -61,6 +61,10 @@ struct Engine {
     broken: String,
     health: Rc<env::Health>,
     journal: Option<rusqlite::Connection>,
+    /// Journal entries whose batch is in the map but whose pending mark is
+    /// still there: it goes in the next entry's transaction (or at close),
+    /// which saves a synced transaction per change.
+    settled_later: Vec<i64>,
     /// The iterator of the last listing page, positioned after the key it
     /// returned last, while nothing changed: the next page goes on from it.
     cursor: Option<(Vec<u8>, DBIterator)>,
@@ -256,10 +260,14 @@ impl Engine {
         let tx = j.transaction().map_err(journal_err)?;
         let id = journal::record(&tx, note, &steps).map_err(journal_err)?;
         tx.execute("INSERT INTO journal.leveldb_pending (change) VALUES (?1)", [id]).map_err(journal_err)?;
+        for done in &self.settled_later {
+            tx.execute("DELETE FROM journal.leveldb_pending WHERE change = ?1", [done]).map_err(journal_err)?;
+        }
         tx.commit().map_err(journal_err)?;
+        self.settled_later.clear();
         match self.write(changes) {
             Ok(()) => {
-                self.settle(id, true)?;
+                self.settled_later.push(id);
                 Ok(())
             }
             Err(e) => {
@@ -317,6 +325,15 @@ impl Engine {
         }
         self.settle(id, committed)?;
         Ok(committed)
+    }
+
+    /// Remove the marks of entries known to be in the map (at close).
+    fn close(&mut self) {
+        for id in std::mem::take(&mut self.settled_later) {
+            if let Err(e) = self.settle(id, true) {
+                log::warn!("undo journal: change #{id} stays marked pending ({e}); the next open settles it");
+            }
+        }
     }
 
     /// Settle the entries a crash left pending.
@@ -395,6 +412,7 @@ impl LevelDbStore {
                     broken: String::new(),
                     health,
                     journal: None,
+                    settled_later: Vec::new(),
                     cursor: None,
                 };
                 let _ = ready_tx.send(Ok(()));
@@ -402,6 +420,9 @@ impl LevelDbStore {
                     // A panic in one request must not take the database
                     // with it; the request sees its reply channel closed.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut engine)));
+                }
+                if engine.journal.is_some() {
+                    engine.close();
                 }
             })
             .map_err(|e| format!("cannot start the LevelDB thread: {e}"))?;
@@ -626,6 +647,38 @@ mod tests {
         assert!(matches!(ro.apply(&[], &Note::default()), Err(StoreError::ReadOnly)));
         drop(ro);
         assert_eq!(listing(&dir), before);
+    }
+
+    #[test]
+    fn entries_left_pending_by_a_crash_are_kept_or_dropped_by_the_map() {
+        let (d, dir) = fresh();
+        let jp = d.path().join(journal::FILE_NAME);
+        let (a, b) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0));
+        {
+            let mut s = LevelDbStore::open(&dir, false).unwrap();
+            s.enable_journal(&jp).unwrap();
+            put(&s, a, b"in the map");
+        }
+        // As a crash would leave them: one entry whose batch is in (a holds
+        // what it wrote), one whose batch never was (b is still absent).
+        let mut conn = journal::attached(&jp).unwrap();
+        let tx = conn.transaction().unwrap();
+        let kept = journal::record(&tx, &Note::new("kept"), &[(a, None, Some(&b"in the map"[..]))]).unwrap();
+        let lost = journal::record(&tx, &Note::new("lost"), &[(b, None, Some(&b"never written"[..]))]).unwrap();
+        for id in [kept, lost] {
+            tx.execute("INSERT INTO journal.leveldb_pending (change) VALUES (?1)", [id]).unwrap();
+        }
+        tx.commit().unwrap();
+        drop(conn);
+        let mut s = LevelDbStore::open(&dir, false).unwrap();
+        s.enable_journal(&jp).unwrap();
+        let j = journal::Journal::open(&jp).unwrap().unwrap();
+        let whats: Vec<String> = j.changes(None, None).unwrap().into_iter().map(|c| c.what).collect();
+        assert_eq!(whats, vec!["kept".to_string(), "put".to_string()]);
+        drop(s);
+        let conn = journal::attached(&jp).unwrap();
+        let left: i64 = conn.query_row("SELECT count(*) FROM journal.leveldb_pending", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "every mark settled by the close");
     }
 
     #[test]
