@@ -26,7 +26,9 @@
 # in the blocks that have it, through the mount (one commit per file, and
 # with -o group_ms=50) against the same edit in-process; mount time,
 # `ls MNT/blocks | wc -l`, `ls -lR` of a subtree of blocks; the daemon's
-# peak RSS during each, and with -o cache_mb=32. With both worlds, a last
+# peak RSS during each, and with -o cache_mb=32; the index view (`ls
+# MNT/find/NAME` cold, warm, and on a new mount) and the world-wide rename
+# (`mv MNT/find/OLD MNT/find/NEW`) against the same rename in-process. With both worlds, a last
 # table shows how each figure grows with the number of blocks.
 #
 # Environment:
@@ -301,6 +303,11 @@ bench_world() {
             "check is $(calc "%.1f" "$WALL / $check_wall")x faster"
         fig "$label" mapper_s "$WALL"
         fig "$label" mapper_rss_mb "$(mb "$RSS")"
+        local mapper_wall=$WALL
+        timed_median "$runs" '"$WORLDFS" map "$WORLD" "$TMPDIR_BENCH/worldfs-map.png" --colors /usr/share/minetest/colors.txt >/dev/null'
+        row "worldfs map (full render, PNG, all cores)" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU" \
+            "$(mb "$RSS") MB" "$(calc "%.2f" "$WALL / $mapper_wall")x minetestmapper's time"
+        fig "$label" worldfs_map_s "$WALL"
     fi
 
     # 2. Scan: in-process, then through the mount (cold, warm).
@@ -403,6 +410,46 @@ bench_world() {
         stop_daemon
     done
     "$WORLDFS" check "$WORLD" >/dev/null || echo "  (worldfs check reports corrupt blocks after the edit!)"
+
+    # 5. The index view: `ls MNT/find/NAME` with no index yet (cold: the
+    # in-process build), again on the same mount (warm), and on a new mount
+    # that finds the index file (cached).
+    rm -rf "$TMPROOT/world" "$TMPROOT/index"
+    cp -r "$src" "$TMPROOT/world"
+    mkdir -p "$TMPROOT/index"
+    local find_cmd='ls "$MNT/find/$GREP_NAME" | wc -l'
+    mount_world "rw,index_dir=$TMPROOT/index"
+    for pass in cold warm; do
+        timed "$find_cmd"
+        row "ls MNT/find/$GREP_NAME ($pass)" "$WALL s" "$OUT blocks" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+        fig "$label" "find_${pass}_s" "$WALL"
+    done
+    stop_daemon
+    mount_world "rw,index_dir=$TMPROOT/index"
+    timed "$find_cmd"
+    row "ls MNT/find/$GREP_NAME (new mount, index file)" "$WALL s" "$OUT blocks" "$CPU" \
+        "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+    fig "$label" find_cached_s "$WALL"
+
+    # 6. The world-wide rename: `mv MNT/find/OLD MNT/find/NEW` (every block
+    # with SED_OLD, journaled) against the same rename in-process.
+    local nall
+    nall=$("$BENCH_CORE" "$WORLD" scan "$SED_OLD" | grep -o 'matches=[0-9]*' | cut -d= -f2)
+    ls "$MNT/find" >/dev/null
+    c0=$(daemon_cpu)
+    timed 'mv "$MNT/find/$SED_OLD" "$MNT/find/$SED_NEW"'
+    local mv_wall=$WALL
+    row "mv MNT/find/$SED_OLD MNT/find/$SED_NEW" "$WALL s" "$(calc "%.0f" "${nall:-0} / $WALL")/s" \
+        "$CPU+$(calc "%.2f" "$(daemon_cpu) - $c0")" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" "${nall:-?} blocks"
+    fig "$label" rename_mount_s "$WALL"
+    stop_daemon
+    rm -rf "$TMPROOT/world"
+    cp -r "$src" "$TMPROOT/world"
+    timed '"$BENCH_CORE" "$WORLD" rename "$SED_OLD" "$SED_NEW"'
+    inproc_wall=$(grep -o '\bs=[0-9.]*' <<<"$OUT" | cut -d= -f2)
+    row "in-process: the same rename (no FUSE)" "${inproc_wall:-?} s" "" "$CPU" "$(mb "$RSS") MB" \
+        "mount is $(calc "%.1f" "$mv_wall / ${inproc_wall:-1}")x in-process"
+    fig "$label" rename_inproc_s "${inproc_wall:-0}"
     MNT=
 }
 

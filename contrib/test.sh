@@ -21,6 +21,9 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v man >/dev/null || need+=(man-db)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v chromium >/dev/null || need+=(chromium)
+command -v lua5.1 >/dev/null || need+=(lua5.1)
+[ -x /usr/games/minetestmapper ] || need+=(minetestmapper)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing: ${need[*]}"
@@ -56,7 +59,7 @@ fi
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,twmap,pg,redis
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,twmap,pg,redis,chromium,minetestmapper,lua
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

@@ -182,6 +182,19 @@ fn sed(world: &str, old: &str, new: &str, max: usize) {
     );
 }
 
+/// `mv find/OLD find/NEW` in-process: the world-wide rename without FUSE
+/// (the index is built first, untimed).
+fn rename(world: &str, old: &str, new: &str) {
+    let opts = Options { read_only: false, force: true, ..Options::default() };
+    let fs = open_fs(world, opts);
+    let find = fs.lookup(worldfs::luanti::inode::ROOT, std::ffi::OsStr::new("find")).expect("find/").ino;
+    fs.lookup(find, std::ffi::OsStr::new(old)).expect("the old name is in the world");
+    let (t, c) = (Instant::now(), cpu_s());
+    let r = fs.rename(find, std::ffi::OsStr::new(old), find, std::ffi::OsStr::new(new), 0);
+    let (s, cpu) = (t.elapsed().as_secs_f64(), cpu_s() - c);
+    println!("rename ok={} s={s:.3} cpu_s={cpu:.3} peak_rss_kb={}", r.is_ok(), rss_kb("VmHWM:"));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 3 {
@@ -196,6 +209,7 @@ fn main() {
         "sed" if args.len() >= 5 => {
             return sed(&args[1], &args[3], &args[4], args.get(5).and_then(|s| s.parse().ok()).unwrap_or(usize::MAX));
         }
+        "rename" if args.len() >= 5 => return rename(&args[1], &args[3], &args[4]),
         "scan" | "sed" => {
             eprintln!("usage: bench_core WORLD scan NAME [CACHE_MB] | bench_core WORLD sed OLD NEW [MAX_COMMITS]");
             std::process::exit(2);

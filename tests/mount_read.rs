@@ -21,7 +21,7 @@ fn demo_world_with_shell_tools() {
     let world = common::demo_world();
     let m = Mounted::new(world.path(), &["ro"]);
     let ls = m.ok("ls $MNT");
-    assert_eq!(ls, "README\nblocks\nfind\nmap_meta.txt\nnames\nnode\nworld.mt\n");
+    assert_eq!(ls, "README\nauth\nblocks\nfind\nmap\nmap_meta.txt\nmod_storage\nnames\nnode\nplayers\nworld.mt\n");
     assert_eq!(m.ok("ls $MNT/blocks | wc -l").trim(), "18");
     assert_eq!(m.ok("grep -l default:chest $MNT/blocks/*/names"), format!("{}/blocks/0,0,0/names\n", m.mnt.display()));
     let inv = m.ok("cat $MNT/blocks/*/meta/*/inventory");
@@ -134,7 +134,7 @@ fn real_worlds_through_the_mount() {
         let (_, grep, _) = m.sh("cd $MNT && grep -l default:chest blocks/*/names");
         let grep: BTreeSet<String> = grep.lines().map(String::from).collect();
         assert_eq!(grep, chest_blocks, "{}", src.display());
-        let found: usize = m.ok("find $MNT -name inventory | wc -l").trim().parse().unwrap();
+        let found: usize = m.ok("find $MNT/blocks -name inventory | wc -l").trim().parse().unwrap();
         assert_eq!(found, inventories, "{}", src.display());
         let cat: usize = m.ok("cat $MNT/blocks/*/meta/*/inventory | wc -c").trim().parse().unwrap();
         assert_eq!(cat, inventory_bytes, "{}", src.display());

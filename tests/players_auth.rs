@@ -230,3 +230,66 @@ fn no_player_edit_while_a_server_has_the_world_open() {
     assert!(m.refusals().contains("a server is running on this world"), "{}", m.refusals());
     assert_eq!(m.ok("cat $MNT/players/alice/hp"), "18\n");
 }
+
+#[test]
+fn players_and_accounts_in_postgresql_round_trip_through_the_server() {
+    require_fuse!("players_and_accounts_in_postgresql_round_trip_through_the_server");
+    require_minetestserver!("players_and_accounts_in_postgresql_round_trip_through_the_server");
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("players_and_accounts_in_postgresql_round_trip_through_the_server", "pg", &why);
+        return;
+    }
+    let pg = common::pg::Pg::start();
+    pg.create_db("mt");
+    let w = files_world();
+    let conn = pg.conninfo("mt");
+    let mt = std::fs::read_to_string(w.path().join("world.mt")).unwrap();
+    std::fs::write(
+        w.path().join("world.mt"),
+        format!(
+            "{mt}pgsql_player_connection = {conn}\npgsql_auth_connection = {conn}\npgsql_mod_storage_connection = {conn}\n"
+        ),
+    )
+    .unwrap();
+    // The engine fills PostgreSQL with its own writer (5.6.1 has no
+    // PostgreSQL mod storage: that one is filled through the mount).
+    common::server::migrate(w.path(), "--migrate-players", "postgresql");
+    common::server::migrate(w.path(), "--migrate-auth", "postgresql");
+    std::fs::remove_dir_all(w.path().join("mod_storage")).unwrap();
+    let mt = std::fs::read_to_string(w.path().join("world.mt")).unwrap();
+    std::fs::write(
+        w.path().join("world.mt"),
+        mt.replace("mod_storage_backend = files", "mod_storage_backend = postgresql"),
+    )
+    .unwrap();
+
+    let m = Mounted::new(w.path(), &[]);
+    assert_eq!(m.ok("ls $MNT/players"), "alice\nbob\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/position"), "10.5 8.5 -4.25\n");
+    assert_eq!(m.ok("cat $MNT/auth/singleplayer/privileges | sort"), "fast\nfly\ninteract\nshout\n");
+    m.ok("echo 5 > $MNT/players/alice/hp && echo '3 4 5' > $MNT/players/alice/position");
+    m.ok("sed -i 's/default:dirt 42/default:wood 7/' $MNT/players/alice/inventory");
+    m.ok("echo kick >> $MNT/auth/foo/privileges && rmdir $MNT/players/bob");
+    m.ok("mkdir $MNT/mod_storage/pgmod && printf 'bin\\001ary' > $MNT/mod_storage/pgmod/k");
+    assert_eq!(m.refusals(), "");
+    drop(m);
+    assert_eq!(
+        pg.sql("mt", "SELECT encode(value, 'hex') FROM mod_storage WHERE modname = 'pgmod'").trim(),
+        "62696e01617279"
+    );
+
+    // The engine reads our rows and writes them as files.
+    common::server::migrate(w.path(), "--migrate-players", "files");
+    common::server::migrate(w.path(), "--migrate-auth", "files");
+    let alice = engine_player(w.path(), "alice");
+    assert_eq!((alice.hp, alice.pos), (5, [30.0, 40.0, 50.0]));
+    assert!(String::from_utf8_lossy(&alice.inventory).contains("Item default:wood 7\n"));
+    assert!(std::fs::read_dir(w.path().join("players")).unwrap().flatten().all(|e| {
+        worldfs::codec::player::Player::from_file(&std::fs::read(e.path()).unwrap())
+            .map(|(n, _)| n != "bob")
+            .unwrap_or(true)
+    }));
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    let foo = auth.lines().find(|l| l.starts_with("foo:")).unwrap();
+    assert!(foo.contains("kick") && foo.contains("#1#hPpy4O3IAn1hsNK00A6wNw#"), "{auth}");
+}

@@ -33,6 +33,9 @@ pub use schematic::{mts_decode, mts_view, we_decode, we_view};
 mod records;
 pub use records::records;
 
+mod cubeset;
+pub use cubeset::cubeset;
+
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 
 /// `WORLDFS_FUZZ_LOSSLESS=1` adds the strongest block property: the input's

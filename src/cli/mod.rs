@@ -125,6 +125,23 @@ pub enum Command {
         #[arg(long)]
         sparse: bool,
     },
+    /// Draw WORLD seen from above as one PNG (a pixel a node, north up): the
+    /// highest visible node of every column, in colours from the game's
+    /// textures (or --colors FILE, minetestmapper's colors.txt format).
+    Map {
+        world: PathBuf,
+        out: PathBuf,
+        /// Only the nodes between two corners X1,Z1 and X2,Z2 (default: the
+        /// whole world).
+        #[arg(long, num_args = 2, value_names = ["X1,Z1", "X2,Z2"], allow_hyphen_values = true)]
+        area: Option<Vec<String>>,
+        /// Colours from this file (name r g b per line).
+        #[arg(long)]
+        colors: Option<PathBuf>,
+        /// No height shading (flat colours).
+        #[arg(long)]
+        flat: bool,
+    },
     /// Place FILE (.mts or .we) into WORLD with its low corner at X,Y,Z, in
     /// one transaction that `worldfs undo` can take back. Refused while a
     /// server has the map open.
@@ -233,6 +250,9 @@ pub fn main() -> ExitCode {
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
+        Command::Map { world, out, area, colors, flat } => {
+            reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat).map(|_| true)
+        }
         Command::Demo { dir } => crate::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());
             true

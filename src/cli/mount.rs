@@ -24,6 +24,8 @@ pub struct MountOpts {
     cpu_follow: bool,
     /// Keep the serving CPUs awake while requests flow (`awake`).
     spin: bool,
+    /// `-o colors=FILE` for pictures.
+    colors: Option<PathBuf>,
 }
 
 pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
@@ -36,6 +38,7 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
         threads: std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2),
         cpu_follow: true,
         spin: true,
+        colors: None,
     };
     for opt in list.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
         let (k, v) = opt.split_once('=').map_or((opt, None), |(k, v)| (k, Some(v)));
@@ -62,6 +65,10 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
                     Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
             }
             "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
+            "colors" => {
+                let path = v.filter(|v| !v.is_empty()).ok_or("-o colors= needs a colors.txt file")?;
+                m.colors = Some(PathBuf::from(path));
+            }
             _ => m.extra.push((k.to_string(), v.map(str::to_string))),
         }
     }
@@ -261,6 +268,13 @@ pub fn mount(
     let _ = WORLD.set(world.display().to_string());
     let mountpoint = std::fs::canonicalize(&mountpoint).map_err(|e| format!("{}: {e}", mountpoint.display()))?;
     check_mountpoint(&world, &mountpoint)?;
+    if world.is_dir() {
+        let (colors, from) = crate::view::picture::choose(&world, m.colors.as_deref())?;
+        log::info!("picture colours from {from}");
+        crate::view::picture::set_colors(colors)?;
+    } else if m.colors.is_some() {
+        return Err("-o colors= is for Luanti worlds (their top.png and map/)".into());
+    }
     // Check the world before detaching, so that errors reach the terminal.
     drop(WorldFs::open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
     if foreground {

@@ -139,3 +139,46 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
     );
     Ok(())
 }
+
+/// `worldfs map`: the world (or an area) drawn from above into one PNG.
+pub fn map(world: &Path, out: &Path, area: Option<&[String]>, colors: Option<&Path>, flat: bool) -> Result<(), String> {
+    use crate::luanti::draw::{self, Area, Columns};
+    let (colors, from) = crate::view::picture::choose(world, colors)?;
+    log::info!("colours from {from}");
+    let w = crate::world::World::open(world)?;
+    let store = w.open_store(true, false)?;
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.set_message("listing the blocks");
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    let cols = Columns::read(store.as_ref()).map_err(|e| e.to_string())?;
+    let corner = |s: &str| -> Result<(i64, i64), String> {
+        let (x, z) = s.split_once(',').ok_or_else(|| format!("'{s}' is not X,Z"))?;
+        let n = |v: &str| v.trim().parse::<i64>().map_err(|_| format!("'{s}' is not X,Z (whole numbers)"));
+        Ok((n(x)?, n(z)?))
+    };
+    let (x1, z1, x2, z2) = match area {
+        Some([a, b]) => {
+            let ((ax, az), (bx, bz)) = (corner(a)?, corner(b)?);
+            (ax.min(bx), az.min(bz), ax.max(bx), az.max(bz))
+        }
+        Some(_) => return Err("--area takes two corners X1,Z1 X2,Z2".into()),
+        None => {
+            let b = cols.bounds.ok_or_else(|| format!("{}: the map has no blocks", world.display()))?;
+            (b.min_x, b.min_z, b.max_x, b.max_z)
+        }
+    };
+    let (width, height) = ((x2 - x1 + 1) as usize, (z2 - z1 + 1) as usize);
+    if width * height > 1 << 28 {
+        return Err(format!("{width} x {height} pixels is too large a picture; choose a smaller --area"));
+    }
+    let total = cols.ys.len();
+    spinner.set_message(format!("drawing {width} x {height} nodes ({total} block columns)"));
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let area = Area { west: x1, north: z2, width, height };
+    let px = draw::draw(store.as_ref(), &cols, &colors, area, !flat, threads, &|_| {}).map_err(|e| e.to_string())?;
+    spinner.finish_and_clear();
+    let png = crate::view::picture::encode_png(width as u32, height as u32, &px);
+    std::fs::write(out, png).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("{}: {width} x {height} pixels, x {x1}..{x2}, z {z1}..{z2} (north up)", out.display());
+    Ok(())
+}

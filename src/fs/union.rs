@@ -66,7 +66,7 @@ impl Tree for Union {
     }
 
     fn readme(&self) -> String {
-        self.main.readme()
+        format!("{}\nThis mount: {}\n", self.main.readme(), self.describe())
     }
 
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
@@ -169,7 +169,7 @@ impl Tree for Union {
 
     fn rmdir(&self, dir: u64, name: &[u8]) -> Result<()> {
         if dir == ROOT && self.mount_named(name).is_some() {
-            return Err(FsError::perm("players/, auth/ and mod_storage/ are part of every world"));
+            return Err(FsError::perm("players/, auth/, mod_storage/ and map/ are part of every world mount"));
         }
         self.owner(dir).rmdir(dir, name)
     }

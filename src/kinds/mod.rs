@@ -10,6 +10,7 @@
 //! in a database and number in the millions, so it has its own tree in
 //! `fs/` on top of `store/`.
 
+pub mod cubeset;
 pub mod doc_tree;
 pub mod mts;
 pub mod text;
@@ -218,6 +219,7 @@ pub fn kinds() -> Vec<KindInfo> {
         doc_kind::<twmap::TwMap>("Teeworlds/DDNet map (.map)"),
         doc_kind::<mts::MtsDocument>("Luanti schematic (.mts)"),
         doc_kind::<we::WeDocument>("WorldEdit file (.we)"),
+        doc_kind::<cubeset::Cubeset>("Cuberite prefab set (.cubeset)"),
     ]
 }
 

@@ -40,7 +40,7 @@ pub struct Loaded {
     error: Option<DecodeError>,
     /// The decoding, while the cache has room for it.
     block: Mutex<Option<Arc<Block>>>,
-    files: [OnceLock<Arc<Vec<u8>>>; 12],
+    files: [OnceLock<Arc<Vec<u8>>>; 13],
     nodes_size: OnceLock<usize>,
     layers_size: OnceLock<usize>,
     version: OnceLock<u32>,

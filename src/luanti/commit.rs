@@ -138,7 +138,9 @@ impl LuantiTree {
                         let old = b.objects.objects.clone();
                         parse::apply_objects(b, content).and_then(|_| self.check_objects_survive(b, &old))
                     }
-                    BlockFile::Raw | BlockFile::Error | BlockFile::Schematic => unreachable!("refused above"),
+                    BlockFile::Raw | BlockFile::Error | BlockFile::Schematic | BlockFile::Top => {
+                        unreachable!("refused above")
+                    }
                 }
                 .map_err(|e| invalid(&what, e))
             }),

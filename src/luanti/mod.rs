@@ -21,11 +21,13 @@
 pub mod cache;
 mod commit;
 mod content;
+pub mod draw;
 mod find;
 pub mod guard;
 pub mod index;
 pub mod inode;
 mod listing;
+pub mod map_tree;
 mod names;
 mod queue;
 pub mod records;
@@ -107,6 +109,9 @@ fn in_block(pos: BlockPos, [x, y, z]: [i32; 3]) -> Option<u16> {
         .then(|| node_index(x.rem_euclid(16) as usize, y.rem_euclid(16) as usize, z.rem_euclid(16) as usize) as u16)
 }
 
+/// The inode tag of `map/` (the map's tree uses 0 to 6, the records 7 to 9).
+const MAP_TAG: u64 = 10;
+
 /// A world directory as mounted: the map's tree with `players/`, `auth/`
 /// and `mod_storage/` beside it.
 pub fn open_world_tree(
@@ -116,7 +121,10 @@ pub fn open_world_tree(
 ) -> std::result::Result<Arc<dyn crate::fs::Tree>, String> {
     let map = LuantiTree::open(dir, opts.clone(), services.clone())?;
     let world = World::open(dir)?;
-    Ok(records::world_tree(map, &world, &opts, &services))
+    let tiles = map_tree::MapTree::new(MAP_TAG, map.clone(), opts.clone());
+    let mount =
+        crate::fs::union::Mounted { name: "map".into(), tag: MAP_TAG, root: tiles.root(), tree: Arc::new(tiles) };
+    Ok(records::world_tree(map, &world, &opts, &services, vec![mount]))
 }
 
 impl LuantiTree {
@@ -375,7 +383,9 @@ impl LuantiTree {
     fn attr(&self, node: &Node, kind: Kind, size: u64, version: u32) -> Attr {
         let access = match node {
             _ if self.is_auth(node) => Access::Secret,
-            Node::BlockFile(_, view::BlockFile::Schematic) | Node::NamesFile => Access::Generated,
+            Node::BlockFile(_, view::BlockFile::Schematic | view::BlockFile::Top) | Node::NamesFile => {
+                Access::Generated
+            }
             _ => Access::Normal,
         };
         Attr::new(node.ino(), kind, size, access, self.mtime_of(node, version), &self.opts)

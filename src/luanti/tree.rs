@@ -18,6 +18,9 @@ impl LuantiTree {
             Node::BlockFile(_, crate::view::BlockFile::Schematic) => Err(FsError::perm(
                 "schematic.mts is made from the block (to place a schematic: worldfs import, or mount it and cp)",
             )),
+            Node::BlockFile(_, crate::view::BlockFile::Top) => {
+                Err(FsError::perm("top.png is drawn from the block; edit its nodes instead"))
+            }
             Node::BlockFile(_, crate::view::BlockFile::Error) => {
                 Err(FsError::perm("error describes a block that cannot be decoded; write a valid blob to raw"))
             }

@@ -8,7 +8,9 @@ pub mod escape;
 pub mod layers;
 mod objects;
 pub mod parse;
+pub mod picture;
 pub mod render;
+pub mod tiles;
 
 pub use render::*;
 
@@ -30,13 +32,15 @@ pub enum BlockFile {
     Raw,
     /// The block as a Luanti schematic (read-only; `cp` it out).
     Schematic,
+    /// The block seen from above (read-only PNG, `view::picture`).
+    Top,
     /// Only in a block that cannot be decoded: what failed, and where.
     Error,
 }
 
 impl BlockFile {
     /// Files of a block that decodes (the `meta` directory comes after these).
-    pub const DECODED: [BlockFile; 11] = [
+    pub const DECODED: [BlockFile; 12] = [
         BlockFile::Info,
         BlockFile::Names,
         BlockFile::Nodes,
@@ -48,6 +52,7 @@ impl BlockFile {
         BlockFile::Objects,
         BlockFile::Raw,
         BlockFile::Schematic,
+        BlockFile::Top,
     ];
     /// Files of a block that does not decode.
     pub const CORRUPT: [BlockFile; 2] = [BlockFile::Raw, BlockFile::Error];
@@ -65,6 +70,7 @@ impl BlockFile {
             BlockFile::Objects => "objects",
             BlockFile::Raw => "raw",
             BlockFile::Schematic => "schematic.mts",
+            BlockFile::Top => "top.png",
             BlockFile::Error => "error",
         }
     }

@@ -21,6 +21,7 @@ pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockF
         BlockFile::Objects => render_objects(block),
         BlockFile::Raw => blob.to_vec(),
         BlockFile::Schematic => crate::transfer::block_to_mts(block),
+        BlockFile::Top => super::picture::block_top_png(block, super::picture::colors()),
         BlockFile::Error => Vec::new(),
     }
 }

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// that a machine that lost a tool goes red instead of passing silently.
 /// Names in use: fuse, server, shared, root, python3, vim, nano, tmux,
 /// setpriv, twmap (the Python package), pg (a PostgreSQL server), redis
-/// (redis-server).
+/// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4).
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");

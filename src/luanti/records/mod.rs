@@ -547,13 +547,14 @@ pub fn open_stores(
 const TAGS: [u64; 3] = [7, 8, 9];
 
 /// A Luanti world's whole tree: the map, with `players/`, `auth/` and
-/// `mod_storage/` mounted beside it. A collection whose backend worldfs
+/// `mod_storage/` (and `more`) mounted beside it. A collection whose backend worldfs
 /// cannot open is left out, with the reason in the log.
 pub fn world_tree(
     map: Arc<dyn Tree>,
     world: &crate::world::World,
     opts: &Options,
     services: &Arc<Services>,
+    more: Vec<crate::fs::union::Mounted>,
 ) -> Arc<dyn Tree> {
     use crate::codec::{auth::AuthEntry, mod_storage::ModStorage, player::Player};
     use crate::store::records::{self, Collection};
@@ -591,5 +592,6 @@ pub fn world_tree(
         };
         mounted.push(crate::fs::union::Mounted { name: c.name().to_string(), tag, root, tree });
     }
+    mounted.extend(more);
     Arc::new(crate::fs::union::Union::new(map, mounted))
 }

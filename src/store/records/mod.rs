@@ -6,6 +6,7 @@
 //! `worldfs undo` and the views are the same for every backend.
 
 pub mod files;
+pub mod postgres;
 pub mod sqlite;
 
 use super::{Note, Result, StoreError};
@@ -98,9 +99,20 @@ pub fn open(
     match backend.as_str() {
         "sqlite3" => Ok(Box::new(sqlite::SqliteRecords::new(dir, collection, read_only, journal))),
         "files" => Ok(Box::new(files::FileRecords::new(dir, collection, read_only, journal))),
+        "postgresql" => {
+            let key = match collection {
+                Collection::Players => "pgsql_player_connection",
+                Collection::Auth => "pgsql_auth_connection",
+                Collection::ModStorage => "pgsql_mod_storage_connection",
+            };
+            let conninfo = settings(key)
+                .filter(|c| !c.trim().is_empty())
+                .ok_or_else(|| format!("world.mt says {} = postgresql but has no {key}", collection.backend_key()))?;
+            Ok(Box::new(postgres::PgRecords::new(&conninfo, collection, read_only, journal)))
+        }
         "dummy" => Err(format!("world.mt says {key} = dummy: that data is never saved, there is nothing to show")),
-        b @ ("postgresql" | "leveldb") => Err(format!(
-            "world.mt says {key} = {b}: worldfs shows {} from sqlite3 and files so far \
+        b @ "leveldb" => Err(format!(
+            "world.mt says {key} = {b}: worldfs shows {} from sqlite3, files and postgresql so far \
              (convert a copy with minetestserver --migrate-{} sqlite3)",
             collection.name(),
             match collection {

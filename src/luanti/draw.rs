@@ -1,0 +1,158 @@
+//! Drawing a part of a world from above, from its map store: which block
+//! columns exist, and for each node column the highest visible node (the
+//! highest block of a column first; lower ones only where it shows
+//! nothing). Used by `MNT/map/` and `worldfs map`.
+
+use crate::codec::Block;
+use crate::store::{BlockPos, MapStore, Result};
+use crate::view::picture::{self, Colors};
+use crate::view::tiles::Bounds;
+use std::collections::HashMap;
+
+/// Every block column of a world: (x, z) in blocks -> its ys, highest first.
+pub struct Columns {
+    pub ys: HashMap<(i16, i16), Vec<i16>>,
+    pub bounds: Option<Bounds>,
+}
+
+impl Columns {
+    /// Read every block position of the store (positions only: a few
+    /// bytes a block).
+    pub fn read(store: &dyn MapStore) -> Result<Columns> {
+        let mut ys: HashMap<(i16, i16), Vec<i16>> = HashMap::new();
+        let mut after = None;
+        loop {
+            let page = store.list_after(after, 4096)?;
+            let Some(last) = page.last() else { break };
+            after = Some(*last);
+            for p in page {
+                ys.entry((p.x, p.z)).or_default().push(p.y);
+            }
+        }
+        let mut bounds: Option<Bounds> = None;
+        for ((bx, bz), v) in ys.iter_mut() {
+            v.sort_unstable_by(|a, b| b.cmp(a));
+            let (x, z) = (*bx as i64 * 16, *bz as i64 * 16);
+            let b = bounds.get_or_insert(Bounds { min_x: x, max_x: x + 15, min_z: z, max_z: z + 15 });
+            b.min_x = b.min_x.min(x);
+            b.max_x = b.max_x.max(x + 15);
+            b.min_z = b.min_z.min(z);
+            b.max_z = b.max_z.max(z + 15);
+        }
+        Ok(Columns { ys, bounds })
+    }
+}
+
+/// The area to draw: `width` x `height` nodes, the pixel (0, 0) being node
+/// column (`west`, `north`); x grows eastwards, rows go southwards.
+#[derive(Clone, Copy, Debug)]
+pub struct Area {
+    pub west: i64,
+    pub north: i64,
+    pub width: usize,
+    pub height: usize,
+}
+
+/// RGBA pixels of `area`, drawn by `threads` threads (block columns shared
+/// out among them). `shading`: darker low, lighter high.
+pub fn draw(
+    store: &dyn MapStore,
+    cols: &Columns,
+    colors: &Colors,
+    area: Area,
+    shading: bool,
+    threads: usize,
+    done: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<u8>> {
+    let south = area.north - area.height as i64 + 1;
+    let east = area.west + area.width as i64 - 1;
+    let mut todo: Vec<(i16, i16)> = cols
+        .ys
+        .keys()
+        .copied()
+        .filter(|&(bx, bz)| {
+            let (x, z) = (bx as i64 * 16, bz as i64 * 16);
+            x + 15 >= area.west && x <= east && z + 15 >= south && z <= area.north
+        })
+        .collect();
+    todo.sort_unstable();
+    let threads = threads.clamp(1, 64).min(todo.len().max(1));
+    let parts: Vec<Result<Vec<(usize, picture::Rgba)>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let todo = &todo;
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for (i, &(bx, bz)) in todo.iter().enumerate().skip(t).step_by(threads) {
+                        draw_column(store, cols, colors, area, shading, bx, bz, &mut out)?;
+                        if i % 256 == 0 {
+                            done(i);
+                        }
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a drawing thread panicked")).collect()
+    });
+    let mut px = vec![0u8; area.width * area.height * 4];
+    for part in parts {
+        for (at, c) in part? {
+            px[at..at + 4].copy_from_slice(&c);
+        }
+    }
+    Ok(px)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw_column(
+    store: &dyn MapStore,
+    cols: &Columns,
+    colors: &Colors,
+    area: Area,
+    shading: bool,
+    bx: i16,
+    bz: i16,
+    out: &mut Vec<(usize, picture::Rgba)>,
+) -> Result<()> {
+    let mut filled = [[false; 16]; 16];
+    let mut missing = 0;
+    // Node columns of this block column inside the area.
+    for (lz, row) in filled.iter_mut().enumerate() {
+        for (lx, f) in row.iter_mut().enumerate() {
+            let (x, z) = (bx as i64 * 16 + lx as i64, bz as i64 * 16 + lz as i64);
+            let inside = x >= area.west
+                && x < area.west + area.width as i64
+                && z <= area.north
+                && z > area.north - area.height as i64;
+            if inside {
+                missing += 1;
+            } else {
+                *f = true;
+            }
+        }
+    }
+    for &y in &cols.ys[&(bx, bz)] {
+        if missing == 0 {
+            break;
+        }
+        let Some(blob) = store.get(BlockPos::new(bx, y, bz))? else { continue };
+        let Ok(block) = Block::decode(&blob) else { continue };
+        let tops = picture::block_tops(&block, colors);
+        for (lz, row) in tops.iter().enumerate() {
+            for (lx, top) in row.iter().enumerate() {
+                let Some((c, ly)) = top else { continue };
+                if filled[lz][lx] {
+                    continue;
+                }
+                filled[lz][lx] = true;
+                missing -= 1;
+                let (x, z) = (bx as i64 * 16 + lx as i64, bz as i64 * 16 + lz as i64);
+                let at = (((area.north - z) as usize) * area.width + (x - area.west) as usize) * 4;
+                let h = y as i32 * 16 + *ly as i32;
+                out.push((at, if shading { picture::shade(*c, h / 2) } else { *c }));
+            }
+        }
+    }
+    Ok(())
+}

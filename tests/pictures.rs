@@ -1,0 +1,195 @@
+//! A world you can look at: `top.png` in every block directory, the tile
+//! pyramid and page under `MNT/map/`, and `worldfs map`, checked against
+//! minetestmapper (Debian's, with the same colors.txt) and in a real
+//! browser (headless chromium).
+
+mod common;
+
+use common::mount::{Mounted, which};
+use std::path::Path;
+use std::process::Command;
+use worldfs::view::picture::{Colors, decode_png, shade};
+
+const COLORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/view/colors.txt");
+
+fn worldfs(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldfs")).args(args).output().unwrap();
+    assert!(out.status.success(), "worldfs {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn png_file(p: &Path) -> (u32, u32, Vec<u8>) {
+    decode_png(&std::fs::read(p).unwrap()).unwrap()
+}
+
+#[test]
+fn top_png_shows_the_highest_node_of_each_column() {
+    require_fuse!("top_png_shows_the_highest_node_of_each_column");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &["ro", &format!("colors={COLORS}")]);
+    let colors = Colors::builtin();
+    for block in m.ok("ls $MNT/blocks").lines() {
+        let (w, h, px) = decode_png(&std::fs::read(m.path(&format!("blocks/{block}/top.png"))).unwrap()).unwrap();
+        assert_eq!((w, h), (16, 16));
+        // The highest node of each column, read from `nodes` (another view).
+        let nodes = m.ok(&format!("cat $MNT/blocks/{block}/nodes"));
+        let mut top: std::collections::HashMap<(i64, i64), (i64, String)> = Default::default();
+        for line in nodes.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let (x, y, z) = (f[0].parse::<i64>().unwrap(), f[1].parse::<i64>().unwrap(), f[2].parse::<i64>().unwrap());
+            if colors.of(f[3].as_bytes())[3] == 0 {
+                continue;
+            }
+            let e = top.entry((x, z)).or_insert((y, f[3].to_string()));
+            if y > e.0 {
+                *e = (y, f[3].to_string());
+            }
+        }
+        let (bx, bz) = {
+            let v: Vec<i64> = block.split(',').map(|s| s.parse().unwrap()).collect();
+            (v[0] * 16, v[2] * 16)
+        };
+        for lz in 0..16 {
+            for lx in 0..16 {
+                let p = (((15 - lz) * 16 + lx) * 4) as usize;
+                let got = &px[p..p + 4];
+                match top.get(&(bx + lx as i64, bz + lz as i64)) {
+                    None => assert_eq!(got[3], 0, "block {block}: column {lx},{lz} shows something"),
+                    Some((y, name)) => {
+                        let ly = y.rem_euclid(16) as i32;
+                        assert_eq!(
+                            got,
+                            shade(colors.of(name.as_bytes()), ly * 2 - 16),
+                            "block {block}: {lx},{lz} ({name})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // The tiles: every level lists tiles, the coarsest is one tile for the
+    // world, and each is a 256 x 256 picture with something in it.
+    assert_eq!(m.ok("ls $MNT/map/0"), "0,0.png\n");
+    let detail: Vec<String> = m.ok("ls $MNT/map/8").lines().map(String::from).collect();
+    assert!(!detail.is_empty());
+    for t in ["0/0,0.png".to_string(), format!("8/{}", detail[0])] {
+        let (w, h, px) = png_file(&m.path(&format!("map/{t}")));
+        assert_eq!((w, h), (256, 256));
+        assert!(px.chunks(4).any(|p| p[3] > 0), "map/{t} is empty");
+    }
+    assert!(m.ok("cat $MNT/map/index.html").contains("<title>worldfs map</title>"));
+    let (code, _, _) = m.sh("echo x > $MNT/map/index.html");
+    assert_ne!(code, 0);
+}
+
+#[test]
+fn colours_come_from_the_usual_places() {
+    let world = common::demo_world();
+    // A colors.txt in the world directory wins over the built-in colours.
+    std::fs::write(world.path().join("colors.txt"), "default:stone 1 2 3\n").unwrap();
+    let (c, from) = worldfs::view::picture::choose(world.path(), None).unwrap();
+    assert_eq!(c.of(b"default:stone"), [1, 2, 3, 255]);
+    assert!(from.ends_with("colors.txt"));
+    let (c, _) = worldfs::view::picture::choose(world.path(), Some(Path::new(COLORS))).unwrap();
+    assert_eq!(c.of(b"default:stone"), Colors::builtin().of(b"default:stone"));
+    std::fs::write(world.path().join("colors.txt"), "default:stone 1 2\n").unwrap();
+    let e = worldfs::view::picture::choose(world.path(), None).unwrap_err();
+    assert!(e.contains("colors.txt") && e.contains("line 1"), "{e}");
+}
+
+#[test]
+fn worldfs_map_agrees_with_minetestmapper() {
+    let Some(mapper) = which("minetestmapper")
+        .or_else(|| Some("/usr/games/minetestmapper".into()).filter(|p: &std::path::PathBuf| p.exists()))
+    else {
+        common::skip(
+            "worldfs_map_agrees_with_minetestmapper",
+            "minetestmapper",
+            "no minetestmapper (apt install minetestmapper)",
+        );
+        return;
+    };
+    require_minetestserver!("worldfs_map_agrees_with_minetestmapper");
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("w");
+    common::server::generate_world(&world, 48, 24);
+    let (x1, z1, w, h) = (-48i64, -48i64, 96usize, 96usize);
+    let ours = dir.path().join("ours.png");
+    worldfs(&[
+        "map",
+        world.to_str().unwrap(),
+        ours.to_str().unwrap(),
+        "--area",
+        &format!("{x1},{z1}"),
+        &format!("{},{}", x1 + w as i64 - 1, z1 + h as i64 - 1),
+        "--flat",
+        "--colors",
+        COLORS,
+    ]);
+    let theirs = dir.path().join("theirs.png");
+    let out = Command::new(mapper)
+        .arg("-i")
+        .arg(&world)
+        .arg("-o")
+        .arg(&theirs)
+        .args(["--colors", COLORS, "--noshading", "--bgcolor", "#000000"])
+        .args(["--geometry", &format!("{x1}:{z1}+{w}+{h}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "minetestmapper: {}", String::from_utf8_lossy(&out.stderr));
+    let (ow, oh, o) = png_file(&ours);
+    let (tw, th, t) = png_file(&theirs);
+    assert_eq!((ow, oh), (w as u32, h as u32));
+    assert_eq!((tw, th), (ow, oh), "minetestmapper drew another size");
+    let (mut same, mut drawn) = (0, 0);
+    for i in 0..w * h {
+        let a = &o[i * 4..i * 4 + 4];
+        let b = &t[i * 4..i * 4 + 4];
+        let ours_rgb = if a[3] == 0 { [0, 0, 0] } else { [a[0], a[1], a[2]] };
+        if b[..3] != [0, 0, 0] || a[3] > 0 {
+            drawn += 1;
+            if ours_rgb == [b[0], b[1], b[2]] {
+                same += 1;
+            }
+        }
+    }
+    eprintln!("{same} of {drawn} drawn pixels agree with minetestmapper");
+    assert!(drawn > w * h / 2, "little was drawn: {drawn}");
+    assert!(same * 100 >= drawn * 99, "only {same} of {drawn} pixels agree with minetestmapper");
+}
+
+#[test]
+fn the_map_page_shows_the_world_in_a_browser() {
+    require_fuse!("the_map_page_shows_the_world_in_a_browser");
+    let Some(chromium) = which("chromium").or_else(|| which("chromium-browser")) else {
+        common::skip("the_map_page_shows_the_world_in_a_browser", "chromium", "no chromium (apt install chromium)");
+        return;
+    };
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &["ro"]);
+    let page = format!("file://{}", m.path("map/index.html").display());
+    let profile = tempfile::tempdir().unwrap();
+    let run = |extra: &[&str]| {
+        let out = Command::new(&chromium)
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files"])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(["--virtual-time-budget=10000", "--window-size=800,600"])
+            .args(extra)
+            .arg(&page)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "chromium: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dom = run(&["--dump-dom"]);
+    let title = dom.split("<title>").nth(1).and_then(|t| t.split("</title>").next()).unwrap_or_default().to_string();
+    assert!(title.starts_with("worldfs map: ") && title.ends_with(" loaded"), "title {title:?}");
+    let n: usize = title.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!(n > 0, "no tile loaded: {title:?}");
+    let shot = profile.path().join("shot.png");
+    run(&[&format!("--screenshot={}", shot.display())]);
+    let (w, h, px) = png_file(&shot);
+    assert_eq!((w, h), (800, 600));
+    let colours: std::collections::HashSet<&[u8]> = px.chunks(4).collect();
+    assert!(colours.len() > 5, "the screenshot shows {} colours: no world drawn", colours.len());
+}
