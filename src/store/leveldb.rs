@@ -89,8 +89,11 @@ fn pos_of(k: &[u8]) -> Option<BlockPos> {
 }
 
 fn options(read_only: bool, dir: &Path, health: &Rc<env::Health>) -> std::io::Result<Options> {
-    let env: Box<dyn rusty_leveldb::env::Env> =
-        if read_only { Box::new(env::SnapshotEnv::pin(dir)?) } else { Box::new(env::SyncedEnv::new(health.clone())) };
+    let env: Box<dyn rusty_leveldb::env::Env> = if read_only {
+        Box::new(env::SnapshotEnv::pin(dir, health.clone())?)
+    } else {
+        Box::new(env::SyncedEnv::new(health.clone()))
+    };
     Ok(Options {
         env: Rc::new(env),
         create_if_missing: false,
@@ -113,7 +116,12 @@ fn open_db(dir: &Path, read_only: bool) -> std::result::Result<(DB, Rc<env::Heal
         let opts = options(read_only, dir, &health)
             .map_err(|e| format!("{}: cannot open the LevelDB database: {e}", dir.display()))?;
         match DB::open(dir, opts) {
-            Ok(db) => return Ok((db, health)),
+            Ok(db) => {
+                if read_only {
+                    health.freeze();
+                }
+                return Ok((db, health));
+            }
             Err(e) if read_only && matches!(e.code, rusty_leveldb::StatusCode::Corruption) => last = e.to_string(),
             Err(e) => return Err(format!("{}: cannot open the LevelDB database: {e}", dir.display())),
         }
@@ -141,6 +149,9 @@ impl Engine {
 
     /// Reopen the database if its files refuse changes (see `env::Health`).
     fn heal(&mut self) {
+        if self.read_only {
+            return;
+        }
         if let Some(why) = self.health.failure() {
             log::warn!("{}: reopening the LevelDB database after: {why}", self.dir.display());
             let _ = self.reopen();

@@ -69,6 +69,11 @@ impl Health {
         self.failed.borrow().clone()
     }
 
+    /// Refuse every change from now on (a read-only snapshot, once open).
+    pub fn freeze(&self) {
+        self.failed.borrow_mut().get_or_insert_with(|| "a read-only snapshot".into());
+    }
+
     fn fail(&self, why: String) {
         log::error!("leveldb: {why}; no further change is made until the database is reopened");
         self.failed.borrow_mut().get_or_insert(why);
@@ -249,6 +254,8 @@ pub struct SnapshotEnv {
     pinned: HashMap<String, Pinned>,
     hidden: RefCell<HashSet<String>>,
     mem: RefCell<HashMap<String, MemFile>>,
+    /// Failed (frozen) once the database is open: see [`SnapshotEnv::pin`].
+    health: Rc<Health>,
 }
 
 fn name_of(p: &Path) -> String {
@@ -306,10 +313,11 @@ impl RandomAccess for MemReader {
     }
 }
 
-struct MemWriter(MemFile);
+struct MemWriter(MemFile, Rc<Health>);
 
 impl Write for MemWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.1.check()?;
         self.0.borrow_mut().extend_from_slice(buf);
         Ok(buf.len())
     }
@@ -324,7 +332,16 @@ impl SnapshotEnv {
     /// mention existed before them, so it is in the listing taken after
     /// (unless a compaction removed it meanwhile: opening then fails with
     /// missing files, and the caller takes a new snapshot).
-    pub fn pin(dir: &Path) -> std::io::Result<SnapshotEnv> {
+    ///
+    /// Once the database is open, the caller fails `health` ("frozen"):
+    /// from then on nothing can be written, not even to memory. Reads that
+    /// hit many tables make the crate compact them; without the freeze each
+    /// compaction would copy tables into memory, and a long read-only
+    /// mount of a large world could end up holding much of it. Frozen, a
+    /// compaction fails before its result reaches the manifest (as on
+    /// disk, see [`Health`]), the tables stay as they are, and the crate
+    /// does not try that file again.
+    pub fn pin(dir: &Path, health: Rc<Health>) -> std::io::Result<SnapshotEnv> {
         let open = |name: &str| -> std::io::Result<Pinned> {
             let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{name}: {e}"));
             let file = File::open(dir.join(name)).map_err(named)?;
@@ -360,7 +377,7 @@ impl SnapshotEnv {
                 Err(e) => return Err(e),
             }
         }
-        Ok(SnapshotEnv { pinned, hidden: RefCell::new(HashSet::new()), mem })
+        Ok(SnapshotEnv { pinned, hidden: RefCell::new(HashSet::new()), mem, health })
     }
 
     fn pinned(&self, name: &str) -> Option<&Pinned> {
@@ -376,6 +393,10 @@ impl SnapshotEnv {
         let mut out = vec![0; pin.size as usize];
         pin.file.read_exact_at(&mut out, 0).map_err(|e| io(p, e))?;
         Ok(out)
+    }
+
+    fn refuse_if_frozen(&self) -> Result<()> {
+        self.health.check().map_err(|e| Status::new(StatusCode::IOError, &e.to_string()))
     }
 
     fn put_mem(&self, name: String, data: Vec<u8>) -> MemFile {
@@ -404,15 +425,17 @@ impl Env for SnapshotEnv {
         Ok(Box::new(PinnedReader { pinned, pos: 0 }))
     }
     fn open_writable_file(&self, p: &Path) -> Result<Box<dyn Write>> {
-        Ok(Box::new(MemWriter(self.put_mem(name_of(p), Vec::new()))))
+        self.refuse_if_frozen()?;
+        Ok(Box::new(MemWriter(self.put_mem(name_of(p), Vec::new()), self.health.clone())))
     }
     fn open_appendable_file(&self, p: &Path) -> Result<Box<dyn Write>> {
+        self.refuse_if_frozen()?;
         let name = name_of(p);
         if let Some(m) = self.mem.borrow().get(&name) {
-            return Ok(Box::new(MemWriter(m.clone())));
+            return Ok(Box::new(MemWriter(m.clone(), self.health.clone())));
         }
         let old = if self.pinned(&name).is_some() { self.bytes(&name, p)? } else { Vec::new() };
-        Ok(Box::new(MemWriter(self.put_mem(name, old))))
+        Ok(Box::new(MemWriter(self.put_mem(name, old), self.health.clone())))
     }
     fn exists(&self, p: &Path) -> Result<bool> {
         let name = name_of(p);
@@ -431,6 +454,7 @@ impl Env for SnapshotEnv {
         Ok(self.pinned(&name).ok_or_else(|| not_found(p))?.size as usize)
     }
     fn delete(&self, p: &Path) -> Result<()> {
+        self.refuse_if_frozen()?;
         let name = name_of(p);
         let was = self.mem.borrow_mut().remove(&name).is_some() || self.pinned(&name).is_some();
         self.hidden.borrow_mut().insert(name);
@@ -443,6 +467,7 @@ impl Env for SnapshotEnv {
         Ok(())
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.refuse_if_frozen()?;
         let data = self.bytes(&name_of(from), from)?;
         self.delete(from)?;
         self.put_mem(name_of(to), data);
@@ -496,6 +521,23 @@ mod tests {
     }
 
     #[test]
+    fn a_frozen_snapshot_writes_nothing_even_to_memory() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("CURRENT"), b"MANIFEST-000001\n").unwrap();
+        std::fs::write(d.path().join("MANIFEST-000001"), b"m").unwrap();
+        let health = Rc::new(Health::default());
+        let snap = SnapshotEnv::pin(d.path(), health.clone()).unwrap();
+        let mut w = snap.open_appendable_file(&d.path().join("MANIFEST-000001")).unwrap();
+        w.write_all(b"+edit").unwrap();
+        assert_eq!(snap.size_of(&d.path().join("MANIFEST-000001")).unwrap(), 6);
+        health.freeze();
+        assert!(w.write_all(b"+compaction").is_err());
+        assert!(snap.open_writable_file(&d.path().join("000009.ldb")).is_err());
+        assert!(snap.delete(&d.path().join("MANIFEST-000001")).is_err());
+        assert_eq!(std::fs::read(d.path().join("MANIFEST-000001")).unwrap(), b"m", "the disk never changes");
+    }
+
+    #[test]
     fn old_sst_tables_are_shown_as_ldb() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("000009.sst"), b"old table").unwrap();
@@ -504,7 +546,7 @@ mod tests {
         assert_eq!(env.size_of(&d.path().join("000009.ldb")).unwrap(), 9);
         std::fs::write(d.path().join("CURRENT"), b"MANIFEST-000001\n").unwrap();
         std::fs::write(d.path().join("MANIFEST-000001"), b"").unwrap();
-        let snap = SnapshotEnv::pin(d.path()).unwrap();
+        let snap = SnapshotEnv::pin(d.path(), Rc::default()).unwrap();
         assert!(snap.exists(&d.path().join("000009.ldb")).unwrap());
         let mut buf = [0u8; 9];
         assert_eq!(
