@@ -212,3 +212,20 @@ fn redis_hash() {
     let e = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("wrong"), false).err().expect("refused");
     assert!(e.to_string().to_lowercase().contains("pass") || e.to_string().contains("auth"), "{e}");
 }
+
+#[test]
+fn leveldb_directory() {
+    use worldfs::store::leveldb::LevelDbStore;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("map.db");
+    common::leveldb::create_empty(&dir);
+    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let mut store = LevelDbStore::open(&dir, false).unwrap();
+    store.enable_journal(&j).unwrap();
+    // LevelDB admits one process: the second handle is the same store.
+    let store = std::sync::Arc::new(store);
+    contract("leveldb", Subject { store: Box::new(store.clone()), other: Box::new(store), journal: Some(j) });
+    // A read-only snapshot never writes.
+    let ro = LevelDbStore::open(&dir, true).unwrap();
+    assert!(matches!(ro.apply(&[Change::Delete(p(0, 0, 0))], &Note::new("x")), Err(StoreError::ReadOnly)));
+}

@@ -3,6 +3,7 @@
 //! No SQL outside this module.
 
 pub mod journal;
+pub mod leveldb;
 pub mod memory;
 pub mod name_index;
 mod pos;
