@@ -90,6 +90,9 @@ fn a_redis_world_reads_like_its_sqlite_original_and_takes_writes() {
             redis::cmd("HSET").arg("mt").arg(pos.legacy_key().to_string()).arg(blob.as_slice()).query(&mut c).unwrap();
     }
     drop(sqlite);
+    // The loader's connection is a client like a running server: gone
+    // before a writable mount (the guard is shown with undo below).
+    drop(c);
     std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
     set_world_mt(w, &format!("backend = redis\nredis_address = 127.0.0.1\nredis_port = {}\nredis_hash = mt\n", r.port));
 
@@ -102,18 +105,28 @@ fn a_redis_world_reads_like_its_sqlite_original_and_takes_writes() {
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");
     assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
     m.unmount();
+    let mut c = client.get_connection().unwrap();
     let blob: Vec<u8> =
         redis::cmd("HGET").arg("mt").arg(BlockPos::new(0, 0, 0).legacy_key().to_string()).query(&mut c).unwrap();
     let b = worldfs::codec::Block::decode(&blob).unwrap();
     assert!(b.mapping.iter().any(|e| e.name == b"default:mese"));
-    // worldfs undo takes it back (the journal beside the world).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
-        .arg("undo")
-        .arg(w)
-        .args(["--last", "1"])
-        .output()
-        .unwrap();
+    // worldfs undo takes it back (the journal beside the world), but not
+    // while another client (as a running server would be) is connected.
+    let undo = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .arg("undo")
+            .arg(w)
+            .args(["--last", "1"])
+            .output()
+            .unwrap()
+    };
+    let out = undo();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("has other clients (Redis client "), "{err}");
+    drop(c);
+    let out = undo();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut c = client.get_connection().unwrap();
     let blob: Vec<u8> =
         redis::cmd("HGET").arg("mt").arg(BlockPos::new(0, 0, 0).legacy_key().to_string()).query(&mut c).unwrap();
     assert_eq!(blob, all.iter().find(|(p, _)| *p == BlockPos::new(0, 0, 0)).unwrap().1);
