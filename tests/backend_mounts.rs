@@ -153,6 +153,38 @@ fn pg_world(pg: &common::pg::Pg) -> (tempfile::TempDir, Vec<(BlockPos, Vec<u8>)>
     (world, all)
 }
 
+/// Run a bulk edit through the mount (node after node, round after round)
+/// while the database server is stopped with `down`, until a write has
+/// failed; then `up` brings it back and the edit stops. Returns what the
+/// failed writes printed.
+fn edit_while(m: &Mounted, down: impl FnOnce(), up: impl FnOnce()) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (stop, fails) = (dir.path().join("stop"), dir.path().join("fails"));
+    let mut editor = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(
+            "i=0; while [ ! -e \"$STOP\" ]; do i=$((i+1)); \
+               if [ $((i % 2)) = 0 ]; then n=default:glass; else n=default:mese; fi; \
+               echo $n 2>>\"$FAILS\" > $MNT/node/$((i % 40)),3,5 || echo $i >> \"$FAILS.list\"; \
+             done",
+        )
+        .env("MNT", m.path(""))
+        .env("STOP", &stop)
+        .env("FAILS", &fails)
+        .spawn()
+        .unwrap();
+    down();
+    let list = dir.path().join("fails.list");
+    let waited = std::time::Instant::now();
+    while !list.exists() && waited.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    up();
+    std::fs::write(&stop, "").unwrap();
+    editor.wait().unwrap();
+    std::fs::read_to_string(&fails).unwrap_or_default()
+}
+
 /// `worldfs mount` that is expected to refuse: its exit code and stderr.
 fn refused_mount(world: &std::path::Path) -> (Option<i32>, String) {
     let mnt = tempfile::tempdir().unwrap();
@@ -216,36 +248,7 @@ fn killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committ
     let pg = common::pg::Pg::start();
     let (world, all) = pg_world(&pg);
     let m = Mounted::new(world.path(), &[]);
-    // A bulk edit that keeps going (block after block, round after round)
-    // until told to stop, noting each failure.
-    let dir = tempfile::tempdir().unwrap();
-    let (stop, fails) = (dir.path().join("stop"), dir.path().join("fails"));
-    let editor = std::process::Command::new("bash")
-        .arg("-c")
-        .arg(
-            "i=0; while [ ! -e \"$STOP\" ]; do i=$((i+1)); \
-               if [ $((i % 2)) = 0 ]; then n=default:glass; else n=default:mese; fi; \
-               echo $n 2>>\"$FAILS\" > $MNT/node/$((i % 40)),3,5 || echo $i >> \"$FAILS.list\"; \
-             done",
-        )
-        .env("MNT", m.path(""))
-        .env("STOP", &stop)
-        .env("FAILS", &fails)
-        .spawn()
-        .unwrap();
-    // Kill the server (immediate shutdown: no clean end for the sessions)
-    // while the edit runs; wait for a write to fail, then bring it back.
-    pg.stop();
-    let list = dir.path().join("fails.list");
-    let waited = std::time::Instant::now();
-    while !list.exists() && waited.elapsed() < std::time::Duration::from_secs(60) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    pg.restart();
-    std::fs::write(&stop, "").unwrap();
-    let mut editor = editor;
-    editor.wait().unwrap();
-    let failed = std::fs::read_to_string(&fails).unwrap_or_default();
+    let failed = edit_while(&m, || pg.stop(), || pg.restart());
     assert!(failed.contains("Input/output error"), "no EIO while the server was down: {failed}");
     let errors = m.ok("cat $MNT/write-errors");
     assert!(errors.contains("unreachable"), "write-errors gives no reason: {errors}\n{failed}\n{}", m.log_text());
@@ -255,6 +258,47 @@ fn killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committ
     m.unmount();
     // Nothing half-written: every block is there and decodes.
     let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    assert_eq!(store.count().unwrap(), all.len() as u64);
+    for (pos, _) in &all {
+        let blob = store.get(*pos).unwrap().expect("block kept");
+        worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
+    }
+}
+
+#[test]
+fn killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() {
+    require_fuse!("killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed");
+    if let Some(why) = common::redis::unavailable() {
+        common::skip("killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed", "redis", &why);
+        return;
+    }
+    use worldfs::store::{Change, Note};
+    let mut r = common::redis::Redis::start_with(Some("pw"), true);
+    let world = common::demo_world();
+    let w = world.path();
+    let all = SqliteStore::open(&w.join("map.sqlite"), true).unwrap().scan_after(None, 100_000).unwrap();
+    let fill = worldfs::store::redis::RedisStore::open("127.0.0.1", r.port, "mt", Some("pw"), false).unwrap();
+    fill.apply(&all.iter().map(|(p, b)| Change::Put(*p, b.clone())).collect::<Vec<_>>(), &Note::new("fill")).unwrap();
+    drop(fill);
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    set_world_mt(
+        w,
+        &format!(
+            "backend = redis\nredis_address = 127.0.0.1\nredis_port = {}\nredis_hash = mt\nredis_password = pw\n",
+            r.port
+        ),
+    );
+    let m = Mounted::new(w, &[]);
+    let port = r.port;
+    let r2 = std::cell::RefCell::new(&mut r);
+    let failed = edit_while(&m, || r2.borrow_mut().kill(), || r2.borrow_mut().restart());
+    assert!(failed.contains("Input/output error"), "no EIO while the server was down: {failed}");
+    let errors = m.ok("cat $MNT/write-errors");
+    assert!(errors.contains("unreachable"), "write-errors gives no reason: {errors}");
+    m.ok("echo default:mese > $MNT/node/5,3,5");
+    assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
+    m.unmount();
+    let store = worldfs::store::redis::RedisStore::open("127.0.0.1", port, "mt", Some("pw"), true).unwrap();
     assert_eq!(store.count().unwrap(), all.len() as u64);
     for (pos, _) in &all {
         let blob = store.get(*pos).unwrap().expect("block kept");
