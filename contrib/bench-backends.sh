@@ -95,16 +95,16 @@ printf '|---|---|---|---|---|---|---|\n'
 for b in sqlite postgresql redis; do
     W=$WORK/$b
     t0=$(now); "$WORLDFS" check "$W" >/dev/null || true; t1=$(now); check=$(secs "$t0" "$t1")
-    t0=$(now); "$MAPPER" -i "$W" -o "$WORK/$b.png" >/dev/null 2>&1 && t1=$(now) && mapper=$(secs "$t0" "$t1") || mapper="fails"
+    t0=$(now); "$MAPPER" -i "$W" -o "$WORK/$b.png" --colors /usr/share/minetest/colors.txt >/dev/null 2>&1 && t1=$(now) && mapper="$(secs "$t0" "$t1") s" || mapper="n/a (fails: Debian's build reads sqlite3 only)"
     M=$WORK/mnt-$b
     mkdir -p "$M"
     t0=$(now); "$WORLDFS" mount "$W" "$M"; t1=$(now); mount=$(secs "$t0" "$t1")
     t0=$(now); n=$(ls "$M/blocks" | wc -l); t1=$(now); walk=$(secs "$t0" "$t1")
-    t0=$(now); (cd "$M/blocks" && ls | sed 's|$|/names|' | xargs grep -l 'default:stone$' | wc -l) >/dev/null; t1=$(now)
+    t0=$(now); (cd "$M/blocks" && ls | sed 's|$|/names|' | { xargs grep -l -e 'default:stone$' -- || true; } | wc -l) >/dev/null; t1=$(now)
     grep=$(secs "$t0" "$t1")
     t0=$(now)
-    (cd "$M/blocks" && ls | head -1000 | sed 's|$|/names|' | xargs sed -i 's/ default:stone$/ worldfs_bench:stone/') || true
+    (cd "$M/blocks" && ls | head -1000 | sed 's|$|/names|' | xargs sed -i -e 's/ default:stone$/ worldfs_bench:stone/' --) || true
     t1=$(now); sed=$(secs "$t0" "$t1")
     fusermount3 -u "$M"
-    printf '| %s | %s s | %s s | %s s | %s s (%s) | %s s | %s s |\n' "$b" "$check" "$mapper" "$mount" "$walk" "$n" "$grep" "$sed"
+    printf '| %s | %s s | %s | %s s | %s s (%s) | %s s | %s s |\n' "$b" "$check" "$mapper" "$mount" "$walk" "$n" "$grep" "$sed"
 done
