@@ -450,6 +450,12 @@ impl WorldFs {
                 self.remember(ino);
                 Ok(a)
             }
+            // The database failed (a lost server, say): on a writable
+            // mount the reason goes to write-errors, as the program that
+            // got EIO may have been about to write.
+            Err(e) if e.errno == libc::EIO && !self.opts.read_only => {
+                self.recorded(|| self.describe_name("look up", parent, OsStr::from_bytes(name)), Err(e))
+            }
             Err(e) => Err(e),
         }
     }
