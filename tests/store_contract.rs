@@ -293,3 +293,25 @@ fn database_servers_name_their_other_clients() {
     assert_eq!(others.len(), 1, "{others:?}");
     assert!(others[0].starts_with("Redis client "), "{others:?}");
 }
+
+/// A Redis hash field that is not a block position (the engine never
+/// writes one) is left out of listings and counts, with a warning, never
+/// shown as a wrong block.
+#[test]
+fn redis_fields_that_are_not_blocks_are_left_out() {
+    if let Some(why) = common::redis::unavailable() {
+        common::skip("redis_fields_that_are_not_blocks_are_left_out", "redis", &why);
+        return;
+    }
+    use worldfs::store::redis::RedisStore;
+    let r = common::redis::Redis::start(None);
+    let store = RedisStore::open("127.0.0.1", r.port, "mt", None, false).unwrap();
+    store.apply(&[Change::Put(p(1, 2, 3), b"x".to_vec())], &Note::new("one")).unwrap();
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", r.port)).unwrap();
+    let mut c = client.get_connection().unwrap();
+    for field in ["worldfs", "007", "99999999999999999"] {
+        let _: () = redis::cmd("HSET").arg("mt").arg(field).arg("junk").query(&mut c).unwrap();
+    }
+    assert_eq!(store.list_after(None, 100).unwrap(), vec![p(1, 2, 3)]);
+    assert_eq!(store.count().unwrap(), 1);
+}

@@ -102,8 +102,28 @@ impl RedisStore {
             return Ok(keys.clone());
         }
         let fields: Vec<String> = self.with(|c| c.hkeys(&self.hash))?;
-        let mut keys: Vec<BlockPos> =
-            fields.iter().filter_map(|f| f.parse::<i64>().ok()).map(BlockPos::from_legacy_key).collect();
+        let mut keys = Vec::with_capacity(fields.len());
+        let mut odd = Vec::new();
+        for f in &fields {
+            // The engine writes the legacy position key in decimal; anything
+            // else is not a block it would ever read.
+            match f
+                .parse::<i64>()
+                .ok()
+                .filter(|k| BlockPos::from_legacy_key(*k).legacy_key() == *k && k.to_string() == *f)
+            {
+                Some(k) => keys.push(BlockPos::from_legacy_key(k)),
+                None => odd.push(f.as_str()),
+            }
+        }
+        if !odd.is_empty() {
+            log::warn!(
+                "redis hash {}: {} field(s) are not block positions and are not shown (the engine never reads them): {}",
+                self.hash,
+                odd.len(),
+                odd.iter().take(5).map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
+            );
+        }
         keys.sort();
         *k = Some((Instant::now(), keys.clone()));
         Ok(keys)
@@ -240,8 +260,9 @@ impl MapStore for RedisStore {
         r?
     }
 
+    /// The blocks listed (fields that are not block positions left out).
     fn count(&self) -> Result<u64> {
-        self.with(|c| c.hlen(&self.hash))
+        Ok(self.sorted_keys(true)?.len() as u64)
     }
 
     /// Clients of this Redis server that are not worldfs: a Luanti server
