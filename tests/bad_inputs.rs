@@ -1657,3 +1657,60 @@ mod mount {
         assert_eq!(rows(world.path()), before);
     }
 }
+
+/// Cubesets and Minecraft chunk data cut short, with a byte changed, or
+/// with the faults the issue lists: a clear error (with a position for
+/// text), never a panic, and a refused edit changes nothing.
+#[test]
+fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
+    use worldfs::kinds::cubeset::Cubeset;
+    use worldfs::kinds::mcchunk::codec::{Chunk, Layout, Shape};
+    use worldfs::kinds::{Context, Document};
+    let Some(shared) = common::shared_dir() else {
+        common::skip("cubesets_and_chunk_dumps_that_are_bent_fail_clearly", "shared", "../shared is absent");
+        return;
+    };
+    let ctx = Context::default();
+    let well = std::fs::read_to_string(shared.join("realdata/formats/cubeset/DesertWell.cubeset")).unwrap();
+    for cut in (0..well.len()).step_by(97) {
+        let _ = Cubeset::decode(&well.as_bytes()[..cut], &ctx); // no panic, whatever it says
+    }
+    let cases = [
+        (well.replace("Hitbox =", "Hitbax ="), "unknown key 'Hitbax'"),
+        (well.replacen("\t\t\t\tMinX = 0,\n", "", 1), "Hitbox has no MinX"),
+        (well.replacen("}", "", 1), "line"),
+        (well.replace("\"aabaa\"", "\"aazaa\""), "does not define"),
+        (well.replace("\"aabaa\"", "\"aabaaa\""), "Size says"),
+        (well.replace("CubesetFormatVersion = 1", "CubesetFormatVersion = 2"), "only 1 exists"),
+        (well.replace("Cubeset =", "Cubeset = dofile('x') or"), "line"),
+    ];
+    for (text, want) in cases {
+        let e = Cubeset::decode(text.as_bytes(), &ctx).err().unwrap_or_else(|| panic!("accepted: {want}"));
+        assert!(e.to_string().contains(want), "{want}: {e}");
+    }
+    let mut doc = Cubeset::decode(well.as_bytes(), &ctx).unwrap();
+    for (path, content, want) in [
+        ("pieces/01_DesertWell/layers", "y=0\naaaa\n", "line"),
+        ("pieces/01_DesertWell/layers", "y=0\naaaaa\naaaaa\naaaaa\naaaaa\naaaaq\n", "line"),
+        ("pieces/01_DesertWell/legend", "a 24:0\n", "still used"),
+    ] {
+        let e = doc.apply(path, content.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains(want), "{path}: {e}");
+    }
+    assert_eq!(doc.encode().unwrap(), well.as_bytes());
+
+    let dump = std::fs::read(shared.join("realdata/formats/mc_chunk_section/prismarine_1.12_chunk.dump")).unwrap();
+    let shape = Shape { layout: Layout::Spanning, bitmap: 31, sky_light: true, biomes: true };
+    Chunk::decode(&dump, shape).unwrap();
+    for cut in (0..dump.len()).step_by(331) {
+        assert!(Chunk::decode(&dump[..cut], shape).is_err(), "accepted {cut} bytes");
+    }
+    let e = Chunk::decode(&dump, Shape { sky_light: false, ..shape }).unwrap_err();
+    assert!(e.contains("bytes after") || e.contains("section"), "{e}");
+    let mut bits = dump.clone();
+    bits[0] = 14; // over 13 without being the direct form
+    assert!(Chunk::decode(&bits, shape).unwrap_err().contains("14 bits"));
+    let mut pal = dump.clone();
+    pal[1] = 40; // a 4-bit section with a 40-entry palette
+    assert!(Chunk::decode(&pal, shape).is_err());
+}

@@ -61,6 +61,23 @@ fn every_dump_round_trips_and_every_file_applies_to_itself() {
         }
         assert_eq!(d.encode().unwrap(), bytes, "{}: a file applied to itself changed the chunk", s.dump.display());
     }
+    // The counts of seed-formats.md §4.2: the 1.9 capture's 177 lava
+    // blocks all have block light 15 read as plain nibbles.
+    let all = samples("").unwrap();
+    let c = Chunk::decode(&std::fs::read(&all[0].dump).unwrap(), all[0].shape).unwrap();
+    let (mut lava, mut lit) = (0, 0);
+    for s in &c.sections {
+        for (i, st) in s.states.iter().enumerate() {
+            if matches!(st >> 4, 10 | 11) {
+                lava += 1;
+                lit += (nibble(&s.block_light, i) == 15) as usize;
+            }
+        }
+    }
+    assert_eq!((lava, lit), (177, 177));
+    let mut bits: Vec<u8> = c.sections.iter().map(|s| s.bits).collect();
+    bits.sort();
+    assert_eq!(bits, [4, 4, 4, 4, 5, 5]); // "4-bit x4, 5-bit x2"
     // The wrong layout is refused with a hint, not misread.
     let all = samples("").unwrap();
     let e = Chunk::decode(&std::fs::read(&all[3].dump).unwrap(), Shape { layout: Layout::Spanning, ..all[3].shape })

@@ -148,6 +148,21 @@ const CONNECTOR_KEYS: [&str; 5] = ["Type", "RelX", "RelY", "RelZ", "Direction"];
 
 impl Piece {
     pub fn read(t: &Table) -> DocResult<Piece> {
+        const KNOWN: [&str; 9] = [
+            "OriginData",
+            "Size",
+            "Hitbox",
+            "StructureBox",
+            "Connectors",
+            "Metadata",
+            "BlockDefinitions",
+            "BlockData",
+            "SchematicFileName",
+        ];
+        if let Some(f) = t.fields.iter().find(|f| !KNOWN.contains(&f.key.text().as_str())) {
+            // Cuberite ignores it; a misspelt key ("Hitbax") would be lost.
+            return Err(err(format!("unknown key '{}' (a piece has {})", f.key.text(), KNOWN.join(", "))));
+        }
         let mut spans = std::collections::HashMap::new();
         let sub = |k: &'static str| -> DocResult<&Table> {
             match t.get(k).map(|f| &f.value) {

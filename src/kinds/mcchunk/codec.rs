@@ -175,7 +175,7 @@ impl Chunk {
             // The client reads fewer than 4 bits as 4; `bits` keeps what was stored.
             let eff = bits.max(4);
             let n = r.varint(&what("palette length"))? as usize;
-            if n > 4096 || (direct && n != 0) {
+            if n > 4096 || (direct && n != 0) || (!direct && n > 1 << eff) {
                 return Err(format!(
                     "section {y}: a palette of {n} entries{}",
                     if direct { " in the direct form" } else { "" }
