@@ -119,13 +119,18 @@ pub type Top = Option<(Rgba, u8)>;
 
 /// The top of every column of a block, `[z][x]` with z = 0 the south.
 pub fn block_tops(block: &Block, colors: &Colors) -> [[Top; 16]; 16] {
-    let by_id: HashMap<u16, Rgba> = block.mapping.iter().map(|m| (m.id, colors.of(&m.name))).collect();
+    // A table by content id: the per-node lookup is the hot loop.
+    let max = block.mapping.iter().map(|m| m.id as usize).max().unwrap_or(0);
+    let mut by_id = vec![NOTHING; max + 1];
+    for m in &block.mapping {
+        by_id[m.id as usize] = colors.of(&m.name);
+    }
     let mut out = [[None; 16]; 16];
     for (z, row) in out.iter_mut().enumerate() {
         for (x, cell) in row.iter_mut().enumerate() {
             for y in (0..16).rev() {
-                let id = block.param0[node_index(x, y, z)];
-                let c = by_id.get(&id).copied().unwrap_or(NOTHING);
+                let id = block.param0[node_index(x, y, z)] as usize;
+                let c = by_id.get(id).copied().unwrap_or(NOTHING);
                 if c[3] > 0 {
                     *cell = Some((c, y as u8));
                     break;
