@@ -293,3 +293,37 @@ fn players_and_accounts_in_postgresql_round_trip_through_the_server() {
     let foo = auth.lines().find(|l| l.starts_with("foo:")).unwrap();
     assert!(foo.contains("kick") && foo.contains("#1#hPpy4O3IAn1hsNK00A6wNw#"), "{auth}");
 }
+
+#[test]
+fn players_and_accounts_in_leveldb_round_trip_through_the_server() {
+    require_fuse!("players_and_accounts_in_leveldb_round_trip_through_the_server");
+    require_minetestserver!("players_and_accounts_in_leveldb_round_trip_through_the_server");
+    let w = files_world();
+    // The engine writes players.db and auth.db with its own LevelDB.
+    common::server::migrate(w.path(), "--migrate-players", "leveldb");
+    common::server::migrate(w.path(), "--migrate-auth", "leveldb");
+    assert!(w.path().join("players.db/CURRENT").is_file() && w.path().join("auth.db/CURRENT").is_file());
+    let m = Mounted::new(w.path(), &[]);
+    assert_eq!(m.ok("ls $MNT/players"), "alice\nbob\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/position"), "10.5 8.5 -4.25\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/meta/xp"), "7");
+    assert!(m.ok("cat $MNT/auth/foo/password").starts_with("set"));
+    m.ok("echo 9 > $MNT/players/alice/hp && sed -i 's/default:dirt 42/default:gravel 3/' $MNT/players/alice/inventory");
+    m.ok("echo fly >> $MNT/auth/foo/privileges && rmdir $MNT/players/bob");
+    assert_eq!(m.refusals(), "");
+    drop(m);
+    // The engine reads our LevelDB records and writes them as files.
+    common::server::migrate(w.path(), "--migrate-players", "files");
+    common::server::migrate(w.path(), "--migrate-auth", "files");
+    let alice = engine_player(w.path(), "alice");
+    assert_eq!((alice.hp, alice.pos), (9, [105.0, 85.0, -42.5]));
+    assert!(String::from_utf8_lossy(&alice.inventory).contains("Item default:gravel 3\n"));
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    assert!(auth.lines().any(|l| l.starts_with("foo:#1#hPpy4O3IAn1hsNK00A6wNw#") && l.contains("fly")), "{auth}");
+    let names: Vec<String> = std::fs::read_dir(w.path().join("players"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| worldfs::codec::player::Player::from_file(&std::fs::read(e.path()).ok()?).ok().map(|(n, _)| n))
+        .collect();
+    assert!(!names.contains(&"bob".to_string()), "{names:?}");
+}

@@ -107,7 +107,7 @@ fn options(read_only: bool, dir: &Path, health: &Rc<env::Health>) -> std::io::Re
 }
 
 /// The database, and the health of its files (see `env::Health`).
-fn open_db(dir: &Path, read_only: bool) -> std::result::Result<(DB, Rc<env::Health>), String> {
+pub(crate) fn open_db(dir: &Path, read_only: bool) -> std::result::Result<(DB, Rc<env::Health>), String> {
     // A snapshot taken while a server compacts may miss a file the
     // manifest names; a fresh one will not.
     let mut last = String::new();
