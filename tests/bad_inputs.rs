@@ -1714,3 +1714,56 @@ fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
     pal[1] = 40; // a 4-bit section with a 40-entry palette
     assert!(Chunk::decode(&pal, shape).is_err());
 }
+
+/// Players and accounts: every bad edit is refused with a reason that names
+/// the file and line, and leaves the record exactly as it was.
+#[test]
+fn bad_player_and_account_edits_change_nothing() {
+    use worldfs::codec::auth::AuthEntry;
+    use worldfs::codec::player::Player;
+    use worldfs::luanti::records::RecordView;
+    let alice = Player {
+        hp: 18,
+        breath: 10,
+        pos: [105.0, 85.0, -42.5],
+        pitch: 0.0,
+        yaw: 90.0,
+        meta: Default::default(),
+        inventory: b"List main 1\nWidth 0\nItem default:dirt 4\nEndInventoryList\nEndInventory\n".to_vec(),
+    };
+    let cases: [(&str, &[u8], &str); 12] = [
+        ("hp", b"-1\n", "hp: line 1"),
+        ("hp", b"70000\n", "0 to 65535"),
+        ("breath", b"lots\n", "whole number"),
+        ("position", b"NaN 0 0\n", "not a number"),
+        ("position", b"1e999 0 0\n", "not a number"),
+        ("position", b"0 0 40000\n", "outside the map"),
+        ("position", b"1 2\n", "3 numbers"),
+        ("look", b"100 0\n", "-90 and 90"),
+        (
+            "inventory",
+            b"List main 1\nWidth 0\nItem default:dirt 4 0 \"\\x\"\nEndInventoryList\nEndInventory\n",
+            "inventory: line 3",
+        ),
+        ("inventory", b"List main 2\nWidth 0\nEmpty\nEndInventoryList\nEndInventory\n", "inventory"),
+        ("meta/k", b"\xff\xfe", "UTF-8"),
+        ("nosuch", b"1", "not a file"),
+    ];
+    for (file, content, want) in cases {
+        let mut p = alice.clone();
+        let e = p.apply(file, content).unwrap_err().to_string();
+        assert!(e.contains(want), "{file} {:?}: {e}", String::from_utf8_lossy(content));
+        assert_eq!(p, alice, "{file}: a refused edit changed the player");
+    }
+    let mut a = AuthEntry { password: "#1#s#v".into(), privileges: vec!["shout".into()], last_login: 1 };
+    let before = a.clone();
+    for (file, content) in
+        [("privileges", &b"fly,fast\n"[..]), ("privileges", b"a b\n"), ("password", b"x\n"), ("last_login", b"0\n")]
+    {
+        assert!(a.apply(file, content).is_err(), "{file} accepted");
+        assert_eq!(a, before);
+    }
+    for bad in ["", "a b", "../x", "abcdefghijklmnopqrstuvwxyz"] {
+        assert!(<Player as RecordView>::check_name(bad).is_err(), "{bad:?}");
+    }
+}

@@ -64,6 +64,13 @@ fn players_accounts_and_mod_storage_read_and_edit_as_files() {
     assert_eq!(m.ok("cat $MNT/auth/foo/password"), "set (the hash is not shown)\n");
     assert!(m.ok("cat $MNT/auth/foo/last_login").ends_with("\n1700000001\n"));
     assert_eq!(m.ok("cat $MNT/mod_storage/testmod/hello"), "world");
+    // Accounts are the mount owner's only (the kernel enforces the modes).
+    assert_eq!(
+        m.ok(
+            "stat -c %a $MNT/auth $MNT/auth/foo $MNT/auth/foo/privileges $MNT/auth/foo/password $MNT/players/alice/hp"
+        ),
+        "700\n700\n600\n400\n644\n"
+    );
     // `grep -r` over a whole collection works like over any directory.
     assert!(m.ok("grep -rl shout $MNT/auth").contains("auth/foo/privileges"));
 
