@@ -334,3 +334,74 @@ fn players_and_accounts_in_leveldb_round_trip_through_the_server() {
         .collect();
     assert!(!names.contains(&"bob".to_string()), "{names:?}");
 }
+
+const PROBE: &str = r#"
+local s = minetest.get_mod_storage() -- only at load time
+minetest.register_on_mods_loaded(function()
+  minetest.after(0, function()
+    minetest.get_auth_handler().create_auth("builder", "")
+    minetest.set_player_privs("builder", {interact = true, shout = true, fly = true})
+    s:set_string("greeting", "hello")
+    s:set_string("count", "3")
+    minetest.request_shutdown()
+  end)
+end)
+"#;
+
+/// Real data: the mesecons world's own player file, and an account and a
+/// mod's storage made by the real server through its Lua API; every record
+/// round-trips, edits with vim, sed and echo are read back by the engine.
+#[test]
+fn real_records_made_by_the_server_round_trip_and_take_edits() {
+    require_fuse!("real_records_made_by_the_server_round_trip_and_take_edits");
+    require_minetestserver!("real_records_made_by_the_server_round_trip_and_take_edits");
+    let Some(worlds) = common::real_sqlite_worlds("real_records_made_by_the_server_round_trip_and_take_edits") else {
+        return;
+    };
+    let src = worlds.iter().find(|w| w.ends_with("minetest-mesecons-circuits")).expect("the mesecons world");
+    let w = common::copy_world(src);
+    let (status, log) = common::server::run_with_mod(w.path(), "worldfs_probe", PROBE, "");
+    assert!(status.success(), "{}", common::server::tail(&log, 30));
+    // Every record the engine wrote decodes and encodes back to itself.
+    let original = std::fs::read(w.path().join("players/singleplayer")).unwrap();
+    let (name, p) = worldfs::codec::player::Player::from_file(&original).unwrap();
+    assert_eq!(
+        worldfs::codec::player::Player::from_file(&p.to_file(&name).unwrap()).unwrap(),
+        (name.clone(), p.clone())
+    );
+    assert_eq!(worldfs::codec::player::Player::decode(&p.encode()).unwrap(), p);
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    for line in auth.lines() {
+        let (n, e) = worldfs::codec::auth::AuthEntry::from_line(line).unwrap();
+        assert_eq!(worldfs::codec::auth::AuthEntry::from_line(&e.to_line(&n)), Some((n, e)));
+    }
+    let ms = std::fs::read(w.path().join("mod_storage/worldfs_probe")).unwrap();
+    let m = worldfs::codec::mod_storage::ModStorage::from_json(&ms).unwrap();
+    assert_eq!(m.to_json().unwrap(), ms, "mod storage JSON as the engine wrote it");
+
+    let mnt = Mounted::new(w.path(), &[]);
+    assert_eq!(mnt.ok("cat $MNT/players/singleplayer/position"), "19.17 2.833 -28.733\n");
+    assert!(mnt.ok("cat $MNT/auth/builder/privileges").contains("fly\n"));
+    assert_eq!(mnt.ok("cat $MNT/mod_storage/worldfs_probe/greeting"), "hello");
+    if common::mount::which("vim").is_some() {
+        mnt.ok(
+            "cd $MNT/players/singleplayer && vim -es -c '1,/^Empty$/s/^Empty$/Item default:apple 5/' -c wq inventory",
+        );
+    } else {
+        common::skip("real_records_made_by_the_server_round_trip_and_take_edits", "vim", "no vim");
+        return;
+    }
+    mnt.ok("sed -i 's/^19.17 /20 /' $MNT/players/singleplayer/position");
+    mnt.ok("echo teleport >> $MNT/auth/builder/privileges && printf 4 > $MNT/mod_storage/worldfs_probe/count");
+    assert_eq!(mnt.refusals(), "");
+    drop(mnt);
+    // The engine reads what we wrote (its own readers), into sqlite3.
+    for flag in ["--migrate-players", "--migrate-auth", "--migrate-mod-storage"] {
+        common::server::migrate(w.path(), flag, "sqlite3");
+    }
+    let mnt = Mounted::new(w.path(), &["ro"]);
+    assert_eq!(mnt.ok("cat $MNT/players/singleplayer/position"), "20 2.833 -28.733\n");
+    assert!(mnt.ok("cat $MNT/players/singleplayer/inventory").contains("Item default:apple 5\n"));
+    assert!(mnt.ok("cat $MNT/auth/builder/privileges").contains("teleport\n"));
+    assert_eq!(mnt.ok("cat $MNT/mod_storage/worldfs_probe/count"), "4");
+}
