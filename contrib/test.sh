@@ -54,12 +54,21 @@ if ! python3 -c 'import twmap, numpy' >/dev/null 2>&1; then
     fi
 fi
 
+# prismarine-chunk (PrismarineJS, MIT), the oracle of tests/mcchunk.rs,
+# from the npm registry into target/npm-oracle (never linked or shipped).
+if [ ! -d target/npm-oracle/node_modules/prismarine-chunk ] && command -v npm >/dev/null; then
+    echo "installing: prismarine-chunk vec3 (npm, into target/npm-oracle)"
+    mkdir -p target/npm-oracle
+    npm install --silent --no-audit --no-fund --prefix target/npm-oracle prismarine-chunk@1 vec3 >/dev/null 2>&1 ||
+        echo "note: npm install prismarine-chunk failed; tests/mcchunk.rs's oracle will be skipped"
+fi
+
 # As root every tool above is installed, so a test that would skip for want
 # of one fails instead (tests/common/mod.rs `skip`): a machine that lost a
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,twmap,pg,redis,chromium,minetestmapper,lua
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,twmap,pg,redis,chromium,minetestmapper,lua,prismarine
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

@@ -7,7 +7,7 @@
 //! that did not go through worldfs (a server, another tool) is a conflict,
 //! and the undo is refused unless forced.
 
-use crate::store::journal::{ChangeInfo, Fingerprint, Journal};
+use crate::store::journal::{BlockRecord, ChangeInfo, Fingerprint, Journal};
 use crate::store::{BlockPos, Change, MapStore, Note};
 use std::collections::{BTreeMap, HashSet};
 
@@ -61,6 +61,18 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// Whether every block of a change holds what it held before the change
+/// (and not what the change left): the change never reached the map.
+fn never_applied(recs: &[BlockRecord], state: &BTreeMap<BlockPos, Option<Vec<u8>>>) -> bool {
+    let distinct: HashSet<BlockPos> = recs.iter().map(|r| r.pos).collect();
+    !recs.is_empty()
+        && distinct.len() == recs.len()
+        && recs.iter().all(|r| {
+            let cur = state.get(&r.pos).expect("loaded");
+            *cur == r.before && cur.as_deref().map(Fingerprint::of) != r.after
+        })
+}
+
 /// Work out the writes that revert `sel`.
 pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<Plan, String> {
     plan_all(journal, store, None, sel)
@@ -108,12 +120,22 @@ pub fn plan_all(
     let mut state: BTreeMap<BlockPos, Option<Vec<u8>>> = BTreeMap::new();
     let mut conflicts = Vec::new();
     for c in &walk {
-        for rec in journal.blocks(c.id).map_err(err)?.into_iter().rev() {
+        let recs = journal.blocks(c.id).map_err(err)?;
+        for rec in &recs {
             if let std::collections::btree_map::Entry::Vacant(v) = now.entry(rec.pos) {
                 let current = store.get(rec.pos).map_err(err)?;
                 v.insert(current.clone());
                 state.insert(rec.pos, current);
             }
+        }
+        if never_applied(&recs, &state) {
+            // Stores whose journal lives outside the database (PostgreSQL,
+            // Redis) record a change just before committing it: a crash
+            // in between leaves an entry whose blocks still hold what was
+            // there before. Undoing it changes nothing.
+            continue;
+        }
+        for rec in recs.into_iter().rev() {
             let cur = state.get(&rec.pos).expect("loaded above");
             let found = cur.as_deref().map(Fingerprint::of);
             if found != rec.after {
@@ -272,6 +294,29 @@ mod tests {
 
     fn get(st: &SqliteStore, x: i16) -> Option<Vec<u8>> {
         st.get(BlockPos::new(x, 0, 0)).unwrap()
+    }
+
+    #[test]
+    fn an_entry_that_never_reached_the_map_is_no_conflict() {
+        let (d, st, j) = setup();
+        put(&st, 1, b"B");
+        // Journaled just before a commit that a crash prevented (stores
+        // whose journal is outside their database).
+        let mut c = crate::store::journal::attached(&d.path().join(crate::store::journal::FILE_NAME)).unwrap();
+        let tx = c.transaction().unwrap();
+        let steps = [(BlockPos::new(1, 0, 0), Some(b"B".to_vec()), Some(&b"C"[..]))];
+        crate::store::journal::record(&tx, &Note::new("lost"), &steps).unwrap();
+        tx.commit().unwrap();
+        let p = plan(&j, &st, Selection::Last(2)).unwrap();
+        assert!(p.conflicts.is_empty(), "{:?}", p.conflicts);
+        assert_eq!(p.changes, vec![Change::Delete(BlockPos::new(1, 0, 0))]);
+        // A change that did happen and was then changed again outside
+        // stays a conflict.
+        put(&st, 2, b"X");
+        st.apply(&[Change::Put(BlockPos::new(2, 0, 0), b"Y".to_vec())], &Note::new("put 2 again")).unwrap();
+        let other = SqliteStore::open(&d.path().join("map.sqlite"), false).unwrap();
+        other.apply(&[Change::Put(BlockPos::new(2, 0, 0), b"Z".to_vec())], &Note::default()).unwrap();
+        assert!(!plan(&j, &st, Selection::Last(1)).unwrap().conflicts.is_empty());
     }
 
     #[test]

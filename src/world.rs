@@ -11,7 +11,7 @@ pub struct World {
     pub settings: Vec<(String, String)>,
 }
 
-/// Backends the engine knows; only sqlite3 is supported so far.
+/// Backends the engine knows (all but dummy are supported).
 const KNOWN_BACKENDS: [&str; 5] = ["sqlite3", "leveldb", "postgresql", "redis", "dummy"];
 
 /// Parse Settings-style `key = value` lines (comments and blank lines
@@ -136,8 +136,16 @@ impl World {
                 }
                 Ok(Box::new(store))
             }
+            "leveldb" => {
+                let dir = self.dir.join("map.db");
+                let mut store = crate::store::leveldb::LevelDbStore::open(&dir, read_only)?;
+                if !read_only && journal {
+                    store.enable_journal(&self.journal_path()).map_err(|e| self.journal_error(e))?;
+                }
+                Ok(Box::new(store))
+            }
             b if KNOWN_BACKENDS.contains(&b) => Err(format!(
-                "{}: world.mt says backend = {b}; worldfs supports sqlite3, postgresql and redis so far \
+                "{}: world.mt says backend = {b}; worldfs supports sqlite3, postgresql, leveldb and redis \
                  (convert a copy with: minetestserver --world DIR --migrate sqlite3)",
                 self.dir.display()
             )),
@@ -187,7 +195,10 @@ mod tests {
         std::fs::write(d.path().join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
         let w = World::open(d.path()).unwrap();
         let e = w.open_store(true, false).err().unwrap();
-        assert!(e.contains("backend = leveldb") && e.contains("supports sqlite3"), "{e}");
+        assert!(e.contains("map.db") && e.contains("backend = leveldb"), "{e}");
+        std::fs::write(d.path().join("world.mt"), "backend = dummy\n").unwrap();
+        let e = World::open(d.path()).unwrap().open_store(true, false).err().unwrap();
+        assert!(e.contains("backend = dummy") && e.contains("supports sqlite3"), "{e}");
         std::fs::write(d.path().join("world.mt"), "backend = foo\n").unwrap();
         assert!(
             World::open(d.path()).unwrap().open_store(true, false).err().unwrap().contains("unknown map backend 'foo'")

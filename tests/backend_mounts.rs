@@ -90,6 +90,9 @@ fn a_redis_world_reads_like_its_sqlite_original_and_takes_writes() {
             redis::cmd("HSET").arg("mt").arg(pos.legacy_key().to_string()).arg(blob.as_slice()).query(&mut c).unwrap();
     }
     drop(sqlite);
+    // The loader's connection is a client like a running server: gone
+    // before a writable mount (the guard is shown with undo below).
+    drop(c);
     std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
     set_world_mt(w, &format!("backend = redis\nredis_address = 127.0.0.1\nredis_port = {}\nredis_hash = mt\n", r.port));
 
@@ -102,19 +105,203 @@ fn a_redis_world_reads_like_its_sqlite_original_and_takes_writes() {
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");
     assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
     m.unmount();
+    let mut c = client.get_connection().unwrap();
     let blob: Vec<u8> =
         redis::cmd("HGET").arg("mt").arg(BlockPos::new(0, 0, 0).legacy_key().to_string()).query(&mut c).unwrap();
     let b = worldfs::codec::Block::decode(&blob).unwrap();
     assert!(b.mapping.iter().any(|e| e.name == b"default:mese"));
-    // worldfs undo takes it back (the journal beside the world).
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
-        .arg("undo")
-        .arg(w)
-        .args(["--last", "1"])
-        .output()
-        .unwrap();
+    // worldfs undo takes it back (the journal beside the world), but not
+    // while another client (as a running server would be) is connected.
+    let undo = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .arg("undo")
+            .arg(w)
+            .args(["--last", "1"])
+            .output()
+            .unwrap()
+    };
+    let out = undo();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("has other clients (Redis client "), "{err}");
+    drop(c);
+    let out = undo();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut c = client.get_connection().unwrap();
     let blob: Vec<u8> =
         redis::cmd("HGET").arg("mt").arg(BlockPos::new(0, 0, 0).legacy_key().to_string()).query(&mut c).unwrap();
     assert_eq!(blob, all.iter().find(|(p, _)| *p == BlockPos::new(0, 0, 0)).unwrap().1);
+}
+
+/// A PostgreSQL world made from the demo world by our own store, in the
+/// engine's int4 table (for the tests that need no server oracle).
+fn pg_world(pg: &common::pg::Pg) -> (tempfile::TempDir, Vec<(BlockPos, Vec<u8>)>) {
+    use worldfs::store::{Change, Note};
+    pg.create_db("mt");
+    pg.sql(
+        "mt",
+        "CREATE TABLE blocks (posX INT NOT NULL, posY INT NOT NULL, posZ INT NOT NULL, data BYTEA, \
+         PRIMARY KEY (posX, posY, posZ))",
+    );
+    let world = common::demo_world();
+    let w = world.path();
+    let all = SqliteStore::open(&w.join("map.sqlite"), true).unwrap().scan_after(None, 100_000).unwrap();
+    let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), false).unwrap();
+    let puts: Vec<Change> = all.iter().map(|(p, b)| Change::Put(*p, b.clone())).collect();
+    store.apply(&puts, &Note::new("fill")).unwrap();
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    set_world_mt(w, &format!("backend = postgresql\npgsql_connection = {}\n", pg.conninfo("mt")));
+    (world, all)
+}
+
+/// Run a bulk edit through the mount (node after node, round after round)
+/// while the database server is stopped with `down`, until a write has
+/// failed; then `up` brings it back and the edit stops. Returns what the
+/// failed writes printed.
+fn edit_while(m: &Mounted, down: impl FnOnce(), up: impl FnOnce()) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (stop, fails) = (dir.path().join("stop"), dir.path().join("fails"));
+    let mut editor = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(
+            "i=0; while [ ! -e \"$STOP\" ]; do i=$((i+1)); \
+               if [ $((i % 2)) = 0 ]; then n=default:glass; else n=default:mese; fi; \
+               echo $n 2>>\"$FAILS\" > $MNT/node/$((i % 40)),3,5 || echo $i >> \"$FAILS.list\"; \
+             done",
+        )
+        .env("MNT", m.path(""))
+        .env("STOP", &stop)
+        .env("FAILS", &fails)
+        .spawn()
+        .unwrap();
+    down();
+    let list = dir.path().join("fails.list");
+    let waited = std::time::Instant::now();
+    while !list.exists() && waited.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    up();
+    std::fs::write(&stop, "").unwrap();
+    editor.wait().unwrap();
+    std::fs::read_to_string(&fails).unwrap_or_default()
+}
+
+/// `worldfs mount` that is expected to refuse: its exit code and stderr.
+fn refused_mount(world: &std::path::Path) -> (Option<i32>, String) {
+    let mnt = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("timeout")
+        .arg("20")
+        .arg(env!("CARGO_BIN_EXE_worldfs"))
+        .arg("mount")
+        .arg(world)
+        .arg(mnt.path())
+        .arg("-f")
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing() {
+    require_fuse!("two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing");
+    if let Some(why) = common::pg::unavailable() {
+        common::skip(
+            "two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing",
+            "pg",
+            &why,
+        );
+        return;
+    }
+    let pg = common::pg::Pg::start();
+    let (world, _) = pg_world(&pg);
+    let w = world.path();
+    // Another client (as a Luanti server keeps while it runs): a writable
+    // mount is refused with the session named; read-only is fine.
+    let server = postgres::Client::connect(&pg.conninfo("mt"), postgres::NoTls).unwrap();
+    let (code, err) = refused_mount(w);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("has other clients (PostgreSQL session "), "{err}");
+    let ro = Mounted::new(w, &["ro"]);
+    assert!(ro.ok("cat $MNT/README").contains("postgresql"), "README names the backend");
+    drop(ro);
+    drop(server);
+    // Two mounts (think: two machines): each sees what the other commits
+    // (at once with ttl=0: the data version tells them to read again).
+    let a = Mounted::new(w, &["ttl=0"]);
+    let b = Mounted::new(w, &["ttl=0"]);
+    let before = b.ok("cat $MNT/node/5,3,5");
+    assert!(!before.starts_with("default:mese "), "{before}");
+    a.ok("echo 'default:mese' > $MNT/node/5,3,5");
+    assert!(b.ok("cat $MNT/node/5,3,5").starts_with("default:mese "), "b did not see a's write");
+    b.ok("echo 'default:wood' > $MNT/node/6,3,6");
+    assert!(a.ok("cat $MNT/node/6,3,6").starts_with("default:wood "), "a did not see b's write");
+    assert_eq!(a.refusals(), "");
+    assert_eq!(b.refusals(), "");
+}
+
+#[test]
+fn killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() {
+    require_fuse!("killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed");
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed", "pg", &why);
+        return;
+    }
+    let pg = common::pg::Pg::start();
+    let (world, all) = pg_world(&pg);
+    let m = Mounted::new(world.path(), &[]);
+    let failed = edit_while(&m, || pg.stop(), || pg.restart());
+    assert!(failed.contains("Input/output error"), "no EIO while the server was down: {failed}");
+    let errors = m.ok("cat $MNT/write-errors");
+    assert!(errors.contains("unreachable"), "write-errors gives no reason: {errors}\n{failed}\n{}", m.log_text());
+    // Reconnected: the next write goes through.
+    m.ok("echo default:mese > $MNT/node/5,3,5");
+    assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
+    m.unmount();
+    // Nothing half-written: every block is there and decodes.
+    let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    assert_eq!(store.count().unwrap(), all.len() as u64);
+    for (pos, _) in &all {
+        let blob = store.get(*pos).unwrap().expect("block kept");
+        worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
+    }
+}
+
+#[test]
+fn killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() {
+    require_fuse!("killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed");
+    if let Some(why) = common::redis::unavailable() {
+        common::skip("killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed", "redis", &why);
+        return;
+    }
+    use worldfs::store::{Change, Note};
+    let mut r = common::redis::Redis::start_with(Some("pw"), true);
+    let world = common::demo_world();
+    let w = world.path();
+    let all = SqliteStore::open(&w.join("map.sqlite"), true).unwrap().scan_after(None, 100_000).unwrap();
+    let fill = worldfs::store::redis::RedisStore::open("127.0.0.1", r.port, "mt", Some("pw"), false).unwrap();
+    fill.apply(&all.iter().map(|(p, b)| Change::Put(*p, b.clone())).collect::<Vec<_>>(), &Note::new("fill")).unwrap();
+    drop(fill);
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    set_world_mt(
+        w,
+        &format!(
+            "backend = redis\nredis_address = 127.0.0.1\nredis_port = {}\nredis_hash = mt\nredis_password = pw\n",
+            r.port
+        ),
+    );
+    let m = Mounted::new(w, &[]);
+    let port = r.port;
+    let r2 = std::cell::RefCell::new(&mut r);
+    let failed = edit_while(&m, || r2.borrow_mut().kill(), || r2.borrow_mut().restart());
+    assert!(failed.contains("Input/output error"), "no EIO while the server was down: {failed}");
+    let errors = m.ok("cat $MNT/write-errors");
+    assert!(errors.contains("unreachable"), "write-errors gives no reason: {errors}");
+    m.ok("echo default:mese > $MNT/node/5,3,5");
+    assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
+    m.unmount();
+    let store = worldfs::store::redis::RedisStore::open("127.0.0.1", port, "mt", Some("pw"), true).unwrap();
+    assert_eq!(store.count().unwrap(), all.len() as u64);
+    for (pos, _) in &all {
+        let blob = store.get(*pos).unwrap().expect("block kept");
+        worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
+    }
 }

@@ -135,7 +135,8 @@ fn bad_edits_are_refused_and_change_nothing() {
     let bad = text.replacen(|c: char| c != 'y' && c != '=' && !c.is_ascii_digit() && c != '\n', "\u{2603}", 1);
     let e = doc.apply(&layers, bad.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("line") && e.to_string().contains("legend"), "{e}");
-    assert!(doc.apply(&format!("{dirname}/hitbox"), b"min 5 0 0\nmax 1 1 1\n").is_err());
+    assert!(doc.apply(&format!("{dirname}/hitbox"), b"min 5 0 0\n").is_err());
+    assert!(doc.apply(&format!("{dirname}/hitbox"), b"min 5 0 x\nmax 1 1 1\n").is_err());
     assert!(doc.apply(&format!("{dirname}/legend"), b"z 1:0\n").unwrap_err().to_string().contains("still used"));
     assert!(doc.apply(&format!("{dirname}/connectors"), b"1 2 3 4 sideways\n").is_err());
     assert!(doc.apply("metadata", b"IntendedUse = x\n").unwrap_err().to_string().contains("CubesetFormatVersion"));

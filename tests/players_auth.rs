@@ -64,6 +64,13 @@ fn players_accounts_and_mod_storage_read_and_edit_as_files() {
     assert_eq!(m.ok("cat $MNT/auth/foo/password"), "set (the hash is not shown)\n");
     assert!(m.ok("cat $MNT/auth/foo/last_login").ends_with("\n1700000001\n"));
     assert_eq!(m.ok("cat $MNT/mod_storage/testmod/hello"), "world");
+    // Accounts are the mount owner's only (the kernel enforces the modes).
+    assert_eq!(
+        m.ok(
+            "stat -c %a $MNT/auth $MNT/auth/foo $MNT/auth/foo/privileges $MNT/auth/foo/password $MNT/players/alice/hp"
+        ),
+        "700\n700\n600\n400\n644\n"
+    );
     // `grep -r` over a whole collection works like over any directory.
     assert!(m.ok("grep -rl shout $MNT/auth").contains("auth/foo/privileges"));
 
@@ -292,4 +299,109 @@ fn players_and_accounts_in_postgresql_round_trip_through_the_server() {
     let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
     let foo = auth.lines().find(|l| l.starts_with("foo:")).unwrap();
     assert!(foo.contains("kick") && foo.contains("#1#hPpy4O3IAn1hsNK00A6wNw#"), "{auth}");
+}
+
+#[test]
+fn players_and_accounts_in_leveldb_round_trip_through_the_server() {
+    require_fuse!("players_and_accounts_in_leveldb_round_trip_through_the_server");
+    require_minetestserver!("players_and_accounts_in_leveldb_round_trip_through_the_server");
+    let w = files_world();
+    // The engine writes players.db and auth.db with its own LevelDB.
+    common::server::migrate(w.path(), "--migrate-players", "leveldb");
+    common::server::migrate(w.path(), "--migrate-auth", "leveldb");
+    assert!(w.path().join("players.db/CURRENT").is_file() && w.path().join("auth.db/CURRENT").is_file());
+    let m = Mounted::new(w.path(), &[]);
+    assert_eq!(m.ok("ls $MNT/players"), "alice\nbob\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/position"), "10.5 8.5 -4.25\n");
+    assert_eq!(m.ok("cat $MNT/players/alice/meta/xp"), "7");
+    assert!(m.ok("cat $MNT/auth/foo/password").starts_with("set"));
+    m.ok("echo 9 > $MNT/players/alice/hp && sed -i 's/default:dirt 42/default:gravel 3/' $MNT/players/alice/inventory");
+    m.ok("echo fly >> $MNT/auth/foo/privileges && rmdir $MNT/players/bob");
+    assert_eq!(m.refusals(), "");
+    drop(m);
+    // The engine reads our LevelDB records and writes them as files.
+    common::server::migrate(w.path(), "--migrate-players", "files");
+    common::server::migrate(w.path(), "--migrate-auth", "files");
+    let alice = engine_player(w.path(), "alice");
+    assert_eq!((alice.hp, alice.pos), (9, [105.0, 85.0, -42.5]));
+    assert!(String::from_utf8_lossy(&alice.inventory).contains("Item default:gravel 3\n"));
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    assert!(auth.lines().any(|l| l.starts_with("foo:#1#hPpy4O3IAn1hsNK00A6wNw#") && l.contains("fly")), "{auth}");
+    let names: Vec<String> = std::fs::read_dir(w.path().join("players"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| worldfs::codec::player::Player::from_file(&std::fs::read(e.path()).ok()?).ok().map(|(n, _)| n))
+        .collect();
+    assert!(!names.contains(&"bob".to_string()), "{names:?}");
+}
+
+const PROBE: &str = r#"
+local s = minetest.get_mod_storage() -- only at load time
+minetest.register_on_mods_loaded(function()
+  minetest.after(0, function()
+    minetest.get_auth_handler().create_auth("builder", "")
+    minetest.set_player_privs("builder", {interact = true, shout = true, fly = true})
+    s:set_string("greeting", "hello")
+    s:set_string("count", "3")
+    minetest.request_shutdown()
+  end)
+end)
+"#;
+
+/// Real data: the mesecons world's own player file, and an account and a
+/// mod's storage made by the real server through its Lua API; every record
+/// round-trips, edits with vim, sed and echo are read back by the engine.
+#[test]
+fn real_records_made_by_the_server_round_trip_and_take_edits() {
+    require_fuse!("real_records_made_by_the_server_round_trip_and_take_edits");
+    require_minetestserver!("real_records_made_by_the_server_round_trip_and_take_edits");
+    let Some(worlds) = common::real_sqlite_worlds("real_records_made_by_the_server_round_trip_and_take_edits") else {
+        return;
+    };
+    let src = worlds.iter().find(|w| w.ends_with("minetest-mesecons-circuits")).expect("the mesecons world");
+    let w = common::copy_world(src);
+    let (status, log) = common::server::run_with_mod(w.path(), "worldfs_probe", PROBE, "");
+    assert!(status.success(), "{}", common::server::tail(&log, 30));
+    // Every record the engine wrote decodes and encodes back to itself.
+    let original = std::fs::read(w.path().join("players/singleplayer")).unwrap();
+    let (name, p) = worldfs::codec::player::Player::from_file(&original).unwrap();
+    assert_eq!(
+        worldfs::codec::player::Player::from_file(&p.to_file(&name).unwrap()).unwrap(),
+        (name.clone(), p.clone())
+    );
+    assert_eq!(worldfs::codec::player::Player::decode(&p.encode()).unwrap(), p);
+    let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
+    for line in auth.lines() {
+        let (n, e) = worldfs::codec::auth::AuthEntry::from_line(line).unwrap();
+        assert_eq!(worldfs::codec::auth::AuthEntry::from_line(&e.to_line(&n)), Some((n, e)));
+    }
+    let ms = std::fs::read(w.path().join("mod_storage/worldfs_probe")).unwrap();
+    let m = worldfs::codec::mod_storage::ModStorage::from_json(&ms).unwrap();
+    assert_eq!(m.to_json().unwrap(), ms, "mod storage JSON as the engine wrote it");
+
+    let mnt = Mounted::new(w.path(), &[]);
+    assert_eq!(mnt.ok("cat $MNT/players/singleplayer/position"), "19.17 2.833 -28.733\n");
+    assert!(mnt.ok("cat $MNT/auth/builder/privileges").contains("fly\n"));
+    assert_eq!(mnt.ok("cat $MNT/mod_storage/worldfs_probe/greeting"), "hello");
+    if common::mount::which("vim").is_some() {
+        mnt.ok(
+            "cd $MNT/players/singleplayer && vim -es -c '1,/^Empty$/s/^Empty$/Item default:apple 5/' -c wq inventory",
+        );
+    } else {
+        common::skip("real_records_made_by_the_server_round_trip_and_take_edits", "vim", "no vim");
+        return;
+    }
+    mnt.ok("sed -i 's/^19.17 /20 /' $MNT/players/singleplayer/position");
+    mnt.ok("echo teleport >> $MNT/auth/builder/privileges && printf 4 > $MNT/mod_storage/worldfs_probe/count");
+    assert_eq!(mnt.refusals(), "");
+    drop(mnt);
+    // The engine reads what we wrote (its own readers), into sqlite3.
+    for flag in ["--migrate-players", "--migrate-auth", "--migrate-mod-storage"] {
+        common::server::migrate(w.path(), flag, "sqlite3");
+    }
+    let mnt = Mounted::new(w.path(), &["ro"]);
+    assert_eq!(mnt.ok("cat $MNT/players/singleplayer/position"), "20 2.833 -28.733\n");
+    assert!(mnt.ok("cat $MNT/players/singleplayer/inventory").contains("Item default:apple 5\n"));
+    assert!(mnt.ok("cat $MNT/auth/builder/privileges").contains("teleport\n"));
+    assert_eq!(mnt.ok("cat $MNT/mod_storage/worldfs_probe/count"), "4");
 }

@@ -10,10 +10,12 @@ use worldfs::store::journal::Journal;
 use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
 
 /// A store to test, a second handle on the same map (another process or
-/// machine), and the journal file if it keeps one.
+/// machine), a read-only handle on it when the store has such a mode, and
+/// the journal file if it keeps one.
 struct Subject {
     store: Box<dyn MapStore>,
     other: Box<dyn MapStore>,
+    read_only: Option<Box<dyn MapStore>>,
     journal: Option<std::path::PathBuf>,
 }
 
@@ -91,6 +93,21 @@ fn contract(name: &str, s: Subject) {
     assert_eq!(st.get(p(0, 0, 0)).unwrap().as_deref(), Some(&b"theirs"[..]), "{name}");
     let e = st.apply(&[Change::Expect(p(7, 7, 7), Some(b"z".to_vec()))], &note("absent")).unwrap_err();
     assert!(matches!(e, StoreError::Conflict(_)), "{name}: {e:?}");
+    // A change by another handle moves the data version (when the store
+    // has one), so that cached blocks are read again.
+    if let Some(v0) = st.data_version() {
+        s.other.apply(&[Change::Put(p(3, 3, 3), b"v".to_vec())], &note("version")).unwrap();
+        assert_ne!(st.data_version(), Some(v0), "{name}: data_version unchanged by another handle's commit");
+    }
+    // Read-only handles read and never write.
+    if let Some(ro) = &s.read_only {
+        assert!(ro.is_read_only() && !st.is_read_only(), "{name}");
+        assert_eq!(ro.get(p(0, 0, 0)).unwrap().as_deref(), Some(&b"theirs"[..]), "{name}: read-only read");
+        let e = ro.apply(&[Change::Delete(p(0, 0, 0)), Change::Put(p(4, 4, 4), b"r".to_vec())], &note("ro"));
+        assert!(matches!(e, Err(StoreError::ReadOnly)), "{name}: {e:?}");
+        assert_eq!(st.get(p(0, 0, 0)).unwrap().as_deref(), Some(&b"theirs"[..]), "{name}: read-only wrote");
+        assert_eq!(st.get(p(4, 4, 4)).unwrap(), None, "{name}: read-only wrote");
+    }
     // The journal holds what each change replaced.
     if let Some(j) = &s.journal {
         let j = Journal::open(j).unwrap().expect("the journal exists");
@@ -113,7 +130,8 @@ fn sqlite_subject(schema: worldfs::store::sqlite::Schema) -> (tempfile::TempDir,
     let mut store = SqliteStore::open(&map, false).unwrap();
     store.enable_journal(&j).unwrap();
     let other = SqliteStore::open(&map, false).unwrap();
-    (d, Subject { store: Box::new(store), other: Box::new(other), journal: Some(j) })
+    let ro = SqliteStore::open(&map, true).unwrap();
+    (d, Subject { store: Box::new(store), other: Box::new(other), read_only: Some(Box::new(ro)), journal: Some(j) })
 }
 
 #[test]
@@ -131,7 +149,7 @@ fn sqlite_split_schema() {
 #[test]
 fn memory_store() {
     let m = std::sync::Arc::new(worldfs::store::memory::MemoryStore::new());
-    contract("memory", Subject { store: Box::new(m.clone()), other: Box::new(m), journal: None });
+    contract("memory", Subject { store: Box::new(m.clone()), other: Box::new(m), read_only: None, journal: None });
 }
 
 /// The engine's DDL: int4 columns (the 5.6.1 server) or smallint (5.12+).
@@ -162,13 +180,12 @@ fn postgresql_int4_and_smallint() {
         store.enable_journal(&j).unwrap();
         assert!(store.describe().contains(if column == "INT" { "int4" } else { "smallint" }));
         let other = PgStore::open(&pg.conninfo(db), false).unwrap();
+        let ro = PgStore::open(&pg.conninfo(db), true).unwrap();
+        assert!(store.data_version().is_some(), "postgresql {column}: no data version");
         contract(
             &format!("postgresql {column}"),
-            Subject { store: Box::new(store), other: Box::new(other), journal: Some(j) },
+            Subject { store: Box::new(store), other: Box::new(other), read_only: Some(Box::new(ro)), journal: Some(j) },
         );
-        // Read-only handles never write.
-        let ro = PgStore::open(&pg.conninfo(db), true).unwrap();
-        assert!(matches!(ro.apply(&[Change::Delete(p(0, 0, 0))], &Note::new("x")), Err(StoreError::ReadOnly)));
     }
 }
 
@@ -208,7 +225,93 @@ fn redis_hash() {
     let mut store = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), false).unwrap();
     store.enable_journal(&j).unwrap();
     let other = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), false).unwrap();
-    contract("redis", Subject { store: Box::new(store), other: Box::new(other), journal: Some(j) });
+    let ro = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), true).unwrap();
+    contract(
+        "redis",
+        Subject { store: Box::new(store), other: Box::new(other), read_only: Some(Box::new(ro)), journal: Some(j) },
+    );
     let e = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("wrong"), false).err().expect("refused");
     assert!(e.to_string().to_lowercase().contains("pass") || e.to_string().contains("auth"), "{e}");
+}
+
+#[test]
+fn leveldb_directory() {
+    use worldfs::store::leveldb::LevelDbStore;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("map.db");
+    common::leveldb::create_empty(&dir);
+    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let mut store = LevelDbStore::open(&dir, false).unwrap();
+    store.enable_journal(&j).unwrap();
+    // LevelDB admits one process: the second handle is the same store.
+    let store = std::sync::Arc::new(store);
+    contract(
+        "leveldb",
+        Subject { store: Box::new(store.clone()), other: Box::new(store), read_only: None, journal: Some(j) },
+    );
+    // A read-only snapshot never writes.
+    let ro = LevelDbStore::open(&dir, true).unwrap();
+    assert!(matches!(ro.apply(&[Change::Delete(p(0, 0, 0))], &Note::new("x")), Err(StoreError::ReadOnly)));
+}
+
+/// What the server guard sees on a database server: clients that are not
+/// worldfs (a Luanti server keeps its connections open), not our own.
+#[test]
+fn database_servers_name_their_other_clients() {
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("database_servers_name_their_other_clients", "pg", &why);
+        return;
+    }
+    if let Some(why) = common::redis::unavailable() {
+        common::skip("database_servers_name_their_other_clients", "redis", &why);
+        return;
+    }
+    use worldfs::store::postgres::PgStore;
+    use worldfs::store::redis::RedisStore;
+    let pg = common::pg::Pg::start();
+    pg_blocks(&pg, "mt", "INT");
+    let store = PgStore::open(&pg.conninfo("mt"), false).unwrap();
+    let _second_mount = PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    assert_eq!(store.other_users().unwrap(), Vec::<String>::new(), "worldfs's own sessions count as others");
+    let server = postgres::Client::connect(&pg.conninfo("mt"), postgres::NoTls).unwrap();
+    let others = store.other_users().unwrap();
+    assert_eq!(others.len(), 1, "{others:?}");
+    assert!(others[0].starts_with("PostgreSQL session "), "{others:?}");
+    drop(server);
+    let r = common::redis::Redis::start(None);
+    let store = RedisStore::open("127.0.0.1", r.port, "mt_blocks", None, false).unwrap();
+    assert_eq!(store.other_users().unwrap(), Vec::<String>::new());
+    // A client as the engine's: connected, nameless (its PING answered, so
+    // the server has registered it).
+    let mut server = std::net::TcpStream::connect(("127.0.0.1", r.port)).unwrap();
+    use std::io::{Read, Write};
+    server.write_all(b"PING\r\n").unwrap();
+    let mut pong = [0u8; 7];
+    server.read_exact(&mut pong).unwrap();
+    assert_eq!(&pong, b"+PONG\r\n");
+    let others = store.other_users().unwrap();
+    assert_eq!(others.len(), 1, "{others:?}");
+    assert!(others[0].starts_with("Redis client "), "{others:?}");
+}
+
+/// A Redis hash field that is not a block position (the engine never
+/// writes one) is left out of listings and counts, with a warning, never
+/// shown as a wrong block.
+#[test]
+fn redis_fields_that_are_not_blocks_are_left_out() {
+    if let Some(why) = common::redis::unavailable() {
+        common::skip("redis_fields_that_are_not_blocks_are_left_out", "redis", &why);
+        return;
+    }
+    use worldfs::store::redis::RedisStore;
+    let r = common::redis::Redis::start(None);
+    let store = RedisStore::open("127.0.0.1", r.port, "mt", None, false).unwrap();
+    store.apply(&[Change::Put(p(1, 2, 3), b"x".to_vec())], &Note::new("one")).unwrap();
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", r.port)).unwrap();
+    let mut c = client.get_connection().unwrap();
+    for field in ["worldfs", "007", "99999999999999999"] {
+        let _: () = redis::cmd("HSET").arg("mt").arg(field).arg("junk").query(&mut c).unwrap();
+    }
+    assert_eq!(store.list_after(None, 100).unwrap(), vec![p(1, 2, 3)]);
+    assert_eq!(store.count().unwrap(), 1);
 }

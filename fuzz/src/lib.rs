@@ -39,6 +39,9 @@ pub use cubeset::cubeset;
 mod pictures;
 pub use pictures::pictures;
 
+mod mcchunk;
+pub use mcchunk::mcchunk;
+
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 
 /// `WORLDFS_FUZZ_LOSSLESS=1` adds the strongest block property: the input's

@@ -80,6 +80,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
         ));
     }
     let store = w.open_store(dry_run, !dry_run)?;
+    if !force && !dry_run && w.backend() != "sqlite3" {
+        crate::luanti::guard::refuse_other_users(&*store)?;
+    }
     let record_stores = crate::luanti::records::open_stores(&w, dry_run, !dry_run);
     fn find<'a>(
         stores: &'a [(&'static str, Box<dyn crate::store::records::RecordStore>)],

@@ -172,12 +172,20 @@ impl WorldFs {
                 Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
             }
             Target::Tree(t) => {
-                self.tree.check_writable(t)?;
-                let (buf, base) = if trunc {
-                    (Vec::new(), None)
-                } else {
-                    let base = self.tree.read(t)?;
-                    (base.to_vec(), Some(base))
+                let prepared = self.tree.check_writable(t).and_then(|()| {
+                    if trunc {
+                        Ok((Vec::new(), None))
+                    } else {
+                        let base = self.tree.read(t)?;
+                        Ok((base.to_vec(), Some(base)))
+                    }
+                });
+                // A write that cannot start because the database failed
+                // (a lost server, say) is a failed write: its reason goes
+                // to write-errors like a failed commit's.
+                let (buf, base) = match prepared {
+                    Err(e) if e.errno == libc::EIO => self.recorded(|| self.tree.path(t), Err(e))?,
+                    r => r?,
                 };
                 let fh =
                     self.new_handle(Handle::Write { ino: t, buf, base, pending: Pending::new(pid, trunc), append });

@@ -109,6 +109,9 @@ pub enum Access {
     /// Only the mounting user may read it, nobody writes (password
     /// hashes): 0400.
     Secret,
+    /// Only the mounting user may see it (accounts): 0700 / 0600 on
+    /// writable mounts, 0500 / 0400 on read-only ones.
+    Private,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,10 +130,14 @@ impl Attr {
     /// Attributes owned by the mounting user, with the mode `access` and
     /// the mount's writability give.
     pub fn new(ino: u64, kind: Kind, size: u64, access: Access, mtime: SystemTime, opts: &Options) -> Attr {
-        let writable = !opts.read_only && access == Access::Normal;
+        let writable = !opts.read_only && matches!(access, Access::Normal | Access::Private);
         let perm = match (kind, access, writable) {
             (Kind::Symlink, _, _) => 0o777,
             (Kind::File, Access::Secret, _) => 0o400,
+            (Kind::Dir, Access::Private, true) => 0o700,
+            (Kind::Dir, Access::Private, false) => 0o500,
+            (Kind::File, Access::Private, true) => 0o600,
+            (Kind::File, Access::Private, false) => 0o400,
             (Kind::Dir, _, true) => 0o755,
             (Kind::Dir, _, false) => 0o555,
             (_, _, true) => 0o644,
@@ -449,6 +456,12 @@ impl WorldFs {
                 let a = self.core_attr(Target::Scratch(ino), ino)?;
                 self.remember(ino);
                 Ok(a)
+            }
+            // The database failed (a lost server, say): on a writable
+            // mount the reason goes to write-errors, as the program that
+            // got EIO may have been about to write.
+            Err(e) if e.errno == libc::EIO && !self.opts.read_only => {
+                self.recorded(|| self.describe_name("look up", parent, OsStr::from_bytes(name)), Err(e))
             }
             Err(e) => Err(e),
         }

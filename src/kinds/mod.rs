@@ -12,6 +12,7 @@
 
 pub mod cubeset;
 pub mod doc_tree;
+pub mod mcchunk;
 pub mod mts;
 pub mod text;
 pub mod twmap;
@@ -220,6 +221,7 @@ pub fn kinds() -> Vec<KindInfo> {
         doc_kind::<mts::MtsDocument>("Luanti schematic (.mts)"),
         doc_kind::<we::WeDocument>("WorldEdit file (.we)"),
         doc_kind::<cubeset::Cubeset>("Cuberite prefab set (.cubeset)"),
+        doc_kind::<mcchunk::McChunk>("Minecraft chunk data, 1.9-1.12 or 1.16 (.dump with its .meta)"),
     ]
 }
 

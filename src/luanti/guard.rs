@@ -126,6 +126,24 @@ impl ServerGuard {
     }
 }
 
+/// For a map on a database server (PostgreSQL, Redis): refuse when other
+/// clients that are not worldfs are connected, since a running Luanti
+/// server keeps its connections open (from this machine or another) and
+/// overwrites blocks it has loaded. The server's own session list is the
+/// only place that sees clients on other machines.
+pub fn refuse_other_users(store: &dyn crate::store::MapStore) -> Result<(), String> {
+    let others = store.other_users().map_err(|e| format!("{}: cannot list its clients: {e}", store.describe()))?;
+    if others.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} has other clients ({}); a running Luanti server would overwrite changes made through the \
+         mount: stop it, mount read-only with -o ro, or use --force",
+        store.describe(),
+        others.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -213,6 +213,9 @@ impl LuantiTree {
             }
         }
         let store = world.open_store(opts.read_only, opts.journal)?;
+        if !opts.read_only && !opts.force && world.backend() != "sqlite3" {
+            guard::refuse_other_users(&*store)?;
+        }
         let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
         tree.start_background();
         Ok(tree)

@@ -74,4 +74,8 @@ impl MapStore for Serialized {
     fn data_version(&self) -> Option<u64> {
         self.inner.data_version()
     }
+
+    fn other_users(&self) -> Result<Vec<String>> {
+        self.inner.other_users()
+    }
 }

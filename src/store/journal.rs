@@ -94,11 +94,11 @@ pub(super) fn now_ms() -> i64 {
 
 /// One block for `record`: position, bytes before, bytes after (None:
 /// absent).
-pub(super) type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
+pub(crate) type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
 
 /// Record a transaction in the journal attached as `journal`, inside the
 /// caller's transaction.
-pub(super) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step<'_>]) -> rusqlite::Result<i64> {
+pub(crate) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step<'_>]) -> rusqlite::Result<i64> {
     tx.prepare_cached("INSERT INTO journal.changes (time_ms, what, blocks) VALUES (?1, ?2, ?3)")?.execute(params![
         now_ms(),
         note.what,

@@ -3,6 +3,7 @@
 //! No SQL outside this module.
 
 pub mod journal;
+pub mod leveldb;
 pub mod memory;
 pub mod name_index;
 mod pos;
@@ -153,6 +154,13 @@ pub trait MapStore: Send + Sync {
     fn data_version(&self) -> Option<u64> {
         None
     }
+
+    /// For database servers: the other clients of this map that are not
+    /// worldfs (a running Luanti server among them), described for a
+    /// message. Files are guarded by `luanti::guard` instead: empty here.
+    fn other_users(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
 }
 
 /// A shared store is a store (two handles on one in-memory map, say).
@@ -183,5 +191,8 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn data_version(&self) -> Option<u64> {
         (**self).data_version()
+    }
+    fn other_users(&self) -> Result<Vec<String>> {
+        (**self).other_users()
     }
 }

@@ -50,12 +50,24 @@ fn classify(e: postgres::Error) -> StoreError {
     }
 }
 
+/// The name our sessions carry in `pg_stat_activity`, so that the server
+/// guard can tell worldfs's own connections (from any machine) from a
+/// Luanti server's (the engine sets no application_name).
+pub const APPLICATION_NAME: &str = "worldfs";
+
+/// Connect as `conninfo` says, naming the session as ours.
+fn connect(conninfo: &str) -> Result<Client> {
+    let mut config: postgres::Config =
+        conninfo.parse().map_err(|e| StoreError::Backend(format!("pgsql_connection: {e} ({})", redacted(conninfo))))?;
+    config.application_name(APPLICATION_NAME);
+    config.connect(NoTls).map_err(|e| StoreError::Unreachable(format!("{} ({})", e, redacted(conninfo))))
+}
+
 impl PgStore {
     /// Connect to the map named by `conninfo`; the `blocks` table must
     /// exist (a server makes it).
     pub fn open(conninfo: &str, read_only: bool) -> Result<PgStore> {
-        let mut client = Client::connect(conninfo, NoTls)
-            .map_err(|e| StoreError::Unreachable(format!("{} ({})", e, redacted(conninfo))))?;
+        let mut client = connect(conninfo)?;
         let types: Vec<String> = client
             .query(
                 "SELECT data_type FROM information_schema.columns \
@@ -97,8 +109,7 @@ impl PgStore {
     fn with<T>(&self, f: impl FnOnce(&mut Client, bool) -> std::result::Result<T, postgres::Error>) -> Result<T> {
         let mut guard = self.client.lock().unwrap();
         if guard.as_ref().is_none_or(|c| c.is_closed()) {
-            let mut c = Client::connect(&self.conninfo, NoTls)
-                .map_err(|e| StoreError::Unreachable(format!("{} ({})", e, redacted(&self.conninfo))))?;
+            let mut c = connect(&self.conninfo)?;
             if self.read_only {
                 c.batch_execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY").map_err(classify)?;
             }
@@ -281,5 +292,43 @@ impl MapStore for PgStore {
 
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// The position of the cluster's write-ahead log: every commit that
+    /// changes a row moves it (other databases' too, which only costs a
+    /// re-read). The insert position is taken, as a commit is visible only
+    /// after its record is inserted. None on a standby or without access.
+    fn data_version(&self) -> Option<u64> {
+        self.with(|c, _| c.query_one("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8", &[]))
+            .ok()
+            .map(|r| r.get::<_, i64>(0) as u64)
+    }
+
+    /// Sessions on this database that are not worldfs's: a Luanti server
+    /// keeps its connections open while it runs, from whatever machine.
+    fn other_users(&self) -> Result<Vec<String>> {
+        self.with(|c, _| {
+            let rows = c.query(
+                "SELECT pid, coalesce(usename, '?'), coalesce(host(client_addr), 'local socket'), \
+                        coalesce(application_name, '') \
+                 FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                   AND backend_type = 'client backend' AND coalesce(application_name, '') <> $1",
+                &[&APPLICATION_NAME],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| {
+                    let app: String = r.get(3);
+                    format!(
+                        "PostgreSQL session {} (user {} from {}{})",
+                        r.get::<_, i32>(0),
+                        r.get::<_, String>(1),
+                        r.get::<_, String>(2),
+                        if app.is_empty() { String::new() } else { format!(", {app}") }
+                    )
+                })
+                .collect())
+        })
     }
 }

@@ -27,6 +27,9 @@ pub struct RedisStore {
     keys: Mutex<Option<(Instant, Vec<BlockPos>)>>,
 }
 
+/// The name our connections carry in `CLIENT LIST`.
+pub const CLIENT_NAME: &str = "worldfs";
+
 /// How long a listing may use the field list it read.
 const KEYS_TTL: Duration = Duration::from_secs(5);
 
@@ -75,6 +78,10 @@ impl RedisStore {
             let c = client
                 .get_connection_with_timeout(Duration::from_secs(5))
                 .map_err(|e| StoreError::Unreachable(format!("redis at {}: {e}", self.described)))?;
+            let mut c = c;
+            // Named, so that the server guard can tell our connections
+            // from a Luanti server's (the engine names none).
+            redis::cmd("CLIENT").arg("SETNAME").arg(CLIENT_NAME).query::<()>(&mut c).map_err(classify)?;
             *guard = Some(c);
         }
         let r = f(guard.as_mut().expect("connected above"));
@@ -95,8 +102,28 @@ impl RedisStore {
             return Ok(keys.clone());
         }
         let fields: Vec<String> = self.with(|c| c.hkeys(&self.hash))?;
-        let mut keys: Vec<BlockPos> =
-            fields.iter().filter_map(|f| f.parse::<i64>().ok()).map(BlockPos::from_legacy_key).collect();
+        let mut keys = Vec::with_capacity(fields.len());
+        let mut odd = Vec::new();
+        for f in &fields {
+            // The engine writes the legacy position key in decimal; anything
+            // else is not a block it would ever read.
+            match f
+                .parse::<i64>()
+                .ok()
+                .filter(|k| BlockPos::from_legacy_key(*k).legacy_key() == *k && k.to_string() == *f)
+            {
+                Some(k) => keys.push(BlockPos::from_legacy_key(k)),
+                None => odd.push(f.as_str()),
+            }
+        }
+        if !odd.is_empty() {
+            log::warn!(
+                "redis hash {}: {} field(s) are not block positions and are not shown (the engine never reads them): {}",
+                self.hash,
+                odd.len(),
+                odd.iter().take(5).map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
+            );
+        }
         keys.sort();
         *k = Some((Instant::now(), keys.clone()));
         Ok(keys)
@@ -233,8 +260,27 @@ impl MapStore for RedisStore {
         r?
     }
 
+    /// The blocks listed (fields that are not block positions left out).
     fn count(&self) -> Result<u64> {
-        self.with(|c| c.hlen(&self.hash))
+        Ok(self.sorted_keys(true)?.len() as u64)
+    }
+
+    /// Clients of this Redis server that are not worldfs: a Luanti server
+    /// stays connected while it runs. Redis cannot tell which hash a client
+    /// uses, so any other client counts.
+    fn other_users(&self) -> Result<Vec<String>> {
+        let list: String = self.with(|c| redis::cmd("CLIENT").arg("LIST").query(c))?;
+        Ok(list
+            .lines()
+            .filter(|l| {
+                let name = l.split(' ').find_map(|kv| kv.strip_prefix("name=")).unwrap_or("");
+                name != CLIENT_NAME
+            })
+            .map(|l| {
+                let get = |k: &str| l.split(' ').find_map(|kv| kv.strip_prefix(k)).unwrap_or("?").to_string();
+                format!("Redis client {} from {}", get("id="), get("addr="))
+            })
+            .collect())
     }
 
     fn is_read_only(&self) -> bool {

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod leveldb;
 pub mod mount;
 pub mod pg;
 pub mod redis;
@@ -14,7 +15,8 @@ use std::path::PathBuf;
 /// that a machine that lost a tool goes red instead of passing silently.
 /// Names in use: fuse, server, shared, root, python3, vim, nano, tmux,
 /// setpriv, twmap (the Python package), pg (a PostgreSQL server), redis
-/// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4).
+/// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4),
+/// prismarine (prismarine-chunk from npm, in target/npm-oracle).
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");

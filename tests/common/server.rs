@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use worldfs::codec::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs::store::BlockPos;
 
 const GEN_LUA: &str = include_str!("../fixtures/oracle/gen.lua");
 const PROBE_LUA: &str = include_str!("../fixtures/oracle/probe.lua");
@@ -372,7 +371,8 @@ fn parse(out: &str) -> Facts {
 /// re-save every block with metadata (adding the TOUCH field to every
 /// entry), decode those server-written blocks.
 fn read_private(copy: &Path, facts: &mut Facts) {
-    let store = SqliteStore::open(&copy.join("map.sqlite"), true).unwrap();
+    // Whatever backend the world uses.
+    let store = worldfs::world::World::open(copy).unwrap().open_store(true, false).unwrap();
     let blocks: BTreeSet<BlockPos> = facts.meta.keys().map(|p| block_of(*p)).collect();
     for b in blocks {
         let Some(blob) = store.get(b).unwrap() else { continue };

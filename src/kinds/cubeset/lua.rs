@@ -339,7 +339,7 @@ pub fn quote(s: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\{}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\{:03}", c as u32)),
             c => out.push(c),
         }
     }
@@ -369,6 +369,6 @@ mod tests {
             let e = parse_chunk(bad).unwrap_err();
             assert!(e.line.is_some() && e.column.is_some(), "{bad}: {e}");
         }
-        assert_eq!(quote("a\"b\\\n\u{1}"), "\"a\\\"b\\\\\\n\\1\"");
+        assert_eq!(quote("a\"b\\\n\u{1}5"), "\"a\\\"b\\\\\\n\\0015\"");
     }
 }

@@ -45,6 +45,12 @@ impl Cubeset {
             .find(|(n, _)| n == "Cubeset")
             .ok_or_else(|| DocError::new("no 'Cubeset = { ... }' in the file"))?;
         let set = table(set, "Cubeset")?;
+        if let Some(f) = set.fields.iter().find(|f| !matches!(f.key.text().as_str(), "Metadata" | "Pieces")) {
+            return Err(DocError::new(format!(
+                "unknown key '{}' in Cubeset (it has Metadata and Pieces)",
+                f.key.text()
+            )));
+        }
         let meta_field = set.get("Metadata").ok_or_else(|| DocError::new("Cubeset has no Metadata table"))?;
         let metadata = piece::read_metadata(table(meta_field, "Cubeset.Metadata")?)?;
         match metadata.iter().find(|(k, _, _)| k == "CubesetFormatVersion") {

@@ -78,7 +78,15 @@ pub fn read_metadata(t: &Table) -> DocResult<Vec<MetaEntry>> {
                 Value::Bool(b) => MetaValue::Bool(*b),
                 _ => return Err(err(format!("metadata '{}' is not a number, string or boolean", f.key.text()))),
             };
-            Ok((f.key.text(), v, matches!(f.key, Key::Name(_))))
+            let k = f.key.text();
+            if k.trim().is_empty() || k.contains('=') || k.trim() != k || k.chars().any(char::is_control) {
+                return Err(err(format!("metadata key {k:?} cannot be shown as 'Key = value'")));
+            }
+            let t = v.text();
+            if t.chars().any(char::is_control) || t.trim() != t {
+                return Err(err(format!("metadata '{k}' = {t:?}: a value with control characters or surrounding spaces cannot be shown as one line")));
+            }
+            Ok((k, v, matches!(f.key, Key::Name(_))))
         })
         .collect()
 }
@@ -99,6 +107,9 @@ pub fn parse_metadata(text: &str, old: &[MetaEntry]) -> DocResult<Vec<MetaEntry>
         let (k, v) = (k.trim(), v.trim());
         if k.is_empty() || k.chars().any(|c| c.is_control()) {
             return Err(DocError::at_line(i + 1, "a key must be some text"));
+        }
+        if v.chars().any(|c| c.is_control()) {
+            return Err(DocError::at_line(i + 1, "a value is one line of text"));
         }
         if out.iter().any(|(o, _, _)| o == k) {
             return Err(DocError::at_line(i + 1, format!("'{k}' twice")));
@@ -137,6 +148,21 @@ const CONNECTOR_KEYS: [&str; 5] = ["Type", "RelX", "RelY", "RelZ", "Direction"];
 
 impl Piece {
     pub fn read(t: &Table) -> DocResult<Piece> {
+        const KNOWN: [&str; 9] = [
+            "OriginData",
+            "Size",
+            "Hitbox",
+            "StructureBox",
+            "Connectors",
+            "Metadata",
+            "BlockDefinitions",
+            "BlockData",
+            "SchematicFileName",
+        ];
+        if let Some(f) = t.fields.iter().find(|f| !KNOWN.contains(&f.key.text().as_str())) {
+            // Cuberite ignores it; a misspelt key ("Hitbax") would be lost.
+            return Err(err(format!("unknown key '{}' (a piece has {})", f.key.text(), KNOWN.join(", "))));
+        }
         let mut spans = std::collections::HashMap::new();
         let sub = |k: &'static str| -> DocResult<&Table> {
             match t.get(k).map(|f| &f.value) {
@@ -289,9 +315,6 @@ impl Piece {
                 }
                 if seen != [true, true] {
                     return Err(err("both the min and the max line are needed"));
-                }
-                if (0..3).any(|k| h[k] > h[k + 3]) {
-                    return Err(err("min is above max"));
                 }
                 self.hitbox = h;
                 ("Hitbox", self.emit_hitbox())

@@ -173,11 +173,16 @@ impl<V: RecordView> RecordsTree<V> {
     fn attr(&self, st: &mut State<V>, path: &str) -> Result<Attr> {
         let e = self.entry(st, path)?;
         let ino = self.ino_of(st, path);
+        let normal = if V::PRIVATE { Access::Private } else { Access::Normal };
         if e.dir {
-            return Ok(Attr::new(ino, Kind::Dir, 0, Access::Normal, self.since, &self.opts));
+            return Ok(Attr::new(ino, Kind::Dir, 0, normal, self.since, &self.opts));
         }
         let size = self.render(st, path)?.len() as u64;
-        let access = if e.writable { Access::Normal } else { Access::Generated };
+        let access = match (e.writable, V::PRIVATE) {
+            (true, _) => normal,
+            (false, true) => Access::Secret,
+            (false, false) => Access::Generated,
+        };
         Ok(Attr::new(ino, Kind::File, size, access, self.since, &self.opts))
     }
 

@@ -19,6 +19,8 @@ use crate::view::escape;
 /// One record of a collection seen as a small tree of files.
 pub trait RecordView: Sized + Send + Sync + 'static {
     const COLLECTION: Collection;
+    /// Only the mount's owner may see these records (accounts).
+    const PRIVATE: bool = false;
     /// Why `name` cannot be a record's name, if it cannot.
     fn check_name(name: &str) -> Result<(), String>;
     fn decode(bytes: &[u8]) -> Result<Self, String>;
@@ -221,6 +223,7 @@ fn meta_key(path: &str) -> Option<Vec<u8>> {
 
 impl RecordView for AuthEntry {
     const COLLECTION: Collection = Collection::Auth;
+    const PRIVATE: bool = true;
 
     fn check_name(name: &str) -> Result<(), String> {
         check_name(name)

@@ -6,6 +6,7 @@
 //! `worldfs undo` and the views are the same for every backend.
 
 pub mod files;
+pub mod leveldb;
 pub mod postgres;
 pub mod sqlite;
 
@@ -111,8 +112,11 @@ pub fn open(
             Ok(Box::new(postgres::PgRecords::new(&conninfo, collection, read_only, journal)))
         }
         "dummy" => Err(format!("world.mt says {key} = dummy: that data is never saved, there is nothing to show")),
+        "leveldb" if collection != Collection::ModStorage => {
+            Ok(Box::new(leveldb::LevelDbRecords::new(dir, collection, read_only, journal)))
+        }
         b @ "leveldb" => Err(format!(
-            "world.mt says {key} = {b}: worldfs shows {} from sqlite3, files and postgresql so far \
+            "world.mt says {key} = {b}: the engine has no LevelDB {} \
              (convert a copy with minetestserver --migrate-{} sqlite3)",
             collection.name(),
             match collection {

@@ -1,0 +1,357 @@
+//! The data of a Minecraft Java "Chunk Data" packet (seed-formats spec §4),
+//! pure: the present sections in ascending Y, then the biomes when the
+//! chunk is ground-up continuous.
+//!
+//! * 1.9 to 1.12 (`Layout::Spanning`): per section u8 bits, VarInt palette
+//!   length and entries (length 0 in the 13-bit direct form), VarInt long
+//!   count, the packed states (an entry that crosses a long boundary goes
+//!   on in the next long), block light, and sky light where the dimension
+//!   has a sky; biomes are 256 bytes.
+//! * 1.16 (`Layout::Padded`): an i16 count of non-air blocks first, no
+//!   light; entries never span (the top bits of each long are padding);
+//!   biomes are not in the data. Only palette sections (4 to 8 bits).
+//!
+//! Entries and light go y*256 + z*16 + x.
+
+/// How the bytes are laid out: which Minecraft versions wrote them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// 1.9 to 1.15 packing; 1.9 to 1.12 sections (light included).
+    Spanning,
+    /// 1.16: no spanning, a block count, no light.
+    Padded,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub layout: Layout,
+    /// Bit n set: section n (y 16n to 16n+15) is present.
+    pub bitmap: u32,
+    /// Sections carry sky light (the overworld).
+    pub sky_light: bool,
+    /// Ground-up continuous: biomes follow (Spanning layout only).
+    pub biomes: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    pub y: u8,
+    /// Bits per block as stored (4 to 8: palette; 13: direct).
+    pub bits: u8,
+    /// The palette (empty in the direct form).
+    pub palette: Vec<u32>,
+    /// 4096 global block-state ids (id * 16 + meta before 1.13).
+    pub states: Vec<u32>,
+    /// 2048 bytes each (Spanning layout).
+    pub block_light: Vec<u8>,
+    pub sky_light: Vec<u8>,
+    /// The stored non-air count (Padded layout).
+    pub block_count: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub sections: Vec<Section>,
+    /// 256 bytes, z*16 + x (when the shape has biomes).
+    pub biomes: Vec<u8>,
+}
+
+/// The direct width of 1.9 to 1.12.
+pub const DIRECT_BITS: u8 = 13;
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&[u8], String> {
+        let s = self
+            .b
+            .get(self.pos..self.pos + n)
+            .ok_or_else(|| format!("byte {}: the data ends inside {what}", self.pos))?;
+        self.pos += n;
+        Ok(s)
+    }
+    fn varint(&mut self, what: &str) -> Result<u32, String> {
+        let mut v: u32 = 0;
+        for i in 0..5 {
+            let b = self.take(1, what)?[0];
+            v |= ((b & 0x7f) as u32) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(format!("byte {}: {what} is a VarInt longer than 5 bytes", self.pos))
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Longs needed for 4096 entries of `bits`.
+pub fn long_count(layout: Layout, bits: u8) -> usize {
+    match layout {
+        Layout::Spanning => (4096 * bits as usize).div_ceil(64),
+        Layout::Padded => 4096usize.div_ceil(64 / bits as usize),
+    }
+}
+
+fn unpack(longs: &[u64], bits: u8, layout: Layout) -> Vec<u32> {
+    let mask = (1u64 << bits) - 1;
+    let b = bits as usize;
+    (0..4096)
+        .map(|i| match layout {
+            Layout::Spanning => {
+                let bit = i * b;
+                let (l, off) = (bit / 64, bit % 64);
+                let mut v = longs[l] >> off;
+                if off + b > 64 {
+                    v |= longs[l + 1] << (64 - off);
+                }
+                (v & mask) as u32
+            }
+            Layout::Padded => {
+                let per = 64 / b;
+                ((longs[i / per] >> ((i % per) * b)) & mask) as u32
+            }
+        })
+        .collect()
+}
+
+fn pack(entries: &[u32], bits: u8, layout: Layout) -> Vec<u64> {
+    let b = bits as usize;
+    let mut longs = vec![0u64; long_count(layout, bits)];
+    for (i, &e) in entries.iter().enumerate() {
+        let v = e as u64;
+        match layout {
+            Layout::Spanning => {
+                let bit = i * b;
+                let (l, off) = (bit / 64, bit % 64);
+                longs[l] |= v << off;
+                if off + b > 64 {
+                    longs[l + 1] |= v >> (64 - off);
+                }
+            }
+            Layout::Padded => {
+                let per = 64 / b;
+                longs[i / per] |= v << ((i % per) * b);
+            }
+        }
+    }
+    longs
+}
+
+impl Chunk {
+    pub fn decode(data: &[u8], shape: Shape) -> Result<Chunk, String> {
+        let mut r = Reader { b: data, pos: 0 };
+        let mut sections = Vec::new();
+        for y in 0..32u8 {
+            if shape.bitmap & (1 << y) == 0 {
+                continue;
+            }
+            let what = |w: &str| format!("section {y}'s {w}");
+            let block_count = match shape.layout {
+                Layout::Padded => i16::from_be_bytes(r.take(2, &what("block count"))?.try_into().expect("2")),
+                Layout::Spanning => 0,
+            };
+            let bits = r.take(1, &what("bits per block"))?[0];
+            let direct = bits > 8;
+            if bits == 0 || (direct && (shape.layout == Layout::Padded || bits != DIRECT_BITS)) {
+                return Err(format!(
+                    "section {y}: {bits} bits per block (this reads 1 to 8, or {DIRECT_BITS} before 1.13){}",
+                    if shape.layout == Layout::Spanning { "; a 1.16 chunk? mount with -o version=1.16" } else { "" }
+                ));
+            }
+            // The client reads fewer than 4 bits as 4; `bits` keeps what was stored.
+            let eff = bits.max(4);
+            let n = r.varint(&what("palette length"))? as usize;
+            if n > 4096 || (direct && n != 0) || (!direct && n > 1 << eff) {
+                return Err(format!(
+                    "section {y}: a palette of {n} entries{}",
+                    if direct { " in the direct form" } else { "" }
+                ));
+            }
+            let mut palette = Vec::with_capacity(n);
+            for _ in 0..n {
+                palette.push(r.varint(&what("palette"))?);
+            }
+            let longs_n = r.varint(&what("long count"))? as usize;
+            let want = long_count(shape.layout, eff);
+            if longs_n != want {
+                return Err(format!(
+                    "section {y}: {longs_n} longs for {eff}-bit entries, {want} expected{}",
+                    if shape.layout == Layout::Spanning { " (a 1.16 chunk? mount with -o version=1.16)" } else { "" }
+                ));
+            }
+            let raw = r.take(longs_n * 8, &what("packed blocks"))?;
+            let longs: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8"))).collect();
+            let entries = unpack(&longs, eff, shape.layout);
+            let states = if direct {
+                entries
+            } else {
+                entries
+                    .iter()
+                    .map(|&e| {
+                        palette
+                            .get(e as usize)
+                            .copied()
+                            .ok_or_else(|| format!("section {y}: entry {e} is past its palette of {n}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            };
+            let (mut block_light, mut sky_light) = (Vec::new(), Vec::new());
+            if shape.layout == Layout::Spanning {
+                block_light = r.take(2048, &what("block light"))?.to_vec();
+                if shape.sky_light {
+                    sky_light = r.take(2048, &what("sky light"))?.to_vec();
+                }
+            }
+            sections.push(Section { y, bits, palette, states, block_light, sky_light, block_count });
+        }
+        let biomes = if shape.biomes && shape.layout == Layout::Spanning {
+            r.take(256, "the biomes")?.to_vec()
+        } else {
+            Vec::new()
+        };
+        if r.pos != data.len() {
+            return Err(format!(
+                "{} bytes after the last section{} (is the bit mask or the sky light option right?)",
+                data.len() - r.pos,
+                if shape.biomes { " and the biomes" } else { "" }
+            ));
+        }
+        Ok(Chunk { sections, biomes })
+    }
+
+    pub fn encode(&self, shape: Shape) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        for s in &self.sections {
+            if shape.layout == Layout::Padded {
+                out.extend_from_slice(&s.block_count.to_be_bytes());
+            }
+            out.push(s.bits);
+            let direct = s.bits > 8;
+            if direct {
+                put_varint(&mut out, 0);
+            } else {
+                put_varint(&mut out, s.palette.len() as u32);
+                for &p in &s.palette {
+                    put_varint(&mut out, p);
+                }
+            }
+            let entries: Vec<u32> = if direct {
+                s.states.clone()
+            } else {
+                s.states
+                    .iter()
+                    .map(|st| s.palette.iter().position(|p| p == st).map(|i| i as u32))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| format!("section {}: a state missing from its palette", s.y))?
+            };
+            let longs = pack(&entries, s.bits.max(4), shape.layout);
+            put_varint(&mut out, longs.len() as u32);
+            for l in longs {
+                out.extend_from_slice(&l.to_be_bytes());
+            }
+            if shape.layout == Layout::Spanning {
+                out.extend_from_slice(&s.block_light);
+                if shape.sky_light {
+                    out.extend_from_slice(&s.sky_light);
+                }
+            }
+        }
+        if shape.biomes && shape.layout == Layout::Spanning {
+            out.extend_from_slice(&self.biomes);
+        }
+        Ok(out)
+    }
+}
+
+impl Section {
+    /// New states for this section, with the palette and bits the vanilla
+    /// server would choose: the old palette kept while every state is in
+    /// it (new ones appended), bits = max(4, ceil(log2 n)), and the direct
+    /// form above 8 bits.
+    pub fn set_states(&mut self, states: Vec<u32>, layout: Layout) -> Result<(), String> {
+        let mut palette: Vec<u32> = self.palette.iter().copied().filter(|p| states.contains(p)).collect();
+        if palette.len() != self.palette.len() {
+            palette.clear(); // a state left: the palette is made again, in order of first use
+        }
+        for &s in &states {
+            if !palette.contains(&s) {
+                palette.push(s);
+            }
+        }
+        let need = (usize::BITS - (palette.len().max(2) - 1).leading_zeros()) as u8;
+        if need > 8 {
+            if layout == Layout::Padded {
+                return Err(format!(
+                    "section {}: {} different blocks need the direct form, which this does not write for 1.16",
+                    self.y,
+                    palette.len()
+                ));
+            }
+            self.bits = DIRECT_BITS;
+            self.palette.clear();
+        } else {
+            self.bits = need.max(4);
+            self.palette = palette;
+        }
+        self.block_count = states.iter().filter(|&&s| s != 0).count() as i16;
+        self.states = states;
+        Ok(())
+    }
+}
+
+/// The nibble of entry `i` of a light array.
+pub fn nibble(light: &[u8], i: usize) -> u8 {
+    (light[i / 2] >> ((i % 2) * 4)) & 15
+}
+
+pub fn set_nibble(light: &mut [u8], i: usize, v: u8) {
+    let shift = (i % 2) * 4;
+    light[i / 2] = (light[i / 2] & !(15 << shift)) | ((v & 15) << shift);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_spans_or_pads() {
+        let entries: Vec<u32> = (0..4096).map(|i| (i * 7 % 31) as u32).collect();
+        for layout in [Layout::Spanning, Layout::Padded] {
+            let longs = pack(&entries, 5, layout);
+            assert_eq!(longs.len(), if layout == Layout::Spanning { 320 } else { 342 });
+            assert_eq!(unpack(&longs, 5, layout), entries);
+        }
+        let mut v = Vec::new();
+        put_varint(&mut v, 300);
+        assert_eq!(v, [0xac, 0x02]);
+        let mut s = Section {
+            y: 0,
+            bits: 4,
+            palette: vec![0],
+            states: vec![0; 4096],
+            block_light: vec![],
+            sky_light: vec![],
+            block_count: 0,
+        };
+        let many: Vec<u32> = (0..4096).map(|i| (i % 300) as u32 * 16).collect();
+        s.set_states(many.clone(), Layout::Spanning).unwrap();
+        assert_eq!((s.bits, s.palette.len()), (DIRECT_BITS, 0));
+        assert!(s.set_states(many, Layout::Padded).is_err());
+        s.set_states(vec![16; 4096], Layout::Spanning).unwrap();
+        assert_eq!((s.bits, s.palette.clone()), (4, vec![16]));
+    }
+}
