@@ -130,6 +130,10 @@ impl Filesystem for FuseAdapter {
             | InitFlags::FUSE_AUTO_INVAL_DATA
             // mmap of files opened with FOPEN_DIRECT_IO (kernel 6.6+)
             | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
+        // Small worlds: READDIRPLUS on every page, not only the first (the
+        // kernel's adaptive mode): a glob over `blocks/*/names` then needs
+        // no LOOKUP of each block directory.
+        let wanted = if self.fs.plus_everywhere() { wanted - InitFlags::FUSE_READDIRPLUS_AUTO } else { wanted };
         if let Err(missing) = config.add_capabilities(wanted) {
             let _ = config.add_capabilities(wanted - missing);
         }

@@ -149,3 +149,63 @@ fn reading_a_block_file_queries_the_map_once() {
     assert_eq!(err.errno, libc::ENOENT);
     assert_eq!(n(), 2);
 }
+
+/// Read-only mounts of a map with a change counter let the kernel keep a
+/// block file's attributes until told (no GETATTR per `stat` on a walk):
+/// the watcher polls the counter and, when another process changed the map,
+/// invalidates every file handed out, and again in the next polls. Writable
+/// mounts and world files keep the plain TTL.
+#[test]
+fn files_kept_until_told_are_invalidated_after_an_outside_change() {
+    let world = common::demo_world();
+    let ttl = Duration::from_millis(500);
+    let opts = Options { read_only: true, ttl, ..Options::default() };
+    let fs = std::sync::Arc::new(WorldFs::open_world(world.path(), opts.clone()).unwrap());
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = sent.clone();
+    // Before a poller runs nothing is kept past the TTL.
+    let names = fs.lookup(fs.lookup(inode::BLOCKS, OsStr::new("0,0,0")).unwrap().ino, OsStr::new("names")).unwrap();
+    assert_eq!(fs.attr_ttl(&names), ttl);
+    fs.set_invalidator(Box::new(move |list| s2.lock().unwrap().extend(list)));
+    let param1 = fs.getattr(block_file(&fs, "param1")).unwrap();
+    assert_eq!(fs.attr_ttl(&param1), fs.entry_ttl(), "a block file is kept until told");
+    assert_eq!(fs.attr_ttl(&names), fs.entry_ttl());
+    let world_mt = fs.lookup(worldfs::fs::ROOT, OsStr::new("world.mt")).unwrap();
+    assert_eq!(fs.attr_ttl(&world_mt), ttl, "world files change without the map's counter");
+    assert_eq!(fs.watched_count(), 2);
+    // Nothing changes: nothing is invalidated.
+    std::thread::sleep(ttl * 3);
+    let inval = |ino: u64| worldfs::fs::Inval::Inode(ino);
+    assert!(!sent.lock().unwrap().contains(&inval(param1.ino)));
+    // The kernel forgot names: it is not invalidated later.
+    fs.forget(names.ino, 1);
+    bump_param1(world.path());
+    let invalidated = || sent.lock().unwrap().contains(&inval(param1.ino));
+    common::wait_until("param1 invalidated after the outside change", invalidated);
+    assert!(!sent.lock().unwrap().contains(&inval(names.ino)), "a forgotten file is not invalidated");
+    assert_eq!(fs.watched_count(), 0);
+    // Handed out again in the polls after the change: invalidated again
+    // (the reply may have been made from a block cached before the change).
+    sent.lock().unwrap().clear();
+    assert_eq!(fs.attr_ttl(&param1), fs.entry_ttl());
+    common::wait_until("param1 invalidated in a later poll", invalidated);
+    // Writable mounts: the plain TTL (their own commits invalidate).
+    let rw = std::sync::Arc::new(WorldFs::open_world(world.path(), Options { read_only: false, ..opts }).unwrap());
+    rw.set_invalidator(Box::new(|_| {}));
+    let a = rw.getattr(block_file(&rw, "param1")).unwrap();
+    assert_eq!(rw.attr_ttl(&a), ttl);
+}
+
+/// Small worlds are listed with attributes on every page (no LOOKUP of each
+/// block directory a glob then uses); above `plus_max` blocks, or with 0,
+/// the kernel's adaptive mode stays (no kernel inode per block for `ls`).
+#[test]
+fn small_worlds_are_listed_with_attributes_everywhere() {
+    let world = common::demo_world();
+    let open = |plus_max| WorldFs::open_world(world.path(), Options { plus_max, ..Options::default() }).unwrap();
+    let blocks = open(0).block_count();
+    assert!(blocks > 1);
+    assert!(open(blocks).plus_everywhere());
+    assert!(!open(blocks - 1).plus_everywhere());
+    assert!(!open(0).plus_everywhere());
+}

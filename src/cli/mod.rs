@@ -55,7 +55,9 @@ pub enum Command {
         /// (look for a server holding the map at most N ms before a write;
         /// default 500), index_dir=DIR (where the name index is kept;
         /// default ~/.cache/worldfs), index_ttl=SECONDS (how long the index
-        /// of a map without a change counter is trusted; default 600).
+        /// of a map without a change counter is trusted; default 600),
+        /// plus_max=N (worlds of at most N blocks are listed with
+        /// attributes on every page; default 100000, 0 never).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).

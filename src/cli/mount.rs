@@ -64,6 +64,7 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
                 m.fs.index_dir =
                     Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
             }
+            "plus_max" => m.fs.plus_max = num(v)?,
             "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
             "colors" => {
                 let path = v.filter(|v| !v.is_empty()).ok_or("-o colors= needs a colors.txt file")?;
@@ -114,6 +115,24 @@ fn block_signals() -> libc::sigset_t {
     }
 }
 
+/// Wait for the session thread of a mount that is already gone. Not
+/// `BackgroundSession::join`: that drops fuser's mount handle, whose
+/// check for "still mounted" (fuser 0.18) takes the dead connection's
+/// POLLERR for yes and unmounts the mountpoint's path, which by then may
+/// hold a new mount of the same world (`umount; mount` in a script or a
+/// service restart): the new mount would vanish. The handle is left to
+/// the process's exit, which follows.
+fn join_without_unmount(bg: fuser::BackgroundSession) -> Result<(), String> {
+    let bg = std::mem::ManuallyDrop::new(bg);
+    // SAFETY: `guard` is read out once and `bg` is never dropped, so it is
+    // not dropped twice.
+    let guard = unsafe { std::ptr::read(&bg.guard) };
+    match guard.join() {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(_) => Err("the filesystem thread panicked".into()),
+    }
+}
+
 /// Mount and serve until unmounted or signalled. `ready` is told the
 /// outcome of the mount itself.
 fn serve(
@@ -149,7 +168,7 @@ fn serve(
         if bg.guard.is_finished() {
             // Unmounted (from outside, or detached after a signal and the
             // last open file closed).
-            let r = bg.join().map_err(|e| e.to_string());
+            let r = join_without_unmount(bg);
             finish(&fs);
             return r;
         }

@@ -14,6 +14,7 @@
 //! * `handles.rs`: open handles, reads, writes, and the pure rule of when a
 //!   handle commits.
 //! * `scratch.rs`: editors' temporary files, kept in memory.
+//! * `watch.rs`: files the kernel keeps until told they changed.
 //! * `error.rs`: errno and message of every refusal.
 
 pub mod error;
@@ -22,6 +23,7 @@ mod namespace;
 mod scratch;
 pub mod tree;
 pub mod union;
+mod watch;
 
 pub use error::{FsError, Result};
 pub use tree::{NewName, ROOT, Services, Tree};
@@ -67,6 +69,9 @@ pub struct Options {
     /// How long a name index of a map without a change counter (not
     /// SQLite) is trusted after it was built.
     pub index_ttl: Duration,
+    /// Worlds of at most this many blocks are listed with attributes on
+    /// every page (`Tree::plus_everywhere`); 0: never.
+    pub plus_max: u64,
 }
 
 impl Default for Options {
@@ -87,6 +92,8 @@ impl Default for Options {
             guard_interval: Duration::from_millis(500),
             index_dir: None,
             index_ttl: Duration::from_secs(600),
+            // About 100 MB of kernel inodes and names at most.
+            plus_max: 100_000,
         }
     }
 }
@@ -236,6 +243,8 @@ pub struct WorldFs {
     /// Copies of files being read without a handle, by inode, with when
     /// they were taken (`read_unopened`).
     unopened: Mutex<HashMap<u64, Snapshot>>,
+    /// Files whose attributes the kernel keeps past the TTL.
+    watch: watch::Watch,
     mount_time: SystemTime,
 }
 
@@ -250,6 +259,7 @@ impl WorldFs {
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             unopened: Mutex::new(HashMap::new()),
+            watch: watch::Watch::default(),
             mount_time: SystemTime::now(),
         }
     }
@@ -305,6 +315,7 @@ impl WorldFs {
             }
             f(list)
         }));
+        watch::start(Arc::downgrade(self), self.opts.ttl);
     }
 
     pub fn options(&self) -> &Options {
@@ -332,12 +343,26 @@ impl WorldFs {
 
     /// How long the kernel may keep these attributes: a file's size changes
     /// with its content, a directory's attributes only through this mount
-    /// (which invalidates them), so those are kept as long as names.
+    /// (which invalidates them), so those are kept as long as names; so are
+    /// a file's when the tree watches it for outside changes (`watch`).
+    /// Called for every reply that hands attributes to the kernel.
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
             Kind::Dir => self.entry_ttl(),
+            Kind::File if !is_core(a.ino) && self.tree.watched(a.ino) && self.watch.hand_out(a.ino) => self.entry_ttl(),
             Kind::File | Kind::Symlink => self.ttl(),
         }
+    }
+
+    /// Whether the kernel may send READDIRPLUS for every page of every
+    /// listing (a kernel inode for each entry listed): for small worlds.
+    pub fn plus_everywhere(&self) -> bool {
+        self.tree.plus_everywhere()
+    }
+
+    /// How many files the kernel keeps until told (for tests).
+    pub fn watched_count(&self) -> usize {
+        self.watch.len()
     }
 
     /// Whether the kernel may cache that a name is missing from `dir`.
@@ -479,6 +504,7 @@ impl WorldFs {
     /// The kernel dropped `n` references to `ino`.
     pub fn forget(&self, ino: u64, n: u64) {
         if !is_core(ino) {
+            self.watch.forget(ino);
             self.tree.forget(ino, n);
             return;
         }

@@ -169,6 +169,27 @@ pub trait Tree: Send + Sync {
     /// The kernel was handed `ino` once more (by create or an alias).
     fn remember(&self, _ino: u64) {}
 
+    /// Whether the kernel may keep this file's attributes and pages until
+    /// told they changed: its content changes only through this mount or
+    /// with [`Tree::outside_version`]. Otherwise they are kept for the TTL.
+    fn watched(&self, _ino: u64) -> bool {
+        false
+    }
+
+    /// A number that moves whenever another process may have changed a
+    /// watched file (cheap: polled every TTL); None when nothing is watched.
+    fn outside_version(&self) -> Option<u64> {
+        None
+    }
+
+    /// Whether the kernel may get attributes for every entry of every
+    /// listing (READDIRPLUS on every page), building an inode for each:
+    /// saves a LOOKUP per entry that is then used, and costs kernel memory
+    /// per entry listed, so only for small worlds.
+    fn plus_everywhere(&self) -> bool {
+        false
+    }
+
     /// The kernel dropped `n` references to `ino`.
     fn forget(&self, _ino: u64, _n: u64) {}
 

@@ -190,6 +190,19 @@ impl Tree for Union {
         self.owner(ino).forget(ino, n)
     }
 
+    fn watched(&self, ino: u64) -> bool {
+        self.owner(ino).watched(ino)
+    }
+
+    /// The main tree's: mounted trees watch nothing of their own.
+    fn outside_version(&self) -> Option<u64> {
+        self.main.outside_version()
+    }
+
+    fn plus_everywhere(&self) -> bool {
+        self.main.plus_everywhere()
+    }
+
     fn path(&self, ino: u64) -> String {
         self.owner(ino).path(ino)
     }

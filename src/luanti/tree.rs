@@ -149,6 +149,23 @@ impl Tree for LuantiTree {
         }
     }
 
+    /// On read-only mounts, the files made from the map: they change only
+    /// when the map's change counter moves (`outside_version`).
+    fn watched(&self, ino: u64) -> bool {
+        self.opts.read_only
+            && matches!(Node::from_ino(ino), Some(Node::BlockFile(..) | Node::MetaFile(..) | Node::NodeFile(..)))
+    }
+
+    fn outside_version(&self) -> Option<u64> {
+        if self.opts.read_only { self.store.data_version() } else { None }
+    }
+
+    /// At most `plus_max` blocks (one bounded listing to know).
+    fn plus_everywhere(&self) -> bool {
+        let max = self.opts.plus_max;
+        max > 0 && self.store.list_after(None, max as usize + 1).is_ok_and(|l| l.len() as u64 <= max)
+    }
+
     fn path(&self, ino: u64) -> String {
         match self.node(ino) {
             Ok(n) => self.describe(&n),

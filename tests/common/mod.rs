@@ -87,3 +87,12 @@ fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
         }
     }
 }
+
+/// Wait (up to 15 s) until `f` holds.
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t = std::time::Instant::now();
+    while !f() {
+        assert!(t.elapsed().as_secs() < 15, "timed out waiting: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
