@@ -33,6 +33,12 @@ fn every_block_of_every_real_world_round_trips() {
                 assert!(expect == got, "{} {pos}: re-encoded body differs", world.display());
                 let again = Block::decode(&b.encode().unwrap()).unwrap();
                 assert!(again == b, "{} {pos}: decode(encode(b)) != b", world.display());
+                // The name index's partial read counts what the decode holds.
+                let counts = worldfs::codec::NodeCounts::of(&blob).unwrap();
+                assert_eq!(counts.mapping, b.mapping, "{} {pos}", world.display());
+                let mut by_id = vec![0u32; counts.by_id.len()];
+                b.param0.iter().for_each(|&id| by_id[id as usize] += 1);
+                assert_eq!(counts.by_id, by_id, "{} {pos}: node counts", world.display());
                 for e in &b.metadata.entries {
                     let inv = Inventory::parse_strict(&e.inventory)
                         .unwrap_or_else(|err| panic!("{} {pos}: inventory: {err}", world.display()));

@@ -127,7 +127,16 @@ fn encode(b: &Block, real: bool) -> Result<Vec<u8>, block::EncodeError> {
 /// [`encode`].
 pub fn check_blob(blob: &[u8], real: bool) -> Option<Block> {
     let flat = block::uncompressed(blob);
-    let b = Block::decode(blob).ok()?;
+    let counts = worldfs::codec::NodeCounts::of(blob);
+    let decoded = Block::decode(blob);
+    assert_eq!(counts.is_ok(), decoded.is_ok(), "NodeCounts::of and Block::decode disagree on whether the blob is good");
+    let b = decoded.ok()?;
+    let counts = counts.unwrap();
+    assert_eq!(counts.mapping, b.mapping, "NodeCounts::of reads another mapping");
+    for (id, &n) in counts.by_id.iter().enumerate() {
+        assert_eq!(n as usize, b.param0.iter().filter(|&&p| p as usize == id).count(), "nodes of id {id}");
+    }
+    assert_eq!(counts.by_id.iter().map(|&n| n as usize).sum::<usize>(), NODE_COUNT);
     let flat = flat.unwrap_or_else(|e| panic!("Block::decode is Ok but block::uncompressed fails: {e}"));
     assert_eq!(b.version, blob[0], "decoded version differs from the version byte");
     assert!(

@@ -272,8 +272,10 @@ impl LuantiTree {
         let results: Vec<Result<Vec<_>>> = std::thread::scope(|s| {
             let handles: Vec<_> = part
                 .chunks(chunk)
-                .map(|ps| {
+                .enumerate()
+                .map(|(i, ps)| {
                     s.spawn(move || -> Result<Vec<_>> {
+                        crate::affinity::start_on(i);
                         let mut out = Vec::with_capacity(ps.len());
                         for &pos in ps {
                             let Some(old) = self.store.get(pos)? else { continue };

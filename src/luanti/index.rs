@@ -18,7 +18,7 @@
 //! sorted positions of the two names listed most recently (8 bytes per
 //! block).
 
-use crate::codec::Block;
+use crate::codec::{Block, NodeCounts};
 use crate::store::name_index::{IndexFile, NameRow, Override, Stamp};
 use crate::store::{BlockPos, MapStore};
 use std::collections::{BTreeMap, HashMap};
@@ -473,16 +473,9 @@ fn build(store: &dyn MapStore) -> Result<Vec<NameRow>, String> {
     // per slice, not per block); the slices are merged in key order.
     let per_slice = |blocks: &[(BlockPos, Vec<u8>)]| -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
         let mut by_name: HashMap<Vec<u8>, (u64, Vec<BlockPos>)> = HashMap::new();
-        let mut per_id: Vec<u32> = Vec::new();
         for (pos, blob) in blocks {
-            let Ok(b) = Block::decode(blob) else { continue };
-            let max = b.param0.iter().copied().max().unwrap_or(0) as usize;
-            per_id.clear();
-            per_id.resize(max + 1, 0);
-            for &id in &b.param0 {
-                per_id[id as usize] += 1;
-            }
-            for m in &b.mapping {
+            let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { continue };
+            for m in &mapping {
                 let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) else { continue };
                 let n = std::mem::take(n) as u64;
                 match by_name.get_mut(m.name.as_slice()) {

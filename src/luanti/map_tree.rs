@@ -160,8 +160,10 @@ impl MapTree {
         let drawn: Vec<Result<Option<Vec<u8>>>> = std::thread::scope(|s| {
             let handles: Vec<_> = kids
                 .iter()
-                .map(|&(cx, cy)| {
+                .enumerate()
+                .map(|(i, &(cx, cy))| {
                     s.spawn(move || -> Result<Option<Vec<u8>>> {
+                        crate::affinity::start_on(i);
                         if !cols.tiles[z as usize + 1].contains(&(cx, cy)) {
                             return Ok(None);
                         }
