@@ -27,7 +27,7 @@
 # with -o group_ms=50) against the same edit in-process; mount time,
 # `ls MNT/blocks | wc -l`, `ls -lR` of a subtree of blocks; the daemon's
 # peak RSS during each, and with -o cache_mb=32; the index view (`ls
-# MNT/find/NAME` cold, warm, and on a new mount) and the world-wide rename
+# MNT/find/SED_OLD` cold, warm, and on a new mount) and the world-wide rename
 # (`mv MNT/find/OLD MNT/find/NEW`) against the same rename in-process. With both worlds, a last
 # table shows how each figure grows with the number of blocks.
 #
@@ -38,7 +38,8 @@
 #   RUNS                runs of each short figure; the median is shown (3)
 #   BIG_RUNS            runs of each whole-world figure on the large world (1)
 #   GREP_NAME           node type grep looks for (default:chest)
-#   SED_OLD, SED_NEW    node type renamed by the bulk edit (default:cobble ->
+#   SED_OLD, SED_NEW    node type renamed by the bulk edit and the world-wide
+#                       rename, and listed in MNT/find/ (default:cobble ->
 #                       default:mossycobble)
 #   BULK_MAX            at most this many blocks edited (1000)
 #   GREP_VARIANTS       mounts the grep walk runs on: mount options, and
@@ -47,6 +48,12 @@
 #                       rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0); rw comes first
 #                       and is also walked warm
 #   SUBTREE             block directories in the ls -lR subtree (1000)
+#   SECTIONS            which figures (default: all): check (with
+#                       minetestmapper and the in-process scan: always
+#                       run), ls, grep, sed, find, rename, requests (FUSE
+#                       requests per file of the read-only grep walk,
+#                       counted with perf's fuse:fuse_request_send
+#                       tracepoint; needs root and perf)
 #   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
 
 # The benchmarked commands are single-quoted on purpose: they run in a
@@ -73,6 +80,10 @@ BULK_MAX=${BULK_MAX:-1000}
 GREP_VARIANTS=${GREP_VARIANTS:-rw rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600 rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0}
 SUBTREE=${SUBTREE:-1000}
 WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
+SECTIONS=${SECTIONS:-ls grep sed find rename requests}
+
+# Whether a section of figures was asked for.
+want() { [[ " $SECTIONS " == *" $1 "* ]]; }
 
 WORLDFS=$TARGET/release/worldfs
 BENCH_CORE=$TARGET/release/examples/bench_core
@@ -312,7 +323,7 @@ bench_world() {
 
     # 2. Scan: in-process, then through the mount (cold, warm).
     timed_median "$runs" '"$BENCH_CORE" "$WORLD" scan "$GREP_NAME"'
-    local scan_wall=$WALL line
+    local scan_wall=$WALL
     line=$OUT
     row "in-process scan of every names" "$WALL s" "$(calc "%.0f" "$blocks / $WALL")/s" "$CPU" "$(mb "$RSS") MB" \
         "$(grep -o 'matches=[0-9]*' <<<"$line")"
@@ -320,7 +331,8 @@ bench_world() {
 
     cp -r "$src" "$TMPROOT/world"
     WORLD=$TMPROOT/world
-    local i mounts=()
+    local i pass c0 s0 line mounts=()
+    if want ls; then
     for ((i = 0; i < 5; i++)); do
         mount_world rw
         mounts+=("$MOUNT_MS")
@@ -338,7 +350,6 @@ bench_world() {
     ls -f "$MNT/blocks" | awk -v n="$SUBTREE" -v d="$MNT/blocks/" '!/^\./ && c++ < n { print d $0 }' >"$TMPROOT/subtree"
     stop_daemon
     export SUBLIST=$TMPROOT/subtree
-    local pass
     mount_world rw
     for pass in cold warm; do
         timed 'xargs -d "\n" -a "$SUBLIST" ls -lR | wc -l'
@@ -347,6 +358,7 @@ bench_world() {
         fig "$label" "lsR_${pass}_s" "$WALL"
     done
     stop_daemon
+    fi
 
     # 2 (continued). grep through the mount; the daemon's CPU and peak RSS.
     # Variants: a read-only mount (no OPEN/RELEASE round trips), and grep
@@ -354,7 +366,8 @@ bench_world() {
     # round trip between two CPUs costs far more on a VM, see
     # docs/performance.md).
     local grep_cmd='printf "%s\0" "$MNT"/blocks/*/names | xargs -0 grep -l -x -- "[0-9]* $GREP_NAME" | wc -l'
-    local c0 s0 spec opts cmd tag
+    local spec opts cmd tag
+    want grep || GREP_VARIANTS=
     for spec in $GREP_VARIANTS; do
         opts=${spec%@*}
         cmd=$grep_cmd
@@ -381,8 +394,13 @@ bench_world() {
         stop_daemon
     done
 
+    if want requests; then
+        requests_per_file "$grep_cmd" "$blocks"
+    fi
+
     # 3. Bulk edit: the first BULK_MAX blocks that have SED_OLD (found
     # in-process; the in-process edit takes the same blocks).
+    if want sed; then
     BENCH_LIST=$TMPROOT/found "$BENCH_CORE" "$WORLD" scan "$SED_OLD" >/dev/null
     head -n "$BULK_MAX" "$TMPROOT/found" | sed 's|^\(.*\)$|blocks/\1/names|' >"$TMPROOT/edit"
     local nedit
@@ -410,29 +428,34 @@ bench_world() {
         stop_daemon
     done
     "$WORLDFS" check "$WORLD" >/dev/null || echo "  (worldfs check reports corrupt blocks after the edit!)"
+    fi
 
     # 5. The index view: `ls MNT/find/NAME` with no index yet (cold: the
     # in-process build), again on the same mount (warm), and on a new mount
     # that finds the index file (cached).
+    if want find || want rename; then
     rm -rf "$TMPROOT/world" "$TMPROOT/index"
     cp -r "$src" "$TMPROOT/world"
     mkdir -p "$TMPROOT/index"
-    local find_cmd='ls "$MNT/find/$GREP_NAME" | wc -l'
+    local find_cmd='ls "$MNT/find/$SED_OLD" | wc -l'
     mount_world "rw,index_dir=$TMPROOT/index"
     for pass in cold warm; do
         timed "$find_cmd"
-        row "ls MNT/find/$GREP_NAME ($pass)" "$WALL s" "$OUT blocks" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+        row "ls MNT/find/$SED_OLD ($pass)" "$WALL s" "$OUT blocks" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
         fig "$label" "find_${pass}_s" "$WALL"
     done
     stop_daemon
     mount_world "rw,index_dir=$TMPROOT/index"
     timed "$find_cmd"
-    row "ls MNT/find/$GREP_NAME (new mount, index file)" "$WALL s" "$OUT blocks" "$CPU" \
+    row "ls MNT/find/$SED_OLD (new mount, index file)" "$WALL s" "$OUT blocks" "$CPU" \
         "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
     fig "$label" find_cached_s "$WALL"
 
+    fi
+
     # 6. The world-wide rename: `mv MNT/find/OLD MNT/find/NEW` (every block
     # with SED_OLD, journaled) against the same rename in-process.
+    if want rename; then
     local nall
     nall=$("$BENCH_CORE" "$WORLD" scan "$SED_OLD" | grep -o 'matches=[0-9]*' | cut -d= -f2)
     ls "$MNT/find" >/dev/null
@@ -450,7 +473,37 @@ bench_world() {
     row "in-process: the same rename (no FUSE)" "${inproc_wall:-?} s" "" "$CPU" "$(mb "$RSS") MB" \
         "mount is $(calc "%.1f" "$mv_wall / ${inproc_wall:-1}")x in-process"
     fig "$label" rename_inproc_s "${inproc_wall:-0}"
+    fi
+    stop_daemon
     MNT=
+}
+
+# FUSE requests per block of the read-only grep walk, by kind, counted
+# with the kernel's fuse:fuse_request_send tracepoint for this mount's
+# connection only (docs/performance.md, "Requests per file").
+requests_per_file() {
+    local cmd=$1 blocks=$2 conn
+    if [[ $(id -u) != 0 ]] || ! command -v perf >/dev/null 2>&1; then
+        row "requests per file (needs root and perf)" "-" "" ""
+        return 0
+    fi
+    mount_world ro
+    conn=$(mountpoint -d "$MNT" | cut -d: -f2)
+    export CMD=$cmd
+    timed 'perf record -q -e fuse:fuse_request_send -a -o "$TMPDIR_BENCH/perf.data" -- bash -c "$CMD" 2>/dev/null'
+    local walk=$WALL
+    stop_daemon
+    perf script -i "$TMPDIR_BENCH/perf.data" 2>/dev/null | awk -v c="$conn" -v n="$blocks" '
+        $0 ~ ("connection " c " ") { match($0, /\(FUSE_[A-Z_]*\)/); k = substr($0, RSTART + 6, RLENGTH - 7); v[k]++; t++ }
+        END {
+            line = ""
+            for (k in v) if (v[k] / n >= 0.01) line = line sprintf(" %s %.2f", k, v[k] / n)
+            printf "%.2f%s\n", t / n, line
+        }' >"$TMPROOT/requests"
+    row "requests per file, grep walk -o ro (perf)" "$walk s" "$(cut -d' ' -f1 "$TMPROOT/requests")/block" "" "" \
+        "$(cut -d' ' -f2- "$TMPROOT/requests")"
+    fig "$label" requests_per_block "$(cut -d' ' -f1 "$TMPROOT/requests")"
+    rm -f "$TMPDIR_BENCH/perf.data"
 }
 
 growth_table() {
