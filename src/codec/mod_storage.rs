@@ -74,20 +74,28 @@ impl ModStorage {
     /// null the empty string; objects and arrays are refused.
     pub fn from_json(data: &[u8]) -> Result<ModStorage, String> {
         let v: serde_json::Value = serde_json::from_slice(data).map_err(|e| format!("not JSON: {e}"))?;
-        let obj = v.as_object().ok_or("not a JSON object")?;
-        let mut entries = BTreeMap::new();
-        for (k, v) in obj {
-            let s = match v {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Null => String::new(),
-                serde_json::Value::Bool(b) => b.to_string(),
-                serde_json::Value::Number(n) => n.to_string(),
-                _ => return Err(format!("the value of '{k}' is an object or array (the engine refuses those)")),
-            };
-            entries.insert(k.as_bytes().to_vec(), s.into_bytes());
-        }
-        Ok(ModStorage { entries })
+        Ok(ModStorage { entries: string_map(&v, "the mod storage")? })
     }
+}
+
+/// A JSON object of keys to values as the engine reads them (its
+/// `asString`: numbers and booleans become text, null the empty string;
+/// objects and arrays are refused): mod storage files and players'
+/// `extended_attributes`. `what` names the object for errors.
+pub(crate) fn string_map(v: &serde_json::Value, what: &str) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+    let obj = v.as_object().ok_or_else(|| format!("{what} is not a JSON object"))?;
+    let mut entries = BTreeMap::new();
+    for (k, v) in obj {
+        let s = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => String::new(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => return Err(format!("{what}: the value of '{k}' is an object or array (the engine refuses those)")),
+        };
+        entries.insert(k.as_bytes().to_vec(), s.into_bytes());
+    }
+    Ok(entries)
 }
 
 struct Cursor<'a> {

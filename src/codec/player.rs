@@ -141,17 +141,7 @@ impl Player {
         {
             let v: serde_json::Value =
                 serde_json::from_str(a).map_err(|e| format!("extended_attributes is not JSON: {e}"))?;
-            let obj = v.as_object().ok_or("extended_attributes is not a JSON object")?;
-            for (k, v) in obj {
-                let s = match v {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Null => String::new(),
-                    serde_json::Value::Bool(b) => b.to_string(),
-                    serde_json::Value::Number(n) => n.to_string(),
-                    _ => return Err(format!("extended_attributes: '{k}' is not a string")),
-                };
-                meta.insert(k.as_bytes().to_vec(), s.into_bytes());
-            }
+            meta = super::mod_storage::string_map(&v, "extended_attributes")?;
         }
         let player = Player {
             hp: int("hp", 20)?,
@@ -214,6 +204,42 @@ fn parse_v3f(v: &str) -> Option<[f32; 3]> {
     let mut it = inner.split(',').map(|s| s.trim().parse::<f32>());
     let r = [it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?];
     it.next().is_none().then_some(r)
+}
+
+/// One inventory list as the sqlite3 and PostgreSQL player tables hold it:
+/// its name, width and size, and (slot, itemstring) of its filled slots.
+pub struct ListRows {
+    pub name: String,
+    pub width: u32,
+    pub size: usize,
+    pub items: Vec<(i64, String)>,
+}
+
+/// The inventory text of lists read from player tables, in the engine's
+/// form (every slot `Item ...` or `Empty`): slots outside the list or with
+/// an empty item stay empty; sizes are capped at 2^20 slots.
+pub fn inventory_text(lists: Vec<ListRows>) -> Vec<u8> {
+    let mut inv = Vec::new();
+    for l in lists {
+        let mut slots: Vec<Option<String>> = vec![None; l.size.min(1 << 20)];
+        for (slot, item) in l.items {
+            if let Some(s) = usize::try_from(slot).ok().and_then(|i| slots.get_mut(i))
+                && !item.is_empty()
+            {
+                *s = Some(item);
+            }
+        }
+        inv.extend_from_slice(format!("List {} {}\nWidth {}\n", l.name, slots.len(), l.width).as_bytes());
+        for s in slots {
+            match s {
+                Some(item) => inv.extend_from_slice(format!("Item {item}\n").as_bytes()),
+                None => inv.extend_from_slice(b"Empty\n"),
+            }
+        }
+        inv.extend_from_slice(b"EndInventoryList\n");
+    }
+    inv.extend_from_slice(b"EndInventory\n");
+    inv
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 
 pub mod cubeset;
 pub mod doc_tree;
+pub mod lua_escape;
 pub mod mcchunk;
 pub mod mts;
 pub mod text;

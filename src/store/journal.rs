@@ -99,12 +99,7 @@ pub(crate) type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
 /// Record a transaction in the journal attached as `journal`, inside the
 /// caller's transaction.
 pub(crate) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step<'_>]) -> rusqlite::Result<i64> {
-    tx.prepare_cached("INSERT INTO journal.changes (time_ms, what, blocks) VALUES (?1, ?2, ?3)")?.execute(params![
-        now_ms(),
-        note.what,
-        blocks.len() as i64
-    ])?;
-    let id = tx.last_insert_rowid();
+    let id = insert_change(tx, note, blocks.len())?;
     let mut ins = tx.prepare_cached(
         "INSERT INTO journal.blocks (change, seq, x, y, z, before, after_len, after_crc) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -122,6 +117,18 @@ pub(crate) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step
             fp.map(|f| f.crc as i64)
         ])?;
     }
+    Ok(id)
+}
+
+/// The entry of a change of `count` blocks or records, with the entries it
+/// reverts marked; its id.
+fn insert_change(tx: &rusqlite::Transaction<'_>, note: &Note, count: usize) -> rusqlite::Result<i64> {
+    tx.prepare_cached("INSERT INTO journal.changes (time_ms, what, blocks) VALUES (?1, ?2, ?3)")?.execute(params![
+        now_ms(),
+        note.what,
+        count as i64
+    ])?;
+    let id = tx.last_insert_rowid();
     let mut mark = tx.prepare_cached("UPDATE journal.changes SET reverted_by = ?1 WHERE id = ?2")?;
     for r in &note.reverts {
         mark.execute(params![id, r])?;
@@ -142,12 +149,7 @@ pub fn record_records(
     collection: &str,
     steps: &[RecordStep<'_>],
 ) -> rusqlite::Result<i64> {
-    tx.prepare_cached("INSERT INTO journal.changes (time_ms, what, blocks) VALUES (?1, ?2, ?3)")?.execute(params![
-        now_ms(),
-        note.what,
-        steps.len() as i64
-    ])?;
-    let id = tx.last_insert_rowid();
+    let id = insert_change(tx, note, steps.len())?;
     let mut ins = tx.prepare_cached(
         "INSERT INTO journal.records (change, seq, collection, name, before, after_len, after_crc) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -164,11 +166,57 @@ pub fn record_records(
             fp.map(|f| f.crc as i64)
         ])?;
     }
-    let mut mark = tx.prepare_cached("UPDATE journal.changes SET reverted_by = ?1 WHERE id = ?2")?;
-    for r in &note.reverts {
-        mark.execute(params![id, r])?;
-    }
     Ok(id)
+}
+
+/// A journal entry written before the change it describes is made in a
+/// database that is not the journal's (PostgreSQL, Redis, LevelDB, player
+/// files): dropped without [`Pending::kept`], the entry is taken back, so
+/// the journal never claims a change that did not happen. A crash in
+/// between leaves the entry; undo finds its blocks or records unlike its
+/// "after" fingerprints and treats it as never applied.
+pub(crate) struct Pending {
+    conn: Connection,
+    id: i64,
+    kept: bool,
+}
+
+impl Pending {
+    /// Journal a change of blocks in the journal file at `path`.
+    pub(crate) fn blocks(path: &Path, note: &Note, steps: &[Step<'_>]) -> Result<Pending> {
+        Self::write(path, |tx| record(tx, note, steps))
+    }
+
+    /// Journal a change of records of `collection`.
+    pub(crate) fn records(path: &Path, note: &Note, collection: &str, steps: &[RecordStep<'_>]) -> Result<Pending> {
+        Self::write(path, |tx| record_records(tx, note, collection, steps))
+    }
+
+    fn write(path: &Path, f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<i64>) -> Result<Pending> {
+        let undo = |e: rusqlite::Error| StoreError::Backend(format!("undo journal: {e}"));
+        let mut conn = attached(path)?;
+        let tx = conn.transaction().map_err(undo)?;
+        let id = f(&tx).map_err(undo)?;
+        tx.commit().map_err(undo)?;
+        Ok(Pending { conn, id, kept: false })
+    }
+
+    /// The change was made: the entry stays.
+    pub(crate) fn kept(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.kept {
+            let id = self.id;
+            let _ = self.conn.execute_batch(&format!(
+                "DELETE FROM journal.blocks WHERE change = {id}; DELETE FROM journal.records WHERE change = {id}; \
+                 DELETE FROM journal.changes WHERE id = {id};"
+            ));
+        }
+    }
 }
 
 /// A connection with the journal file at `path` attached as `journal`
@@ -368,5 +416,41 @@ impl Journal {
         tx.commit().map_err(backend)?;
         self.conn.execute_batch("VACUUM").map_err(backend)?;
         Ok(Pruned { changes, bytes_before, bytes_after: self.file_size() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pending entry stays only when kept; dropped, it is taken back
+    /// whole (blocks or records and the change), and a kept entry that
+    /// reverts another marks it.
+    #[test]
+    fn pending_entries_are_taken_back_unless_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("worldfs-journal.sqlite");
+        let p = BlockPos::new(1, 2, 3);
+        let after = [29u8, 1];
+        let kept = Pending::blocks(&path, &Note::new("kept"), &[(p, None, Some(&after[..]))]).unwrap();
+        kept.kept();
+        let dropped = Pending::blocks(&path, &Note::new("dropped"), &[(p, Some(vec![29, 1]), None)]).unwrap();
+        let dropped_id = dropped.id;
+        drop(dropped);
+        let rec = Pending::records(&path, &Note::new("record"), "players", &[("sam", None, Some(b"x"))]).unwrap();
+        let rec_id = rec.id;
+        drop(rec);
+        let j = Journal::open(&path).unwrap().unwrap();
+        let changes = j.changes(None, None).unwrap();
+        assert_eq!(changes.iter().map(|c| c.what.as_str()).collect::<Vec<_>>(), ["kept"]);
+        assert_eq!(j.blocks(changes[0].id).unwrap().len(), 1);
+        assert!(j.blocks(dropped_id).unwrap().is_empty());
+        assert!(j.records(rec_id).unwrap().is_empty());
+        let mut note = Note::new("undo");
+        note.reverts.push(changes[0].id);
+        Pending::blocks(&path, &note, &[(p, Some(after.to_vec()), None)]).unwrap().kept();
+        let j = Journal::open(&path).unwrap().unwrap();
+        let undo = j.changes(None, None).unwrap()[0].id;
+        assert_eq!(j.change(changes[0].id).unwrap().unwrap().reverted_by, Some(undo));
     }
 }

@@ -210,11 +210,7 @@ impl MapStore for PgStore {
         }
         // Read what the blocks hold (for expectations and the journal),
         // journal, then change them, all under row locks.
-        let mut jconn = match &self.journal {
-            Some(j) => Some(journal::attached(j)?),
-            None => None,
-        };
-        let mut recorded: Option<i64> = None;
+        let mut pending: Option<journal::Pending> = None;
         let r = self.with(|c, small| {
             let mut tx = c.transaction()?;
             let mut before: Vec<(BlockPos, Option<Vec<u8>>)> = Vec::new();
@@ -248,7 +244,7 @@ impl MapStore for PgStore {
                     Change::Expect(..) => {}
                 }
             }
-            if let Some(jc) = jconn.as_mut() {
+            if let Some(j) = &self.journal {
                 let steps: Vec<journal::Step<'_>> = changes
                     .iter()
                     .filter_map(|ch| match ch {
@@ -257,15 +253,9 @@ impl MapStore for PgStore {
                         Change::Expect(..) => None,
                     })
                     .collect();
-                let jr = (|| {
-                    let jtx = jc.transaction()?;
-                    let id = journal::record(&jtx, note, &steps)?;
-                    jtx.commit()?;
-                    Ok::<i64, rusqlite::Error>(id)
-                })();
-                match jr {
-                    Ok(id) => recorded = Some(id),
-                    Err(e) => return Ok(Err(StoreError::Backend(format!("undo journal: {e}")))),
+                match journal::Pending::blocks(j, note, &steps) {
+                    Ok(p) => pending = Some(p),
+                    Err(e) => return Ok(Err(e)),
                 }
             }
             tx.commit()?;
@@ -275,13 +265,12 @@ impl MapStore for PgStore {
             Ok(inner) => inner,
             Err(e) => Err(e),
         };
-        if r.is_err()
-            && let (Some(id), Some(jc)) = (recorded, jconn.as_ref())
+        // The change did not happen: neither may its journal entry (the
+        // guard takes it back when dropped).
+        if r.is_ok()
+            && let Some(p) = pending
         {
-            // The change did not happen: neither may its journal entry.
-            let _ = jc.execute_batch(&format!(
-                "DELETE FROM journal.blocks WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
-            ));
+            p.kept();
         }
         r
     }

@@ -197,7 +197,7 @@ impl MapStore for RedisStore {
                 redis::cmd("UNWATCH").query::<()>(c)?;
                 return Ok(Err(refusal));
             }
-            let mut recorded = None;
+            let mut pending = None;
             if let Some(j) = &journal {
                 let steps: Vec<journal::Step<'_>> = changes
                     .iter()
@@ -207,14 +207,8 @@ impl MapStore for RedisStore {
                         Change::Expect(..) => None,
                     })
                     .collect();
-                let jr = journal::attached(j).and_then(|mut jc| {
-                    let tx = jc.transaction().map_err(|e| StoreError::Backend(e.to_string()))?;
-                    let id = journal::record(&tx, note, &steps).map_err(|e| StoreError::Backend(e.to_string()))?;
-                    tx.commit().map_err(|e| StoreError::Backend(e.to_string()))?;
-                    Ok((jc, id))
-                });
-                match jr {
-                    Ok(x) => recorded = Some(x),
+                match journal::Pending::blocks(j, note, &steps) {
+                    Ok(p) => pending = Some(p),
                     Err(e) => {
                         redis::cmd("UNWATCH").query::<()>(c)?;
                         return Ok(Err(e));
@@ -235,25 +229,18 @@ impl MapStore for RedisStore {
                 }
             }
             let done: redis::RedisResult<Option<()>> = pipe.query(c);
-            let undo_journal = |r: &Option<(rusqlite::Connection, i64)>| {
-                if let Some((jc, id)) = r {
-                    let _ = jc.execute_batch(&format!(
-                        "DELETE FROM journal.blocks WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
-                    ));
-                }
-            };
+            // Not written: the journal entry is taken back (`pending` dropped).
             match done {
-                Ok(Some(())) => Ok(Ok(())),
-                Ok(None) => {
-                    undo_journal(&recorded);
-                    Ok(Err(StoreError::Conflict(
-                        "the map was changed by someone else during this change; nothing written: try again".into(),
-                    )))
+                Ok(Some(())) => {
+                    if let Some(p) = pending {
+                        p.kept();
+                    }
+                    Ok(Ok(()))
                 }
-                Err(e) => {
-                    undo_journal(&recorded);
-                    Err(e)
-                }
+                Ok(None) => Ok(Err(StoreError::Conflict(
+                    "the map was changed by someone else during this change; nothing written: try again".into(),
+                ))),
+                Err(e) => Err(e),
             }
         });
         *self.keys.lock().unwrap() = None;

@@ -6,6 +6,7 @@
 //! that an edit can replace one part of a file and keep every other byte.
 
 use crate::kinds::DocError;
+use crate::kinds::lua_escape::{Dialect::Lua51, escape};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -237,33 +238,9 @@ impl Parser<'_> {
                 _ if c == q => break,
                 b'\n' => return Err(self.err("line break inside a string")),
                 b'\\' => {
-                    let Some(e) = self.peek() else { return Err(self.err("string never closed")) };
-                    self.pos += 1;
-                    match e {
-                        b'n' => out.push(b'\n'),
-                        b't' => out.push(b'\t'),
-                        b'r' => out.push(b'\r'),
-                        b'a' => out.push(7),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'v' => out.push(11),
-                        b'\\' | b'"' | b'\'' | b'\n' => out.push(e),
-                        b'0'..=b'9' => {
-                            let mut v = (e - b'0') as u32;
-                            for _ in 0..2 {
-                                match self.peek() {
-                                    Some(d @ b'0'..=b'9') => {
-                                        v = v * 10 + (d - b'0') as u32;
-                                        self.pos += 1;
-                                    }
-                                    _ => break,
-                                }
-                            }
-                            let b = u8::try_from(v).map_err(|_| self.err("escape \\ddd above 255"))?;
-                            out.push(b);
-                        }
-                        _ => return Err(self.err(format!("unknown escape '\\{}'", e as char))),
-                    }
+                    let (b, used) = escape(self.s, self.pos, Lua51).map_err(|m| self.err(m))?;
+                    out.push(b);
+                    self.pos += used;
                 }
                 _ => out.push(c),
             }

@@ -6,6 +6,7 @@
 //! variables other than `_`, `inf` and `nan`) is refused with its line and
 //! column. Also the writer of Lua string literals. Pure.
 
+use crate::kinds::lua_escape::{Dialect::Lua52, escape};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -207,55 +208,9 @@ impl<'a> Parser<'a> {
                 _ if c == quote => return Ok(out),
                 b'\n' => return Err(self.err(self.i - 1, "line break inside a string (write \\n)")),
                 b'\\' => {
-                    let Some(e) = self.peek() else {
-                        return Err(self.err(start, "string has no closing quote"));
-                    };
-                    self.i += 1;
-                    match e {
-                        b'a' => out.push(7),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'n' => out.push(b'\n'),
-                        b'r' => out.push(b'\r'),
-                        b't' => out.push(b'\t'),
-                        b'v' => out.push(11),
-                        b'\\' | b'"' | b'\'' => out.push(e),
-                        b'\n' => out.push(b'\n'),
-                        b'\r' => {
-                            out.push(b'\n');
-                            if self.peek() == Some(b'\n') {
-                                self.i += 1;
-                            }
-                        }
-                        b'x' => {
-                            let h = self.s.get(self.i..self.i + 2).and_then(|h| std::str::from_utf8(h).ok());
-                            let v = h.and_then(|h| u8::from_str_radix(h, 16).ok());
-                            let Some(v) = v else {
-                                return Err(self.err(self.i - 2, "\\x needs two hex digits"));
-                            };
-                            out.push(v);
-                            self.i += 2;
-                        }
-                        b'0'..=b'9' => {
-                            let mut v = (e - b'0') as u32;
-                            for _ in 0..2 {
-                                match self.peek() {
-                                    Some(d @ b'0'..=b'9') => {
-                                        v = v * 10 + (d - b'0') as u32;
-                                        self.i += 1;
-                                    }
-                                    _ => break,
-                                }
-                            }
-                            if v > 255 {
-                                return Err(self.err(self.i - 4, format!("escape \\{v} is above 255")));
-                            }
-                            out.push(v as u8);
-                        }
-                        _ => {
-                            return Err(self.err(self.i - 2, format!("unknown escape \\{}", e as char)));
-                        }
-                    }
+                    let (b, used) = escape(self.s, self.i, Lua52).map_err(|m| self.err(self.i - 1, m))?;
+                    out.push(b);
+                    self.i += used;
                 }
                 _ => out.push(c),
             }

@@ -229,18 +229,11 @@ impl RecordStore for FileRecords {
         if now.as_deref() != expect {
             return Err(conflict(self.collection.name(), name));
         }
-        let db = crate::store::sqlite::backend;
         let Some(j) = &self.journal else { return self.write(name, new) };
-        let mut conn = journal::attached(j)?;
-        let tx = conn.transaction().map_err(db)?;
-        let id = journal::record_records(&tx, note, self.collection.name(), &[(name, now, new)]).map_err(db)?;
-        tx.commit().map_err(db)?;
+        let pending = journal::Pending::records(j, note, self.collection.name(), &[(name, now, new)])?;
         let written = self.write(name, new);
-        if written.is_err() {
-            // Nothing changed: the journal must not claim otherwise.
-            let _ = conn.execute_batch(&format!(
-                "DELETE FROM journal.records WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
-            ));
+        if written.is_ok() {
+            pending.kept();
         }
         written
     }

@@ -107,15 +107,8 @@ impl RecordStore for LevelDbRecords {
         if now.as_deref() != expect {
             return Err(conflict(self.collection.name(), name));
         }
-        let recorded = match &self.journal {
-            Some(j) => {
-                let mut jc = journal::attached(j)?;
-                let tx = jc.transaction().map_err(crate::store::sqlite::backend)?;
-                let id = journal::record_records(&tx, note, self.collection.name(), &[(name, now, new)])
-                    .map_err(crate::store::sqlite::backend)?;
-                tx.commit().map_err(crate::store::sqlite::backend)?;
-                Some((jc, id))
-            }
+        let pending = match &self.journal {
+            Some(j) => Some(journal::Pending::records(j, note, self.collection.name(), &[(name, now, new)])?),
             None => None,
         };
         let mut batch = WriteBatch::default();
@@ -124,12 +117,10 @@ impl RecordStore for LevelDbRecords {
             None => batch.delete(name.as_bytes()),
         }
         let r = db.write(batch, true).and_then(|_| db.close()).map_err(backend);
-        if r.is_err()
-            && let Some((jc, id)) = recorded
+        if r.is_ok()
+            && let Some(p) = pending
         {
-            let _ = jc.execute_batch(&format!(
-                "DELETE FROM journal.records WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
-            ));
+            p.kept();
         }
         r
     }

@@ -10,7 +10,7 @@ use crate::codec::auth::AuthEntry;
 use crate::codec::inventory::Inventory;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::mod_storage::ModStorage;
-use crate::codec::player::Player;
+use crate::codec::player::{ListRows, Player, inventory_text};
 use crate::store::{Note, Result, StoreError, journal};
 use postgres::{Client, NoTls, Transaction};
 use std::path::PathBuf;
@@ -136,40 +136,27 @@ fn read(c: &mut impl postgres::GenericClient, collection: Collection, name: &str
                 let v: Option<String> = m.get(1);
                 meta.insert(m.get::<_, String>(0).into_bytes(), v.unwrap_or_default().into_bytes());
             }
-            let mut inv = Vec::new();
             let lists = c
                 .query(
                     "SELECT inv_id, inv_name, inv_width, inv_size FROM player_inventories WHERE player = $1 ORDER BY inv_id",
                     &[&name],
                 )
                 .map_err(classify)?;
+            let mut rows = Vec::new();
             for l in lists {
                 let (id, lname, width, size): (i32, String, i32, i32) = (l.get(0), l.get(1), l.get(2), l.get(3));
-                let mut slots: Vec<Option<String>> = vec![None; (size.max(0) as usize).min(1 << 20)];
-                for it in c
+                let items = c
                     .query(
                         "SELECT slot_id, item FROM player_inventory_items WHERE player = $1 AND inv_id = $2",
                         &[&name, &id],
                     )
                     .map_err(classify)?
-                {
-                    let (slot, item): (i32, String) = (it.get(0), it.get(1));
-                    if let Some(s) = slots.get_mut(slot.max(0) as usize)
-                        && !item.is_empty()
-                    {
-                        *s = Some(item);
-                    }
-                }
-                inv.extend_from_slice(format!("List {lname} {}\nWidth {width}\n", slots.len()).as_bytes());
-                for s in slots {
-                    match s {
-                        Some(item) => inv.extend_from_slice(format!("Item {item}\n").as_bytes()),
-                        None => inv.extend_from_slice(b"Empty\n"),
-                    }
-                }
-                inv.extend_from_slice(b"EndInventoryList\n");
+                    .iter()
+                    .map(|it| (it.get::<_, i32>(0) as i64, it.get::<_, String>(1)))
+                    .collect();
+                rows.push(ListRows { name: lname, width: width.max(0) as u32, size: size.max(0) as usize, items });
             }
-            inv.extend_from_slice(b"EndInventory\n");
+            let inv = inventory_text(rows);
             let p = Player {
                 hp: clamp(r.get(5)),
                 breath: clamp(r.get(6)),
@@ -351,24 +338,15 @@ impl RecordStore for PgRecords {
                 return Err(conflict(collection.name(), name));
             }
             write(&mut tx, collection, name, new)?;
-            let recorded = match &self.journal {
-                Some(j) => {
-                    let mut jc = journal::attached(j)?;
-                    let jtx = jc.transaction().map_err(crate::store::sqlite::backend)?;
-                    let id = journal::record_records(&jtx, note, collection.name(), &[(name, now, new)])
-                        .map_err(crate::store::sqlite::backend)?;
-                    jtx.commit().map_err(crate::store::sqlite::backend)?;
-                    Some((jc, id))
-                }
+            let pending = match &self.journal {
+                Some(j) => Some(journal::Pending::records(j, note, collection.name(), &[(name, now, new)])?),
                 None => None,
             };
             let r = tx.commit().map_err(classify);
-            if r.is_err()
-                && let Some((jc, id)) = recorded
+            if r.is_ok()
+                && let Some(p) = pending
             {
-                let _ = jc.execute_batch(&format!(
-                    "DELETE FROM journal.records WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
-                ));
+                p.kept();
             }
             r
         })

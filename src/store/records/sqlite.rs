@@ -7,7 +7,7 @@ use crate::codec::auth::AuthEntry;
 use crate::codec::inventory::Inventory;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::mod_storage::ModStorage;
-use crate::codec::player::Player;
+use crate::codec::player::{ListRows, Player, inventory_text};
 use crate::store::journal;
 use crate::store::sqlite::backend;
 use crate::store::{Note, Result, StoreError};
@@ -246,33 +246,19 @@ fn read_player(conn: &Connection, name: &str) -> Result<Option<Vec<u8>>> {
     for row in rows {
         lists.push(row.map_err(backend)?);
     }
-    let mut inv = Vec::new();
     let mut items = conn
         .prepare_cached("SELECT slot_id, item FROM player_inventory_items WHERE player = ?1 AND inv_id = ?2")
         .map_err(backend)?;
+    let mut rows = Vec::new();
     for (id, list_name, width, size) in lists {
-        let mut slots: Vec<Option<String>> = vec![None; size.min(1 << 20)];
-        let rows = items
+        let filled = items
             .query_map(params![name, id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(backend)?
+            .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(backend)?;
-        for row in rows {
-            let (slot, item) = row.map_err(backend)?;
-            if let Some(s) = slots.get_mut(slot as usize)
-                && !item.is_empty()
-            {
-                *s = Some(item);
-            }
-        }
-        inv.extend_from_slice(format!("List {list_name} {}\nWidth {width}\n", slots.len()).as_bytes());
-        for s in slots {
-            match s {
-                Some(item) => inv.extend_from_slice(format!("Item {item}\n").as_bytes()),
-                None => inv.extend_from_slice(b"Empty\n"),
-            }
-        }
-        inv.extend_from_slice(b"EndInventoryList\n");
+        rows.push(ListRows { name: list_name, width, size, items: filled });
     }
-    inv.extend_from_slice(b"EndInventory\n");
+    let inv = inventory_text(rows);
     let clamp = |v: i64| v.clamp(0, u16::MAX as i64) as u16;
     let p = Player {
         hp: clamp(hp),
