@@ -273,13 +273,7 @@ fn count_runs_be(raw0: &[u8]) -> Vec<u32> {
         return count_runs(raw0.as_chunks::<2>().0.iter().map(|&p| u16::from_be_bytes(p)));
     }
     let mut by_id = Vec::new();
-    let mut add = |id: u16, n: u32| {
-        let i = id as usize;
-        if by_id.len() <= i {
-            by_id.resize(i + 1, 0);
-        }
-        by_id[i] += n;
-    };
+    let mut add = |id: u16, n: u32| add_count(&mut by_id, id, n);
     let mut current = u16::from_be_bytes([raw0[0], raw0[1]]);
     let four = |id: u16| {
         let [a, b] = id.to_be_bytes();
@@ -317,18 +311,21 @@ fn count_runs_be(raw0: &[u8]) -> Vec<u32> {
     by_id
 }
 
+/// `n` more nodes of content id `id`.
+fn add_count(by_id: &mut Vec<u32>, id: u16, n: u32) {
+    let i = id as usize;
+    if by_id.len() <= i {
+        by_id.resize(i + 1, 0);
+    }
+    by_id[i] += n;
+}
+
 /// Nodes per content id, counted by runs: neighbouring nodes are mostly the
 /// same (air above stone), and a counter in a register is not a
 /// read-modify-write of memory per node.
 fn count_runs(mut ids: impl Iterator<Item = u16>) -> Vec<u32> {
     let mut by_id = Vec::new();
-    let mut add = |id: u16, n: u32| {
-        let i = id as usize;
-        if by_id.len() <= i {
-            by_id.resize(i + 1, 0);
-        }
-        by_id[i] += n;
-    };
+    let mut add = |id: u16, n: u32| add_count(&mut by_id, id, n);
     let Some(mut current) = ids.next() else { return by_id };
     let mut run = 1u32;
     for id in ids {
