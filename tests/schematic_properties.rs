@@ -123,3 +123,19 @@ proptest! {
         prop_assert_eq!(back, f);
     }
 }
+
+/// Found by `we_round_trips_any_bytes`: a metadata field named `_` (written
+/// `_=''`, as minetest.serialize writes any identifier key) was read as the
+/// start of a reference `_[N]`; `inf` and `nan` as keys likewise.
+#[test]
+fn fields_named_like_references_or_numbers_round_trip() {
+    for key in ["_", "inf", "nan", "_1"] {
+        let meta = WeMeta { fields: vec![(key.as_bytes().to_vec(), b"v".to_vec())], inventory: vec![] };
+        let f = WeFile {
+            version: 5,
+            nodes: vec![WeNode { pos: [0, 0, 0], name: vec![0], param1: 0, param2: 0, meta: Some(meta) }],
+        };
+        let back = we::decode(&we::encode(&f)).unwrap_or_else(|e| panic!("{key}: {e:?}"));
+        assert_eq!(back, f, "{key}");
+    }
+}

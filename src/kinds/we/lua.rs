@@ -340,7 +340,10 @@ impl<'a> Parser<'a> {
             } else {
                 // `name = value`, or a positional value.
                 let save = self.i;
-                let named = self.name().filter(|n| !matches!(*n, b"nil" | b"true" | b"false" | b"_" | b"inf" | b"nan"));
+                // Any name but a keyword can be a key (`_`, `inf` and `nan`
+                // too: `{_ = ''}` is a field named "_"; `_[N]` is a
+                // reference because `[`, not `=`, follows).
+                let named = self.name().filter(|n| !matches!(*n, b"nil" | b"true" | b"false"));
                 let is_field = named.is_some() && {
                     self.skip_space()?;
                     self.peek() == Some(b'=')
