@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::mount::Mounted;
+use common::mount::{Mounted, bulk_rename_then_kill};
 use common::server::{generate_world, migrate, server_dump};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -335,29 +335,11 @@ fn sigkill_during_bulk_edit_keeps_every_block_whole() {
     let scratch = tempfile::tempdir().unwrap();
     let list = scratch.path().join("blocks.txt");
     std::fs::write(&list, original.keys().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/bulk_rename.py");
     let mut renamed = 0;
     for round in 0..3u64 {
         let m = Mounted::new(w, &[]);
         let log = scratch.path().join(format!("fsynced-{round}.txt"));
-        std::fs::write(&log, "").unwrap();
-        let mut editor = Command::new("python3")
-            .arg(&script)
-            .arg(&m.mnt)
-            .arg(&list)
-            .arg(&log)
-            .args([OLD, NEW])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let start = Instant::now();
-        while std::fs::read_to_string(&log).unwrap().lines().count() < 3 + round as usize * 20 {
-            assert!(start.elapsed() < Duration::from_secs(60), "no progress:\n{}", m.log_text());
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        m.kill9();
-        let _ = editor.wait();
-        let fsynced: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
+        let fsynced = bulk_rename_then_kill(m, &list, &log, (OLD, NEW), 1, 3 + round as usize * 20, Duration::ZERO);
         // A writable open settles what the crash left pending in the journal.
         let mut store = LevelDbStore::open(&w.join("map.db"), false).unwrap();
         store.enable_journal(&w.join(worldfs::store::journal::FILE_NAME)).unwrap();

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::mount::Mounted;
+use common::mount::{Mounted, bulk_rename_then_kill};
 use rusqlite::Connection;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -149,8 +149,6 @@ fn sigkill_during_bulk_edit_loses_nothing() {
     let list = scratch.path().join("blocks.txt");
     let text: Vec<String> = positions.iter().map(|p| p.to_string()).collect();
     std::fs::write(&list, text.join("\n")).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/bulk_rename.py");
-
     let mut random = Random::from_env_or_clock();
     let mut renamed = 0;
     // Rounds 0-2: a commit per close and an fsync per block. Round 3:
@@ -159,27 +157,9 @@ fn sigkill_during_bulk_edit_loses_nothing() {
         let grouped = round == 3;
         let m = Mounted::new(world.path(), if grouped { &["group_ms=50"] } else { &[] });
         let log = scratch.path().join(format!("fsynced-{round}.txt"));
-        std::fs::write(&log, "").unwrap();
-        let mut editor = Command::new("python3")
-            .arg(&script)
-            .arg(&m.mnt)
-            .arg(&list)
-            .arg(&log)
-            .args([OLD, NEW])
-            .env("FSYNC_EVERY", if grouped { "25" } else { "1" })
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
         // Let it commit a few blocks, then crash at a random moment.
-        let start = Instant::now();
-        while std::fs::read_to_string(&log).unwrap().lines().count() < 3 {
-            assert!(start.elapsed() < Duration::from_secs(60), "the bulk edit does not progress:\n{}", m.log_text());
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(100 + random.below(1500)));
-        m.kill9();
-        let _ = editor.wait();
-        let fsynced: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
+        let then = Duration::from_millis(100 + random.below(1500));
+        let fsynced = bulk_rename_then_kill(m, &list, &log, (OLD, NEW), if grouped { 25 } else { 1 }, 3, then);
         let now = check_after_crash(world.path(), &original, &fsynced);
         assert!(now >= renamed + fsynced.len().min(1), "round {round}: no progress");
         renamed = now;
@@ -302,31 +282,9 @@ fn sigkill_on_a_server_world(name: &str, world: &Path, open: &dyn Fn(bool) -> Bo
     let list = scratch.path().join("blocks.txt");
     std::fs::write(&list, positions.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")).unwrap();
     let log = scratch.path().join("fsynced.txt");
-    std::fs::write(&log, "").unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/bulk_rename.py");
     let m = Mounted::new(world, &[]);
-    let mut editor = Command::new("python3")
-        .arg(&script)
-        .arg(&m.mnt)
-        .arg(&list)
-        .arg(&log)
-        .args([OLD, NEW])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while std::fs::read_to_string(&log).unwrap().lines().count() < 3 {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{name}: the bulk edit does not progress:\n{}",
-            m.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(100 + Random::from_env_or_clock().below(1000)));
-    m.kill9();
-    let _ = editor.wait();
-    let fsynced: Vec<String> = std::fs::read_to_string(&log).unwrap().lines().map(String::from).collect();
+    let then = Duration::from_millis(100 + Random::from_env_or_clock().below(1000));
+    let fsynced = bulk_rename_then_kill(m, &list, &log, (OLD, NEW), 1, 3, then);
     let store = open(true);
     let now: BTreeMap<BlockPos, Vec<u8>> = store.scan_after(None, usize::MAX).unwrap().into_iter().collect();
     assert_eq!(now.len(), original.len(), "{name}: blocks appeared or vanished");

@@ -200,3 +200,40 @@ impl Drop for Mounted {
         self.stop();
     }
 }
+
+/// A crash in the middle of a bulk edit: `tests/scripts/bulk_rename.py`
+/// renames `old` to `new` in the blocks listed in `list` through `m`
+/// (fsync after every `fsync_every` blocks, each fsynced block appended to
+/// `log`); once `at_least` blocks are in the log and `then` more has passed,
+/// the daemon is killed with SIGKILL. The blocks fsynced by then.
+pub fn bulk_rename_then_kill(
+    m: Mounted,
+    list: &Path,
+    log: &Path,
+    (old, new): (&str, &str),
+    fsync_every: u32,
+    at_least: usize,
+    then: Duration,
+) -> Vec<String> {
+    std::fs::write(log, "").unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/bulk_rename.py");
+    let mut editor = Command::new("python3")
+        .arg(&script)
+        .arg(&m.mnt)
+        .arg(list)
+        .arg(log)
+        .args([old, new])
+        .env("FSYNC_EVERY", fsync_every.to_string())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::fs::read_to_string(log).unwrap().lines().count() < at_least {
+        assert!(start.elapsed() < Duration::from_secs(60), "the bulk edit does not progress:\n{}", m.log_text());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(then);
+    m.kill9();
+    let _ = editor.wait();
+    std::fs::read_to_string(log).unwrap().lines().map(String::from).collect()
+}
