@@ -60,9 +60,14 @@ impl Watch {
 /// Start polling `fs`'s tree (until `fs` is dropped). Does nothing when the
 /// tree has no change counter.
 pub fn start(fs: Weak<super::WorldFs>, every: Duration) {
-    let Some(first) = fs.upgrade().and_then(|f| f.tree.outside_version().map(|_| f)) else { return };
-    first.watch.active.store(true, std::sync::atomic::Ordering::Relaxed);
+    let Some(first) = fs.upgrade() else { return };
+    // Read before anything is handed out: a change after this is seen by
+    // the first poll.
     let mut last = first.tree.outside_version();
+    if last.is_none() {
+        return;
+    }
+    first.watch.active.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(first);
     let every = every.max(Duration::from_millis(100));
     let polled = fs.clone();
