@@ -14,16 +14,24 @@ pub fn openers(path: &Path) -> Vec<String> {
     // execs (a test harness starting a program, a shell): a child seen
     // once may be gone a moment later. Only what is still open on a second
     // look counts.
+    // Compared by pid: a process may exec meanwhile (a shell becoming
+    // the program it runs keeps its descriptors but not its command line).
     let first = scan_openers(path);
     if first.is_empty() {
-        return first;
+        return Vec::new();
     }
     std::thread::sleep(std::time::Duration::from_millis(100));
-    let second = scan_openers(path);
-    first.into_iter().filter(|p| second.contains(p)).collect()
+    still_open(&first, scan_openers(path))
 }
 
-fn scan_openers(path: &Path) -> Vec<String> {
+/// The openers of a second look that were there at the first, by pid,
+/// described as they are now.
+fn still_open(first: &[(String, String)], second: Vec<(String, String)>) -> Vec<String> {
+    second.into_iter().filter(|(pid, _)| first.iter().any(|(p, _)| p == pid)).map(|(_, who)| who).collect()
+}
+
+/// (pid, description) of the processes that have `path` open now.
+fn scan_openers(path: &Path) -> Vec<(String, String)> {
     let Ok(target) = std::fs::canonicalize(path) else {
         return Vec::new();
     };
@@ -48,7 +56,8 @@ fn scan_openers(path: &Path) -> Vec<String> {
                 .filter(|s| !s.is_empty())
                 .map(|s| String::from_utf8_lossy(s).into_owned())
                 .collect();
-            found.push(format!("pid {pid} ({})", cmd.join(" ")));
+            let who = format!("pid {pid} ({})", cmd.join(" "));
+            found.push((pid, who));
         }
     }
     found
@@ -147,6 +156,16 @@ pub fn refuse_other_users(store: &dyn crate::store::MapStore) -> Result<(), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A holder that execs between the two looks (a shell becoming the
+    /// program it runs) is still a holder; one gone at the second is not.
+    #[test]
+    fn holders_are_matched_by_pid() {
+        let o = |pid: &str, cmd: &str| (pid.to_string(), format!("pid {pid} ({cmd})"));
+        let first = [o("10", "bash -c exec 3<map.sqlite; sleep 30"), o("11", "cp map.sqlite x")];
+        let second = vec![o("10", "sleep 30"), o("12", "new")];
+        assert_eq!(still_open(&first, second), ["pid 10 (sleep 30)"]);
+    }
 
     #[test]
     fn sees_another_process_holding_the_file() {
