@@ -39,6 +39,8 @@ fn every_block_of_every_real_world_round_trips() {
                 let mut by_id = vec![0u32; counts.by_id.len()];
                 b.param0.iter().for_each(|&id| by_id[id as usize] += 1);
                 assert_eq!(counts.by_id, by_id, "{} {pos}: node counts", world.display());
+                let ids = worldfs::codec::NodeIds::of(&blob).unwrap();
+                assert!(ids.mapping == b.mapping && ids.param0 == b.param0, "{} {pos}: node ids", world.display());
                 for e in &b.metadata.entries {
                     let inv = Inventory::parse_strict(&e.inventory)
                         .unwrap_or_else(|err| panic!("{} {pos}: inventory: {err}", world.display()));

@@ -137,6 +137,8 @@ pub fn check_blob(blob: &[u8], real: bool) -> Option<Block> {
         assert_eq!(n as usize, b.param0.iter().filter(|&&p| p as usize == id).count(), "nodes of id {id}");
     }
     assert_eq!(counts.by_id.iter().map(|&n| n as usize).sum::<usize>(), NODE_COUNT);
+    let ids = worldfs::codec::NodeIds::of(blob).expect("NodeIds::of fails where Block::decode does not");
+    assert!(ids.mapping == b.mapping && ids.param0 == b.param0, "NodeIds::of reads other node ids");
     let flat = flat.unwrap_or_else(|e| panic!("Block::decode is Ok but block::uncompressed fails: {e}"));
     assert_eq!(b.version, blob[0], "decoded version differs from the version byte");
     assert!(

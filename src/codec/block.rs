@@ -218,10 +218,79 @@ fn decode_timers_v25(r: &mut Reader<'_>) -> Result<Vec<NodeTimer>, DecodeError> 
     Ok(timers)
 }
 
+/// The node ids of a version-29 body as stored: the mapping, the content
+/// width, the raw param0 bytes and param2 (which holds the high nibble of
+/// 1-byte ids), with the rest of the body checked as `Block::decode` checks
+/// it but nothing else copied out.
+struct RawIds<'a> {
+    mapping: Vec<MappingEntry>,
+    cw: u8,
+    raw0: &'a [u8],
+    param2: &'a [u8],
+}
+
+impl<'a> RawIds<'a> {
+    fn of(body: &'a [u8]) -> Result<RawIds<'a>, DecodeError> {
+        let mut r = Reader::new(body, Region::Body);
+        r.u8("flags")?;
+        r.u16("lighting_complete")?;
+        r.u32("timestamp")?;
+        let mapping = decode_mapping(&mut r)?;
+        let at = r.pos();
+        let cw = r.u8("content_width")?;
+        let pw = r.u8("params_width")?;
+        check_widths(&r, at, cw, pw)?;
+        let raw0 = r.bytes(NODE_COUNT * cw as usize, "param0 array")?;
+        r.bytes(NODE_COUNT, "param1 array")?;
+        let param2 = r.bytes(NODE_COUNT, "param2 array")?;
+        MetaList::decode(&mut r)?;
+        StaticObjects::decode(&mut r)?;
+        decode_timers_v25(&mut r)?;
+        Ok(RawIds { mapping, cw, raw0, param2 })
+    }
+
+    /// The content ids of 1-byte bodies (values above 0x7F borrow the high
+    /// nibble of param2).
+    fn narrow_ids(&self) -> impl Iterator<Item = u16> + '_ {
+        self.raw0.iter().zip(self.param2).map(
+            |(&p0, &p2)| {
+                if p0 > 0x7f { ((p0 as u16) << 4) | (p2 as u16 >> 4) } else { p0 as u16 }
+            },
+        )
+    }
+}
+
+/// A block's name-id mapping and its nodes' content ids, read as
+/// [`Block::decode`] reads them (an error exactly when it fails) without
+/// copying light, param2, metadata, objects or timers out: what pictures
+/// need of a block.
+pub struct NodeIds {
+    pub mapping: Vec<MappingEntry>,
+    pub param0: Vec<u16>,
+}
+
+impl NodeIds {
+    pub fn of(blob: &[u8]) -> Result<NodeIds, DecodeError> {
+        let body = match split(blob)? {
+            Parts::Whole(body) => body,
+            Parts::Split { head, nodes, meta, tail_at, .. } => {
+                let b = Block::decode_legacy(blob, head, &nodes, &meta, tail_at)?;
+                return Ok(NodeIds { mapping: b.mapping, param0: b.param0 });
+            }
+        };
+        let ids = RawIds::of(&body)?;
+        let param0 = if ids.cw == 2 {
+            ids.raw0.as_chunks::<2>().0.iter().map(|&p| u16::from_be_bytes(p)).collect()
+        } else {
+            ids.narrow_ids().collect()
+        };
+        Ok(NodeIds { mapping: ids.mapping, param0 })
+    }
+}
+
 /// A block's name-id mapping and how many of its nodes have each content
-/// id (`by_id[id]`), with the block checked as [`Block::decode`] checks it
-/// but without copying its light, param2, metadata, objects or timers out:
-/// what the name index needs of every block of a world.
+/// id (`by_id[id]`), read as [`NodeIds`] reads a block: what the name index
+/// needs of every block of a world.
 pub struct NodeCounts {
     pub mapping: Vec<MappingEntry>,
     pub by_id: Vec<u32>,
@@ -237,31 +306,10 @@ impl NodeCounts {
                 return Ok(NodeCounts { by_id: count_runs(b.param0.iter().copied()), mapping: b.mapping });
             }
         };
-        let mut r = Reader::new(&body, Region::Body);
-        r.u8("flags")?;
-        r.u16("lighting_complete")?;
-        r.u32("timestamp")?;
-        let mapping = decode_mapping(&mut r)?;
-        let at = r.pos();
-        let cw = r.u8("content_width")?;
-        let pw = r.u8("params_width")?;
-        check_widths(&r, at, cw, pw)?;
-        let raw0 = r.bytes(NODE_COUNT * cw as usize, "param0 array")?;
-        r.bytes(NODE_COUNT, "param1 array")?;
-        let param2 = r.bytes(NODE_COUNT, "param2 array")?;
-        MetaList::decode(&mut r)?;
-        StaticObjects::decode(&mut r)?;
-        decode_timers_v25(&mut r)?;
-        let by_id = if cw == 2 {
-            count_runs_be(raw0)
-        } else {
-            count_runs(
-                raw0.iter()
-                    .zip(param2)
-                    .map(|(&p0, &p2)| if p0 > 0x7f { ((p0 as u16) << 4) | (p2 as u16 >> 4) } else { p0 as u16 }),
-            )
-        };
-        Ok(NodeCounts { mapping, by_id })
+        let ids = RawIds::of(&body)?;
+        // Counted straight from the stored bytes (no id array built).
+        let by_id = if ids.cw == 2 { count_runs_be(ids.raw0) } else { count_runs(ids.narrow_ids()) };
+        Ok(NodeCounts { mapping: ids.mapping, by_id })
     }
 }
 

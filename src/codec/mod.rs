@@ -13,5 +13,5 @@ pub mod nodemeta;
 pub mod objects;
 pub mod player;
 
-pub use block::{Block, MappingEntry, NodeCounts};
+pub use block::{Block, MappingEntry, NodeCounts, NodeIds};
 pub use bytes::DecodeError;

@@ -3,7 +3,7 @@
 //! highest block of a column first; lower ones only where it shows
 //! nothing). Used by `MNT/map/` and `worldfs map`.
 
-use crate::codec::Block;
+use crate::codec::NodeIds;
 use crate::store::{BlockPos, MapStore, Result};
 use crate::view::picture::{self, Colors};
 use crate::view::tiles::Bounds;
@@ -161,8 +161,9 @@ fn draw_column(
             break;
         }
         let Some(blob) = store.get(BlockPos::new(bx, y, bz))? else { continue };
-        let Ok(block) = Block::decode(&blob) else { continue };
-        let tops = picture::block_tops(&block, colors);
+        // Only the mapping and the node ids are looked at.
+        let Ok(ids) = NodeIds::of(&blob) else { continue };
+        let tops = picture::block_tops(&ids.mapping, &ids.param0, colors);
         for (lz, row) in tops.iter().enumerate() {
             for (lx, top) in row.iter().enumerate() {
                 let Some((c, ly)) = top else { continue };

@@ -10,8 +10,8 @@
 //! part that reads files); a name without a colour gets a stable colour
 //! from a hash of its name, so unknown nodes still show.
 
-use crate::codec::Block;
 use crate::codec::block::node_index;
+use crate::codec::{Block, MappingEntry};
 use std::collections::HashMap;
 
 const DEFAULT_COLORS: &str = include_str!("colors.txt");
@@ -164,12 +164,13 @@ impl Colors {
 /// node's height in the block (0 to 15), if the block has one.
 pub type Top = Option<(Rgba, u8)>;
 
-/// The top of every column of a block, `[z][x]` with z = 0 the south.
-pub fn block_tops(block: &Block, colors: &Colors) -> [[Top; 16]; 16] {
+/// The top of every column of a block given by its name-id mapping and
+/// node ids (`Block` or `NodeIds`), `[z][x]` with z = 0 the south.
+pub fn block_tops(mapping: &[MappingEntry], param0: &[u16], colors: &Colors) -> [[Top; 16]; 16] {
     // A table by content id: this runs for every node looked at, so no hashing.
-    let len = block.mapping.iter().map(|m| m.id as usize + 1).max().unwrap_or(0);
+    let len = mapping.iter().map(|m| m.id as usize + 1).max().unwrap_or(0);
     let mut by_id = vec![NOTHING; len];
-    for m in &block.mapping {
+    for m in mapping {
         by_id[m.id as usize] = colors.of(&m.name);
     }
     let mut out = [[None; 16]; 16];
@@ -181,7 +182,7 @@ pub fn block_tops(block: &Block, colors: &Colors) -> [[Top; 16]; 16] {
     for (z, row) in out.iter_mut().enumerate() {
         let mut left: u16 = 0xffff;
         for y in (0..16).rev() {
-            let line = &block.param0[node_index(0, y, z)..node_index(0, y, z) + 16];
+            let line = &param0[node_index(0, y, z)..node_index(0, y, z) + 16];
             for (x, &id) in line.iter().enumerate() {
                 if left & (1 << x) == 0 {
                     continue;
@@ -211,7 +212,7 @@ pub fn shade(c: Rgba, h: i32) -> Rgba {
 /// `top.png` of a block: 16 x 16 pixels, north up (the row of z = 15
 /// first), west left; columns with nothing visible are transparent.
 pub fn block_top_png(block: &Block, colors: &Colors) -> Vec<u8> {
-    let tops = block_tops(block, colors);
+    let tops = block_tops(&block.mapping, &block.param0, colors);
     let mut px = Vec::with_capacity(16 * 16 * 4);
     for row in tops.iter().rev() {
         for top in row {
@@ -304,7 +305,7 @@ mod tests {
         b.mapping.push(MappingEntry { id: 1, name: b"default:stone".to_vec() });
         b.param0[node_index(3, 5, 15)] = 1;
         b.param0[node_index(3, 2, 15)] = 1;
-        let tops = block_tops(&b, &colors);
+        let tops = block_tops(&b.mapping, &b.param0, &colors);
         assert_eq!(tops[15][3], Some(([97, 94, 93, 255], 5)));
         assert_eq!(tops[0][0], None);
         let (w, h, px) = decode_png(&block_top_png(&b, &colors)).unwrap();
