@@ -330,8 +330,9 @@ fn a_running_server_blocks_writes() {
     require_fuse!("a_running_server_blocks_writes");
     let world = common::demo_world();
     let map = world.path().join("map.sqlite");
-    let holder =
-        || std::process::Command::new("sleep").arg("123").stdin(std::fs::File::open(&map).unwrap()).spawn().unwrap();
+    // Open for writing, as a server does (a read-only opener is no holder).
+    let rw = || std::fs::OpenOptions::new().read(true).write(true).open(&map).unwrap();
+    let holder = || std::process::Command::new("sleep").arg("123").stdin(rw()).spawn().unwrap();
     let wait_seen = || {
         let t = std::time::Instant::now();
         while !worldfs::luanti::guard::openers(&map).iter().any(|s| s.contains("sleep 123")) {

@@ -226,7 +226,7 @@ fn no_player_edit_while_a_server_has_the_world_open() {
     // Something that holds the map open, as a running server does.
     let mut holder = std::process::Command::new("sleep")
         .arg("30")
-        .stdin(std::fs::File::open(w.path().join("map.sqlite")).unwrap())
+        .stdin(std::fs::OpenOptions::new().read(true).write(true).open(w.path().join("map.sqlite")).unwrap())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300)); // let it exec

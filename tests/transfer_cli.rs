@@ -104,7 +104,7 @@ fn refusals_say_why_and_change_nothing() {
     let g = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let mut holder = Command::new("bash")
         .arg("-c")
-        .arg(format!("exec 3<'{}'; echo open; sleep 30", map.display()))
+        .arg(format!("exec 3<>'{}'; echo open; sleep 30", map.display()))
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();

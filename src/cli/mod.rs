@@ -78,6 +78,11 @@ pub enum Command {
         /// Print the report as JSON (for scripts).
         #[arg(long)]
         json: bool,
+        /// First roll back a transaction a crash left unfinished (a hot
+        /// `map.sqlite-journal`, which read-only opens cannot), as SQLite
+        /// does when it opens the map for writing.
+        #[arg(long)]
+        repair: bool,
     },
     /// Write a small demo world (a house with a chest, a sign and a furnace)
     /// into DIR.
@@ -230,7 +235,7 @@ pub fn main() -> ExitCode {
         Command::Mount { world, mountpoint, kind, options, foreground, log, force } => {
             mount::mount(world, kind, mountpoint, options, foreground, log, force).map(|_| true)
         }
-        Command::Check { world, json } => reports::check(world, json),
+        Command::Check { world, json, repair } => reports::check(world, json, repair),
         Command::Undo { world, last, since, id, dry_run, force, all, json } => {
             reports::undo(&world, Undo { last, since, id, dry_run, force, all, json }).map(|_| true)
         }

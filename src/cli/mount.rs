@@ -168,6 +168,7 @@ fn serve(
         if bg.guard.is_finished() {
             // Unmounted (from outside, or detached after a signal and the
             // last open file closed).
+            crate::luanti::guard::mark_exiting();
             let r = join_without_unmount(bg);
             finish(&fs);
             return r;
@@ -182,6 +183,7 @@ fn serve(
                 "signal {sig} again: stopping now; files still open on {} lose their connection",
                 mountpoint.display()
             );
+            crate::luanti::guard::mark_exiting();
             finish(&fs);
             return Ok(());
         }

@@ -15,8 +15,11 @@ pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
     bar
 }
 
-pub fn check(world: PathBuf, json: bool) -> Result<bool, String> {
+pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     let w = crate::world::World::open(&world)?;
+    if repair {
+        roll_back_hot_journal(&w)?;
+    }
     let store = w.open_store(true, false)?;
     let bar = progress(0, "checking");
     let report = crate::check::check(store.as_ref(), &mut |done, total| {
@@ -31,6 +34,26 @@ pub fn check(world: PathBuf, json: bool) -> Result<bool, String> {
         report.print(store.as_ref(), &mut std::io::stdout()).map_err(|e| e.to_string())?;
     }
     Ok(report.corrupt.is_empty())
+}
+
+/// `check --repair`: open the map for writing once, so that SQLite rolls
+/// back a transaction a crash left in its journal (nothing else is
+/// written), and say whether it did.
+fn roll_back_hot_journal(w: &crate::world::World) -> Result<(), String> {
+    if w.backend() != "sqlite3" {
+        return Err(format!("--repair is for sqlite3 maps; this world's backend is {}", w.backend()));
+    }
+    let journal = crate::store::sqlite::rollback_journal_path(&w.map_path());
+    let hot = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+    drop(w.open_store(false, false)?);
+    let still = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+    // If it is still there, the read-only open that follows says why.
+    match (hot, still) {
+        (true, false) => eprintln!("rolled back the interrupted transaction in {}", journal.display()),
+        (false, _) => eprintln!("no interrupted transaction to roll back"),
+        (true, true) => {}
+    }
+    Ok(())
 }
 
 fn open_journal(w: &crate::world::World) -> Result<crate::store::journal::Journal, String> {
@@ -71,7 +94,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
             return Ok(());
         }
     };
-    let who = crate::luanti::guard::openers(&w.map_path());
+    let who = crate::luanti::guard::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(
             "{} is open in {}; stop it (or unmount) first, or use --force",

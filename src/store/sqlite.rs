@@ -79,7 +79,7 @@ impl SqliteStore {
         };
         let conn = store.connect()?;
         store.header = std::fs::File::open(path).ok();
-        store.schema = detect_schema(&conn)?;
+        store.schema = detect_schema(&conn).map_err(|e| hot_journal_explained(path, read_only, e))?;
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         store.identity.push((path.to_path_buf(), id));
         store.pool.add(conn);
@@ -264,6 +264,34 @@ impl SqliteStore {
             Ok(out)
         })
     }
+}
+
+/// The path of the rollback journal SQLite keeps beside `map`.
+pub fn rollback_journal_path(map: &Path) -> PathBuf {
+    let mut p = map.as_os_str().to_owned();
+    p.push("-journal");
+    PathBuf::from(p)
+}
+
+/// A read-only open refused because a crash left a hot journal: SQLite
+/// must roll the interrupted transaction back (which writes the map)
+/// before it reads anything, so it says "read-only". Say what it is and
+/// what to do instead.
+fn hot_journal_explained(map: &Path, read_only: bool, e: StoreError) -> StoreError {
+    let journal = rollback_journal_path(map);
+    let hot = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
+    if !read_only || !matches!(e, StoreError::ReadOnly) || !hot {
+        return e;
+    }
+    StoreError::Backend(format!(
+        "{} holds a transaction that a crash interrupted (a hot journal); SQLite must roll it back \
+         before the map can be read, which writes the map, and this open is read-only. Roll it back \
+         with `worldfs check --repair WORLD` (or mount the world once without -o ro, or run \
+         `sqlite3 {} 'PRAGMA quick_check'`), then try again; do not delete the journal, that would \
+         leave the map half-written",
+        journal.display(),
+        map.display()
+    ))
 }
 
 fn detect_schema(conn: &Connection) -> Result<Schema> {
