@@ -72,7 +72,8 @@ pub enum Command {
         force: bool,
     },
     /// Decode every block of WORLD and print a summary; exit status 1 if any
-    /// block is corrupt.
+    /// block is corrupt, or if changes an unmount could not write are kept
+    /// for the next writable mount (they are listed).
     Check {
         world: PathBuf,
         /// Print the report as JSON (for scripts).

@@ -170,7 +170,9 @@ fn serve(
             // last open file closed).
             crate::luanti::guard::mark_exiting();
             let r = join_without_unmount(bg);
-            finish(&fs);
+            if !finish(&fs) {
+                return r.and(Err("changes could not be written at unmount (see above)".into()));
+            }
             return r;
         }
         let timeout = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
@@ -184,7 +186,9 @@ fn serve(
                 mountpoint.display()
             );
             crate::luanti::guard::mark_exiting();
-            finish(&fs);
+            if !finish(&fs) {
+                return Err("changes could not be written at unmount (see above)".into());
+            }
             return Ok(());
         }
         signalled = true;
@@ -241,10 +245,53 @@ fn check_mountpoint(world: &Path, mountpoint: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The terminal `worldfs mount` was started from, kept by the daemon (a
+/// descriptor, -1 if none) to say there that changes were not written.
+static TERMINAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Keep a descriptor of the terminal on stderr, if stderr is one (never a
+/// pipe: its reader would wait for the daemon to exit).
+fn keep_terminal() {
+    // SAFETY: plain descriptor calls on our own stderr.
+    unsafe {
+        if libc::isatty(2) == 1 {
+            let fd = libc::fcntl(2, libc::F_DUPFD_CLOEXEC, 3);
+            TERMINAL.store(fd, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
 /// After the session: commit what open files still hold, and say so.
-fn finish(fs: &WorldFs) {
+/// Returns false if something was not written; that is said loudly, in
+/// the log, the system log and the terminal the mount was started from.
+fn finish(fs: &WorldFs) -> bool {
+    let mut ok = true;
     for line in fs.shutdown() {
-        log::warn!("{line}");
+        let failed = line.starts_with("NOT WRITTEN") || line.starts_with("LOST") || line.contains("refused at unmount");
+        if !failed {
+            log::warn!("{line}");
+            continue;
+        }
+        ok = false;
+        log::error!("{line}");
+        to_system_log(&line);
+        let fd = TERMINAL.load(std::sync::atomic::Ordering::SeqCst);
+        if fd >= 0 {
+            let text = format!("worldfs: {}: {line}\n", WORLD.get().map_or("", String::as_str));
+            // SAFETY: writing a buffer we own to a descriptor we keep.
+            unsafe { libc::write(fd, text.as_ptr().cast(), text.len()) };
+        }
+    }
+    ok
+}
+
+/// An error line in the system log (syslog, as the daemon's facility).
+fn to_system_log(line: &str) {
+    let Ok(msg) = std::ffi::CString::new(line.replace('\0', " ")) else { return };
+    // SAFETY: NUL-terminated strings that outlive the calls.
+    unsafe {
+        libc::openlog(c"worldfs".as_ptr(), libc::LOG_PID, libc::LOG_DAEMON);
+        libc::syslog(libc::LOG_ERR, c"%s".as_ptr(), msg.as_ptr());
     }
 }
 
@@ -320,6 +367,7 @@ pub fn mount(
         -1 => Err("fork failed".into()),
         0 => {
             drop(rd);
+            keep_terminal();
             unsafe {
                 libc::setsid();
                 let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);

@@ -27,13 +27,33 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
         bar.set_position(done);
     })?;
     bar.finish_and_clear();
+    let unwritten = crate::luanti::unwritten::find(&w.dir)?;
     if json {
-        let text = serde_json::to_string_pretty(&report.json(store.as_ref())).map_err(|e| e.to_string())?;
+        let mut value = report.json(store.as_ref());
+        value["unwritten"] = unwritten
+            .iter()
+            .map(|(file, kept)| {
+                let blocks: Vec<String> = kept.iter().map(|k| k.pos.to_string()).collect();
+                serde_json::json!({"file": file.display().to_string(), "blocks": blocks})
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
         report.print(store.as_ref(), &mut std::io::stdout()).map_err(|e| e.to_string())?;
+        for (file, kept) in &unwritten {
+            let blocks: Vec<String> = kept.iter().take(10).map(|k| k.pos.to_string()).collect();
+            println!(
+                "not written: {} block change(s) that an unmount could not write are kept in {} (blocks {}{}); \
+                 the next writable mount writes them",
+                kept.len(),
+                file.display(),
+                blocks.join(" "),
+                if kept.len() > 10 { " …" } else { "" }
+            );
+        }
     }
-    Ok(report.corrupt.is_empty())
+    Ok(report.corrupt.is_empty() && unwritten.is_empty())
 }
 
 /// `check --repair`: open the map for writing once, so that SQLite rolls

@@ -344,6 +344,34 @@ impl LuantiTree {
         }
     }
 
+    /// At unmount, after the last group could not be written (`error`):
+    /// keep its changes for the next mount (`unwritten.rs`) and say so, or
+    /// say that they are lost if even that fails.
+    pub(super) fn keep_unwritten(&self, error: &str) -> String {
+        let kept: Vec<super::unwritten::Kept> = self
+            .queue
+            .pending()
+            .into_iter()
+            .map(|(pos, blob, what)| {
+                // Unknown if the store cannot be read: then written as is.
+                let base = self.store.get(pos).ok().map(Option::unwrap_or_default);
+                super::unwritten::Kept { pos, blob, base, what }
+            })
+            .collect();
+        let n = kept.len();
+        match super::unwritten::keep(&self.world.dir, &kept) {
+            Ok(file) => format!(
+                "NOT WRITTEN: {n} block change(s) could not be written to the map at unmount ({error}); they are \
+                 kept in {} and will be written at the next writable mount of {} (`worldfs check` lists them)",
+                file.display(),
+                self.world.dir.display()
+            ),
+            Err(why) => {
+                format!("LOST: {n} block change(s) could not be written at unmount ({error}), nor kept ({why})")
+            }
+        }
+    }
+
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
     /// none of the engine's rules.
     fn commit_raw(&self, pos: BlockPos, content: &[u8], base: Option<&[u8]>, what: &str) -> Result<()> {
@@ -384,7 +412,7 @@ impl LuantiTree {
 
     fn index_wrote(&self, before: Option<u64>) {
         if let Some(i) = &self.index {
-            i.wrote(before, self.store.data_version());
+            i.wrote(self.store.as_ref(), before, self.store.data_version());
         }
     }
 

@@ -174,7 +174,8 @@ impl LuantiTree {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
         self.flush_queue()?;
-        let list = self.blocks_with(&from)?;
+        // Never the kept index: a block it misses would keep the old name.
+        let list = self.index()?.fresh_blocks_with(self.store.as_ref(), &from).map_err(io)?;
         if list.is_empty() {
             return Err(FsError::not_found());
         }

@@ -4,13 +4,19 @@
 //!
 //! Built by one scan of every block on all cores, then kept in a file in
 //! the user's cache directory (`store::name_index`), so later mounts use it
-//! at once. It describes one version of the map: the store's data version
-//! (SQLite's change counter) is compared on use; a change made by another
-//! process (the counter moved by more than this mount's own commits) makes
-//! it stale, and the next use builds it again. Blocks changed through the
-//! mount are kept as overrides on top of the built index, in memory and in
-//! the file. Stores without a data version are trusted for `index_ttl`
-//! after a build.
+//! at once. It describes one version of the map, told by the store's data
+//! version (SQLite's change counter) and a fingerprint: the identity, size
+//! and modification time of the map's files (the WAL included) and a
+//! checksum of the first blocks. Both are compared on use; a change made by
+//! another process (the counter moved by more than this mount's own
+//! commits, or the fingerprint moved) makes it stale, and the next use
+//! builds it again. A counter alone is not enough: another map put in the
+//! place of this one can have the same small counter, and a WAL-mode map
+//! has none. Blocks changed through the mount are kept as overrides on top
+//! of the built index, in memory and in the file. Stores with neither a
+//! data version nor files (Redis) are trusted for `index_ttl` after a
+//! build. A write never relies on the index being complete: a world-wide
+//! rename builds it afresh first (`fresh_blocks_with`).
 //!
 //! Memory: a build holds each name's block list compressed (a varint per
 //! block and name: about 2-3 bytes); serving holds the names and counts,
@@ -138,6 +144,8 @@ struct State {
     /// Whether `base` and `overrides` describe the map as of `version`.
     valid: bool,
     version: Option<u64>,
+    /// The map's fingerprint when the index was last known current.
+    fingerprint: String,
     built: Instant,
     /// When the data version was last compared.
     checked: Option<Instant>,
@@ -157,6 +165,8 @@ pub struct NameIndex {
     /// and how long an index of a store without data version is.
     ttl: Duration,
     index_ttl: Duration,
+    /// The map's files, for the fingerprint (none: only blocks are sampled).
+    files: Vec<std::path::PathBuf>,
     state: Mutex<State>,
     /// Stable numbers for names (inodes of find/NAME), for the mount's life.
     numbers: Mutex<Numbers>,
@@ -195,9 +205,11 @@ impl NameIndex {
             map,
             ttl,
             index_ttl,
+            files: Vec::new(),
             state: Mutex::new(State {
                 valid: false,
                 version: None,
+                fingerprint: String::new(),
                 built: Instant::now(),
                 checked: None,
                 base: Vec::new(),
@@ -209,8 +221,56 @@ impl NameIndex {
         })
     }
 
+    /// The map's files (a directory: each file in it), whose identity,
+    /// size and modification time are part of the map's fingerprint.
+    pub fn with_files(mut self, files: Vec<std::path::PathBuf>) -> NameIndex {
+        self.files = files;
+        self
+    }
+
     pub fn path(&self) -> &std::path::Path {
         self.file.path()
+    }
+
+    /// What tells this version of the map from another: its files as
+    /// `stat` sees them and a checksum of its first blocks.
+    fn fingerprint(&self, store: &dyn MapStore) -> String {
+        let mut crc = flate2::Crc::new();
+        for f in &self.files {
+            crc.update(file_stat(f).as_bytes());
+            if f.is_dir() {
+                let mut entries: Vec<_> =
+                    std::fs::read_dir(f).into_iter().flatten().flatten().map(|e| e.path()).collect();
+                entries.sort();
+                entries.iter().for_each(|e| crc.update(file_stat(e).as_bytes()));
+            }
+        }
+        let files = crc.sum();
+        match store.scan_after(None, FINGERPRINT_BLOCKS) {
+            Ok(blocks) => blocks.iter().for_each(|(p, b)| {
+                crc.update(&p.packed().to_le_bytes());
+                crc.update(b);
+            }),
+            Err(e) => crc.update(e.to_string().as_bytes()),
+        }
+        format!("{files:08x}{:08x}", crc.sum())
+    }
+
+    /// The stamp's `map`: the map's identity and its fingerprint.
+    fn stamped(&self, fingerprint: &str) -> String {
+        format!("{}#{fingerprint}", self.map)
+    }
+
+    /// Whether an index of the map at `version`, made `age` ago, still
+    /// describes it, now at `now` (`same_print`: the fingerprints match).
+    fn still_current(&self, (now, version): (Option<u64>, Option<u64>), same_print: bool, age: Duration) -> bool {
+        same_print
+            && match (now, version) {
+                (Some(n), Some(v)) => n == v,
+                // Without files the fingerprint is a sample only.
+                (None, None) => !self.files.is_empty() || age < self.index_ttl,
+                _ => false,
+            }
     }
 
     /// Make sure the index describes the map as it is now (loading it from
@@ -220,34 +280,30 @@ impl NameIndex {
         let due = st.checked.is_none_or(|t| t.elapsed() >= self.ttl);
         if st.valid && due {
             st.checked = Some(Instant::now());
-            let now = store.data_version();
-            let fresh = match (now, st.version) {
-                (Some(n), Some(v)) => n == v,
-                (None, None) => st.built.elapsed() < self.index_ttl,
-                _ => false,
-            };
-            if !fresh {
+            let same_print = self.fingerprint(store) == st.fingerprint;
+            if !self.still_current((store.data_version(), st.version), same_print, st.built.elapsed()) {
                 log::info!("name index: the map changed outside this mount; it will be built again");
                 st.valid = false;
             }
         }
         if !st.valid {
-            self.load_or_build(store, &mut st)?;
+            self.load_or_build(store, &mut st, false)?;
         }
         Ok(f(&mut st))
     }
 
-    fn load_or_build(&self, store: &dyn MapStore, st: &mut State) -> Result<(), String> {
+    /// Load the index from its file if it describes the map as it is now,
+    /// else (or if `rebuild`) build it by a scan of every block.
+    fn load_or_build(&self, store: &dyn MapStore, st: &mut State, rebuild: bool) -> Result<(), String> {
         let now = store.data_version();
+        let print = self.fingerprint(store);
         let stamp = self.file.stamp().map_err(|e| e.to_string())?;
-        let usable = stamp.as_ref().is_some_and(|s| {
-            s.map == self.map
-                && match (now, s.version) {
-                    (Some(n), Some(v)) => n == v,
-                    (None, None) => crate::time::now_secs() * 1000 - s.built_ms < self.index_ttl.as_millis() as i64,
-                    _ => false,
-                }
-        });
+        let usable = !rebuild
+            && stamp.as_ref().is_some_and(|s| {
+                let age = crate::time::now_secs() * 1000 - s.built_ms;
+                let age = Duration::from_millis(age.max(0) as u64);
+                self.still_current((now, s.version), s.map == self.stamped(&print), age)
+            });
         if usable {
             st.base = self.file.names().map_err(|e| e.to_string())?.into_iter().map(info).collect();
             st.overrides = self
@@ -260,7 +316,8 @@ impl NameIndex {
         } else {
             let t = Instant::now();
             let rows = build(store)?;
-            let stamp = Stamp { map: self.map.clone(), version: now, built_ms: crate::time::now_secs() * 1000 };
+            let built_ms = crate::time::now_secs() * 1000;
+            let stamp = Stamp { map: self.stamped(&print), version: now, built_ms };
             self.file.replace(&stamp, &rows).map_err(|e| e.to_string())?;
             log::info!(
                 "name index: {} names built in {:.1} s ({})",
@@ -273,11 +330,20 @@ impl NameIndex {
         }
         st.valid = true;
         st.version = now;
+        st.fingerprint = print;
         st.built = Instant::now();
         st.checked = Some(Instant::now());
         st.generation += 1;
         st.listed.clear();
         Ok(())
+    }
+
+    /// The blocks holding `name` by a scan of every block made now (the
+    /// index is built afresh): for writes, which must reach every block
+    /// whatever the kept index says.
+    pub fn fresh_blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+        self.load_or_build(store, &mut self.state.lock().unwrap(), true)?;
+        self.blocks_with(store, name)
     }
 
     /// Every name with its counts (overrides applied), sorted by name.
@@ -361,7 +427,7 @@ impl NameIndex {
     /// This mount wrote one transaction: the map's data version went from
     /// `before` to `after`. If that is all that happened since the index
     /// was current, it stays current.
-    pub fn wrote(&self, before: Option<u64>, after: Option<u64>) {
+    pub fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
         let mut st = self.state.lock().unwrap();
         if !st.valid {
             return;
@@ -374,9 +440,15 @@ impl NameIndex {
                 return;
             }
         }
-        let version = st.version;
+        // Our own commit moved the files' size and time (and maybe the
+        // sampled blocks): that is the map the index now describes.
+        st.fingerprint = self.fingerprint(store);
+        let (version, map) = (st.version, self.stamped(&st.fingerprint));
         drop(st);
-        let _ = self.file.put_overrides(&[], version);
+        if let Err(e) = self.file.restamp(&map, version) {
+            log::warn!("name index: {e}; it will be built again");
+            self.state.lock().unwrap().valid = false;
+        }
     }
 
     /// Node type `from` was renamed to `to` in every block that held it
@@ -459,6 +531,18 @@ impl NameIndex {
 
 fn info(r: NameRow) -> NameInfo {
     NameInfo { name: r.name, blocks: r.blocks, nodes: r.nodes }
+}
+
+/// How many blocks (the first by key) the fingerprint reads.
+const FINGERPRINT_BLOCKS: usize = 8;
+
+/// A file's identity, size and modification time, or that it is absent.
+fn file_stat(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(m) => format!("{}|{}:{}:{}:{}.{};", path.display(), m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()),
+        Err(_) => format!("{}|-;", path.display()),
+    }
 }
 
 /// One scan of every block: each name's counts and block list.
@@ -558,7 +642,7 @@ mod tests {
         let newc = block(&["default:chest"]);
         store.apply(&[Change::Put(c, newc.encode().unwrap())], &Note::default()).unwrap();
         idx.changed(c, None, Some(&newc));
-        idx.wrote(v0, store.data_version());
+        idx.wrote(&store, v0, store.data_version());
         assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![c, b], "by packed position");
         // A second index on the same file loads it without a scan.
         let again = NameIndex::open(d.path(), "world".into(), ttl, Duration::from_secs(600)).unwrap();

@@ -34,6 +34,7 @@ pub mod records;
 mod serialized;
 mod table;
 mod tree;
+pub mod unwritten;
 
 pub use inode::Node;
 
@@ -109,6 +110,26 @@ fn in_block(pos: BlockPos, [x, y, z]: [i32; 3]) -> Option<u16> {
         .then(|| node_index(x.rem_euclid(16) as usize, y.rem_euclid(16) as usize, z.rem_euclid(16) as usize) as u16)
 }
 
+/// Write the changes an earlier mount kept because it could not write
+/// them at unmount (`unwritten.rs`); a read-only mount only says so.
+fn replay_unwritten(world: &World, store: &dyn MapStore, read_only: bool) -> std::result::Result<(), String> {
+    if read_only {
+        for (file, kept) in unwritten::find(&world.dir)? {
+            log::warn!(
+                "{}: {} block change(s) from an unmount that could not write them are kept there and not \
+                 shown by this read-only mount; a writable mount writes them",
+                file.display(),
+                kept.len()
+            );
+        }
+        return Ok(());
+    }
+    for line in unwritten::replay(&world.dir, store)? {
+        log::warn!("{line}");
+    }
+    Ok(())
+}
+
 /// The inode tag of `map/` (the map's tree uses 0 to 6, the records 7 to 9).
 const MAP_TAG: u64 = 10;
 
@@ -154,18 +175,35 @@ impl LuantiTree {
     pub fn with_index(mut self) -> LuantiTree {
         let dir = self.opts.index_dir.clone().unwrap_or_else(index::default_dir);
         let map = self.map_identity();
+        let files = self.map_files();
         match index::NameIndex::open(&dir, map.clone(), self.opts.ttl, self.opts.index_ttl) {
-            Ok(i) => self.index = Some(i),
+            Ok(i) => self.index = Some(i.with_files(files)),
             Err(e) => {
                 log::warn!("name index: {e}; trying the temporary directory");
                 let tmp = std::env::temp_dir().join("worldfs");
                 match index::NameIndex::open(&tmp, map, self.opts.ttl, self.opts.index_ttl) {
-                    Ok(i) => self.index = Some(i),
+                    Ok(i) => self.index = Some(i.with_files(files)),
                     Err(e) => log::warn!("name index: {e}; find/ and names are not available"),
                 }
             }
         }
         self
+    }
+
+    /// The files that hold the map (for the index's fingerprint): the
+    /// SQLite map and its WAL, or LevelDB's directory; none for a map on
+    /// a database server.
+    fn map_files(&self) -> Vec<std::path::PathBuf> {
+        let map = self.world.map_path();
+        match self.world.backend() {
+            "sqlite3" => {
+                let mut wal = map.as_os_str().to_owned();
+                wal.push("-wal");
+                vec![map, wal.into()]
+            }
+            "leveldb" => vec![self.world.dir.join("map.db")],
+            _ => Vec::new(),
+        }
     }
 
     /// What identifies this world's map for its index: the world's path,
@@ -216,6 +254,7 @@ impl LuantiTree {
         if !opts.read_only && !opts.force && world.backend() != "sqlite3" {
             guard::refuse_other_users(&*store)?;
         }
+        replay_unwritten(&world, &*store, opts.read_only)?;
         let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
         tree.start_background();
         Ok(tree)

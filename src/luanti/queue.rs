@@ -137,6 +137,12 @@ impl CommitQueue {
         due(&inner)
     }
 
+    /// Every change not yet written: (block, new bytes, what was written).
+    pub fn pending(&self) -> Vec<(BlockPos, Vec<u8>, String)> {
+        let inner = self.inner.lock().unwrap();
+        inner.pending.iter().map(|(p, e)| (*p, e.blob.clone(), e.what.join(", "))).collect()
+    }
+
     /// The last failure, if the pending changes could not be written.
     pub fn failing(&self) -> Option<String> {
         self.inner.lock().unwrap().failing.clone()

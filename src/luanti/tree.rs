@@ -184,10 +184,9 @@ impl Tree for LuantiTree {
     }
 
     fn shutdown(&self) -> Vec<String> {
-        let queued = self.queue.len();
         match self.flush_queue() {
             Ok(()) => Vec::new(),
-            Err(e) => vec![format!("LOST: {queued} block change(s) could not be written at unmount: {e}")],
+            Err(e) => vec![self.keep_unwritten(&e.message)],
         }
     }
 

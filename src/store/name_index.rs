@@ -160,6 +160,17 @@ impl IndexFile {
             .map_err(backend)
     }
 
+    /// Say which map (identity and fingerprint) and version the index now
+    /// describes, after a commit through the mount.
+    pub fn restamp(&self, map: &str, version: Option<u64>) -> Result<()> {
+        self.conn
+            .lock()
+            .unwrap()
+            .execute("UPDATE stamp SET map = ?1, version = ?2", params![map, version.map(|v| v as i64)])
+            .map(drop)
+            .map_err(backend)
+    }
+
     /// Record blocks changed through a mount, and the map version the
     /// index is now current with (one transaction).
     pub fn put_overrides(&self, rows: &[Override], version: Option<u64>) -> Result<()> {
