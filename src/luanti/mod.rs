@@ -14,6 +14,8 @@
 //! * `cache.rs`: loaded blocks under a memory budget.
 //! * `queue.rs`: grouped commits (-o group_ms).
 //! * `serialized.rs`: this process's reads wait for its writes in memory.
+//! * `unwritten.rs`: grouped changes an unmount could not write, kept for
+//!   the next mount.
 //! * `guard.rs`: refusing writes while a server has the map open.
 //! * `index.rs`: the world's index of node names (find/, names, typos).
 //! * `find.rs`: `find/` and `names` in the mount, and world-wide renames.

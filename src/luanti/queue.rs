@@ -11,6 +11,9 @@
 //! `rmdir` of a block, and at unmount. A storage failure then cannot be
 //! returned by the `close()` that made the change: it is logged, shown in
 //! `write-errors`, returned by the next `fsync()`, and the group is retried.
+//! If it still fails at unmount, the changes are kept in a file and written
+//! by the next writable mount (`unwritten.rs`): a change whose `close()`
+//! succeeded is never dropped.
 //! Each group is one transaction (and one journal entry): after a crash a
 //! group is wholly there or wholly absent.
 
