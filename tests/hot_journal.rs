@@ -93,3 +93,41 @@ fn read_only_mount_works_after_check_repair() {
     let m = Mounted::new(w.path(), &["ro"]);
     assert!(m.ok("cat $MNT/blocks/0,0,0/info").contains("version = 29"));
 }
+
+/// The same for the world's other SQLite files (players.sqlite here): a
+/// read-only read says what it is, and `check --repair` rolls it back.
+#[test]
+fn a_hot_journal_of_players_sqlite_is_explained_and_rolled_back() {
+    use worldfs::store::records::{Collection, RecordStore, sqlite::SqliteRecords};
+    let w = common::demo_world();
+    let players = w.path().join("players.sqlite");
+    let c = rusqlite::Connection::open(&players).unwrap();
+    c.execute_batch("CREATE TABLE player (name VARCHAR(60) NOT NULL PRIMARY KEY, data BLOB);").unwrap();
+    c.execute_batch("INSERT INTO player VALUES ('alice', zeroblob(9000)), ('bob', zeroblob(9000));").unwrap();
+    c.execute_batch("PRAGMA cache_size = 1; BEGIN; UPDATE player SET data = data || zeroblob(9000);").unwrap();
+    let crashed = tempfile::tempdir().unwrap();
+    for f in std::fs::read_dir(w.path()).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), crashed.path().join(f.file_name())).unwrap();
+    }
+    c.execute_batch("ROLLBACK").unwrap();
+    let journal = crashed.path().join("players.sqlite-journal");
+    assert!(std::fs::metadata(&journal).unwrap().len() > 0);
+    let ro = SqliteRecords::new(crashed.path(), Collection::Players, true, None);
+    let err = ro.names().unwrap_err().to_string();
+    assert!(err.contains("players.sqlite-journal holds a transaction that a crash interrupted"), "{err}");
+    assert!(err.contains("before players.sqlite can be read") && err.contains("--repair"), "{err}");
+    drop(ro);
+    let (ok, _, err) = worldfs(&["check", "--repair"], crashed.path());
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("rolled back the interrupted transaction in") && err.contains("players.sqlite-journal"),
+        "{err}"
+    );
+    assert!(!journal.exists());
+    let n: i64 = rusqlite::Connection::open(crashed.path().join("players.sqlite"))
+        .unwrap()
+        .query_row("SELECT sum(length(data)) FROM player", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 18000, "the interrupted update is rolled back");
+}

@@ -79,9 +79,10 @@ pub enum Command {
         /// Print the report as JSON (for scripts).
         #[arg(long)]
         json: bool,
-        /// First roll back a transaction a crash left unfinished (a hot
-        /// `map.sqlite-journal`, which read-only opens cannot), as SQLite
-        /// does when it opens the map for writing.
+        /// First roll back transactions a crash left unfinished (a hot
+        /// `map.sqlite-journal`, or of players, auth or mod storage, which
+        /// read-only opens cannot), as SQLite does when it opens a database
+        /// for writing.
         #[arg(long)]
         repair: bool,
     },

@@ -56,22 +56,29 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     Ok(report.corrupt.is_empty() && unwritten.is_empty())
 }
 
-/// `check --repair`: open the map for writing once, so that SQLite rolls
-/// back a transaction a crash left in its journal (nothing else is
-/// written), and say whether it did.
+/// `check --repair`: open each of the world's SQLite databases with a hot
+/// journal (the map, players, accounts, mod storage) for writing once, so
+/// that SQLite rolls back the transaction a crash left there (nothing else
+/// is written), and say what was done.
 fn roll_back_hot_journal(w: &crate::world::World) -> Result<(), String> {
-    if w.backend() != "sqlite3" {
-        return Err(format!("--repair is for sqlite3 maps; this world's backend is {}", w.backend()));
+    use crate::store::sqlite::{has_hot_journal, rollback_journal_path};
+    let files = ["map.sqlite", "players.sqlite", "auth.sqlite", "mod_storage.sqlite"];
+    let hot: Vec<std::path::PathBuf> = files.iter().map(|f| w.dir.join(f)).filter(|p| has_hot_journal(p)).collect();
+    if hot.is_empty() {
+        eprintln!("no interrupted transaction to roll back");
     }
-    let journal = crate::store::sqlite::rollback_journal_path(&w.map_path());
-    let hot = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
-    drop(w.open_store(false, false)?);
-    let still = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
-    // If it is still there, the read-only open that follows says why.
-    match (hot, still) {
-        (true, false) => eprintln!("rolled back the interrupted transaction in {}", journal.display()),
-        (false, _) => eprintln!("no interrupted transaction to roll back"),
-        (true, true) => {}
+    for db in hot {
+        let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .map_err(|e| format!("{}: {e}", db.display()))?;
+        c.busy_timeout(std::time::Duration::from_secs(2)).map_err(|e| e.to_string())?;
+        // The first read takes the lock that makes SQLite roll back.
+        c.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+            .map_err(|e| format!("{}: cannot roll back its journal: {e}", db.display()))?;
+        drop(c);
+        // If it is still there, the read-only open that follows says why.
+        if !has_hot_journal(&db) {
+            eprintln!("rolled back the interrupted transaction in {}", rollback_journal_path(&db).display());
+        }
     }
     Ok(())
 }

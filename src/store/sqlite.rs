@@ -273,24 +273,29 @@ pub fn rollback_journal_path(map: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// A read-only open refused because a crash left a hot journal: SQLite
-/// must roll the interrupted transaction back (which writes the map)
-/// before it reads anything, so it says "read-only". Say what it is and
-/// what to do instead.
-fn hot_journal_explained(map: &Path, read_only: bool, e: StoreError) -> StoreError {
-    let journal = rollback_journal_path(map);
-    let hot = std::fs::metadata(&journal).is_ok_and(|m| m.len() > 0);
-    if !read_only || !matches!(e, StoreError::ReadOnly) || !hot {
+/// Whether a crash left a hot journal beside database `db` (SQLite itself
+/// also checks that no process holds the database's write lock).
+pub fn has_hot_journal(db: &Path) -> bool {
+    std::fs::metadata(rollback_journal_path(db)).is_ok_and(|m| m.len() > 0)
+}
+
+/// A read-only open or read refused because a crash left a hot journal:
+/// SQLite must roll the interrupted transaction back (which writes the
+/// database) before it reads anything, so it says "read-only". Say what
+/// it is and what to do instead.
+pub fn hot_journal_explained(db: &Path, read_only: bool, e: StoreError) -> StoreError {
+    if !read_only || !matches!(e, StoreError::ReadOnly) || !has_hot_journal(db) {
         return e;
     }
+    let name = db.file_name().map_or_else(|| db.display().to_string(), |n| n.to_string_lossy().into_owned());
     StoreError::Backend(format!(
         "{} holds a transaction that a crash interrupted (a hot journal); SQLite must roll it back \
-         before the map can be read, which writes the map, and this open is read-only. Roll it back \
+         before {name} can be read, which writes it, and this open is read-only. Roll it back \
          with `worldfs check --repair WORLD` (or mount the world once without -o ro, or run \
          `sqlite3 {} 'PRAGMA quick_check'`), then try again; do not delete the journal, that would \
-         leave the map half-written",
-        journal.display(),
-        map.display()
+         leave {name} half-written",
+        rollback_journal_path(db).display(),
+        db.display()
     ))
 }
 

@@ -109,7 +109,9 @@ impl SqliteRecords {
             }
             *guard = Some(conn);
         }
-        f(guard.as_mut().expect("opened above")).map(Some)
+        f(guard.as_mut().expect("opened above"))
+            .map(Some)
+            .map_err(|e| crate::store::sqlite::hot_journal_explained(&self.path, self.read_only, e))
     }
 
     fn has_table(conn: &Connection, t: &str) -> Result<bool> {
