@@ -44,6 +44,34 @@ impl FsError {
     }
 }
 
+/// `s` as one line: control characters (newlines, NULs, escapes) written
+/// as `\n`, `\0`, `\u{1b}`, so a name a program chose cannot start a
+/// line of its own in write-errors or the log.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A file name for a message: UTF-8 as it is, other bytes as `\xNN`, and
+/// control characters escaped (see [`one_line`]).
+pub fn escape_name(name: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in name.utf8_chunks() {
+        out.push_str(&one_line(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 impl fmt::Display for FsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

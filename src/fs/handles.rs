@@ -153,9 +153,28 @@ impl WorldFs {
         match target {
             Target::Scratch(s) => {
                 let mut ns = self.ns.lock().unwrap();
+                let mut reads = self.reads.lock().unwrap();
                 if trunc {
-                    let _ = ns.scratch.edit(s, |f| f.data.clear());
+                    // New content, from what the opener read.
+                    let bases = reads.of(pid);
+                    let _ = ns.scratch.edit(s, |f| {
+                        f.data.clear();
+                        f.bases = bases;
+                    });
+                } else if let Some(f) = ns.scratch.get(s) {
+                    reads.inherit(pid, &f.bases);
+                    if write {
+                        // Edited in place: the content it had stays part
+                        // of it, so its older bases stand.
+                        let more = reads.of(pid);
+                        let _ = ns.scratch.edit(s, |f| {
+                            for (ino, c) in more {
+                                f.bases.entry(ino).or_insert(c);
+                            }
+                        });
+                    }
                 }
+                drop(reads);
                 drop(ns);
                 let fh = self.new_handle(Handle::Scratch { ino: s, append, pending: Pending::new(pid, false) });
                 Ok(Opened { fh, keep_cache: false, direct_io: false })
@@ -169,6 +188,9 @@ impl WorldFs {
             }
             Target::Tree(t) if !write && !trunc => {
                 let (content, keep_cache) = self.tree.open_read(t)?;
+                if !self.opts.read_only {
+                    self.reads.lock().unwrap().record(pid, t, content.clone());
+                }
                 Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
             }
             Target::Tree(t) => {

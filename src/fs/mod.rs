@@ -20,6 +20,7 @@
 pub mod error;
 mod handles;
 mod namespace;
+mod provenance;
 mod scratch;
 pub mod tree;
 pub mod union;
@@ -236,9 +237,12 @@ pub struct WorldFs {
     services: Arc<Services>,
     opts: Options,
     // Lock order, where two are held at once: handles before the
-    // namespace; the namespace before any lock inside the tree.
+    // namespace; the namespace before `reads` and any lock inside the tree.
     ns: Mutex<Namespace>,
     handles: Mutex<HashMap<u64, handles::Handle>>,
+    /// What each process last read of files of the world (the bases of
+    /// the scratch files it writes).
+    reads: Mutex<provenance::Reads>,
     next_fh: AtomicU64,
     /// Copies of files being read without a handle, by inode, with when
     /// they were taken (`read_unopened`).
@@ -257,6 +261,7 @@ impl WorldFs {
             opts,
             ns: Mutex::new(Namespace::default()),
             handles: Mutex::new(HashMap::new()),
+            reads: Mutex::new(provenance::Reads::default()),
             next_fh: AtomicU64::new(1),
             unopened: Mutex::new(HashMap::new()),
             watch: watch::Watch::default(),
@@ -598,7 +603,7 @@ impl WorldFs {
                 match ns.scratch.get(s) {
                     Some(f) => {
                         let dir = self.tree.path(f.parent);
-                        let name = String::from_utf8_lossy(&f.name).into_owned();
+                        let name = error::escape_name(&f.name);
                         if dir.is_empty() { name } else { format!("{dir}/{name}") }
                     }
                     None => format!("scratch file {s:#x}"),
@@ -611,12 +616,8 @@ impl WorldFs {
     /// "op path/name" for messages about a name in directory `parent`.
     fn describe_name(&self, op: &str, parent: u64, name: &OsStr) -> String {
         let dir = self.path(parent);
-        // Control characters escaped: a message is one line of write-errors.
-        let name: String = name
-            .to_string_lossy()
-            .chars()
-            .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
-            .collect();
+        // Escaped: a message is one line of write-errors.
+        let name = error::escape_name(name.as_bytes());
         if dir.is_empty() { format!("{op} {name}") } else { format!("{op} {dir}/{name}") }
     }
 

@@ -16,6 +16,9 @@ pub struct ScratchFile {
     /// A new name that becomes part of the world when written and closed
     /// (`NewName::Pending`).
     pub pending: bool,
+    /// The files of the world its content was made from, as they were
+    /// read (see `provenance`).
+    pub bases: super::provenance::Bases,
 }
 
 #[derive(Default)]

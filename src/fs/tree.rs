@@ -52,6 +52,8 @@ impl Services {
 
     /// Add a line to MNT/write-errors (with the time) and log it.
     pub fn report(&self, line: String) {
+        // One line each, whatever names the message quotes.
+        let line = super::error::one_line(&line);
         log::warn!("{line}");
         let mut errors = self.errors.lock().unwrap();
         errors.push_back(format!("{} {line}\n", crate::time::format_utc(crate::time::now_secs())));
