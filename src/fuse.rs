@@ -182,9 +182,9 @@ impl Filesystem for FuseAdapter {
         self.fs.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         self.arrived(req);
-        match self.fs.getattr(ino.0) {
+        match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
             Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
             Err(e) => reply.error(errno("getattr", &e)),
         }

@@ -6,6 +6,7 @@
 mod common;
 
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use worldfs::fs::{FsError, Options, WorldFs};
 use worldfs::luanti::inode;
 
@@ -174,4 +175,195 @@ fn parallel_sed_i_on_one_file_never_loses_an_accepted_edit() {
             assert_eq!(node_name(&fs, at), name, "an accepted edit at {at:?} is in the world");
         }
     }
+}
+
+/// `open(O_WRONLY|O_TRUNC)` then `close()` without a write (`cp /dev/null
+/// names`) used to return 0 from close while the empty file was refused at
+/// release. Its close now fails; the refusal is in write-errors; the world
+/// is unchanged. Bash's pattern (a first close of a dup, then the write)
+/// still works, without a line in write-errors.
+#[test]
+fn closing_a_truncated_file_unwritten_fails_when_an_empty_file_is_refused() {
+    let world = common::demo_world();
+    let fs = writable(world.path());
+    let files = [
+        "blocks/0,0,0/names",
+        "node/5,3,5",
+        "blocks/0,0,0/param1",
+        "blocks/0,0,0/raw",
+        "blocks/0,0,0/meta/3,1,3/inventory",
+    ];
+    for (i, path) in files.iter().enumerate() {
+        let ino = ino_of(&fs, path);
+        let before = read_as(&fs, ino, 1);
+        let pid = 4000 + i as u32;
+        let o = fs.open(ino, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+        let e = fs.flush(o.fh, pid).expect_err(path);
+        assert_eq!(e.errno, libc::EINVAL, "{path}: {e}");
+        assert!(fs.release(o.fh).is_err(), "{path}: refused at release too");
+        assert_eq!(read_as(&fs, ino, 1), before, "{path} is unchanged");
+        assert!(fs.write_errors().concat().contains(path), "{path} in write-errors");
+    }
+    // echo default:mese > node/5,3,5 in bash: open, close of the dup, write, close.
+    let lines = fs.write_errors().len();
+    let node = ino_of(&fs, "node/5,3,5");
+    let o = fs.open(node, libc::O_WRONLY | libc::O_TRUNC, 4100).unwrap();
+    let _ = fs.flush(o.fh, 4100);
+    fs.write(o.fh, 0, b"default:stone\n").unwrap();
+    fs.flush(o.fh, 4100).unwrap();
+    fs.release(o.fh).unwrap();
+    assert_eq!(node_name(&fs, [5, 3, 5]), "default:stone");
+    assert_eq!(fs.write_errors().len(), lines, "{:?}", fs.write_errors());
+}
+
+/// `echo 'nonsense:::' > MNT/node/X,Y,Z` exits 0 in bash (it ignores
+/// close()); a write that holds a one-line file's whole line is judged at
+/// once, so the write fails. A line written in pieces, and a multi-line
+/// file's first line, are judged at close as before.
+#[test]
+fn a_complete_invalid_line_is_refused_at_write_and_pieces_wait_for_close() {
+    let world = common::demo_world();
+    let fs = writable(world.path());
+    let node = ino_of(&fs, "node/5,3,5");
+    let before = read_as(&fs, node, 1);
+    let pid = 4200;
+    let o = fs.open(node, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+    let e = fs.write(o.fh, 0, b"nonsense:::\n").unwrap_err();
+    assert_eq!(e.errno, libc::EINVAL, "{e}");
+    fs.flush(o.fh, pid).unwrap();
+    fs.release(o.fh).unwrap();
+    assert_eq!(read_as(&fs, node, 1), before, "nothing changed");
+    let errors = fs.write_errors();
+    assert_eq!(errors.len(), 1, "one line: {errors:?}");
+    assert!(errors[0].contains("node/5,3,5"), "{errors:?}");
+
+    // In pieces: the first has no newline yet.
+    let o = fs.open(node, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+    fs.write(o.fh, 0, b"default:").unwrap();
+    fs.write(o.fh, 8, b"mese 0 0\n").unwrap();
+    fs.flush(o.fh, pid).unwrap();
+    fs.release(o.fh).unwrap();
+    assert_eq!(node_name(&fs, [5, 3, 5]), "default:mese");
+
+    // names: a first line alone proves nothing; refused at close.
+    let names = ino_of(&fs, "blocks/0,0,0/names");
+    let o = fs.open(names, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+    fs.write(o.fh, 0, b"0 air\n").unwrap();
+    assert_eq!(fs.flush(o.fh, pid).unwrap_err().errno, libc::EINVAL);
+    let _ = fs.release(o.fh);
+
+    // A whole param0 with an id that has no name is refused at write.
+    let param0 = ino_of(&fs, "blocks/0,0,0/param0");
+    let o = fs.open(param0, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+    assert_eq!(fs.write(o.fh, 0, &[0xff; 8192]).unwrap_err().errno, libc::EINVAL);
+    let _ = fs.release(o.fh);
+}
+
+/// Eight writers drove the daemon from 59 MB to 2.08 GB: each buffer was
+/// capped, their total was not. Buffers of files being written and scratch
+/// files now share one budget; past it a write fails with ENOSPC and a line
+/// in write-errors, and the memory is given back at release.
+#[test]
+fn write_buffers_of_all_open_files_together_are_capped() {
+    let world = common::demo_world();
+    let opts = Options { read_only: false, write_buffers: 1 << 20, ..Options::default() };
+    let fs = WorldFs::open_world(world.path(), opts).unwrap();
+    let chunk = vec![b'#'; 300 << 10];
+    let files = ["blocks/0,0,0/nodes", "blocks/1,0,0/nodes", "blocks/0,0,1/nodes", "blocks/1,0,1/nodes"];
+    let mut open = Vec::new();
+    let mut refused = None;
+    for (i, path) in files.iter().enumerate() {
+        let o = fs.open(ino_of(&fs, path), libc::O_WRONLY | libc::O_TRUNC, 4300).unwrap();
+        open.push(o.fh);
+        if let Err(e) = fs.write(o.fh, 0, &chunk) {
+            refused = Some((i, e));
+            break;
+        }
+    }
+    let (i, e) = refused.expect("the fourth 300 KiB buffer is past 1 MiB");
+    assert_eq!((i, e.errno), (3, libc::ENOSPC), "{e}");
+    assert!(fs.write_errors().concat().contains("write_mb"), "{:?}", fs.write_errors());
+    // A scratch file counts too.
+    let block = ino_of(&fs, "blocks/0,0,0");
+    let (_, s) = fs.create(block, OsStr::new("big"), 0o100600, libc::O_WRONLY | libc::O_CREAT, 4300).unwrap();
+    assert_eq!(fs.write(s.fh, 0, &chunk).unwrap_err().errno, libc::ENOSPC);
+    for fh in open {
+        let _ = fs.release(fh);
+    }
+    fs.write(s.fh, 0, &chunk).expect("room again once the buffers are released");
+    fs.release(s.fh).unwrap();
+}
+
+/// fstat after O_TRUNC reported the old size until close.
+#[test]
+fn fstat_of_a_file_being_written_gives_the_size_written_so_far() {
+    let world = common::demo_world();
+    let fs = writable(world.path());
+    let nodes = ino_of(&fs, "blocks/0,0,0/nodes");
+    assert!(fs.getattr(nodes).unwrap().size > 1000);
+    let o = fs.open(nodes, libc::O_WRONLY | libc::O_TRUNC, 4400).unwrap();
+    assert_eq!(fs.getattr_open(nodes, Some(o.fh)).unwrap().size, 0);
+    fs.write(o.fh, 0, b"0 0 0 default:stone 0 0\n").unwrap();
+    assert_eq!(fs.getattr_open(nodes, Some(o.fh)).unwrap().size, 24);
+    assert_eq!(fs.getattr(nodes).unwrap().size, 24, "the kernel's fstat comes without a handle");
+    let _ = fs.release(o.fh);
+    assert!(fs.getattr(nodes).unwrap().size > 1000, "the refused content is gone with its handle");
+}
+
+/// Names a program chose were echoed raw into write-errors and the log: a
+/// newline or NUL in a refused name started a line of its own.
+#[test]
+fn refused_names_cannot_forge_lines_of_write_errors() {
+    let world = common::demo_world();
+    let fs = writable(world.path());
+    let blocks = ino_of(&fs, "blocks");
+    let forged = "x\n2026-11-22T09:41:07Z blocks/0,0,0/names: forged\0\u{1b}[2J";
+    assert!(fs.mkdir(blocks, OsStr::new(forged)).is_err());
+    let bad = std::ffi::OsStr::from_bytes(b"y\n\xff");
+    assert!(fs.mkdir(blocks, bad).is_err());
+    let errors = fs.write_errors();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    for line in &errors {
+        assert_eq!(line.matches('\n').count(), 1, "one line each: {line:?}");
+        assert!(!line.contains('\0') && !line.contains('\u{1b}'), "{line:?}");
+    }
+    assert!(errors[0].contains("x\\n2026") && errors[0].contains("\\0"), "{errors:?}");
+    assert!(errors[1].contains("\\xff"), "{errors:?}");
+}
+
+/// world.mt on a full disk failed with EIO while write-errors said ENOSPC:
+/// the kind of an I/O failure was lost on the way up.
+#[test]
+fn a_world_file_on_a_full_disk_fails_with_enospc() {
+    if unsafe { libc::geteuid() } != 0 {
+        common::skip("a_world_file_on_a_full_disk_fails_with_enospc", "root", "needs root to mount a small tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mount =
+        |args: &[&str]| assert!(std::process::Command::new(args[0]).args(&args[1..]).status().unwrap().success());
+    mount(&["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small.to_str().unwrap()]);
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _guard = Unmount(small.clone());
+    let world = small.join("world");
+    worldfs::demo::write_demo(&world).unwrap();
+    let fs = writable(&world);
+    let ino = ino_of(&fs, "world.mt");
+    let before = std::fs::read(world.join("world.mt")).unwrap();
+    let filler = vec![0u8; 4 << 20];
+    let _ = std::fs::write(small.join("filler"), &filler);
+    let mut big = before.clone();
+    big.extend(std::iter::repeat_n(b'#', 64 << 10));
+    big.push(b'\n');
+    let e = write_as(&fs, ino, &big, 4500).unwrap_err();
+    assert_eq!(e.errno, libc::ENOSPC, "{e}");
+    assert_eq!(std::fs::read(world.join("world.mt")).unwrap(), before);
+    assert!(fs.write_errors().concat().to_lowercase().contains("no space left"), "{:?}", fs.write_errors());
 }

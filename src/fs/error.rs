@@ -42,6 +42,19 @@ impl FsError {
     pub fn bad_handle() -> Self {
         Self::new(libc::EBADF, "unknown file handle")
     }
+    /// A failed file operation, keeping its kind: a full disk or quota is
+    /// ENOSPC, a read-only filesystem EROFS, a denied access EACCES;
+    /// anything else EIO. `message` says what failed.
+    pub fn from_io(e: &std::io::Error, message: impl Into<String>) -> Self {
+        let errno = match e.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT) => libc::ENOSPC,
+            Some(libc::EROFS) => libc::EROFS,
+            Some(libc::EACCES) => libc::EACCES,
+            Some(libc::EFBIG) => libc::EFBIG,
+            _ => libc::EIO,
+        };
+        Self::new(errno, message)
+    }
 }
 
 /// `s` as one line: control characters (newlines, NULs, escapes) written

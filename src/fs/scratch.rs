@@ -5,6 +5,8 @@
 //! content (validated) as a write.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 pub struct ScratchFile {
@@ -21,17 +23,39 @@ pub struct ScratchFile {
     pub bases: super::provenance::Bases,
 }
 
-#[derive(Default)]
 pub struct Scratch {
     files: HashMap<u64, ScratchFile>,
     by_name: HashMap<(u64, Vec<u8>), u64>,
     bytes: usize,
+    /// What scratch files and write handles' buffers may hold together,
+    /// and the latter's bytes (see `Options::write_buffers`).
+    limit: usize,
+    buffered: Arc<AtomicUsize>,
 }
 
-/// Memory all scratch files together may hold.
-pub const SCRATCH_LIMIT: usize = 512 << 20;
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            files: HashMap::new(),
+            by_name: HashMap::new(),
+            bytes: 0,
+            limit: 512 << 20,
+            buffered: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
 
 impl Scratch {
+    pub fn set_budget(&mut self, limit: usize, buffered: Arc<AtomicUsize>) {
+        self.limit = limit;
+        self.buffered = buffered;
+    }
+
+    /// Bytes all scratch files hold.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     pub fn insert(&mut self, ino: u64, f: ScratchFile) {
         self.bytes += f.data.len();
         self.by_name.insert((f.parent, f.name.clone()), ino);
@@ -69,7 +93,8 @@ impl Scratch {
         let before = f.data.len();
         let r = edit(f);
         let after = f.data.len();
-        if after > before && self.bytes + (after - before) > SCRATCH_LIMIT {
+        let others = self.buffered.load(Ordering::Relaxed);
+        if after > before && self.bytes + (after - before) + others > self.limit {
             f.data.truncate(before);
             return Some(Err(()));
         }
