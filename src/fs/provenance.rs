@@ -27,21 +27,34 @@ pub type Bases = HashMap<u64, Arc<Vec<u8>>>;
 /// scratch file, so a few hundred cover any number of parallel editors.
 const READS_KEPT: usize = 512;
 
+/// And what their contents may hold together (they are mostly shared with
+/// the block cache and open handles, but a copy outlives both).
+const READS_BYTES: usize = 32 << 20;
+
 /// The recent reads of files of the world, by process.
 #[derive(Default)]
 pub struct Reads {
     /// (pid, tree inode, content), oldest first; one entry per pair.
     recent: VecDeque<(u32, u64, Arc<Vec<u8>>)>,
+    bytes: usize,
 }
 
 impl Reads {
     /// Process `pid` read `content` of tree file `ino` (its newest read
     /// replaces an older one).
     pub fn record(&mut self, pid: u32, ino: u64, content: Arc<Vec<u8>>) {
-        self.recent.retain(|(p, i, _)| !(*p == pid && *i == ino));
+        if let Some(at) = self.recent.iter().position(|(p, i, _)| *p == pid && *i == ino)
+            && let Some((_, _, old)) = self.recent.remove(at)
+        {
+            self.bytes -= old.len();
+        }
+        self.bytes += content.len();
         self.recent.push_back((pid, ino, content));
-        while self.recent.len() > READS_KEPT {
-            self.recent.pop_front();
+        while self.recent.len() > READS_KEPT || self.bytes > READS_BYTES {
+            match self.recent.pop_front() {
+                Some((_, _, old)) => self.bytes -= old.len(),
+                None => break,
+            }
         }
     }
 
