@@ -46,7 +46,7 @@ fn parallel_sed_i_processes_lose_no_edit_of_one_that_exited_0() {
         }
     }
     assert!(exited_0 > 0, "at least one sed gets in");
-    // One line per refusal (the kernel retries a rename that got ESTALE).
+    // One line per refusal (the kernel retries a rename that got ESTALE; it is recorded once).
     assert_eq!(m.refusals().lines().count(), xs.len() - exited_0, "{}", m.refusals());
 }
 

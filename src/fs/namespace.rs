@@ -11,7 +11,7 @@ use super::{Attr, FIRST_SCRATCH, FsError, Inval, NewName, Opened, Result, Target
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The core's names, under one lock.
 #[derive(Default)]
@@ -121,6 +121,7 @@ impl WorldFs {
                 mtime: SystemTime::now(),
                 pending: kind == NewName::Pending,
                 bases,
+                stale_at: None,
             },
         );
         Ok(ino)
@@ -370,8 +371,15 @@ impl WorldFs {
         if e.errno != libc::ESTALE {
             return e;
         }
-        let name = self.ns.lock().unwrap().scratch.get(ino).map(|f| escape_name(&f.name)).unwrap_or_default();
+        let mut ns = self.ns.lock().unwrap();
+        let name = ns.scratch.get(ino).map(|f| escape_name(&f.name)).unwrap_or_default();
+        let now = std::time::Instant::now();
+        let retried = ns.scratch.get(ino).and_then(|f| f.stale_at).is_some_and(|t| now - t < Duration::from_secs(1));
+        ns.scratch.note(ino, |f| f.stale_at = Some(now));
+        drop(ns);
         FsError {
+            // The kernel's retry of the same rename: already in write-errors.
+            reported: e.reported || retried,
             message: format!(
                 "{}; the rename of {name} over it was refused: {name} was made from the file as it was \
                  before that change, and would undo it ({name} is kept)",

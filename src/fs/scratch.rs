@@ -21,6 +21,9 @@ pub struct ScratchFile {
     /// The files of the world its content was made from, as they were
     /// read (see `provenance`).
     pub bases: super::provenance::Bases,
+    /// When its rename over a file was last refused as stale (the kernel
+    /// retries such a rename once: one refusal, one line).
+    pub stale_at: Option<std::time::Instant>,
 }
 
 pub struct Scratch {
@@ -64,6 +67,16 @@ impl Scratch {
 
     pub fn get(&self, ino: u64) -> Option<&ScratchFile> {
         self.files.get(&ino)
+    }
+
+    /// A file's bookkeeping, to change other than through its data (which
+    /// goes through `edit`, to keep the count).
+    pub fn note(&mut self, ino: u64, f: impl FnOnce(&mut ScratchFile)) {
+        if let Some(file) = self.files.get_mut(&ino) {
+            let len = file.data.len();
+            f(file);
+            debug_assert_eq!(file.data.len(), len, "data changes go through edit");
+        }
     }
 
     pub fn lookup(&self, parent: u64, name: &[u8]) -> Option<u64> {

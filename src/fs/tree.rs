@@ -54,16 +54,9 @@ impl Services {
     pub fn report(&self, line: String) {
         // One line each, whatever names the message quotes.
         let line = super::error::one_line(&line);
-        let now = crate::time::now_secs();
-        let mut errors = self.errors.lock().unwrap();
-        // The same refusal again within a second is one event told twice
-        // (the kernel retries a rename that got ESTALE): kept once.
-        let recent = [now, now.saturating_sub(1)].map(|t| format!("{} {line}\n", crate::time::format_utc(t)));
-        if errors.iter().rev().take(16).any(|l| recent.contains(l)) {
-            return;
-        }
         log::warn!("{line}");
-        errors.push_back(format!("{} {line}\n", crate::time::format_utc(now)));
+        let mut errors = self.errors.lock().unwrap();
+        errors.push_back(format!("{} {line}\n", crate::time::format_utc(crate::time::now_secs())));
         while errors.len() > WRITE_ERRORS_KEPT {
             errors.pop_front();
         }
