@@ -317,8 +317,10 @@ fn refused_names_cannot_forge_lines_of_write_errors() {
     let world = common::demo_world();
     let fs = writable(world.path());
     let blocks = ino_of(&fs, "blocks");
+    // players/ quotes the name it refuses in its message.
+    let players = ino_of(&fs, "players");
     let forged = "x\n2026-11-22T09:41:07Z blocks/0,0,0/names: forged\0\u{1b}[2J";
-    assert!(fs.mkdir(blocks, OsStr::new(forged)).is_err());
+    assert!(fs.mkdir(players, OsStr::new(forged)).is_err());
     let bad = std::ffi::OsStr::from_bytes(b"y\n\xff");
     assert!(fs.mkdir(blocks, bad).is_err());
     let errors = fs.write_errors();
