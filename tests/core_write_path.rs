@@ -369,3 +369,34 @@ fn a_world_file_on_a_full_disk_fails_with_enospc() {
     assert_eq!(std::fs::read(world.join("world.mt")).unwrap(), before);
     assert!(fs.write_errors().concat().to_lowercase().contains("no space left"), "{:?}", fs.write_errors());
 }
+
+/// The same through a player's one-line files (hp, breath, position,
+/// look): a whole bad line fails at write; an empty file at the first
+/// close.
+#[test]
+fn a_players_bad_one_line_file_is_refused_at_write_and_an_empty_one_at_close() {
+    let world = common::demo_world();
+    let d = world.path();
+    let mt = std::fs::read_to_string(d.join("world.mt"))
+        .unwrap()
+        .replace("player_backend = sqlite3", "player_backend = files");
+    std::fs::write(d.join("world.mt"), mt).unwrap();
+    std::fs::create_dir_all(d.join("players")).unwrap();
+    let alice = "breath = 10\nyaw = 270\npitch = -12.5\nposition = (105,85,-42.5)\nhp = 18\nname = alice\nversion = 1\n\
+                 PlayerArgsEnd\nList main 1\nWidth 0\nEmpty\nEndInventoryList\nEndInventory\n";
+    std::fs::write(d.join("players/alice"), alice).unwrap();
+    let fs = writable(d);
+    let hp = ino_of(&fs, "players/alice/hp");
+    let pid = 4600;
+    let o = fs.open(hp, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+    assert_eq!(fs.write(o.fh, 0, b"lots\n").unwrap_err().errno, libc::EINVAL);
+    fs.flush(o.fh, pid).unwrap();
+    fs.release(o.fh).unwrap();
+    let o = fs.open(hp, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
+    assert_eq!(fs.flush(o.fh, pid).unwrap_err().errno, libc::EINVAL);
+    let _ = fs.release(o.fh);
+    assert_eq!(read_as(&fs, hp, 1), b"18\n");
+    assert_eq!(std::fs::read_to_string(d.join("players/alice")).unwrap(), alice, "the file is untouched");
+    write_as(&fs, hp, b"20\n", pid).unwrap();
+    assert_eq!(read_as(&fs, hp, 1), b"20\n");
+}
