@@ -55,10 +55,12 @@ pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
 
 /// The single error translation: log, then the errno.
 fn errno(op: &str, e: &FsError) -> Errno {
+    // One line in the log, whatever names the message quotes.
+    let message = crate::fs::error::one_line(&e.message);
     match e.errno {
-        libc::ENOENT | libc::EEXIST => log::debug!("{op}: {}", e.message),
-        libc::EINVAL | libc::EROFS | libc::EPERM => log::info!("{op}: {}", e.message),
-        _ => log::warn!("{op}: {}", e.message),
+        libc::ENOENT | libc::EEXIST => log::debug!("{op}: {message}"),
+        libc::EINVAL | libc::EROFS | libc::EPERM => log::info!("{op}: {message}"),
+        _ => log::warn!("{op}: {message}"),
     }
     Errno::from_i32(e.errno)
 }
@@ -180,9 +182,9 @@ impl Filesystem for FuseAdapter {
         self.fs.forget(ino.0, nlookup);
     }
 
-    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         self.arrived(req);
-        match self.fs.getattr(ino.0) {
+        match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
             Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
             Err(e) => reply.error(errno("getattr", &e)),
         }

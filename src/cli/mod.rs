@@ -57,7 +57,9 @@ pub enum Command {
         /// default ~/.cache/worldfs), index_ttl=SECONDS (how long the index
         /// of a map without a change counter is trusted; default 600),
         /// plus_max=N (worlds of at most N blocks are listed with
-        /// attributes on every page; default 100000, 0 never).
+        /// attributes on every page; default 100000, 0 never),
+        /// write_mb=MIB (what all files being written and scratch files
+        /// may hold in memory together; default 512).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).

@@ -65,6 +65,7 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
                     Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
             }
             "plus_max" => m.fs.plus_max = num(v)?,
+            "write_mb" => m.fs.write_buffers = (num(v)?.clamp(1, 1 << 20) as usize) << 20,
             "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
             "colors" => {
                 let path = v.filter(|v| !v.is_empty()).ok_or("-o colors= needs a colors.txt file")?;

@@ -42,6 +42,47 @@ impl FsError {
     pub fn bad_handle() -> Self {
         Self::new(libc::EBADF, "unknown file handle")
     }
+    /// A failed file operation, keeping its kind: a full disk or quota is
+    /// ENOSPC, a read-only filesystem EROFS, a denied access EACCES;
+    /// anything else EIO. `message` says what failed.
+    pub fn from_io(e: &std::io::Error, message: impl Into<String>) -> Self {
+        let errno = match e.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT) => libc::ENOSPC,
+            Some(libc::EROFS) => libc::EROFS,
+            Some(libc::EACCES) => libc::EACCES,
+            Some(libc::EFBIG) => libc::EFBIG,
+            _ => libc::EIO,
+        };
+        Self::new(errno, message)
+    }
+}
+
+/// `s` as one line: control characters (newlines, NULs, escapes) written
+/// as `\n`, `\0`, `\u{1b}`, so a name a program chose cannot start a
+/// line of its own in write-errors or the log.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\0' => out.push_str("\\0"),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A file name for a message: UTF-8 as it is, other bytes as `\xNN`, and
+/// control characters escaped (see [`one_line`]).
+pub fn escape_name(name: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in name.utf8_chunks() {
+        out.push_str(&one_line(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 impl fmt::Display for FsError {

@@ -69,6 +69,19 @@ impl Pending {
         self.dirty = true;
         self.truncated = false;
     }
+
+    /// Truncated at open and nothing written since: what a close now
+    /// would leave is an empty file.
+    pub fn only_truncated(&self) -> bool {
+        self.truncated && !self.dirty
+    }
+
+    /// The change was refused (at a write): nothing is left to commit
+    /// until the next write.
+    pub fn refused(&mut self) {
+        self.dirty = false;
+        self.truncated = false;
+    }
 }
 
 pub(super) enum Handle {
@@ -90,15 +103,21 @@ pub(super) enum Handle {
 /// Put `data` at `offset` of `buf` (or at its end when appending).
 fn write_into(buf: &mut Vec<u8>, offset: u64, data: &[u8], append: bool) -> Result<()> {
     let at = if append { buf.len() } else { offset as usize };
-    let end = at.checked_add(data.len()).filter(|&e| e <= MAX_WRITE);
-    let Some(end) = end else {
-        return Err(FsError::new(libc::EFBIG, "file larger than 256 MiB"));
-    };
+    let end = end_of_write(buf.len(), offset, data.len(), append)?;
     if buf.len() < end {
         buf.resize(end, 0);
     }
     buf[at..end].copy_from_slice(data);
     Ok(())
+}
+
+/// Where a write of `len` bytes at `offset` (or at the end of a buffer of
+/// `buf_len` bytes when appending) ends; EFBIG past the largest file.
+fn end_of_write(buf_len: usize, offset: u64, len: usize, append: bool) -> Result<usize> {
+    let at = if append { buf_len } else { offset as usize };
+    at.checked_add(len)
+        .filter(|&e| e <= MAX_WRITE)
+        .ok_or_else(|| FsError::new(libc::EFBIG, "file larger than 256 MiB, the largest a write may make"))
 }
 
 fn slice(data: &[u8], offset: u64, size: u32) -> Vec<u8> {
@@ -109,8 +128,15 @@ fn slice(data: &[u8], offset: u64, size: u32) -> Vec<u8> {
 
 /// What committing a handle means.
 enum Job {
-    Tree { ino: u64, content: Vec<u8>, base: Option<Arc<Vec<u8>>> },
+    Tree {
+        ino: u64,
+        content: Vec<u8>,
+        base: Option<Arc<Vec<u8>>>,
+    },
     Pending(u64),
+    /// Nothing to commit yet, but say now if an empty file would be
+    /// refused (see `commit_handle`).
+    CheckEmpty(u64),
 }
 
 impl WorldFs {
@@ -153,9 +179,28 @@ impl WorldFs {
         match target {
             Target::Scratch(s) => {
                 let mut ns = self.ns.lock().unwrap();
+                let mut reads = self.reads.lock().unwrap();
                 if trunc {
-                    let _ = ns.scratch.edit(s, |f| f.data.clear());
+                    // New content, from what the opener read.
+                    let bases = reads.of(pid);
+                    let _ = ns.scratch.edit(s, |f| {
+                        f.data.clear();
+                        f.bases = bases;
+                    });
+                } else if let Some(f) = ns.scratch.get(s) {
+                    reads.inherit(pid, &f.bases);
+                    if write {
+                        // Edited in place: the content it had stays part
+                        // of it, so its older bases stand.
+                        let more = reads.of(pid);
+                        let _ = ns.scratch.edit(s, |f| {
+                            for (ino, c) in more {
+                                f.bases.entry(ino).or_insert(c);
+                            }
+                        });
+                    }
                 }
+                drop(reads);
                 drop(ns);
                 let fh = self.new_handle(Handle::Scratch { ino: s, append, pending: Pending::new(pid, false) });
                 Ok(Opened { fh, keep_cache: false, direct_io: false })
@@ -169,6 +214,9 @@ impl WorldFs {
             }
             Target::Tree(t) if !write && !trunc => {
                 let (content, keep_cache) = self.tree.open_read(t)?;
+                if !self.opts.read_only {
+                    self.reads.lock().unwrap().record(pid, t, content.clone());
+                }
                 Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
             }
             Target::Tree(t) => {
@@ -187,6 +235,8 @@ impl WorldFs {
                     Err(e) if e.errno == libc::EIO => self.recorded(|| self.tree.path(t), Err(e))?,
                     r => r?,
                 };
+                let charged = self.charge(buf.len());
+                self.recorded(|| self.tree.path(t), charged)?;
                 let fh =
                     self.new_handle(Handle::Write { ino: t, buf, base, pending: Pending::new(pid, trunc), append });
                 Ok(Opened { fh, keep_cache: false, direct_io })
@@ -244,10 +294,19 @@ impl WorldFs {
     }
 
     pub fn write(&self, fh: u64, offset: u64, data: &[u8]) -> Result<u32> {
+        if let Some(ino) = self.whole_content_write(fh, offset, data) {
+            self.judge_at_write(fh, ino, data)?;
+        }
         let mut handles = self.handles.lock().unwrap();
         match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
             Handle::Read { .. } => Err(FsError::bad_handle()),
-            Handle::Write { buf, pending, append, .. } => {
+            Handle::Write { ino, buf, pending, append, .. } => {
+                let ino = *ino;
+                let grown = end_of_write(buf.len(), offset, data.len(), *append).and_then(|end| {
+                    let grow = end.saturating_sub(buf.len());
+                    self.charge(grow)
+                });
+                self.recorded(|| self.tree.path(ino), grown)?;
                 write_into(buf, offset, data, *append)?;
                 pending.wrote();
                 Ok(data.len() as u32)
@@ -256,7 +315,12 @@ impl WorldFs {
                 let mut ns = self.ns.lock().unwrap();
                 match ns.scratch.edit(*ino, |f| write_into(&mut f.data, offset, data, *append)) {
                     None => Err(FsError::bad_handle()),
-                    Some(Err(())) => Err(FsError::new(libc::ENOSPC, "scratch files use all their memory (512 MiB)")),
+                    Some(Err(())) => {
+                        let held = ns.scratch.bytes() + self.buffered.load(Ordering::Relaxed);
+                        drop(ns);
+                        let e = self.over_budget(held);
+                        self.recorded(|| self.path(*ino), Err(e))
+                    }
                     Some(Ok(r)) => {
                         r?;
                         pending.wrote();
@@ -267,6 +331,67 @@ impl WorldFs {
         }
     }
 
+    /// The file a write on handle `fh` gives its whole content to, if it
+    /// does: the buffer then holds exactly `data`, and the tree says
+    /// nothing more could make it valid (`Tree::complete`).
+    fn whole_content_write(&self, fh: u64, offset: u64, data: &[u8]) -> Option<u64> {
+        let handles = self.handles.lock().unwrap();
+        match handles.get(&fh)? {
+            Handle::Write { ino, buf, append, .. } => {
+                let replaces = if *append { buf.is_empty() } else { offset == 0 && buf.len() <= data.len() };
+                (replaces && self.tree.complete(*ino, data)).then_some(*ino)
+            }
+            _ => None,
+        }
+    }
+
+    /// Judge a write that holds a file's whole content now, so that a
+    /// refusal reaches programs that never look at close() (a shell's
+    /// `echo bad > file`). Only content refusals (EINVAL) are given here;
+    /// anything else is left to the commit at close.
+    fn judge_at_write(&self, fh: u64, ino: u64, data: &[u8]) -> Result<()> {
+        match self.tree.check_content(ino, data) {
+            Err(e) if e.errno == libc::EINVAL => {
+                if let Some(Handle::Write { pending, .. }) = self.handles.lock().unwrap().get_mut(&fh) {
+                    // The change ends here: the file stays as it was.
+                    pending.refused();
+                }
+                self.recorded(|| self.tree.path(ino), Err(e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Take `grow` more bytes for a write handle's buffer, or refuse with
+    /// ENOSPC when buffers and scratch files would hold more than the
+    /// mount allows (`Options::write_buffers`).
+    fn charge(&self, grow: usize) -> Result<()> {
+        let scratch = self.ns.lock().unwrap().scratch.bytes();
+        let held = self.buffered.load(Ordering::Relaxed);
+        if grow > 0 && held + scratch + grow > self.opts.write_buffers {
+            return Err(self.over_budget(held + scratch));
+        }
+        self.buffered.fetch_add(grow, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Give back `n` bytes of write buffers.
+    fn credit(&self, n: usize) {
+        self.buffered.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    fn over_budget(&self, held: usize) -> FsError {
+        FsError::new(
+            libc::ENOSPC,
+            format!(
+                "files being written and scratch files hold {} MiB, all the mount allows (-o write_mb={}); \
+                 nothing written: close other files, or mount with a larger write_mb",
+                held >> 20,
+                self.opts.write_buffers >> 20
+            ),
+        )
+    }
+
     /// Commit what a handle holds, if it changed and the moment is right
     /// (see `Pending::commit_on`).
     fn commit_handle(&self, fh: u64, when: When) -> Result<()> {
@@ -275,7 +400,18 @@ impl WorldFs {
             match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
                 Handle::Read { .. } => None,
                 Handle::Write { ino, buf, base, pending, .. } => {
-                    pending.commit_on(when).then(|| Job::Tree { ino: *ino, content: buf.clone(), base: base.clone() })
+                    if pending.commit_on(when) {
+                        Some(Job::Tree { ino: *ino, content: buf.clone(), base: base.clone() })
+                    } else if pending.only_truncated() && when == When::Flush(pending.opener) {
+                        // Truncated and closed unwritten: bash writes after
+                        // this first close (of a dup), but a program that
+                        // is done would never hear that the empty file is
+                        // refused at release. Its close fails now; the
+                        // refusal is recorded when the change ends.
+                        Some(Job::CheckEmpty(*ino))
+                    } else {
+                        None
+                    }
                 }
                 Handle::Scratch { ino, pending, .. } => {
                     let is_pending = self.ns.lock().unwrap().scratch.get(*ino).is_some_and(|f| f.pending);
@@ -299,6 +435,10 @@ impl WorldFs {
                 Ok(())
             }
             Some(Job::Pending(ino)) => self.commit_pending(ino),
+            Some(Job::CheckEmpty(ino)) => match self.tree.check_content(ino, b"") {
+                Err(e) if e.errno == libc::EINVAL => Err(e),
+                _ => Ok(()),
+            },
         }
     }
 
@@ -319,8 +459,10 @@ impl WorldFs {
     pub fn release(&self, fh: u64) -> Result<()> {
         let r = self.commit_handle(fh, When::Release);
         let h = self.handles.lock().unwrap().remove(&fh);
-        if let Some(Handle::Scratch { ino, .. }) = h {
-            self.drop_orphan(ino);
+        match h {
+            Some(Handle::Scratch { ino, .. }) => self.drop_orphan(ino),
+            Some(Handle::Write { buf, .. }) => self.credit(buf.len()),
+            _ => {}
         }
         r
     }
@@ -375,6 +517,11 @@ impl WorldFs {
                     // An explicit ftruncate is a change, committed at the
                     // next flush (O_TRUNC at open arrives inside OPEN, with
                     // FUSE_ATOMIC_O_TRUNC, and is handled there).
+                    if size > buf.len() {
+                        self.charge(size - buf.len())?;
+                    } else {
+                        self.credit(buf.len() - size);
+                    }
                     buf.resize(size, 0);
                     pending.wrote();
                     handled = true;
@@ -386,7 +533,10 @@ impl WorldFs {
                         let mut ns = self.ns.lock().unwrap();
                         match ns.scratch.edit(s, |f| f.data.resize(size, 0)) {
                             None => return Err(FsError::not_found()),
-                            Some(Err(())) => return Err(FsError::new(libc::ENOSPC, "scratch memory exhausted")),
+                            Some(Err(())) => {
+                                let held = ns.scratch.bytes() + self.buffered.load(Ordering::Relaxed);
+                                return Err(self.over_budget(held));
+                            }
                             Some(Ok(())) => {}
                         }
                     }
@@ -414,6 +564,37 @@ impl WorldFs {
             attr.size = buf.len() as u64;
         }
         Ok(attr)
+    }
+
+    /// Attributes through an open handle: a file being written has the
+    /// size of what that writer has written so far.
+    pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr> {
+        let mut attr = self.getattr(ino)?;
+        if let Some(fh) = fh
+            && let Some(Handle::Write { buf, .. }) = self.handles.lock().unwrap().get(&fh)
+        {
+            attr.size = buf.len() as u64;
+        }
+        Ok(attr)
+    }
+
+    /// The size of tree file `t` while a handle is changing it (truncated
+    /// or written, not yet committed): what its writer wrote so far, as on
+    /// any filesystem. The kernel's fstat asks without a handle.
+    pub(super) fn size_being_written(&self, t: u64) -> Option<u64> {
+        let handles = self.handles.lock().unwrap();
+        let mut changing: Vec<(u64, usize)> = handles
+            .iter()
+            .filter_map(|(&fh, h)| match h {
+                Handle::Write { ino, buf, pending, .. } if *ino == t && (pending.dirty || pending.truncated) => {
+                    Some((fh, buf.len()))
+                }
+                _ => None,
+            })
+            .collect();
+        // Several writers: the newest handle's.
+        changing.sort();
+        changing.last().map(|&(_, len)| len as u64)
     }
 
     /// Open handle for a newly created scratch file.

@@ -20,6 +20,7 @@
 pub mod error;
 mod handles;
 mod namespace;
+mod provenance;
 mod scratch;
 pub mod tree;
 pub mod union;
@@ -72,6 +73,10 @@ pub struct Options {
     /// Worlds of at most this many blocks are listed with attributes on
     /// every page (`Tree::plus_everywhere`); 0: never.
     pub plus_max: u64,
+    /// What the buffers of all files open for writing and all scratch
+    /// files may hold together; a write past it fails with ENOSPC, so no
+    /// number of writers can exhaust the daemon's memory.
+    pub write_buffers: usize,
 }
 
 impl Default for Options {
@@ -94,6 +99,7 @@ impl Default for Options {
             index_ttl: Duration::from_secs(600),
             // About 100 MB of kernel inodes and names at most.
             plus_max: 100_000,
+            write_buffers: 512 << 20,
         }
     }
 }
@@ -236,9 +242,16 @@ pub struct WorldFs {
     services: Arc<Services>,
     opts: Options,
     // Lock order, where two are held at once: handles before the
-    // namespace; the namespace before any lock inside the tree.
+    // namespace; the namespace before `reads` and any lock inside the tree.
     ns: Mutex<Namespace>,
     handles: Mutex<HashMap<u64, handles::Handle>>,
+    /// What each process last read of files of the world (the bases of
+    /// the scratch files it writes).
+    reads: Mutex<provenance::Reads>,
+    /// Bytes held by the buffers of write handles (changed under the
+    /// handles lock; scratch files count theirs in `Scratch`, which reads
+    /// this to keep the two within `Options::write_buffers`).
+    buffered: Arc<std::sync::atomic::AtomicUsize>,
     next_fh: AtomicU64,
     /// Copies of files being read without a handle, by inode, with when
     /// they were taken (`read_unopened`).
@@ -251,12 +264,17 @@ pub struct WorldFs {
 impl WorldFs {
     /// A core serving `tree`, which reports through `services`.
     pub fn new(tree: Arc<dyn Tree>, services: Arc<Services>, opts: Options) -> WorldFs {
+        let buffered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut ns = Namespace::default();
+        ns.scratch.set_budget(opts.write_buffers, buffered.clone());
         WorldFs {
             tree,
             services,
             opts,
-            ns: Mutex::new(Namespace::default()),
+            ns: Mutex::new(ns),
+            buffered,
             handles: Mutex::new(HashMap::new()),
+            reads: Mutex::new(provenance::Reads::default()),
             next_fh: AtomicU64::new(1),
             unopened: Mutex::new(HashMap::new()),
             watch: watch::Watch::default(),
@@ -450,7 +468,15 @@ impl WorldFs {
 
     pub fn getattr(&self, ino: u64) -> Result<Attr> {
         let mut a = match self.target(ino)? {
-            Target::Tree(t) => self.tree.getattr(t)?,
+            Target::Tree(t) => {
+                let mut a = self.tree.getattr(t)?;
+                if a.kind == Kind::File
+                    && let Some(size) = self.size_being_written(t)
+                {
+                    a.size = size;
+                }
+                a
+            }
             t => self.core_attr(t, ino)?,
         };
         a.ino = ino;
@@ -598,7 +624,7 @@ impl WorldFs {
                 match ns.scratch.get(s) {
                     Some(f) => {
                         let dir = self.tree.path(f.parent);
-                        let name = String::from_utf8_lossy(&f.name).into_owned();
+                        let name = error::escape_name(&f.name);
                         if dir.is_empty() { name } else { format!("{dir}/{name}") }
                     }
                     None => format!("scratch file {s:#x}"),
@@ -611,12 +637,8 @@ impl WorldFs {
     /// "op path/name" for messages about a name in directory `parent`.
     fn describe_name(&self, op: &str, parent: u64, name: &OsStr) -> String {
         let dir = self.path(parent);
-        // Control characters escaped: a message is one line of write-errors.
-        let name: String = name
-            .to_string_lossy()
-            .chars()
-            .flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] })
-            .collect();
+        // Escaped: a message is one line of write-errors.
+        let name = error::escape_name(name.as_bytes());
         if dir.is_empty() { format!("{op} {name}") } else { format!("{op} {dir}/{name}") }
     }
 

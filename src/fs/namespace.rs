@@ -4,12 +4,14 @@
 //! (`Namespace`); and the operations on names (create, mknod, mkdir,
 //! rmdir, unlink, rename), which pass what concerns the world to the tree.
 
+use super::error::escape_name;
+use super::provenance::Bases;
 use super::scratch::{Scratch, ScratchFile};
 use super::{Attr, FIRST_SCRATCH, FsError, Inval, NewName, Opened, Result, Target, WorldFs};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The core's names, under one lock.
 #[derive(Default)]
@@ -104,7 +106,7 @@ impl WorldFs {
 
     /// A new scratch file `name` in `dir` (what it becomes is the tree's
     /// call).
-    fn new_scratch(&self, dir: u64, name: &[u8], mode: u32) -> Result<u64> {
+    fn new_scratch(&self, dir: u64, name: &[u8], mode: u32, bases: Bases) -> Result<u64> {
         Self::check_name(name)?;
         let kind = self.tree.new_name(dir, name)?;
         let mut ns = self.ns.lock().unwrap();
@@ -118,6 +120,8 @@ impl WorldFs {
                 mode: (mode & 0o7777) as u16,
                 mtime: SystemTime::now(),
                 pending: kind == NewName::Pending,
+                bases,
+                stale_at: None,
             },
         );
         Ok(ino)
@@ -143,7 +147,9 @@ impl WorldFs {
             self.remember(ino);
             return Ok((attr, opened));
         }
-        let ino = self.new_scratch(dir, name, mode)?;
+        // What the creator read is what its content is made from.
+        let bases = self.reads.lock().unwrap().of(pid);
+        let ino = self.new_scratch(dir, name, mode, bases)?;
         let fh = self.open_scratch(ino, flags, pid);
         self.remember(ino);
         Ok((self.getattr(ino)?, Opened { fh, keep_cache: false, direct_io: false }))
@@ -159,7 +165,9 @@ impl WorldFs {
         if self.existing_child(dir, name.as_bytes()).is_ok() {
             return Err(FsError::new(libc::EEXIST, "file exists"));
         }
-        let ino = self.new_scratch(dir, name.as_bytes(), mode)?;
+        // No process to take bases from: renamed over a file, it is a
+        // deliberate overwrite.
+        let ino = self.new_scratch(dir, name.as_bytes(), mode, Bases::new())?;
         self.remember(ino);
         self.getattr(ino)
     }
@@ -297,7 +305,7 @@ impl WorldFs {
                     if let Some(Target::Scratch(d)) = dst {
                         self.remove_scratch(d);
                     }
-                    let ino = self.new_scratch(dst_dir, newname_b, 0o644)?;
+                    let ino = self.new_scratch(dst_dir, newname_b, 0o644, Bases::new())?;
                     let _ = self.ns.lock().unwrap().scratch.edit(ino, |f| {
                         f.data = content;
                         f.pending = false;
@@ -326,7 +334,11 @@ impl WorldFs {
                     return Err(FsError::is_dir());
                 }
                 self.tree.check_writable(t)?;
-                let r = self.tree.write(t, &data()?, None);
+                // Made from what `t` showed when its writer read it: if it
+                // shows something else now, the rename would undo that.
+                let base = self.ns.lock().unwrap().scratch.get(ino).and_then(|f| f.bases.get(&t).cloned());
+                let r = self.tree.write(t, &data()?, base.as_deref().map(Vec::as_slice));
+                let r = r.map_err(|e| self.explain_stale_rename(ino, e));
                 self.recorded(|| self.path(t), r)?;
                 self.became(ino, t);
                 Ok(())
@@ -350,6 +362,30 @@ impl WorldFs {
                 let _ = ns.scratch.edit(ino, |f| f.pending = false);
                 Ok(())
             }
+        }
+    }
+
+    /// A refused rename says which scratch file was made from an older
+    /// version of the file it was to replace.
+    fn explain_stale_rename(&self, ino: u64, e: FsError) -> FsError {
+        if e.errno != libc::ESTALE {
+            return e;
+        }
+        let mut ns = self.ns.lock().unwrap();
+        let name = ns.scratch.get(ino).map(|f| escape_name(&f.name)).unwrap_or_default();
+        let now = std::time::Instant::now();
+        let retried = ns.scratch.get(ino).and_then(|f| f.stale_at).is_some_and(|t| now - t < Duration::from_secs(1));
+        ns.scratch.note(ino, |f| f.stale_at = Some(now));
+        drop(ns);
+        FsError {
+            // The kernel's retry of the same rename: already in write-errors.
+            reported: e.reported || retried,
+            message: format!(
+                "{}; the rename of {name} over it was refused: {name} was made from the file as it was \
+                 before that change, and would undo it ({name} is kept)",
+                e.message
+            ),
+            ..e
         }
     }
 

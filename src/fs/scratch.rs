@@ -5,6 +5,8 @@
 //! content (validated) as a write.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 pub struct ScratchFile {
@@ -16,19 +18,47 @@ pub struct ScratchFile {
     /// A new name that becomes part of the world when written and closed
     /// (`NewName::Pending`).
     pub pending: bool,
+    /// The files of the world its content was made from, as they were
+    /// read (see `provenance`).
+    pub bases: super::provenance::Bases,
+    /// When its rename over a file was last refused as stale (the kernel
+    /// retries such a rename once: one refusal, one line).
+    pub stale_at: Option<std::time::Instant>,
 }
 
-#[derive(Default)]
 pub struct Scratch {
     files: HashMap<u64, ScratchFile>,
     by_name: HashMap<(u64, Vec<u8>), u64>,
     bytes: usize,
+    /// What scratch files and write handles' buffers may hold together,
+    /// and the latter's bytes (see `Options::write_buffers`).
+    limit: usize,
+    buffered: Arc<AtomicUsize>,
 }
 
-/// Memory all scratch files together may hold.
-pub const SCRATCH_LIMIT: usize = 512 << 20;
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            files: HashMap::new(),
+            by_name: HashMap::new(),
+            bytes: 0,
+            limit: 512 << 20,
+            buffered: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
 
 impl Scratch {
+    pub fn set_budget(&mut self, limit: usize, buffered: Arc<AtomicUsize>) {
+        self.limit = limit;
+        self.buffered = buffered;
+    }
+
+    /// Bytes all scratch files hold.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     pub fn insert(&mut self, ino: u64, f: ScratchFile) {
         self.bytes += f.data.len();
         self.by_name.insert((f.parent, f.name.clone()), ino);
@@ -37,6 +67,16 @@ impl Scratch {
 
     pub fn get(&self, ino: u64) -> Option<&ScratchFile> {
         self.files.get(&ino)
+    }
+
+    /// A file's bookkeeping, to change other than through its data (which
+    /// goes through `edit`, to keep the count).
+    pub fn note(&mut self, ino: u64, f: impl FnOnce(&mut ScratchFile)) {
+        if let Some(file) = self.files.get_mut(&ino) {
+            let len = file.data.len();
+            f(file);
+            debug_assert_eq!(file.data.len(), len, "data changes go through edit");
+        }
     }
 
     pub fn lookup(&self, parent: u64, name: &[u8]) -> Option<u64> {
@@ -66,7 +106,8 @@ impl Scratch {
         let before = f.data.len();
         let r = edit(f);
         let after = f.data.len();
-        if after > before && self.bytes + (after - before) > SCRATCH_LIMIT {
+        let others = self.buffered.load(Ordering::Relaxed);
+        if after > before && self.bytes + (after - before) + others > self.limit {
             f.data.truncate(before);
             return Some(Err(()));
         }

@@ -52,6 +52,8 @@ impl Services {
 
     /// Add a line to MNT/write-errors (with the time) and log it.
     pub fn report(&self, line: String) {
+        // One line each, whatever names the message quotes.
+        let line = super::error::one_line(&line);
         log::warn!("{line}");
         let mut errors = self.errors.lock().unwrap();
         errors.push_back(format!("{} {line}\n", crate::time::format_utc(crate::time::now_secs())));
@@ -138,6 +140,23 @@ pub trait Tree: Send + Sync {
     /// changed it meanwhile and the write is refused (ESTALE) rather than
     /// overwriting their change.
     fn write(&self, ino: u64, content: &[u8], base: Option<&[u8]>) -> Result<()>;
+
+    /// Judge `content` as the whole new content of file `ino` without
+    /// writing it: the error `write` would give for it, or Ok (also when
+    /// the tree cannot tell before writing). Lets the core refuse at the
+    /// call the writer sees (a write, the first close) what would be
+    /// refused later.
+    fn check_content(&self, _ino: u64, _content: &[u8]) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether `content`, written in one piece at offset 0, is all that
+    /// file `ino` can hold, so that nothing a later write adds could make
+    /// it valid: a one-line file's line with its newline, a fixed-size
+    /// file's bytes. Such a write is judged at once.
+    fn complete(&self, _ino: u64, _content: &[u8]) -> bool {
+        false
+    }
 
     /// What a new name in `dir` becomes (or why it cannot be made).
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName>;

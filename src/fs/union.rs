@@ -149,6 +149,14 @@ impl Tree for Union {
         self.owner(ino).write(ino, content, base)
     }
 
+    fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
+        self.owner(ino).check_content(ino, content)
+    }
+
+    fn complete(&self, ino: u64, content: &[u8]) -> bool {
+        self.owner(ino).complete(ino, content)
+    }
+
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
         if dir == ROOT && self.mount_named(name).is_some() {
             return Err(FsError::new(libc::EEXIST, "that name is a directory of the world"));

@@ -260,10 +260,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.worldfs-{}-{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed)));
-    let io = |e: std::io::Error| {
-        let errno = if e.raw_os_error() == Some(libc::ENOSPC) { libc::ENOSPC } else { libc::EIO };
-        FsError::new(errno, format!("{}: {e}; the file is unchanged", path.display()))
-    };
+    let io = |e: std::io::Error| FsError::from_io(&e, format!("{}: {e}; the file is unchanged", path.display()));
     let r = (|| {
         let mut f = std::fs::File::create(&tmp).map_err(io)?;
         f.write_all(bytes).map_err(io)?;

@@ -69,6 +69,13 @@ fn invalid(node: &str, e: ParseError) -> FsError {
     FsError::invalid(format!("{node}: {e}"))
 }
 
+/// Whether a content is written or only judged (see `check_content`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    Commit,
+    Check,
+}
+
 /// The refusal of a write made from a copy that is no longer current.
 fn stale(what: &str) -> FsError {
     FsError::new(
@@ -119,12 +126,22 @@ impl LuantiTree {
     /// Commit new content for a file node; `base`: what the writer started
     /// from (see `Tree::write`).
     pub(super) fn commit(&self, node: &Node, content: &[u8], base: Option<&[u8]>) -> Result<()> {
+        self.commit_or_check(node, content, base, Mode::Commit)
+    }
+
+    /// Judge `content` as the new content of a file as `commit` would,
+    /// without writing it (see `Tree::check_content`).
+    pub(super) fn judge_content(&self, node: &Node, content: &[u8]) -> Result<()> {
+        self.commit_or_check(node, content, None, Mode::Check)
+    }
+
+    fn commit_or_check(&self, node: &Node, content: &[u8], base: Option<&[u8]>, mode: Mode) -> Result<()> {
         self.check_writable_node(node)?;
         let what = self.describe(node);
         let file = Some((node, base));
         match node {
-            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content, base, &what),
-            Node::BlockFile(pos, f) => self.edit_block(*pos, file, content, &what, |b| {
+            Node::BlockFile(pos, BlockFile::Raw) => self.commit_raw(*pos, content, base, &what, mode),
+            Node::BlockFile(pos, f) => self.edit_block(*pos, file, content, &what, mode, |b| {
                 match f {
                     BlockFile::Info => parse::apply_info(b, content),
                     BlockFile::Names => parse::apply_names(b, content),
@@ -144,7 +161,7 @@ impl LuantiTree {
                 }
                 .map_err(|e| invalid(&what, e))
             }),
-            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, file, content, &what, |b| {
+            Node::MetaFile(pos, p16, f) => self.edit_block(*pos, file, content, &what, mode, |b| {
                 let version = b.version;
                 let e = entry_mut(b, *p16)?;
                 match f {
@@ -156,13 +173,16 @@ impl LuantiTree {
             Node::NodeFile([x, y, z]) => {
                 let pos = BlockPos::of_node(*x, *y, *z).ok_or_else(FsError::not_found)?;
                 let i = super::in_block(pos, [*x, *y, *z]).expect("in its block") as usize;
-                self.edit_block(pos, file, content, &what, |b| {
+                self.edit_block(pos, file, content, &what, mode, |b| {
                     parse::apply_node(b, i, content).map_err(|e| invalid(&what, e))
                 })
             }
             Node::Table(id) => match self.table_key(*id)? {
+                TableKey::WorldFile(_) if mode == Mode::Check => Ok(()),
                 TableKey::WorldFile(name) => self.write_world_file(&name, content, base),
-                TableKey::Field { pos, p16, key } => self.set_field_value(pos, p16, &key, node, content, base, false),
+                TableKey::Field { pos, p16, key } => {
+                    self.set_field_value(pos, p16, &key, node, content, base, false, mode)
+                }
             },
             _ => Err(FsError::perm("this file cannot be written")),
         }
@@ -181,10 +201,11 @@ impl LuantiTree {
         content: &[u8],
         base: Option<&[u8]>,
         new: bool,
+        mode: Mode,
     ) -> Result<()> {
         let what = self.describe(node);
         let file = if new { None } else { Some((node, base)) };
-        self.edit_block(pos, file, content, &what, |b| {
+        self.edit_block(pos, file, content, &what, mode, |b| {
             let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
             let entry = entry_mut(b, p16)?;
             if !new && entry.get(key).is_none() {
@@ -228,6 +249,7 @@ impl LuantiTree {
         file: Option<(&Node, Option<&[u8]>)>,
         content: &[u8],
         what: &str,
+        mode: Mode,
         edit: impl FnOnce(&mut Block) -> Result<()>,
     ) -> Result<()> {
         let _lock = self.commit_lock.lock().unwrap();
@@ -244,7 +266,7 @@ impl LuantiTree {
             if now == Some(content) {
                 return Ok(());
             }
-            if base.is_some_and(|b| now != Some(b)) {
+            if mode == Mode::Commit && base.is_some_and(|b| now != Some(b)) {
                 return Err(stale(what));
             }
         }
@@ -264,6 +286,9 @@ impl LuantiTree {
                     other.err()
                 )));
             }
+        }
+        if mode == Mode::Check {
+            return Ok(());
         }
         let unseen = self.unseen_names(&orig, &b)?;
         self.write_block(pos, &loaded.blob, blob.clone(), what)?;
@@ -374,14 +399,14 @@ impl LuantiTree {
 
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
     /// none of the engine's rules.
-    fn commit_raw(&self, pos: BlockPos, content: &[u8], base: Option<&[u8]>, what: &str) -> Result<()> {
+    fn commit_raw(&self, pos: BlockPos, content: &[u8], base: Option<&[u8]>, what: &str, mode: Mode) -> Result<()> {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         if loaded.blob == content {
             return Ok(());
         }
-        if base.is_some_and(|b| b != loaded.blob.as_slice()) {
+        if mode == Mode::Commit && base.is_some_and(|b| b != loaded.blob.as_slice()) {
             return Err(stale(what));
         }
         let b = Block::decode(content)
@@ -392,6 +417,9 @@ impl LuantiTree {
         let before = old.as_deref().cloned().unwrap_or_else(|| Block { mapping: Vec::new(), ..Block::new_air(29) });
         for m in b.mapping.iter().filter(|m| !before.mapping.iter().any(|o| o.name == m.name)) {
             parse::check_node_name(&m.name).map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: {e}")))?;
+        }
+        if mode == Mode::Check {
+            return Ok(());
         }
         let unseen = self.unseen_names(&before, &b)?;
         self.write_block(pos, &loaded.blob, content.to_vec(), what)?;
@@ -515,7 +543,7 @@ impl LuantiTree {
 
     pub(super) fn add_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
         let what = format!("mkdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
-        self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, Mode::Commit, |b| {
             if b.metadata.get(p16).is_some() {
                 return Err(FsError::new(libc::EEXIST, "the node already has metadata"));
             }
@@ -526,7 +554,7 @@ impl LuantiTree {
 
     pub(super) fn remove_metadata(&self, pos: BlockPos, p16: u16) -> Result<()> {
         let what = format!("rmdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
-        self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, Mode::Commit, |b| {
             let before = b.metadata.entries.len();
             b.metadata.entries.retain(|e| e.pos != p16);
             if b.metadata.entries.len() == before {
@@ -538,7 +566,7 @@ impl LuantiTree {
 
     pub(super) fn delete_field(&self, pos: BlockPos, p16: u16, key: &[u8]) -> Result<()> {
         let what = format!("unlink field {} of {pos}", String::from_utf8_lossy(key));
-        self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, Mode::Commit, |b| {
             let e = entry_mut(b, p16)?;
             if e.get(key).is_none() {
                 return Err(FsError::not_found());
@@ -551,7 +579,7 @@ impl LuantiTree {
     /// Rename a key (replacing `to` if it exists), keeping value and flag.
     pub(super) fn rename_field(&self, pos: BlockPos, p16: u16, from: &[u8], to: &[u8]) -> Result<()> {
         let what = format!("rename field {} of {pos}", String::from_utf8_lossy(from));
-        self.edit_block(pos, None, b"", &what, |b| {
+        self.edit_block(pos, None, b"", &what, Mode::Commit, |b| {
             let e = entry_mut(b, p16)?;
             let var = e.get(from).cloned().ok_or_else(FsError::not_found)?;
             e.vars.retain(|v| v.key != to);
@@ -583,7 +611,9 @@ impl LuantiTree {
         }
         let serial = TEMP_SERIAL.fetch_add(1, Ordering::Relaxed);
         let tmp = self.world.dir.join(format!(".{name}.worldfs-{}-{serial}", std::process::id()));
-        let io = |e: std::io::Error| FsError::io(format!("{name}: {e}"));
+        // The kind of failure is kept: a full disk is ENOSPC, as the
+        // line in write-errors says.
+        let io = |e: std::io::Error| FsError::from_io(&e, format!("{name}: {e}; the file is unchanged"));
         let r = (|| {
             let mut f = std::fs::File::create(&tmp).map_err(io)?;
             f.write_all(content).map_err(io)?;

@@ -46,7 +46,7 @@ impl LuantiTree {
                 TableKey::WorldFile(name) => {
                     let bytes = std::fs::read(self.world.dir.join(&name)).map_err(|e| match e.kind() {
                         std::io::ErrorKind::NotFound => FsError::not_found(),
-                        _ => FsError::io(format!("{name}: {e}")),
+                        _ => FsError::from_io(&e, format!("{name}: {e}")),
                     })?;
                     Ok(plain(bytes))
                 }

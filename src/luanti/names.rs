@@ -44,7 +44,7 @@ impl LuantiTree {
         };
         let key = escape::name_to_key(name).ok_or_else(|| FsError::invalid("not a field name"))?;
         let node = self.table_node(TableKey::Field { pos, p16, key: key.clone() });
-        self.set_field_value(pos, p16, &key, &node, content, None, true)?;
+        self.set_field_value(pos, p16, &key, &node, content, None, true, super::commit::Mode::Commit)?;
         Ok(node.ino())
     }
 

@@ -3,6 +3,7 @@
 
 use super::{LuantiTree, Node};
 use crate::fs::{Attr, DirEntry, FsError, NewName, Result, Tree};
+use crate::view::BlockFile;
 use std::sync::Arc;
 
 impl LuantiTree {
@@ -105,6 +106,20 @@ impl Tree for LuantiTree {
 
     fn write(&self, ino: u64, content: &[u8], base: Option<&[u8]>) -> Result<()> {
         self.commit(&self.node(ino)?, content, base)
+    }
+
+    fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
+        self.judge_content(&self.node(ino)?, content)
+    }
+
+    fn complete(&self, ino: u64, content: &[u8]) -> bool {
+        let one_line = content.ends_with(b"\n") && content.iter().filter(|&&c| c == b'\n').count() == 1;
+        match Node::from_ino(ino) {
+            Some(Node::NodeFile(_)) => one_line,
+            Some(Node::BlockFile(_, BlockFile::Param0)) => content.len() == 8192,
+            Some(Node::BlockFile(_, BlockFile::Param1 | BlockFile::Param2)) => content.len() == 4096,
+            _ => false,
+        }
     }
 
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {

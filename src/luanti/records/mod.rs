@@ -409,6 +409,26 @@ impl<V: RecordView> Tree for RecordsTree<V> {
         r.map_err(|e| self.report(&self.full(&path), e))
     }
 
+    fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
+        let mut st = self.state.lock().unwrap();
+        let path = Self::path_of(&st, ino)?;
+        let (name, rest) = split(&path);
+        let Some((bytes, _)) = self.record(&mut st, name)? else { return Ok(()) };
+        drop(st);
+        // A copy to apply to (the record itself is shared).
+        let Ok(mut v) = V::decode(&bytes) else { return Ok(()) };
+        v.apply(rest, content).map_err(|e| {
+            let e = doc_err(e);
+            FsError { message: format!("{}: {}", self.full(&path), e.message), ..e }
+        })
+    }
+
+    fn complete(&self, ino: u64, content: &[u8]) -> bool {
+        let Ok(path) = Self::path_of(&self.state.lock().unwrap(), ino) else { return false };
+        let one_line = content.ends_with(b"\n") && content.iter().filter(|&&c| c == b'\n').count() == 1;
+        one_line && V::single_line_file(split(&path).1)
+    }
+
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
         let mut st = self.state.lock().unwrap();
         let dir = self.dir_path(&mut st, dir)?;

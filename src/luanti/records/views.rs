@@ -32,6 +32,11 @@ pub trait RecordView: Sized + Send + Sync + 'static {
     fn accepts_new(&self, _path: &str) -> bool {
         false
     }
+    /// Whether the file holds exactly one line (so a line with its newline
+    /// is all of it: see `Tree::complete`).
+    fn single_line_file(_path: &str) -> bool {
+        false
+    }
     fn remove(&mut self, path: &str) -> DocResult<()> {
         Err(DocError::new("this file is part of every record; write it instead").in_file(path))
     }
@@ -195,6 +200,10 @@ impl RecordView for Player {
 
     fn accepts_new(&self, path: &str) -> bool {
         meta_key(path).is_some()
+    }
+
+    fn single_line_file(path: &str) -> bool {
+        matches!(path, "position" | "look" | "hp" | "breath")
     }
 
     fn remove(&mut self, path: &str) -> DocResult<()> {

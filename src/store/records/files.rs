@@ -24,7 +24,8 @@ pub struct FileRecords {
 }
 
 fn io(what: &Path, e: std::io::Error) -> StoreError {
-    if e.raw_os_error() == Some(libc::ENOSPC) {
+    // A quota is a full disk to the user as well.
+    if matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
         return StoreError::Full(format!("{}: {e}", what.display()));
     }
     StoreError::Backend(format!("{}: {e}", what.display()))
