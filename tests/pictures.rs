@@ -225,6 +225,7 @@ fn the_map_page_shows_the_world_in_a_browser() {
         .arg(&place)
         .output()
         .unwrap();
+    assert!(out.status.success(), "chromium at {place}: {}", String::from_utf8_lossy(&out.stderr));
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(dom.contains("src=\"3/"), "{place} did not open at zoom 3: {dom}");
     assert!(!dom.contains("src=\"8/"), "{place} opened at the page's own zoom");
