@@ -2,7 +2,13 @@
 # Build worldfs, write the demo world, mount it, show a few things, unmount.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -q
+# cargo's own progress (each crate, and a bar on a terminal) goes to stderr,
+# so a first build, which takes minutes, is not a silent wait.
+echo "building worldfs: cargo build --release (a first build compiles 239 crates and takes several minutes; later runs take seconds)" >&2
+start=$SECONDS
+cargo build --release
+echo "built in $((SECONDS - start)) s; the demo:" >&2
+echo >&2
 bin=target/release/worldfs
 work=$(mktemp -d)
 trap 'fusermount3 -u "$work/mnt" 2>/dev/null || umount "$work/mnt" 2>/dev/null || true; rm -rf "$work"' EXIT

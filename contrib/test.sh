@@ -68,7 +68,7 @@ fi
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,twmap,pg,redis,chromium,minetestmapper,lua,prismarine
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

@@ -376,16 +376,11 @@ fn samples() -> Vec<Sample> {
 /// Blocks of the real worlds, one with metadata per world when there is
 /// one, re-encoded in every writable version. Empty without ../shared.
 fn real_samples() -> Vec<Sample> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip("real blocks in the bad-input catalog", "shared", "../shared is absent");
+    let Some(worlds) = common::real_sqlite_worlds("real blocks in the bad-input catalog") else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let Ok(dirs) = std::fs::read_dir(shared.join("realdata/worlds")) else { return out };
-    let mut worlds: Vec<_> = dirs.filter_map(|e| e.ok()).map(|e| e.path().join("map.sqlite")).collect();
-    worlds.retain(|p| p.is_file());
-    worlds.sort();
-    for map in worlds {
+    for map in worlds.iter().map(|w| w.join("map.sqlite")) {
         let db = rusqlite::Connection::open_with_flags(&map, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
         let mut stmt = db.prepare("SELECT data FROM blocks").unwrap();
         let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0)).unwrap();
@@ -400,6 +395,7 @@ fn real_samples() -> Vec<Sample> {
             }
         }
     }
+    assert!(!out.is_empty(), "no block with metadata and two node types in {} real worlds", worlds.len());
     out
 }
 

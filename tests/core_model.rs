@@ -8,6 +8,10 @@
 //! `world.mt`, which cannot be deleted, and scratch files) and a chest's
 //! `fields/` (keys: new names become keys when written, dot names are
 //! scratch files).
+//!
+//! The second model (below) does the same for block files, checking the
+//! map itself: every close() or rename() that returned 0 is in it, every
+//! refused one left it as it was.
 
 mod common;
 
@@ -207,11 +211,47 @@ struct Real {
     handed: Vec<u64>,
 }
 
+/// The demo world's files (map.sqlite included) and blocks, made once: its
+/// map is written with fsyncs, which on a busy disk took most of a case's
+/// time. Each case writes a fresh copy without them.
+type DemoFiles = (Vec<(std::path::PathBuf, Vec<u8>)>, Vec<(BlockPos, Vec<u8>)>);
+
+fn demo_files() -> &'static DemoFiles {
+    static DEMO: std::sync::OnceLock<DemoFiles> = std::sync::OnceLock::new();
+    DEMO.get_or_init(|| {
+        let world = common::demo_world();
+        let sqlite = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
+        let blocks = sqlite.scan_after(None, 100_000).unwrap();
+        let mut files = Vec::new();
+        let mut dirs = vec![world.path().to_path_buf()];
+        while let Some(dir) = dirs.pop() {
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    files.push((path.strip_prefix(world.path()).unwrap().to_path_buf(), std::fs::read(&path).unwrap()));
+                }
+            }
+        }
+        (files, blocks)
+    })
+}
+
+/// A fresh copy of the demo world, and a memory store holding its blocks.
+fn demo_copy() -> (tempfile::TempDir, Arc<MemoryStore>) {
+    let (files, blocks) = demo_files();
+    let world = tempfile::tempdir().unwrap();
+    for (rel, bytes) in files {
+        let path = world.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    (world, Arc::new(MemoryStore::with_blocks(blocks.clone())))
+}
+
 fn real() -> Real {
-    let world = common::demo_world();
-    let sqlite = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
-    let blocks = sqlite.scan_after(None, 100_000).unwrap();
-    let store = Arc::new(MemoryStore::with_blocks(blocks));
+    let (world, store) = demo_copy();
     let w = worldfs::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, ..Options::default() };
     let fs = WorldFs::with_store(w, Box::new(Shared(store.clone())), opts);
@@ -516,11 +556,628 @@ fn model_rename(m: &mut Model, dir: usize, from: &str, to: &str) -> bool {
     }
 }
 
+/// Failing cases are kept next to this file (and run first from then on).
+fn config(cases: u32) -> ProptestConfig {
+    let persistence = proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions");
+    ProptestConfig { cases, failure_persistence: Some(Box::new(persistence)), ..ProptestConfig::default() }
+}
+
+// Case counts: the name model at 1000 cases, the block model at 256
+// (about 60 and 20 s of wall time on 2 busy cores, mostly waiting for the
+// scan of /proc for other openers of the map that each new core makes).
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(config(1000))]
 
     #[test]
     fn the_core_behaves_like_the_model(ops in proptest::collection::vec(op(), 1..40)) {
         run(ops);
     }
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    #[test]
+    fn accepted_block_writes_are_in_the_map_and_refused_ones_change_nothing(
+        ops in proptest::collection::vec(block_op(), 1..40)
+    ) {
+        run_blocks(ops);
+    }
+}
+
+// ---------------------------------------------------------------------
+// Block files: every close() and rename() that returned 0 is in the map,
+// every refused one changed nothing.
+//
+// Random sequences of writes to `param1`/`param2` of three blocks (valid
+// content: 4096 bytes; anything else is refused), O_TRUNC, two handles on
+// one file, scratch files renamed over block files (`sed -i`), mkdir and
+// rmdir of blocks, edits by another process, store failures and remounts
+// (a new core over the same store), against a model of what each file
+// holds. After every step the map's own bytes are decoded and compared with
+// the model, and a refused step must leave every stored byte as it was; at
+// each remount and at the end a fresh core must show the model too.
+
+const BLOCK_NAMES: [&str; 3] = ["0,0,0", "1,-1,1", "0,1,0"];
+const PARAM_FILES: [&str; 2] = ["param1", "param2"];
+const NODES: usize = 4096;
+
+fn block_pos(blk: usize) -> BlockPos {
+    let v: Vec<i16> = BLOCK_NAMES[blk].split(',').map(|c| c.parse().unwrap()).collect();
+    BlockPos::new(v[0], v[1], v[2])
+}
+
+/// Content written in one go: valid (4096 bytes of one value) or one byte
+/// short or long (refused).
+#[derive(Clone, Copy, Debug)]
+enum Whole {
+    Valid(u8),
+    Short(u8),
+    Long(u8),
+}
+
+impl Whole {
+    fn bytes(self) -> Vec<u8> {
+        match self {
+            Whole::Valid(v) => vec![v; NODES],
+            Whole::Short(v) => vec![v; NODES - 1],
+            Whole::Long(v) => vec![v; NODES + 1],
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum BlockOp {
+    Open {
+        blk: usize,
+        file: usize,
+        trunc: bool,
+    },
+    /// A few bytes at one of a few offsets (4096 and past make the content
+    /// too long).
+    Patch {
+        h: usize,
+        offset: usize,
+        data: Vec<u8>,
+    },
+    WriteWhole {
+        h: usize,
+        content: Whole,
+    },
+    Flush {
+        h: usize,
+    },
+    Fsync {
+        h: usize,
+    },
+    Release {
+        h: usize,
+    },
+    /// `sed -i`'s first half: a scratch file in the block's directory,
+    /// written and closed.
+    PrepareScratch {
+        blk: usize,
+        file: usize,
+        content: Whole,
+    },
+    /// Its second half: renamed over the block file.
+    RenameScratch {
+        s: usize,
+    },
+    Mkdir {
+        blk: usize,
+    },
+    Rmdir {
+        blk: usize,
+    },
+    /// Another process (a server) changes a block file in the map.
+    OutsideEdit {
+        blk: usize,
+        file: usize,
+        value: u8,
+    },
+    FailNextCommit,
+    Remount,
+}
+
+fn whole() -> impl Strategy<Value = Whole> {
+    let v = prop_oneof![Just(0u8), Just(7u8), Just(15u8)];
+    prop_oneof![
+        4 => v.clone().prop_map(Whole::Valid),
+        1 => v.clone().prop_map(Whole::Short),
+        1 => v.prop_map(Whole::Long),
+    ]
+}
+
+fn block_op() -> impl Strategy<Value = BlockOp> {
+    let blk = 0..3usize;
+    let file = 0..2usize;
+    let h = 0..4usize;
+    // Mostly within the file: a patch at 4096 makes it too long.
+    let offset = prop_oneof![3 => Just(0usize), 3 => Just(100), 3 => Just(4094), 1 => Just(4096)];
+    let data = proptest::collection::vec(prop_oneof![Just(1u8), Just(2u8)], 1..3);
+    prop_oneof![
+        4 => (blk.clone(), file.clone(), proptest::bool::weighted(0.3))
+            .prop_map(|(blk, file, trunc)| BlockOp::Open { blk, file, trunc }),
+        3 => (h.clone(), offset, data).prop_map(|(h, offset, data)| BlockOp::Patch { h, offset, data }),
+        3 => (h.clone(), whole()).prop_map(|(h, content)| BlockOp::WriteWhole { h, content }),
+        2 => h.clone().prop_map(|h| BlockOp::Flush { h }),
+        1 => h.clone().prop_map(|h| BlockOp::Fsync { h }),
+        3 => h.prop_map(|h| BlockOp::Release { h }),
+        2 => (blk.clone(), file.clone(), whole()).prop_map(|(blk, file, content)| BlockOp::PrepareScratch { blk, file, content }),
+        2 => (0..3usize).prop_map(|s| BlockOp::RenameScratch { s }),
+        1 => blk.clone().prop_map(|blk| BlockOp::Mkdir { blk }),
+        1 => blk.clone().prop_map(|blk| BlockOp::Rmdir { blk }),
+        1 => (blk, file, prop_oneof![Just(3u8), Just(7u8)]).prop_map(|(blk, file, value)| BlockOp::OutsideEdit { blk, file, value }),
+        1 => Just(BlockOp::FailNextCommit),
+        1 => Just(BlockOp::Remount),
+    ]
+}
+
+/// A write handle in the model: the buffer, what it was made from (None
+/// after O_TRUNC) and the commit rule of `worldfs::fs::handles::Pending`.
+#[derive(Clone, Debug)]
+struct BlockHandle {
+    fh: u64,
+    blk: usize,
+    file: usize,
+    buf: Vec<u8>,
+    base: Option<Vec<u8>>,
+    dirty: bool,
+    truncated: bool,
+    flushes: u32,
+}
+
+/// A scratch file written and closed, waiting to be renamed over `file`.
+#[derive(Clone, Debug)]
+struct Prepared {
+    blk: usize,
+    file: usize,
+    name: String,
+    content: Vec<u8>,
+    /// The block's change count when it was written (a rename after a
+    /// change may be refused as stale).
+    generation: u64,
+}
+
+#[derive(Default)]
+struct BlockModel {
+    /// param1 and param2 of each block, None while it is not stored.
+    blocks: [Option<[Vec<u8>; 2]>; 3],
+    /// Accepted changes per block.
+    generations: [u64; 3],
+    handles: Vec<BlockHandle>,
+    prepared: Vec<Prepared>,
+    fail_next: bool,
+    next_scratch: u32,
+}
+
+impl BlockModel {
+    /// Replace a file's content through the store (a failure injected with
+    /// FailNextCommit refuses it).
+    fn store_write(&mut self, blk: usize, file: usize, new: Vec<u8>) -> Result<(), i32> {
+        if new.len() != NODES {
+            return Err(libc::EINVAL);
+        }
+        if std::mem::take(&mut self.fail_next) {
+            return Err(libc::EIO);
+        }
+        self.blocks[blk].as_mut().unwrap()[file] = new;
+        self.generations[blk] += 1;
+        Ok(())
+    }
+
+    /// What committing handle `h` does (the core's `edit_block`).
+    fn commit(&mut self, h: usize) -> Result<(), i32> {
+        let hd = self.handles[h].clone();
+        let Some(files) = &self.blocks[hd.blk] else { return Err(libc::ENOENT) };
+        let now = files[hd.file].clone();
+        if hd.buf == now {
+            self.handles[h].base = Some(now);
+            return Ok(());
+        }
+        if hd.base.as_ref().is_some_and(|b| *b != now) {
+            return Err(libc::ESTALE);
+        }
+        self.store_write(hd.blk, hd.file, hd.buf.clone())?;
+        self.handles[h].base = Some(hd.buf);
+        Ok(())
+    }
+
+    /// Whether `when` (flush, or fsync/release) commits handle `h`.
+    fn commits_now(&mut self, h: usize, flush: bool) -> bool {
+        let hd = &mut self.handles[h];
+        let now = if flush {
+            hd.flushes += 1;
+            hd.dirty || (hd.truncated && hd.flushes > 1)
+        } else {
+            hd.dirty || hd.truncated
+        };
+        if now {
+            hd.dirty = false;
+            hd.truncated = false;
+        }
+        now
+    }
+
+    /// The rename of a prepared scratch file over its block file, given
+    /// whether the core refused it as stale: a refusal that is correct once
+    /// the block changed since the scratch file was written (another
+    /// writer's change would be undone), and then changes nothing.
+    fn rename_scratch(&mut self, p: &Prepared, refused_as_stale: bool) -> Result<(), i32> {
+        let Some(files) = &self.blocks[p.blk] else { return Err(libc::ENOENT) };
+        if refused_as_stale && self.generations[p.blk] != p.generation {
+            return Err(libc::ESTALE);
+        }
+        if files[p.file] == p.content {
+            return Ok(());
+        }
+        self.store_write(p.blk, p.file, p.content.clone())
+    }
+}
+
+/// What a step did, for the checks that follow it.
+#[derive(Debug)]
+enum Outcome {
+    /// Nothing that may change the map (an open, a write into a buffer).
+    Nothing,
+    /// Accepted: only this block may have changed.
+    Accepted(usize),
+    /// Refused: nothing may have changed; `reported`: a line must have been
+    /// added to write-errors.
+    Refused { reported: bool },
+    /// Another process changed the map.
+    Outside,
+}
+
+fn errno_of<T>(r: &Result<T, worldfs::fs::FsError>) -> Result<(), i32> {
+    r.as_ref().map(|_| ()).map_err(|e| e.errno)
+}
+
+/// The outcome of a step whose result the model predicted as `want`, after
+/// checking that the core returned the same.
+fn judged<T: std::fmt::Debug>(
+    got: &Result<T, worldfs::fs::FsError>,
+    want: Result<(), i32>,
+    blk: usize,
+    at: &str,
+) -> Outcome {
+    assert_eq!(errno_of(got), want, "{at}: the core returned {got:?}");
+    match want {
+        Ok(()) => Outcome::Accepted(blk),
+        // "No such file" and "exists" of a name change say all and are
+        // not recorded; every other refusal is.
+        Err(e) => Outcome::Refused { reported: e != libc::ENOENT && e != libc::EEXIST },
+    }
+}
+
+/// param1 and param2 of a block as stored in the map (decoded here, not by
+/// the core).
+fn stored(store: &MemoryStore, blk: usize) -> Option<[Vec<u8>; 2]> {
+    let blob = store.get(block_pos(blk)).unwrap()?;
+    let b = worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {}: {e}", BLOCK_NAMES[blk]));
+    Some([b.param1, b.param2])
+}
+
+/// A short description of file content (runs of equal bytes).
+fn summary(files: &Option<[Vec<u8>; 2]>) -> String {
+    let Some(files) = files else { return "absent".into() };
+    let runs = |v: &Vec<u8>| {
+        let mut out: Vec<String> = Vec::new();
+        for run in v.chunk_by(|a, b| a == b) {
+            out.push(format!("{}x{}", run[0], run.len()));
+        }
+        format!("{} bytes [{}]", v.len(), out.join(" "))
+    };
+    format!("param1 {}, param2 {}", runs(&files[0]), runs(&files[1]))
+}
+
+struct BlockReal {
+    fs: WorldFs,
+    store: Arc<MemoryStore>,
+    world: tempfile::TempDir,
+}
+
+impl BlockReal {
+    fn new() -> BlockReal {
+        let (world, store) = demo_copy();
+        let fs = Self::core(&world, &store);
+        BlockReal { fs, store, world }
+    }
+
+    /// A core over the store, as a (re)mount makes it. Without a cache
+    /// TTL: a change by another process shows at once (with one, after up
+    /// to the TTL, as documented), so the model need not know the clock.
+    fn core(world: &tempfile::TempDir, store: &Arc<MemoryStore>) -> WorldFs {
+        let w = worldfs::world::World::open(world.path()).unwrap();
+        let opts = Options { read_only: false, ttl: std::time::Duration::ZERO, ..Options::default() };
+        WorldFs::with_store(w, Box::new(Shared(store.clone())), opts)
+    }
+
+    fn block_dir(&self, blk: usize) -> Result<u64, worldfs::fs::FsError> {
+        self.fs.lookup(worldfs::luanti::inode::BLOCKS, OsStr::new(BLOCK_NAMES[blk])).map(|a| a.ino)
+    }
+
+    fn file_ino(&self, blk: usize, file: usize) -> Result<u64, worldfs::fs::FsError> {
+        self.fs.lookup(self.block_dir(blk)?, OsStr::new(PARAM_FILES[file])).map(|a| a.ino)
+    }
+
+    fn read_file(&self, blk: usize, file: usize) -> Vec<u8> {
+        let o = self.fs.open(self.file_ino(blk, file).unwrap(), libc::O_RDONLY, PID).unwrap();
+        let data = self.fs.read(o.fh, 0, 1 << 16).unwrap();
+        self.fs.release(o.fh).unwrap();
+        data
+    }
+
+    /// What the core shows of the three blocks.
+    fn shown(&self, blk: usize) -> Option<[Vec<u8>; 2]> {
+        match self.block_dir(blk) {
+            Err(e) if e.errno == libc::ENOENT => None,
+            Err(e) => panic!("lookup of block {}: {e:?}", BLOCK_NAMES[blk]),
+            Ok(_) => Some([self.read_file(blk, 0), self.read_file(blk, 1)]),
+        }
+    }
+}
+
+/// Open, write, flush, fsync or release a handle of a block file (`h`
+/// picks one of the open handles).
+fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Outcome {
+    let open = m.handles.len().max(1);
+    match *op {
+        BlockOp::Open { blk, file, trunc } => {
+            let Some(files) = m.blocks[blk].clone() else {
+                let e = r.file_ino(blk, file).expect_err(at);
+                assert_eq!(e.errno, libc::ENOENT, "{at}: {e:?}");
+                return Outcome::Nothing;
+            };
+            let flags = libc::O_WRONLY | if trunc { libc::O_TRUNC } else { 0 };
+            let o = r.fs.open(r.file_ino(blk, file).unwrap(), flags, PID).unwrap_or_else(|e| panic!("{at}: {e:?}"));
+            let content = files[file].clone();
+            m.handles.push(BlockHandle {
+                fh: o.fh,
+                blk,
+                file,
+                buf: if trunc { Vec::new() } else { content.clone() },
+                base: (!trunc).then_some(content),
+                dirty: false,
+                truncated: trunc,
+                flushes: 0,
+            });
+            Outcome::Nothing
+        }
+        BlockOp::Patch { h, .. } | BlockOp::WriteWhole { h, .. } if !m.handles.is_empty() => {
+            let h = h % open;
+            let (offset, data) = match op {
+                BlockOp::Patch { offset, data, .. } => (*offset, data.clone()),
+                BlockOp::WriteWhole { content, .. } => (0, content.bytes()),
+                _ => unreachable!(),
+            };
+            let hd = &mut m.handles[h];
+            let n = r.fs.write(hd.fh, offset as u64, &data).unwrap_or_else(|e| panic!("{at}: {e:?}"));
+            assert_eq!(n as usize, data.len(), "{at}");
+            write_into(&mut hd.buf, offset, &data);
+            hd.dirty = true;
+            hd.truncated = false;
+            Outcome::Nothing
+        }
+        BlockOp::Flush { h } | BlockOp::Fsync { h } | BlockOp::Release { h } if !m.handles.is_empty() => {
+            let h = h % open;
+            let fh = m.handles[h].fh;
+            let flush = matches!(op, BlockOp::Flush { .. });
+            let commits = m.commits_now(h, flush);
+            let got = match op {
+                BlockOp::Flush { .. } => r.fs.flush(fh, PID),
+                BlockOp::Fsync { .. } => r.fs.fsync(fh),
+                _ => r.fs.release(fh),
+            };
+            let want = if commits { m.commit(h) } else { Ok(()) };
+            let blk = m.handles[h].blk;
+            if matches!(op, BlockOp::Release { .. }) {
+                m.handles.remove(h);
+            }
+            match judged(&got, want, blk, at) {
+                // A commit's refusal is always recorded (it may be a close
+                // nobody checks).
+                Outcome::Refused { .. } => Outcome::Refused { reported: true },
+                _ if !commits => Outcome::Nothing,
+                o => o,
+            }
+        }
+        _ => Outcome::Nothing,
+    }
+}
+
+/// `sed -i`: read the file, write a scratch file, close it; later rename it
+/// over the file.
+fn scratch_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Outcome {
+    match *op {
+        BlockOp::PrepareScratch { blk, file, content } if m.blocks[blk].is_some() && m.prepared.len() < 3 => {
+            let read = r.read_file(blk, file);
+            assert!(
+                read == m.blocks[blk].as_ref().unwrap()[file],
+                "{at}: read {}",
+                summary(&Some([read.clone(), read]))
+            );
+            m.next_scratch += 1;
+            let name = format!(".sed{}", m.next_scratch);
+            let dir = r.block_dir(blk).unwrap();
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+            let (_, o) =
+                r.fs.create(dir, OsStr::new(&name), 0o100600, flags, PID).unwrap_or_else(|e| panic!("{at}: {e:?}"));
+            let bytes = content.bytes();
+            r.fs.write(o.fh, 0, &bytes).unwrap();
+            r.fs.flush(o.fh, PID).unwrap();
+            r.fs.release(o.fh).unwrap();
+            m.prepared.push(Prepared { blk, file, name, content: bytes, generation: m.generations[blk] });
+            Outcome::Nothing
+        }
+        BlockOp::RenameScratch { s } if !m.prepared.is_empty() => {
+            let s = s % m.prepared.len();
+            let p = m.prepared.remove(s);
+            let dir = r.block_dir(p.blk);
+            let Ok(dir) = dir else {
+                // The block is gone, and its directory with the scratch file.
+                assert!(m.blocks[p.blk].is_none(), "{at}: {dir:?}");
+                return Outcome::Nothing;
+            };
+            let got = r.fs.rename(dir, OsStr::new(&p.name), dir, OsStr::new(PARAM_FILES[p.file]), 0);
+            let stale = matches!(&got, Err(e) if e.errno == libc::ESTALE);
+            let want = m.rename_scratch(&p, stale);
+            match judged(&got, want, p.blk, at) {
+                // A refused rename leaves the scratch file, for another try.
+                Outcome::Refused { reported } => {
+                    m.prepared.insert(s, p);
+                    Outcome::Refused { reported }
+                }
+                o => o,
+            }
+        }
+        _ => Outcome::Nothing,
+    }
+}
+
+/// mkdir and rmdir of blocks, edits by another process, store failures.
+fn map_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Outcome {
+    let blocks = worldfs::luanti::inode::BLOCKS;
+    match *op {
+        BlockOp::Mkdir { blk } => {
+            let got = r.fs.mkdir(blocks, OsStr::new(BLOCK_NAMES[blk]));
+            let want = match m.blocks[blk] {
+                Some(_) => Err(libc::EEXIST),
+                None if std::mem::take(&mut m.fail_next) => Err(libc::EIO),
+                None => {
+                    // All air, lit by full sunlight.
+                    m.blocks[blk] = Some([vec![0x0f; NODES], vec![0; NODES]]);
+                    m.generations[blk] += 1;
+                    Ok(())
+                }
+            };
+            judged(&got, want, blk, at)
+        }
+        BlockOp::Rmdir { blk } => {
+            let got = r.fs.rmdir(blocks, OsStr::new(BLOCK_NAMES[blk]));
+            let want = match m.blocks[blk] {
+                None => Err(libc::ENOENT),
+                Some(_) if std::mem::take(&mut m.fail_next) => Err(libc::EIO),
+                Some(_) => {
+                    m.blocks[blk] = None;
+                    m.generations[blk] += 1;
+                    m.prepared.retain(|p| p.blk != blk);
+                    Ok(())
+                }
+            };
+            judged(&got, want, blk, at)
+        }
+        BlockOp::OutsideEdit { blk, file, value } if m.blocks[blk].is_some() => {
+            let pos = block_pos(blk);
+            let mut b = worldfs::codec::Block::decode(&r.store.get(pos).unwrap().unwrap()).unwrap();
+            let param = if file == 0 { &mut b.param1 } else { &mut b.param2 };
+            *param = vec![value; NODES];
+            r.store.put_behind_the_back(pos, b.encode().unwrap());
+            m.blocks[blk].as_mut().unwrap()[file] = vec![value; NODES];
+            m.generations[blk] += 1;
+            Outcome::Outside
+        }
+        BlockOp::FailNextCommit => {
+            m.fail_next = true;
+            r.store.fail_next(1, StoreError::Backend("injected failure".into()));
+            Outcome::Nothing
+        }
+        _ => Outcome::Nothing,
+    }
+}
+
+/// After a step: the map holds what the model says, a refused step changed
+/// no stored byte and was reported, an accepted one changed only its block.
+fn check_step(
+    r: &BlockReal,
+    m: &BlockModel,
+    before: &BTreeMap<BlockPos, Vec<u8>>,
+    errors: usize,
+    o: &Outcome,
+    at: &str,
+) {
+    let after = r.store.snapshot();
+    match o {
+        Outcome::Nothing | Outcome::Refused { .. } => {
+            assert!(after == *before, "{at}: the map changed ({o:?})");
+        }
+        Outcome::Accepted(blk) => {
+            let others = |s: &BTreeMap<BlockPos, Vec<u8>>| {
+                s.iter().filter(|(p, _)| **p != block_pos(*blk)).map(|(p, b)| (*p, b.clone())).collect::<Vec<_>>()
+            };
+            assert!(others(&after) == others(before), "{at}: a block other than {} changed", BLOCK_NAMES[*blk]);
+        }
+        Outcome::Outside => {}
+    }
+    if let Outcome::Refused { reported: true } = o {
+        assert!(r.fs.write_errors().len() > errors, "{at}: refused, but nothing added to write-errors");
+    }
+    for (blk, want) in m.blocks.iter().enumerate() {
+        let got = stored(&r.store, blk);
+        assert!(
+            got == *want,
+            "{at}: block {} in the map: {}, the model: {}",
+            BLOCK_NAMES[blk],
+            summary(&got),
+            summary(want)
+        );
+    }
+}
+
+/// One step, checked.
+fn block_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) {
+    let before = r.store.snapshot();
+    let errors = r.fs.write_errors().len();
+    let o = match op {
+        BlockOp::Open { .. }
+        | BlockOp::Patch { .. }
+        | BlockOp::WriteWhole { .. }
+        | BlockOp::Flush { .. }
+        | BlockOp::Fsync { .. }
+        | BlockOp::Release { .. } => handle_step(r, m, op, at),
+        BlockOp::PrepareScratch { .. } | BlockOp::RenameScratch { .. } => scratch_step(r, m, op, at),
+        BlockOp::Remount => return remount(r, m, at),
+        _ => map_step(r, m, op, at),
+    };
+    if !m.fail_next {
+        r.store.heal();
+    }
+    check_step(r, m, &before, errors, &o, at);
+}
+
+/// Unmount (every handle released, in order, each checked) and mount again:
+/// the new core shows what the model holds.
+fn remount(r: &mut BlockReal, m: &mut BlockModel, at: &str) {
+    while !m.handles.is_empty() {
+        block_step(r, m, &BlockOp::Release { h: 0 }, &format!("{at}: release at unmount"));
+    }
+    let left = r.fs.shutdown();
+    assert!(left.is_empty(), "{at}: left at unmount: {left:?}");
+    r.fs = BlockReal::core(&r.world, &r.store);
+    m.prepared.clear(); // scratch files are gone with the mount
+    for (blk, want) in m.blocks.iter().enumerate() {
+        let got = r.shown(blk);
+        assert!(
+            got == *want,
+            "{at}: block {} after remount: {}, the model: {}",
+            BLOCK_NAMES[blk],
+            summary(&got),
+            summary(want)
+        );
+    }
+}
+
+fn run_blocks(ops: Vec<BlockOp>) {
+    let mut r = BlockReal::new();
+    let mut m = BlockModel::default();
+    for blk in 0..3 {
+        m.blocks[blk] = stored(&r.store, blk);
+    }
+    assert!(m.blocks[0].is_some() && m.blocks[1].is_some() && m.blocks[2].is_none(), "the demo world's blocks");
+    for (step, op) in ops.iter().enumerate() {
+        block_step(&mut r, &mut m, op, &format!("step {step}: {op:?}"));
+    }
+    // The end: unmount, and what every accepted step did is in the map.
+    remount(&mut r, &mut m, "at the end");
 }

@@ -208,7 +208,8 @@ fn the_map_page_shows_the_world_in_a_browser() {
         assert!(out.status.success(), "chromium: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let dom = run(&["--dump-dom"]);
+    let page_dom = run(&["--dump-dom"]);
+    let dom = page_dom.clone();
     let title = dom.split("<title>").nth(1).and_then(|t| t.split("</title>").next()).unwrap_or_default().to_string();
     assert!(title.starts_with("worldfs map: ") && title.ends_with(" loaded"), "title {title:?}");
     let n: usize = title.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -225,6 +226,7 @@ fn the_map_page_shows_the_world_in_a_browser() {
         .arg(&place)
         .output()
         .unwrap();
+    assert!(out.status.success(), "chromium at {place}: {}", String::from_utf8_lossy(&out.stderr));
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(dom.contains("src=\"3/"), "{place} did not open at zoom 3: {dom}");
     assert!(!dom.contains("src=\"8/"), "{place} opened at the page's own zoom");
@@ -232,8 +234,31 @@ fn the_map_page_shows_the_world_in_a_browser() {
     run(&[&format!("--screenshot={}", shot.display())]);
     let (w, h, px) = png_file(&shot);
     assert_eq!((w, h), (800, 600));
-    let colours: std::collections::HashSet<&[u8]> = px.chunks(4).collect();
-    assert!(colours.len() > 5, "the screenshot shows {} colours: no world drawn", colours.len());
+    // The world is drawn: a good part of the screenshot has the colours of
+    // the tiles the page loaded (a blank or broken page has none of them).
+    let tiles: Vec<&str> = page_dom.split("src=\"").skip(1).filter_map(|t| t.split('"').next()).collect();
+    assert!(!tiles.is_empty(), "no tile in the page: {page_dom}");
+    let mut tile_colours = std::collections::HashSet::new();
+    for t in &tiles {
+        let (_, _, tp) = png_file(&m.path(&format!("map/{t}")));
+        tile_colours.extend(tp.chunks(4).map(<[u8]>::to_vec));
+    }
+    // At least a pixel per node column of the world (16 x 16 per block
+    // column), in exactly the tiles' colours.
+    let columns: std::collections::BTreeSet<(i64, i64)> = m
+        .ok("ls $MNT/blocks")
+        .lines()
+        .map(|b| b.split(',').map(|v| v.parse().unwrap()).collect::<Vec<i64>>())
+        .map(|b| (b[0], b[2]))
+        .collect();
+    let drawn = px.chunks(4).filter(|c| tile_colours.contains(*c)).count();
+    assert!(
+        drawn >= columns.len() * 256,
+        "{drawn} of {} pixels have the colours of the {} tiles, fewer than the world's {} node columns",
+        px.len() / 4,
+        tiles.len(),
+        columns.len() * 256
+    );
 }
 
 #[test]

@@ -123,7 +123,7 @@ fn block(version: u8) -> impl Strategy<Value = Block> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn blocks_round_trip_in_every_writable_version(b in (24u8..=29).prop_flat_map(block)) {

@@ -36,7 +36,7 @@ fn schematic() -> impl Strategy<Value = Schematic> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn mts_round_trips(s in schematic()) {

@@ -179,7 +179,7 @@ fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
         }
         eprintln!("{}: {} edited blocks read back by the server", src.display(), edited.len());
     }
-    if !versions_seen.is_empty() {
-        assert!(versions_seen.contains(&25) && versions_seen.contains(&28), "{versions_seen:?}");
-    }
+    // The worlds of versions 25 and 28 were edited and read back (only the
+    // x,y,z-schema world may be left out).
+    assert!(versions_seen.contains(&25) && versions_seen.contains(&28), "versions edited: {versions_seen:?}");
 }

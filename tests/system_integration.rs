@@ -139,12 +139,15 @@ fn version_completions_and_man_pages() {
     let page = std::fs::read_to_string(dir.path().join("worldfs.1")).unwrap();
     assert!(page.contains(".TH worldfs 1") && page.contains("mount"), "{page}");
     assert!(dir.path().join("worldfs-mount.1").exists());
-    if let Some(man) = common::mount::which("man") {
-        let out = Command::new(man).arg("-l").arg(dir.path().join("worldfs-mount.1")).env("MANPAGER", "cat").output();
-        if let Ok(out) = out {
-            assert!(String::from_utf8_lossy(&out.stdout).contains("MOUNTPOINT"));
-        }
-    }
+    let Some(man) = common::mount::which("man") else {
+        common::skip("version_completions_and_man_pages", "man", "man is not installed");
+        return;
+    };
+    let out = Command::new(man).arg("-l").arg(dir.path().join("worldfs-mount.1")).env("MANPAGER", "cat").output();
+    let out = out.unwrap_or_else(|e| panic!("man -l: {e}"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "man -l failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("MOUNTPOINT"), "{text}");
 }
 
 #[test]
@@ -164,4 +167,5 @@ fn the_systemd_unit_is_valid() {
     let err = String::from_utf8_lossy(&out.stderr);
     let problems: Vec<&str> = err.lines().filter(|l| l.contains("worldfs@")).collect();
     assert!(problems.is_empty(), "{err}");
+    assert!(out.status.success(), "systemd-analyze verify: {}\n{err}", out.status);
 }

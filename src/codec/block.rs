@@ -849,9 +849,19 @@ mod tests {
     #[test]
     fn truncations_are_errors_with_offsets() {
         let blob = sample(28).encode().unwrap();
-        for cut in [0, 1, 3, 10, blob.len() / 2, blob.len() - 1] {
+        // The header is read field by field: the error names the offset of
+        // the field the cut falls in (version 0, flags 1, lighting 2..4).
+        for (cut, field_at) in [(0, 0), (1, 1), (3, 2)] {
+            let e = Block::decode(&blob[..cut]).unwrap_err();
+            assert_eq!((e.region, e.offset), (Region::Blob, field_at), "cut at {cut}: {e}");
+            assert!(e.message.starts_with("truncated "), "cut at {cut}: {e}");
+            assert!(e.to_string().contains(&format!("(at byte {field_at} of the blob)")), "{e}");
+        }
+        // Further in, the error is no later than the cut.
+        for cut in [10, blob.len() / 2, blob.len() - 1] {
             let e = Block::decode(&blob[..cut]).unwrap_err();
             assert!(!e.message.is_empty());
+            assert!(e.region != Region::Blob || e.offset <= cut, "cut at {cut}: {e}");
         }
         let blob = sample(29).encode().unwrap();
         let e = Block::decode(&blob[..blob.len() - 4]).unwrap_err();

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 /// Names in use: fuse, server, shared, root, python3, vim, nano, tmux,
 /// setpriv, twmap (the Python package), pg (a PostgreSQL server), redis
 /// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4),
-/// prismarine (prismarine-chunk from npm, in target/npm-oracle).
+/// prismarine (prismarine-chunk from npm, in target/npm-oracle), systemd
+/// (systemd-analyze), worldedit (the mod), man.
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");
@@ -46,20 +47,29 @@ pub fn shared_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-/// The real sqlite worlds under shared/realdata/worlds, or None with a
-/// message when the shared data is absent.
+/// The real sqlite worlds under shared/realdata/worlds (never an empty
+/// list), or None after `skip` when the shared data is absent, or present
+/// without its worlds.
 pub fn real_sqlite_worlds(test: &str) -> Option<Vec<PathBuf>> {
     let Some(shared) = shared_dir() else {
         skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
         return None;
     };
     let root = shared.join("realdata/worlds");
-    let mut worlds: Vec<PathBuf> = std::fs::read_dir(&root)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("map.sqlite").is_file())
-        .collect();
+    let entries = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) => {
+            skip(test, "shared", &format!("{} cannot be read: {e}", root.display()));
+            return None;
+        }
+    };
+    let mut worlds: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("map.sqlite").is_file()).collect();
     worlds.sort();
+    if worlds.is_empty() {
+        skip(test, "shared", &format!("{} holds no world with a map.sqlite", root.display()));
+        return None;
+    }
     Some(worlds)
 }
 
