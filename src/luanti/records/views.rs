@@ -201,7 +201,7 @@ impl RecordView for Player {
         let key = meta_key(path).ok_or_else(|| {
             DocError::new("only meta/ keys can be removed; rmdir the player to delete it").in_file(path)
         })?;
-        self.meta.remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
+        self.meta.shift_remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
     }
 
     fn create(name: &str) -> Result<Self, String> {
