@@ -57,7 +57,9 @@ pub enum Command {
         /// default ~/.cache/worldfs), index_ttl=SECONDS (how long the index
         /// of a map without a change counter is trusted; default 600),
         /// plus_max=N (worlds of at most N blocks are listed with
-        /// attributes on every page; default 100000, 0 never).
+        /// attributes on every page; default 100000, 0 never),
+        /// max_objects_per_block=N (the server's setting; default: its
+        /// minetest.conf beside the worlds directory, else 256).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).

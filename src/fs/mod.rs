@@ -72,6 +72,9 @@ pub struct Options {
     /// Worlds of at most this many blocks are listed with attributes on
     /// every page (`Tree::plus_everywhere`); 0: never.
     pub plus_max: u64,
+    /// The server's `max_objects_per_block` (None: its minetest.conf
+    /// beside the worlds directory, else the engine's default 256).
+    pub max_objects_per_block: Option<u16>,
 }
 
 impl Default for Options {
@@ -94,6 +97,7 @@ impl Default for Options {
             index_ttl: Duration::from_secs(600),
             // About 100 MB of kernel inodes and names at most.
             plus_max: 100_000,
+            max_objects_per_block: None,
         }
     }
 }

@@ -1,0 +1,170 @@
+//! What the engine keeps (issue 26): writes the Luanti server would drop,
+//! clamp or never read are refused with the reason, and the world is left
+//! as it was. Driven through the core (no mount) over demo worlds.
+
+mod common;
+
+use std::ffi::OsStr;
+use worldfs::fs::{FsError, Options, WorldFs};
+use worldfs::luanti::inode;
+
+fn writable(world: &std::path::Path, opts: Options) -> WorldFs {
+    WorldFs::open_world(world, Options { read_only: false, ..opts }).unwrap()
+}
+
+/// Write `data` to the file `ino` as a program would (open, write, close).
+fn write_file(fs: &WorldFs, ino: u64, data: &[u8]) -> Result<(), FsError> {
+    let pid = std::process::id();
+    let o = fs.open(ino, libc::O_WRONLY | libc::O_TRUNC, pid)?;
+    fs.write(o.fh, 0, data)?;
+    let r = fs.flush(o.fh, pid);
+    fs.release(o.fh)?;
+    r
+}
+
+fn read_file(fs: &WorldFs, ino: u64) -> Vec<u8> {
+    fs.read_unopened(ino, 0, 1 << 24).unwrap()
+}
+
+fn write_errors(fs: &WorldFs) -> String {
+    fs.write_errors().concat()
+}
+
+fn map_bytes(world: &std::path::Path) -> Vec<u8> {
+    std::fs::read(world.join("map.sqlite")).unwrap()
+}
+
+/// The inode of `blocks/POS/FILE`.
+fn block_file(fs: &WorldFs, pos: &str, file: &str) -> u64 {
+    let dir = fs.lookup(inode::BLOCKS, OsStr::new(pos)).unwrap().ino;
+    fs.lookup(dir, OsStr::new(file)).unwrap().ino
+}
+
+fn entities(n: usize) -> Vec<u8> {
+    (0..n).map(|i| format!("lua_entity 1,2,3 mobs:sheep hp={} staticdata=\"\"\n", i % 20)).collect::<String>().into()
+}
+
+/// Give block 0,0,0 a defined timestamp, so that objects written there
+/// would survive activation (an undefined one is refused for its own reason).
+fn defined_timestamp(fs: &WorldFs) {
+    let info = block_file(fs, "0,0,0", "info");
+    let text = String::from_utf8(read_file(fs, info)).unwrap().replace("timestamp = 4294967295", "timestamp = 1");
+    write_file(fs, info, text.as_bytes()).unwrap();
+}
+
+/// 300 entities in one block: Luanti deletes every object of a block that
+/// holds more than max_objects_per_block (256 by default) when it
+/// activates it. Refused, with the setting named; 256 are accepted.
+#[test]
+fn more_static_objects_than_max_objects_per_block_are_refused() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    defined_timestamp(&fs);
+    let objects = block_file(&fs, "0,0,0", "objects");
+    let before = map_bytes(world.path());
+    let e = write_file(&fs, objects, &entities(300)).unwrap_err();
+    assert_eq!(e.errno, libc::EINVAL);
+    assert!(e.message.contains("300 static objects") && e.message.contains("max_objects_per_block = 256"), "{e:?}");
+    assert!(write_errors(&fs).contains("max_objects_per_block = 256"), "{}", write_errors(&fs));
+    assert_eq!(map_bytes(world.path()), before, "nothing written");
+    write_file(&fs, objects, &entities(256)).unwrap();
+    assert_eq!(read_file(&fs, objects).iter().filter(|&&c| c == b'\n').count(), 256);
+}
+
+/// The server's own setting is used when it is given: from the mount
+/// option, or its minetest.conf beside the worlds directory.
+#[test]
+fn max_objects_per_block_follows_the_servers_setting() {
+    let home = tempfile::tempdir().unwrap();
+    let world = home.path().join("worlds").join("w");
+    std::fs::create_dir_all(&world).unwrap();
+    worldfs::demo::write_demo(&world).unwrap();
+    std::fs::write(home.path().join("minetest.conf"), "max_objects_per_block = 10\n").unwrap();
+    let fs = writable(&world, Options::default());
+    defined_timestamp(&fs);
+    let objects = block_file(&fs, "0,0,0", "objects");
+    let e = write_file(&fs, objects, &entities(11)).unwrap_err();
+    assert!(e.message.contains("max_objects_per_block = 10"), "{e:?}");
+    write_file(&fs, objects, &entities(10)).unwrap();
+    drop(fs);
+    let fs = writable(&world, Options { max_objects_per_block: Some(300), ..Options::default() });
+    write_file(&fs, block_file(&fs, "0,0,0", "objects"), &entities(300)).unwrap();
+}
+
+/// An object past the map's edge (31007.5 nodes) is deleted by the server
+/// when it is activated.
+#[test]
+fn static_object_outside_the_map_is_refused() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    defined_timestamp(&fs);
+    let objects = block_file(&fs, "0,0,0", "objects");
+    let before = map_bytes(world.path());
+    let e = write_file(&fs, objects, b"lua_entity 31008,0,0 mobs:sheep hp=1 staticdata=\"\"\n").unwrap_err();
+    assert!(e.message.contains("outside the map"), "{e:?}");
+    assert_eq!(map_bytes(world.path()), before);
+    write_file(&fs, objects, b"lua_entity 31007.5,0,0 mobs:sheep hp=1 staticdata=\"\"\n").unwrap();
+}
+
+/// `mkdir blocks/2047,2047,2047` made a block the engine never loads
+/// (its map ends at block ±1937, node ±31007).
+#[test]
+fn blocks_outside_the_engines_map_are_not_made() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    let before = map_bytes(world.path());
+    for name in ["2047,2047,2047", "1938,0,0", "0,-1938,0", "0,0,-2048"] {
+        let e = fs.mkdir(inode::BLOCKS, OsStr::new(name)).unwrap_err();
+        assert_eq!(e.errno, libc::EINVAL, "{name}");
+        assert!(e.message.contains("outside the map"), "{name}: {e:?}");
+    }
+    assert_eq!(map_bytes(world.path()), before);
+    assert!(write_errors(&fs).contains("outside the map"), "{}", write_errors(&fs));
+    fs.mkdir(inode::BLOCKS, OsStr::new("1937,-1937,1937")).unwrap();
+}
+
+/// `mv find/air find/default:nothing_here` renamed every air node to a
+/// name no block holds, without the warning `node/` gives for a typo.
+#[test]
+fn renaming_a_node_type_to_an_unseen_name_warns() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    fs.lookup(inode::FIND_DIR, OsStr::new("air")).unwrap();
+    fs.rename(inode::FIND_DIR, OsStr::new("air"), inode::FIND_DIR, OsStr::new("default:nothing_here"), 0).unwrap();
+    let errors = write_errors(&fs);
+    assert!(
+        errors.contains(
+            "mv find/air find/default:nothing_here: warning: written, but 'default:nothing_here' appears \
+                         nowhere else"
+        ),
+        "{errors}"
+    );
+    // A name the world has: no warning.
+    let fs2 = writable(world.path(), Options::default());
+    fs2.rename(inode::FIND_DIR, OsStr::new("default:nothing_here"), inode::FIND_DIR, OsStr::new("default:stone"), 0)
+        .unwrap();
+    assert!(!write_errors(&fs2).contains("warning"), "{}", write_errors(&fs2));
+}
+
+/// A player's yaw of 1e30 was accepted; the server keeps yaw within a turn.
+#[test]
+fn player_yaw_past_a_turn_is_refused() {
+    use worldfs::codec::player::Player;
+    use worldfs::luanti::records::RecordView;
+    let mut p = Player {
+        hp: 20,
+        breath: 10,
+        pos: [0.0; 3],
+        pitch: 0.0,
+        yaw: 0.0,
+        meta: Default::default(),
+        inventory: b"EndInventory\n".to_vec(),
+    };
+    for bad in ["0 1e30\n", "0 360.5\n", "0 -361\n"] {
+        let e = p.apply("look", bad.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("is not between -360 and 360"), "{bad}: {e}");
+        assert_eq!(p.yaw, 0.0);
+    }
+    p.apply("look", b"10 359.5\n").unwrap();
+    assert_eq!((p.pitch, p.yaw), (10.0, 359.5));
+}
