@@ -168,3 +168,63 @@ fn player_yaw_past_a_turn_is_refused() {
     p.apply("look", b"10 359.5\n").unwrap();
     assert_eq!((p.pitch, p.yaw), (10.0, 359.5));
 }
+
+/// Create `dir/name`, write `data` and close it, as `echo data > name` does.
+fn create_file(fs: &WorldFs, dir: u64, name: &str, data: &[u8]) -> Result<(), FsError> {
+    let pid = std::process::id();
+    let (_, o) = fs.create(dir, OsStr::new(name), 0o644, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, pid)?;
+    fs.write(o.fh, 0, data)?;
+    let r = fs.flush(o.fh, pid);
+    fs.release(o.fh)?;
+    r
+}
+
+fn lookup_path(fs: &WorldFs, path: &str) -> Result<u64, FsError> {
+    path.split('/').try_fold(inode::ROOT, |dir, name| fs.lookup(dir, OsStr::new(name)).map(|a| a.ino))
+}
+
+/// A field file named `50%`, `%zz`, `a%2fb` or `%2E%2E` was accepted at
+/// close, listed, never written, and gone after a remount. Such names are
+/// refused at create, naming the file that is the key; that one is kept.
+#[test]
+fn field_names_that_are_no_key_are_refused_at_create() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    let fields = lookup_path(&fs, "blocks/0,0,0/meta/3,1,3/fields").unwrap();
+    let before = map_bytes(world.path());
+    for (name, canonical) in [("50%", "50%25"), ("%zz", "%25zz"), ("a%2fb", "a%2Fb"), ("%2E%2E", "%2E.")] {
+        let e = create_file(&fs, fields, name, b"v").unwrap_err();
+        assert_eq!(e.errno, libc::EINVAL, "{name}");
+        assert!(e.message.contains(&format!("the file '{canonical}'")), "{name}: {e:?}");
+        assert!(fs.lookup(fields, OsStr::new(name)).is_err(), "{name} is not listed");
+        // Renaming a field to such a name is refused the same way.
+        let e = fs.rename(fields, OsStr::new("infotext"), fields, OsStr::new(name), 0).unwrap_err();
+        assert_eq!(e.errno, libc::EINVAL, "mv infotext {name}");
+    }
+    assert!(write_errors(&fs).contains("'50%' is not the name of a key"), "{}", write_errors(&fs));
+    assert_eq!(map_bytes(world.path()), before, "nothing written");
+    create_file(&fs, fields, "50%25", b"half").unwrap();
+    // Editors' own files (a leading dot) are still scratch files.
+    create_file(&fs, fields, ".50%.swp", b"x").unwrap();
+    drop(fs);
+    let fs = writable(world.path(), Options::default());
+    let key = lookup_path(&fs, "blocks/0,0,0/meta/3,1,3/fields/50%25").unwrap();
+    assert_eq!(read_file(&fs, key), b"half\n", "a field is shown with its line end");
+}
+
+/// The same for a mod's storage (and a player's meta/, which shares the rule).
+#[test]
+fn record_key_names_that_are_no_key_are_refused_at_create() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    let storage = lookup_path(&fs, "mod_storage").unwrap();
+    fs.mkdir(storage, OsStr::new("mymod")).unwrap();
+    let dir = lookup_path(&fs, "mod_storage/mymod").unwrap();
+    let e = create_file(&fs, dir, "50%", b"v").unwrap_err();
+    assert_eq!(e.errno, libc::EINVAL);
+    assert!(e.message.contains("the file '50%25'"), "{e:?}");
+    create_file(&fs, dir, "50%25", b"v").unwrap();
+    drop(fs);
+    let fs = writable(world.path(), Options::default());
+    assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/mymod/50%25").unwrap()), b"v");
+}

@@ -15,6 +15,7 @@ use crate::kinds::Entry;
 use crate::luanti::guard::ServerGuard;
 use crate::store::Note;
 use crate::store::records::RecordStore;
+use crate::view::escape;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
@@ -130,6 +131,14 @@ impl<V: RecordView> RecordsTree<V> {
     }
 
     /// A record as cached (read again after the TTL).
+    /// Whether a new file `rel` of record `rec` would become part of it.
+    fn accepts_new(&self, st: &mut State<V>, rec: &str, rel: &str) -> Result<bool> {
+        Ok(match self.record(st, rec)? {
+            Some((_, v)) => v.accepts_new(rel),
+            None => V::create(rec).map(|v| v.accepts_new(rel)).unwrap_or(false),
+        })
+    }
+
     fn record(&self, st: &mut State<V>, name: &str) -> Result<Option<(Vec<u8>, Arc<V>)>> {
         if let Some(c) = st.records.get(name)
             && c.at.elapsed() < self.opts.ttl
@@ -418,11 +427,17 @@ impl<V: RecordView> Tree for RecordsTree<V> {
         }
         let (rec, rest) = split(&dir);
         let rel = join(rest, name);
-        let accepts = match self.record(&mut st, rec)? {
-            Some((_, v)) => v.accepts_new(&rel),
-            None => V::create(rec).map(|v| v.accepts_new(&rel)).unwrap_or(false),
-        };
-        Ok(if accepts { NewName::Pending } else { NewName::Scratch })
+        if self.accepts_new(&mut st, rec, &rel)? {
+            return Ok(NewName::Pending);
+        }
+        // A key's name misspelt (`50%` for `50%25`) would be a file kept
+        // nowhere: refused, naming the file that would be the key.
+        if let Some((canonical, why)) = escape::refuse_key_name(name.as_bytes())
+            && self.accepts_new(&mut st, rec, &join(rest, &String::from_utf8_lossy(&canonical)))?
+        {
+            return Err(FsError::invalid(why));
+        }
+        Ok(NewName::Scratch)
     }
 
     fn create(&self, dir: u64, name: &[u8], content: &[u8]) -> Result<u64> {
