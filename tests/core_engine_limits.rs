@@ -228,3 +228,85 @@ fn record_key_names_that_are_no_key_are_refused_at_create() {
     let fs = writable(world.path(), Options::default());
     assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/mymod/50%25").unwrap()), b"v");
 }
+
+/// The names in a directory as `ls` gets them (READDIRPLUS).
+fn list(fs: &WorldFs, dir: u64) -> Result<Vec<String>, FsError> {
+    let mut names = Vec::new();
+    fs.readdir(dir, 0, true, &mut |e, _| {
+        names.push(e.name.to_string_lossy().into_owned());
+        false
+    })?;
+    Ok(names.into_iter().filter(|n| n != "." && n != "..").collect())
+}
+
+/// A world whose players and accounts are files (auth.txt, players/).
+fn files_backend_world() -> tempfile::TempDir {
+    let world = common::demo_world();
+    let mt = std::fs::read_to_string(world.path().join("world.mt")).unwrap();
+    let mt = mt.replace("player_backend = sqlite3", "player_backend = files");
+    std::fs::write(world.path().join("world.mt"), mt.replace("auth_backend = sqlite3", "auth_backend = files"))
+        .unwrap();
+    world
+}
+
+fn player_file(name: &str) -> String {
+    format!("name = {name}\nhp = 20\nposition = (0,0,0)\nPlayerArgsEnd\nEndInventory\n")
+}
+
+/// auth.txt's `../evil:...` and a players/ file with `name = ../../x` made
+/// the whole listing empty or fail; `grep -rl fly MNT/auth` then missed
+/// every account. Such records are shown under an escaped name, with a
+/// warning, and the others are listed and read as ever.
+#[test]
+fn records_with_a_slash_or_empty_name_are_shown_escaped() {
+    let world = files_backend_world();
+    std::fs::write(world.path().join("auth.txt"), "alice::interact,fly:1\n../evil::fly:2\n:x::3\nbob::shout:4\n")
+        .unwrap();
+    std::fs::create_dir_all(world.path().join("players")).unwrap();
+    std::fs::write(world.path().join("players/alice"), player_file("alice")).unwrap();
+    std::fs::write(world.path().join("players/x"), player_file("../../x")).unwrap();
+    // A file the engine cannot read as a player is skipped, as the engine does.
+    std::fs::write(world.path().join("players/broken"), "name = broken\nposition = junk\nPlayerArgsEnd\n").unwrap();
+    let fs = writable(world.path(), Options::default());
+    let auth = lookup_path(&fs, "auth").unwrap();
+    assert_eq!(list(&fs, auth).unwrap(), ["%", "%2E.%2Fevil", "alice", "bob"]);
+    let privs = |name: &str| read_file(&fs, lookup_path(&fs, &format!("auth/{name}/privileges")).unwrap());
+    assert_eq!(privs("alice"), b"interact\nfly\n");
+    assert_eq!(privs("%2E.%2Fevil"), b"fly\n");
+    let players = lookup_path(&fs, "players").unwrap();
+    assert_eq!(list(&fs, players).unwrap(), ["%2E.%2F..%2Fx", "alice"]);
+    assert_eq!(read_file(&fs, lookup_path(&fs, "players/alice/hp").unwrap()), b"20\n");
+    assert!(lookup_path(&fs, "players/broken/hp").is_err());
+    assert_eq!(read_file(&fs, lookup_path(&fs, "players/%2E.%2F..%2Fx/hp").unwrap()), b"20\n");
+    let errors = write_errors(&fs);
+    assert_eq!(errors.matches("\"../evil\"").count(), 1, "warned once: {errors}");
+    list(&fs, auth).unwrap();
+    assert_eq!(write_errors(&fs).matches("\"../evil\"").count(), 1, "still once");
+    // The escaped record is edited in place, under its stored name.
+    write_file(&fs, lookup_path(&fs, "auth/%2E.%2Fevil/privileges").unwrap(), b"shout\n").unwrap();
+    let text = std::fs::read_to_string(world.path().join("auth.txt")).unwrap();
+    assert!(text.contains("../evil::shout:2\n") && text.contains("alice::interact,fly:1\n"), "{text}");
+}
+
+/// A mod storage row with modname `x/y` or `` (sqlite3 backend): shown
+/// escaped, and the other mods are listed.
+#[test]
+fn one_bad_mod_storage_row_hides_no_other_mod() {
+    let world = common::demo_world();
+    let fs = writable(world.path(), Options::default());
+    let storage = lookup_path(&fs, "mod_storage").unwrap();
+    fs.mkdir(storage, OsStr::new("good")).unwrap();
+    create_file(&fs, lookup_path(&fs, "mod_storage/good").unwrap(), "k", b"v").unwrap();
+    drop(fs);
+    let db = rusqlite::Connection::open(world.path().join("mod_storage.sqlite")).unwrap();
+    for m in ["x/y", ""] {
+        db.execute("INSERT INTO entries (modname, key, value) VALUES (?1, 'k', 'w')", [m]).unwrap();
+    }
+    drop(db);
+    let fs = writable(world.path(), Options::default());
+    let storage = lookup_path(&fs, "mod_storage").unwrap();
+    assert_eq!(list(&fs, storage).unwrap(), ["%", "good", "x%2Fy"]);
+    assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/x%2Fy/k").unwrap()), b"w");
+    assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/%/k").unwrap()), b"w");
+    assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/good/k").unwrap()), b"v");
+}
