@@ -310,3 +310,45 @@ fn one_bad_mod_storage_row_hides_no_other_mod() {
     assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/%/k").unwrap()), b"w");
     assert_eq!(read_file(&fs, lookup_path(&fs, "mod_storage/good/k").unwrap()), b"v");
 }
+
+/// A block whose `data` is TEXT instead of BLOB made `worldfs check` fail
+/// ("Invalid column type Text", exit 2) and every `names`/`find/` read fail
+/// with EIO. Its bytes are read as the engine reads them; a TEXT that is no
+/// block is one corrupt block: reported with its position, its `error`
+/// file says why, and the rest is served.
+#[test]
+fn a_block_stored_as_text_is_one_corrupt_block() {
+    let world = common::demo_world();
+    let db = rusqlite::Connection::open(world.path().join("map.sqlite")).unwrap();
+    let cols: Vec<String> = db
+        .prepare("SELECT name FROM pragma_table_info('blocks')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let (bad, good) = if cols.iter().any(|c| c == "pos") {
+        ("pos = 1", "pos = 0")
+    } else {
+        ("x = 1 AND y = 0 AND z = 0", "x = 0 AND y = 0 AND z = 0")
+    };
+    db.execute(&format!("UPDATE blocks SET data = 'not a block' WHERE {bad}"), []).unwrap();
+    // A TEXT holding a block's bytes is that block to the engine.
+    db.execute(&format!("UPDATE blocks SET data = CAST(data AS TEXT) WHERE {good}"), []).unwrap();
+    drop(db);
+
+    let store = worldfs::world::World::open(world.path()).unwrap().open_store(true, false).unwrap();
+    let report = worldfs::check::check(store.as_ref(), &mut |_, _| {}).unwrap();
+    assert_eq!(report.corrupt.len(), 1, "{:?}", report.corrupt);
+    assert_eq!(report.corrupt[0].0, worldfs::store::BlockPos::new(1, 0, 0));
+
+    let fs = WorldFs::open_world(world.path(), Options::default()).unwrap();
+    let error = read_file(&fs, lookup_path(&fs, "blocks/1,0,0/error").unwrap());
+    assert!(!error.is_empty(), "the error file says why");
+    assert!(
+        String::from_utf8_lossy(&read_file(&fs, lookup_path(&fs, "blocks/0,0,0/names").unwrap())).contains("default:")
+    );
+    let find = lookup_path(&fs, "find").unwrap();
+    assert!(list(&fs, find).unwrap().iter().any(|n| n == "default:stone"));
+    assert!(!list(&fs, lookup_path(&fs, "find/default:stone").unwrap()).unwrap().is_empty());
+}
