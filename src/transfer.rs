@@ -259,6 +259,7 @@ mod tests {
 
 use crate::codec::Block;
 use crate::kinds::mts::Schematic;
+use crate::luanti::limits;
 use crate::store::{Change, MapStore, Note, parse_triple};
 use std::collections::HashMap;
 use std::path::Path;
@@ -475,6 +476,9 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
     // their mapchunks is completed, so that the mapgen never runs over
     // the build (see place::complete_mapchunks).
     let mut placement = placement;
+    if let Some(p) = placement.blocks.iter().find(|(p, (before, _))| before.is_none() && !limits::block_in_map(**p)) {
+        return Err(format!("{}; nothing imported", limits::check_new_block(*p.0).unwrap_err()));
+    }
     let mut made = Vec::new();
     for (p, (before, after)) in placement.blocks.iter_mut() {
         if before.as_ref().is_none_or(|b| !b.is_generated()) {
@@ -491,6 +495,9 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
     let filler = place::complete_mapchunks(&made, cs, &mut |p| {
         Ok(placement.blocks.contains_key(&p) || reader.fetch(p)?.is_some_and(|b| b.is_generated()))
     })?;
+    // A mapchunk at the map's edge reaches past it: the engine never loads
+    // those blocks, so they are not made.
+    let filler: Vec<BlockPos> = filler.into_iter().filter(|p| limits::block_in_map(*p)).collect();
     for p in &filler {
         let before = reader.fetch(*p)?;
         placement.blocks.insert(*p, (before, place::new_block(version)));

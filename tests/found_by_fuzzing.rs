@@ -102,3 +102,41 @@ fn lighting_complete_refused_in_old_versions() {
     assert_eq!(b.lighting_complete, 0xffff);
     parse::apply_info(&mut b, b"lighting_complete = 0xffff\n").unwrap();
 }
+
+/// `records`: a LevelDB player value with the metadata key "" twice decoded
+/// to one key and was written back two entries shorter. Repeated keys are
+/// refused; keys in any other order (the engine writes its unordered map as
+/// it iterates) come back in the order stored.
+#[test]
+fn player_value_with_repeated_metadata_key_is_refused() {
+    use worldfs::codec::player::Player;
+    let value =
+        hex("01f72b008000f701f33b0000000b7a080c0000000201000000000000020000000000000000000000000000000001f72b00");
+    let e = Player::decode(&value).unwrap_err();
+    assert!(e.contains("appears twice"), "{e}");
+    // Two different keys, "b" before "a": decoded and written back as stored.
+    let mut unsorted = value[..25].to_vec();
+    unsorted.extend_from_slice(&[0, 0, 0, 2, 0, 1, b'b', 0, 0, 0, 1, b'1', 0, 1, b'a', 0, 0, 0, 0]);
+    unsorted.extend_from_slice(b"EndInventory\n");
+    let p = Player::decode(&unsorted).unwrap();
+    assert_eq!(p.meta.keys().collect::<Vec<_>>(), [b"b", b"a"]);
+    assert_eq!(p.encode(), unsorted);
+}
+
+/// The same property for mod storage's canonical form, which worldfs
+/// writes sorted: a repeated or out-of-order key is refused.
+#[test]
+fn mod_storage_value_with_repeated_key_is_refused() {
+    use worldfs::codec::mod_storage::ModStorage;
+    let entry = |k: &[u8]| [&(k.len() as u32).to_be_bytes()[..], k, &0u32.to_be_bytes()].concat();
+    let repeated = [&2u32.to_be_bytes()[..], &entry(b"k"), &entry(b"k")].concat();
+    assert!(ModStorage::decode(&repeated).unwrap_err().contains("out of order or repeated"));
+    let unsorted = [&2u32.to_be_bytes()[..], &entry(b"b"), &entry(b"a")].concat();
+    assert!(ModStorage::decode(&unsorted).is_err());
+    let sorted = [&2u32.to_be_bytes()[..], &entry(b"a"), &entry(b"b")].concat();
+    assert_eq!(ModStorage::decode(&sorted).unwrap().encode(), sorted);
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}

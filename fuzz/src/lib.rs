@@ -129,7 +129,11 @@ pub fn check_blob(blob: &[u8], real: bool) -> Option<Block> {
     let flat = block::uncompressed(blob);
     let counts = worldfs::codec::NodeCounts::of(blob);
     let decoded = Block::decode(blob);
-    assert_eq!(counts.is_ok(), decoded.is_ok(), "NodeCounts::of and Block::decode disagree on whether the blob is good");
+    assert_eq!(
+        counts.is_ok(),
+        decoded.is_ok(),
+        "NodeCounts::of and Block::decode disagree on whether the blob is good"
+    );
     let b = decoded.ok()?;
     let counts = counts.unwrap();
     assert_eq!(counts.mapping, b.mapping, "NodeCounts::of reads another mapping");
@@ -451,6 +455,16 @@ pub fn escape_names(data: &[u8]) {
     assert!(escape::name_to_key(&name).as_deref() == Some(data), "name_to_key(key_to_name(k)) != k");
     if let Some(k) = escape::name_to_key(data) {
         assert!(escape::key_to_name(&k) == data, "name_to_key(n) = k but key_to_name(k) != n");
+    }
+    // A new file is refused exactly when it is no key's name and not a
+    // dot-name, and the name the refusal offers is a key's.
+    let is_key = escape::name_to_key(data).is_some();
+    match escape::refuse_key_name(data) {
+        Some((offered, _)) => {
+            assert!(!is_key && data.first() != Some(&b'.'), "refused a key's name: {}", show(data));
+            assert!(escape::name_to_key(&offered).is_some(), "offered {} which is no key's", show(&offered));
+        }
+        None => assert!(is_key || data.first() == Some(&b'.'), "{} neither a key nor refused", show(data)),
     }
 }
 

@@ -60,6 +60,8 @@ pub enum Command {
         /// attributes on every page; default 100000, 0 never),
         /// write_mb=MIB (what all files being written and scratch files
         /// may hold in memory together; default 512).
+        /// max_objects_per_block=N (the server's setting; default: its
+        /// minetest.conf beside the worlds directory, else 256).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).

@@ -66,6 +66,10 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             }
             "plus_max" => m.fs.plus_max = num(v)?,
             "write_mb" => m.fs.write_buffers = (num(v)?.clamp(1, 1 << 20) as usize) << 20,
+            "max_objects_per_block" => {
+                let n = u16::try_from(num(v)?).map_err(|_| "-o max_objects_per_block= is at most 65535")?;
+                m.fs.max_objects_per_block = Some(n)
+            }
             "index_ttl" => m.fs.index_ttl = Duration::from_secs(num(v)?),
             "colors" => {
                 let path = v.filter(|v| !v.is_empty()).ok_or("-o colors= needs a colors.txt file")?;

@@ -38,6 +38,11 @@ impl ModStorage {
         let mut entries = BTreeMap::new();
         for _ in 0..n {
             let k = r.take_len()?;
+            // worldfs writes this form sorted; any other order (or a key
+            // twice) would not come back as it was read.
+            if entries.last_key_value().is_some_and(|(last, _)| *last >= k) {
+                return Err("mod storage record: keys out of order or repeated".into());
+            }
             entries.insert(k, r.take_len()?);
         }
         if r.pos != data.len() {

@@ -6,6 +6,7 @@
 //!   in `PlayerArgsEnd`, then the inventory text (spec §3.1).
 
 use super::bytes::{Reader, Region};
+use indexmap::IndexMap;
 use std::collections::BTreeMap;
 
 /// One player. Positions are in world units (nodes x 10), as stored.
@@ -16,8 +17,10 @@ pub struct Player {
     pub pos: [f32; 3],
     pub pitch: f32,
     pub yaw: f32,
-    /// Player metadata ("extended attributes"): key -> value.
-    pub meta: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// Player metadata ("extended attributes"): key -> value, in the
+    /// order stored (the engine writes its unordered map as it iterates,
+    /// so a LevelDB value must keep that order to re-encode byte for byte).
+    pub meta: IndexMap<Vec<u8>, Vec<u8>>,
     /// Inventory text (List ... EndInventory).
     pub inventory: Vec<u8>,
 }
@@ -72,11 +75,18 @@ impl Player {
         }
         let breath = r.u16("breath").map_err(e)?;
         let n = r.u32("metadata count").map_err(e)?;
-        let mut meta = BTreeMap::new();
+        let mut meta = IndexMap::new();
         for _ in 0..n {
             let k = r.string16("metadata key").map_err(e)?.to_vec();
             let v = r.string32("metadata value").map_err(e)?.to_vec();
-            meta.insert(k, v);
+            // The engine keeps the last of two equal keys; keeping one here
+            // would re-encode the record differently, so it is refused.
+            if meta.insert(k.clone(), v).is_some() {
+                return Err(format!(
+                    "player record: metadata key {:?} appears twice (the engine would drop one)",
+                    String::from_utf8_lossy(&k)
+                ));
+            }
         }
         Ok(Player { hp, breath, pos: [f[0], f[1], f[2]], pitch: f[3], yaw: f[4], meta, inventory: r.rest().to_vec() })
     }
@@ -134,14 +144,14 @@ impl Player {
             None => [0.0; 3],
             Some(v) => parse_v3f(v).ok_or_else(|| format!("position = {v}: not (x,y,z)"))?,
         };
-        let mut meta = BTreeMap::new();
+        let mut meta = IndexMap::new();
         if let Some(a) = get("extended_attributes")
             && a.trim() != "null"
             && !a.trim().is_empty()
         {
             let v: serde_json::Value =
                 serde_json::from_str(a).map_err(|e| format!("extended_attributes is not JSON: {e}"))?;
-            meta = super::mod_storage::string_map(&v, "extended_attributes")?;
+            meta = super::mod_storage::string_map(&v, "extended_attributes")?.into_iter().collect();
         }
         let player = Player {
             hp: int("hp", 20)?,
@@ -247,7 +257,7 @@ mod tests {
     use super::*;
 
     fn alice() -> Player {
-        let mut meta = BTreeMap::new();
+        let mut meta = IndexMap::new();
         meta.insert(b"xp".to_vec(), b"7".to_vec());
         meta.insert(b"stamina:level".to_vec(), b"20".to_vec());
         Player {

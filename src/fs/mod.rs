@@ -77,6 +77,9 @@ pub struct Options {
     /// files may hold together; a write past it fails with ENOSPC, so no
     /// number of writers can exhaust the daemon's memory.
     pub write_buffers: usize,
+    /// The server's `max_objects_per_block` (None: its minetest.conf
+    /// beside the worlds directory, else the engine's default 256).
+    pub max_objects_per_block: Option<u16>,
 }
 
 impl Default for Options {
@@ -100,6 +103,7 @@ impl Default for Options {
             // About 100 MB of kernel inodes and names at most.
             plus_max: 100_000,
             write_buffers: 512 << 20,
+            max_objects_per_block: None,
         }
     }
 }

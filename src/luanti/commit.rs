@@ -6,7 +6,7 @@
 
 use super::cache::Loaded;
 use super::table::TableKey;
-use super::{LuantiTree, Node};
+use super::{LuantiTree, Node, limits};
 use crate::codec::Block;
 use crate::codec::block::{MAX_VERSION, MIN_WRITE_VERSION};
 use crate::codec::nodemeta::MetaEntry;
@@ -277,6 +277,8 @@ impl LuantiTree {
         }
         normalize(&mut b);
         validate(&orig, &b).map_err(|m| FsError::invalid(format!("block {pos}: {m}")))?;
+        limits::check_objects(&orig, &b, self.max_objects_per_block)
+            .map_err(|m| FsError::invalid(format!("block {pos}: {m}")))?;
         let blob = b.encode().map_err(|e| FsError::invalid(format!("block {pos}: {e}")))?;
         match Block::decode(&blob) {
             Ok(back) if back == b => {}
@@ -318,7 +320,7 @@ impl LuantiTree {
 
     /// A committed write that brought in names found nowhere else in the
     /// world: accepted, with a warning in write-errors (a typo shows).
-    fn warn_unseen(&self, what: &str, unseen: Vec<Vec<u8>>) {
+    pub(super) fn warn_unseen(&self, what: &str, unseen: Vec<Vec<u8>>) {
         if unseen.is_empty() {
             return;
         }
@@ -415,6 +417,8 @@ impl LuantiTree {
         validate(&empty, &b).map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
         let old = loaded.decoded();
         let before = old.as_deref().cloned().unwrap_or_else(|| Block { mapping: Vec::new(), ..Block::new_air(29) });
+        limits::check_objects(&before, &b, self.max_objects_per_block)
+            .map_err(|m| FsError::invalid(format!("blocks/{pos}/raw: {m}")))?;
         for m in b.mapping.iter().filter(|m| !before.mapping.iter().any(|o| o.name == m.name)) {
             parse::check_node_name(&m.name).map_err(|e| FsError::invalid(format!("blocks/{pos}/raw: {e}")))?;
         }
@@ -517,6 +521,7 @@ impl LuantiTree {
         let _lock = self.commit_lock.lock().unwrap();
         self.check_guard()?;
         self.flush_queue()?;
+        limits::check_new_block(pos).map_err(FsError::invalid)?;
         if self.store.contains(pos)? {
             return Err(FsError::new(libc::EEXIST, format!("block {pos} exists")));
         }

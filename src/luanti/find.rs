@@ -179,6 +179,11 @@ impl LuantiTree {
         if list.is_empty() {
             return Err(FsError::not_found());
         }
+        // Looked up before the rename, after which TO is everywhere FROM was.
+        let unseen = match &self.index {
+            Some(index) if !index.has(self.store.as_ref(), &to).map_err(FsError::io)? => vec![to.clone()],
+            _ => Vec::new(),
+        };
         let parts = list.len().div_ceil(RENAME_PART);
         let t = std::time::Instant::now();
         // In the store's usual key order: neighbouring reads and writes.
@@ -192,6 +197,8 @@ impl LuantiTree {
             }
         }
         r?;
+        let what = format!("mv find/{} find/{}", String::from_utf8_lossy(from_file), String::from_utf8_lossy(to_file));
+        self.warn_unseen(&what, unseen);
         log::info!(
             "renamed {} to {} in {} block(s) in {:.1} s",
             String::from_utf8_lossy(&from),

@@ -28,6 +28,7 @@ mod find;
 pub mod guard;
 pub mod index;
 pub mod inode;
+pub mod limits;
 mod listing;
 pub mod map_tree;
 mod names;
@@ -90,6 +91,8 @@ pub struct LuantiTree {
     mount_time: SystemTime,
     /// The world's index of node names (None if no file could hold it).
     index: Option<index::NameIndex>,
+    /// The server's max_objects_per_block (see `limits`).
+    max_objects_per_block: u16,
 }
 
 /// World files with password hashes (never writable through the mount).
@@ -154,7 +157,9 @@ impl LuantiTree {
     pub fn new(world: World, store: Box<dyn MapStore>, opts: Options, services: Arc<Services>) -> LuantiTree {
         let guard = guard::ServerGuard::new(world.map_path(), !opts.read_only && !opts.force)
             .with_interval(opts.guard_interval);
+        let max_objects_per_block = limits::max_objects_per_block(&world.dir, opts.max_objects_per_block);
         LuantiTree {
+            max_objects_per_block,
             queue: queue::CommitQueue::new(opts.group_commit),
             cache: BlockCache::new(opts.cache_bytes, opts.ttl),
             world,

@@ -16,7 +16,11 @@ impl LuantiTree {
             Node::Root | Node::MetaDir(..) | Node::BlockDir(_) => Ok(NewName::Scratch),
             Node::FieldsDir(..) => {
                 // Names starting with a dot are always scratch files (keys
-                // starting with a dot are shown as %2E...).
+                // starting with a dot are shown as %2E...); any other name
+                // that is no key's would be a file kept nowhere.
+                if let Some((_, why)) = escape::refuse_key_name(name) {
+                    return Err(FsError::invalid(why));
+                }
                 Ok(if escape::name_to_key(name).is_some() { NewName::Pending } else { NewName::Scratch })
             }
             Node::Blocks => Err(FsError::perm("blocks/ holds only block directories (mkdir X,Y,Z creates a block)")),
@@ -118,6 +122,9 @@ impl LuantiTree {
         let (pos, p16, key) = self.field(dir, name)?;
         if newdir != dir {
             return Err(FsError::new(libc::EXDEV, "metadata fields move only within their fields/ directory"));
+        }
+        if let Some((_, why)) = escape::refuse_key_name(newname) {
+            return Err(FsError::invalid(why));
         }
         let newkey = escape::name_to_key(newname).ok_or_else(|| FsError::invalid("not a field name"))?;
         self.rename_field(pos, p16, &key, &newkey)

@@ -130,10 +130,10 @@ impl SqliteStore {
         let blob: Option<Option<Vec<u8>>> = match self.schema {
             Schema::Legacy => conn
                 .prepare_cached("SELECT data FROM blocks WHERE pos = ?1 LIMIT 1")
-                .and_then(|mut s| s.query_row(params![pos.legacy_key()], |r| r.get(0)).optional()),
+                .and_then(|mut s| s.query_row(params![pos.legacy_key()], |r| column_bytes(r, 0)).optional()),
             Schema::Split => conn
                 .prepare_cached("SELECT data FROM blocks WHERE x = ?1 AND y = ?2 AND z = ?3 LIMIT 1")
-                .and_then(|mut s| s.query_row(params![pos.x, pos.y, pos.z], |r| r.get(0)).optional()),
+                .and_then(|mut s| s.query_row(params![pos.x, pos.y, pos.z], |r| column_bytes(r, 0)).optional()),
         }
         .map_err(backend)?;
         Ok(blob.flatten().filter(|b| !b.is_empty()))
@@ -220,12 +220,15 @@ impl SqliteStore {
     fn row_pos(&self, row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<BlockPos>> {
         Ok(match self.schema {
             Schema::Legacy => {
-                let key: i64 = row.get(0)?;
+                let Some(key) = column_int(row, 0)? else { return Ok(None) };
                 let p = BlockPos::from_legacy_key(key);
                 (p.legacy_key() == key).then_some(p)
             }
             Schema::Split => {
-                let (x, y, z): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+                let (Some(x), Some(y), Some(z)) = (column_int(row, 0)?, column_int(row, 1)?, column_int(row, 2)?)
+                else {
+                    return Ok(None);
+                };
                 let c = |v: i64| i16::try_from(v).ok();
                 match (c(x), c(y), c(z)) {
                     (Some(x), Some(y), Some(z)) => Some(BlockPos::new(x, y, z)).filter(|p| p.in_range()),
@@ -299,6 +302,29 @@ pub fn hot_journal_explained(db: &Path, read_only: bool, e: StoreError) -> Store
     ))
 }
 
+/// A block's data as the engine reads it (`sqlite3_column_blob`): the bytes
+/// of a BLOB or of a TEXT value alike (a tool may have stored it as TEXT),
+/// a number as its text; None for NULL. Never an error for one odd row:
+/// data that does not decode is one corrupt block, shown as such.
+fn column_bytes(row: &rusqlite::Row<'_>, col: usize) -> rusqlite::Result<Option<Vec<u8>>> {
+    use rusqlite::types::ValueRef;
+    Ok(match row.get_ref(col)? {
+        ValueRef::Null => None,
+        ValueRef::Blob(b) | ValueRef::Text(b) => Some(b.to_vec()),
+        ValueRef::Integer(i) => Some(i.to_string().into_bytes()),
+        ValueRef::Real(f) => Some(f.to_string().into_bytes()),
+    })
+}
+
+/// A key column's integer; None (the row is skipped as not a block
+/// position) for any other type.
+fn column_int(row: &rusqlite::Row<'_>, col: usize) -> rusqlite::Result<Option<i64>> {
+    Ok(match row.get_ref(col)? {
+        rusqlite::types::ValueRef::Integer(i) => Some(i),
+        _ => None,
+    })
+}
+
 fn detect_schema(conn: &Connection) -> Result<Schema> {
     let mut stmt = conn.prepare("PRAGMA table_info(blocks)").map_err(backend)?;
     let cols: Vec<String> = stmt
@@ -356,10 +382,7 @@ impl MapStore for SqliteStore {
             Schema::Legacy => 1,
             Schema::Split => 3,
         };
-        self.query_after(after, limit, true, |p, row| {
-            let data: Option<Vec<u8>> = row.get(col)?;
-            Ok((p, data.unwrap_or_default()))
-        })
+        self.query_after(after, limit, true, |p, row| Ok((p, column_bytes(row, col)?.unwrap_or_default())))
     }
 
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {

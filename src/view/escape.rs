@@ -46,6 +46,44 @@ pub fn name_to_key(name: &[u8]) -> Option<Vec<u8>> {
     (key_to_name(&out) == name).then_some(out)
 }
 
+/// The key a name that [`name_to_key`] refuses was most likely meant to
+/// be: `%XX` (either case) decoded, any other `%` kept as it is.
+fn lenient_key(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    let mut i = 0;
+    while i < name.len() {
+        let hex = name.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        match hex.filter(|_| name[i] == b'%').and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(c) => {
+                out.push(c);
+                i += 3;
+            }
+            None => {
+                out.push(name[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Why a new file `name` cannot become a key, naming the file that would:
+/// None when it names a key, or starts with `.` (editors' and programs'
+/// own files, which stay scratch files).
+pub fn refuse_key_name(name: &[u8]) -> Option<(Vec<u8>, String)> {
+    if name.first() == Some(&b'.') || name_to_key(name).is_some() {
+        return None;
+    }
+    let canonical = key_to_name(&lenient_key(name));
+    let message = format!(
+        "'{}' is not the name of a key: in a key's file name, %, /, control bytes and a leading . are \
+         written %XX (capital hex), so the key it stands for is the file '{}'",
+        String::from_utf8_lossy(name),
+        String::from_utf8_lossy(&canonical)
+    );
+    Some((canonical, message))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +100,13 @@ mod tests {
         assert_eq!(name_to_key(b"%41"), None); // 'A' needs no escape: not canonical
         assert_eq!(name_to_key(b"%2e"), None);
         assert_eq!(name_to_key(b"%zz"), None);
+        for (name, canonical) in [("50%", "50%25"), ("%zz", "%25zz"), ("a%2fb", "a%2Fb"), ("%2E%2E", "%2E.")] {
+            let (c, why) = refuse_key_name(name.as_bytes()).expect(name);
+            assert_eq!(String::from_utf8(c).unwrap(), canonical);
+            assert!(why.contains(&format!("the file '{canonical}'")), "{why}");
+        }
+        assert_eq!(refuse_key_name(b"infotext"), None);
+        assert_eq!(refuse_key_name(b".50%.swp"), None);
         proptest::proptest!(|(key: Vec<u8>)| {
             proptest::prop_assert_eq!(name_to_key(&key_to_name(&key)), Some(key));
         });

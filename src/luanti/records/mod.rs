@@ -15,6 +15,7 @@ use crate::kinds::Entry;
 use crate::luanti::guard::ServerGuard;
 use crate::store::Note;
 use crate::store::records::RecordStore;
+use crate::view::escape;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,8 @@ struct State<V> {
     records: HashMap<String, Cached<V>>,
     /// Records made by mkdir that hold nothing yet (not stored).
     empty: BTreeSet<String>,
+    /// Stored names already reported as shown escaped.
+    warned: BTreeSet<String>,
 }
 
 pub struct RecordsTree<V: RecordView> {
@@ -55,6 +58,20 @@ fn split(path: &str) -> (&str, &str) {
 
 fn parent_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+/// A record's directory name: its stored name with `%`, `/`, control
+/// bytes and a leading `.` escaped as metadata keys are (the empty name is
+/// `%`), so that a name no engine check lets in (`../evil` in auth.txt, a
+/// mod storage row `x/y`) is one directory like any other. Names the engine
+/// accepts are shown as they are.
+fn shown_name(stored: &str) -> String {
+    String::from_utf8(escape::key_to_name(stored.as_bytes())).expect("only ASCII bytes are escaped")
+}
+
+/// The stored name a directory name shows (None: no record's name).
+fn stored_name(shown: &str) -> Option<String> {
+    escape::name_to_key(shown.as_bytes()).and_then(|k| String::from_utf8(k).ok())
 }
 
 fn join(dir: &str, name: &str) -> String {
@@ -85,6 +102,7 @@ impl<V: RecordView> RecordsTree<V> {
             names: None,
             records: HashMap::new(),
             empty: BTreeSet::new(),
+            warned: BTreeSet::new(),
         };
         RecordsTree {
             tag,
@@ -124,12 +142,32 @@ impl<V: RecordView> RecordsTree<V> {
         {
             return Ok(names.clone());
         }
-        let names = self.store.names()?;
+        let mut names = Vec::new();
+        for stored in self.store.names()? {
+            let shown = shown_name(&stored);
+            if shown != stored && st.warned.insert(stored.clone()) {
+                self.services.report(format!(
+                    "{}: warning: a record is named {stored:?}, which the engine's own checks refuse; it is shown \
+                     as {}/{shown}",
+                    V::COLLECTION.name(),
+                    V::COLLECTION.name()
+                ));
+            }
+            names.push(shown);
+        }
         st.names = Some((Instant::now(), names.clone()));
         Ok(names)
     }
 
     /// A record as cached (read again after the TTL).
+    /// Whether a new file `rel` of record `rec` would become part of it.
+    fn accepts_new(&self, st: &mut State<V>, rec: &str, rel: &str) -> Result<bool> {
+        Ok(match self.record(st, rec)? {
+            Some((_, v)) => v.accepts_new(rel),
+            None => V::create(rec).map(|v| v.accepts_new(rel)).unwrap_or(false),
+        })
+    }
+
     fn record(&self, st: &mut State<V>, name: &str) -> Result<Option<(Vec<u8>, Arc<V>)>> {
         if let Some(c) = st.records.get(name)
             && c.at.elapsed() < self.opts.ttl
@@ -142,7 +180,8 @@ impl<V: RecordView> RecordsTree<V> {
     }
 
     fn load(&self, name: &str) -> Result<Option<(Vec<u8>, Arc<V>)>> {
-        match self.store.get(name)? {
+        let Some(stored) = stored_name(name) else { return Ok(None) };
+        match self.store.get(&stored)? {
             None => Ok(None),
             Some(b) => {
                 let v = V::decode(&b).map_err(|e| FsError::io(format!("{}/{name}: {e}", V::COLLECTION.name())))?;
@@ -170,12 +209,17 @@ impl<V: RecordView> RecordsTree<V> {
         v.entries().into_iter().find(|e| e.path == rest).ok_or_else(FsError::not_found)
     }
 
+    fn dir_attr(&self, ino: u64) -> Attr {
+        let normal = if V::PRIVATE { Access::Private } else { Access::Normal };
+        Attr::new(ino, Kind::Dir, 0, normal, self.since, &self.opts)
+    }
+
     fn attr(&self, st: &mut State<V>, path: &str) -> Result<Attr> {
         let e = self.entry(st, path)?;
         let ino = self.ino_of(st, path);
         let normal = if V::PRIVATE { Access::Private } else { Access::Normal };
         if e.dir {
-            return Ok(Attr::new(ino, Kind::Dir, 0, normal, self.since, &self.opts));
+            return Ok(self.dir_attr(ino));
         }
         let size = self.render(st, path)?.len() as u64;
         let access = match (e.writable, V::PRIVATE) {
@@ -246,7 +290,8 @@ impl<V: RecordView> RecordsTree<V> {
         if new_bytes == old_bytes {
             return Ok(());
         }
-        self.store.put(name, old_bytes.as_deref(), new_bytes.as_deref(), &Note::new(what))?;
+        let stored = stored_name(name).ok_or_else(FsError::not_found)?;
+        self.store.put(&stored, old_bytes.as_deref(), new_bytes.as_deref(), &Note::new(what))?;
         self.after_change(name);
         Ok(())
     }
@@ -362,8 +407,14 @@ impl<V: RecordView> Tree for RecordsTree<V> {
                 continue;
             }
             let path = join(&dir, &name);
-            let attr = if plus { Some(self.attr(&mut st, &path)?) } else { None };
             let ino = self.ino_of(&mut st, &path);
+            // A record's directory needs nothing read: one record that
+            // cannot be read fails its own lookup, not the whole listing.
+            let attr = match (plus, dir.is_empty()) {
+                (false, _) => None,
+                (true, true) => Some(self.dir_attr(ino)),
+                (true, false) => Some(self.attr(&mut st, &path)?),
+            };
             let kind = if is_dir { Kind::Dir } else { Kind::File };
             if add(&DirEntry { ino, offset: cookie, kind, name: name.into() }, attr.as_ref()) {
                 break;
@@ -438,11 +489,17 @@ impl<V: RecordView> Tree for RecordsTree<V> {
         }
         let (rec, rest) = split(&dir);
         let rel = join(rest, name);
-        let accepts = match self.record(&mut st, rec)? {
-            Some((_, v)) => v.accepts_new(&rel),
-            None => V::create(rec).map(|v| v.accepts_new(&rel)).unwrap_or(false),
-        };
-        Ok(if accepts { NewName::Pending } else { NewName::Scratch })
+        if self.accepts_new(&mut st, rec, &rel)? {
+            return Ok(NewName::Pending);
+        }
+        // A key's name misspelt (`50%` for `50%25`) would be a file kept
+        // nowhere: refused, naming the file that would be the key.
+        if let Some((canonical, why)) = escape::refuse_key_name(name.as_bytes())
+            && self.accepts_new(&mut st, rec, &join(rest, &String::from_utf8_lossy(&canonical)))?
+        {
+            return Err(FsError::invalid(why));
+        }
+        Ok(NewName::Scratch)
     }
 
     fn create(&self, dir: u64, name: &[u8], content: &[u8]) -> Result<u64> {

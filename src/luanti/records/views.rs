@@ -179,6 +179,11 @@ impl RecordView for Player {
                 if !(-90.0..=90.0).contains(&v[0]) {
                     return Err(e(DocError::at_line(1, format!("pitch {} is not between -90 and 90", p[0]))));
                 }
+                // The server keeps yaw modulo 360 (what it saves); a yaw past a
+                // turn is a mistake, and a huge one loses all precision.
+                if !(-360.0..=360.0).contains(&v[1]) {
+                    return Err(e(DocError::at_line(1, format!("yaw {} is not between -360 and 360", p[1]))));
+                }
                 (self.pitch, self.yaw) = (v[0], v[1]);
             }
             "hp" | "breath" => {
@@ -210,7 +215,7 @@ impl RecordView for Player {
         let key = meta_key(path).ok_or_else(|| {
             DocError::new("only meta/ keys can be removed; rmdir the player to delete it").in_file(path)
         })?;
-        self.meta.remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
+        self.meta.shift_remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
     }
 
     fn create(name: &str) -> Result<Self, String> {

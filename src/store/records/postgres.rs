@@ -163,7 +163,7 @@ fn read(c: &mut impl postgres::GenericClient, collection: Collection, name: &str
                 pos: [f(2), f(3), f(4)],
                 pitch: f(0),
                 yaw: f(1),
-                meta,
+                meta: meta.into_iter().collect(),
                 inventory: inv,
             };
             Ok(Some(p.encode()))

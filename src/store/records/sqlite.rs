@@ -268,7 +268,7 @@ fn read_player(conn: &Connection, name: &str) -> Result<Option<Vec<u8>>> {
         pos: [f[2] as f32, f[3] as f32, f[4] as f32],
         pitch: f[0] as f32,
         yaw: f[1] as f32,
-        meta,
+        meta: meta.into_iter().collect(),
         inventory: inv,
     };
     Ok(Some(p.encode()))
