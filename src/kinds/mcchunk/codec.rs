@@ -284,7 +284,20 @@ impl Section {
     /// (1.16) leaves out.
     pub fn set_states(&mut self, states: Vec<u32>, layout: Layout, is_air: impl Fn(u32) -> bool) -> Result<(), String> {
         let direct = self.palette.is_empty() && self.bits > 8;
-        if !direct {
+        // Checked before the form is chosen: a state past the direct width
+        // would spill into its neighbours when packed.
+        let too_wide = states.iter().find(|&&s| s >> DIRECT_BITS != 0);
+        let fits_direct = |y: u8| match too_wide {
+            Some(&s) => Err(format!(
+                "section {y}: block {}:{} does not fit the 13-bit direct form this section needs (ids 0 to 511)",
+                s >> 4,
+                s & 15
+            )),
+            None => Ok(()),
+        };
+        if direct {
+            fits_direct(self.y)?;
+        } else {
             match palette_after(&self.palette, self.bits, &self.states, &states) {
                 Some((palette, bits)) => (self.palette, self.bits) = (palette, bits),
                 None if layout == Layout::Padded => {
@@ -294,7 +307,10 @@ impl Section {
                         distinct(&states)
                     ));
                 }
-                None => (self.palette, self.bits) = (Vec::new(), DIRECT_BITS),
+                None => {
+                    fits_direct(self.y)?;
+                    (self.palette, self.bits) = (Vec::new(), DIRECT_BITS)
+                }
             }
         }
         self.block_count = states.iter().filter(|&&s| !is_air(s)).count() as i16;
@@ -366,6 +382,37 @@ pub fn set_nibble(light: &mut [u8], i: usize, v: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A direct section cannot hold ids past 511 (13 bits): refused, not
+    /// packed over its neighbours.
+    #[test]
+    fn a_direct_section_refuses_ids_past_its_13_bits() {
+        let section = Section {
+            y: 2,
+            bits: 4,
+            palette: vec![0],
+            states: vec![0; 4096],
+            block_light: vec![],
+            sky_light: vec![],
+            block_count: 0,
+        };
+        let mut wide = many_ids();
+        wide[7] = 4095 * 16;
+        // Into the direct form: refused.
+        let e = section.clone().set_states(wide.clone(), Layout::Spanning, |st| st == 0).unwrap_err();
+        assert!(e.contains("section 2: block 4095:0") && e.contains("13-bit direct"), "{e}");
+        // Already direct: refused, and the section as it was.
+        let mut s = section;
+        s.set_states(many_ids(), Layout::Spanning, |st| st == 0).unwrap();
+        assert_eq!(s.bits, DIRECT_BITS);
+        let before = s.clone();
+        assert!(s.set_states(wide, Layout::Spanning, |st| st == 0).is_err());
+        assert_eq!(s, before, "a refused edit changed the section");
+    }
+
+    fn many_ids() -> Vec<u32> {
+        (0..4096).map(|i| (i % 300) as u32 * 16).collect()
+    }
 
     #[test]
     fn packing_spans_or_pads() {
