@@ -173,3 +173,77 @@ fn a_cubeset_mounted_and_edited_with_shell_tools() {
     assert!(m.refusals().contains("layers"), "{}", m.refusals());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
+
+/// The text of the field `key` of the first piece (its table, up to the
+/// line closing it).
+fn field<'a>(text: &'a str, key: &str) -> &'a str {
+    let start = text.find(&format!("{key} =")).unwrap();
+    let indent = text[..start].rsplit('\n').next().unwrap();
+    let close = format!("\n{indent}}},");
+    let end = text[start..].find(&close).unwrap() + start + close.len();
+    &text[start..end]
+}
+
+#[test]
+fn legend_and_connector_edits_keep_galexport_comments_and_line_ends() {
+    let test = "legend_and_connector_edits_keep_galexport_comments_and_line_ends";
+    let Some(files) = samples(test) else { return };
+    let Some(lua) = lua() else {
+        common::skip(test, "lua", "no lua5.1/lua5.4 (apt install lua5.1)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for f in files {
+        let lf = std::fs::read_to_string(&f).unwrap();
+        for crlf in [false, true] {
+            let text = if crlf { lf.replace('\n', "\r\n") } else { lf.clone() };
+            let mut doc = decode(text.as_bytes());
+            let entries = doc.entries();
+            let Some(legend) = entries.iter().find(|e| e.path.ends_with("/legend")).map(|e| e.path.clone()) else {
+                continue;
+            };
+            let connectors = legend.replace("/legend", "/connectors");
+            // A new definition (an id the piece does not have) and a
+            // connector with a numbered direction.
+            let mut l = doc.render(&legend).unwrap();
+            l.extend_from_slice(b"~ 57:0\n");
+            doc.apply(&legend, &l).unwrap();
+            let mut c = doc.render(&connectors).unwrap();
+            c.extend_from_slice(b"7 1 2 3 4\n7 1 2 3 y+x-z+\n");
+            doc.apply(&connectors, &c).unwrap();
+            let written = String::from_utf8(doc.encode().unwrap()).unwrap();
+            let name = format!("{} ({})", f.display(), if crlf { "CRLF" } else { "LF" });
+            // Every comment of the old definitions is kept, none invented.
+            let (old_defs, new_defs) = (field(&text, "BlockDefinitions"), field(&written, "BlockDefinitions"));
+            for line in old_defs.lines().filter(|l| l.contains("--")) {
+                assert!(new_defs.contains(line.trim_end_matches('\r').trim()), "{name}: lost {line:?} in\n{new_defs}");
+            }
+            assert!(
+                new_defs.contains("\"~: 57: 0\",\r\n") || new_defs.contains("\"~: 57: 0\",\n"),
+                "{name}: {new_defs}"
+            );
+            // Numbered directions are named as GalExport names them.
+            let new_conns = field(&written, "Connectors");
+            let old_named = field(&text, "Connectors").matches("  -- ").count();
+            assert_eq!(new_conns.matches("  -- ").count(), old_named + 1, "{name}: {new_conns}");
+            assert!(new_conns.contains("Direction = 4,  -- X-"), "{name}: {new_conns}");
+            // The line ends are the file's.
+            let lone_lf = written
+                .bytes()
+                .enumerate()
+                .filter(|&(i, b)| b == b'\n' && (i == 0 || written.as_bytes()[i - 1] != b'\r'))
+                .count();
+            assert_eq!((lone_lf == 0, written.matches("\r\n").count() == 0), (crlf, !crlf), "{name}: mixed line ends");
+            // Lua loads it, with the edits.
+            let out = dir.path().join("edited.cubeset");
+            std::fs::write(&out, &written).unwrap();
+            let after = lua_dump(lua, &out);
+            assert!(after.iter().any(|l| l.ends_with("\t~:57:0")), "{name}: lua does not see the new definition");
+            assert!(after.iter().any(|l| l.ends_with("\t7\t1\t2\t3\t4")), "{name}: lua does not see the connector");
+            assert!(
+                after.iter().any(|l| l.ends_with("\t7\t1\t2\t3\ty+x-z+")),
+                "{name}: lua does not see the connector"
+            );
+        }
+    }
+}

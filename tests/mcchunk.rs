@@ -269,9 +269,10 @@ fn a_chunk_mounted_and_edited_with_shell_tools() {
     let blocks = m.ok("cat $MNT/sections/0/blocks");
     let bedrock = blocks.lines().find(|l| l.ends_with(" 7:0")).unwrap().chars().next().unwrap();
     m.ok(&format!("sed -i 's/^{bedrock} 7:0$/{bedrock} 1:0/' $MNT/sections/0/blocks"));
-    assert!(!m.ok("cat $MNT/sections/0/palette").contains("bedrock"));
+    // No block is bedrock now; the palette keeps its entry, as the game's does.
     let c = Chunk::decode(&std::fs::read(&dump).unwrap(), all[1].shape).unwrap();
     assert!(c.sections[0].states.iter().all(|&s| s != 7 * 16));
+    assert!(m.ok("cat $MNT/sections/0/palette").contains(" 7:0 bedrock\n"));
     // Bad edits: refused, the reason in write-errors, the file as it was.
     let before = std::fs::read(&dump).unwrap();
     m.sh("printf 'y=0\\n' > $MNT/sections/0/block_light");
@@ -279,4 +280,170 @@ fn a_chunk_mounted_and_edited_with_shell_tools() {
     let r = m.refusals();
     assert!(r.contains("block_light") && r.contains("blocks"), "{r}");
     assert_eq!(std::fs::read(&dump).unwrap(), before);
+}
+
+/// prismarine-chunk's reading of a 1.16 dump: "x y z state name" per block,
+/// then "count Y N" per section (blocks other than air, cave_air, void_air).
+fn prismarine_116(dir: &Path, dump: &Path, bitmap: u32) -> Vec<String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcchunk_check_116.js");
+    let out =
+        Command::new("node").arg(script).arg(dir).arg("1.16.1").arg(dump).arg(bitmap.to_string()).output().unwrap();
+    assert!(out.status.success(), "prismarine-chunk: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect()
+}
+
+/// Our reading in the same form: the names are those of each section's
+/// `palette` file, the counts those stored in the encoded chunk.
+fn ours_116(doc: &McChunk, shape: Shape) -> Vec<String> {
+    let c = Chunk::decode(&doc.encode().unwrap(), shape).unwrap();
+    let (mut out, mut counts) = (Vec::new(), Vec::new());
+    for s in &c.sections {
+        let palette = String::from_utf8(doc.render(&format!("sections/{}/palette", s.y)).unwrap()).unwrap();
+        let name = |st: u32| {
+            palette
+                .lines()
+                .find_map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    (f[1] == st.to_string()).then(|| f.get(2).unwrap_or(&"").to_string())
+                })
+                .unwrap_or_else(|| panic!("state {st} is not in the palette file:\n{palette}"))
+        };
+        for i in 0..4096 {
+            let (x, z, y) = (i % 16, (i / 16) % 16, i / 256 + 16 * s.y as usize);
+            out.push(format!("{x} {y} {z} {} {}", s.states[i], name(s.states[i])));
+        }
+        counts.push(format!("count {} {}", s.y, s.block_count));
+    }
+    out.extend(counts);
+    out
+}
+
+fn npm_or_skip(test: &str) -> Option<PathBuf> {
+    let dir = oracle_dir();
+    if dir.is_none() {
+        common::skip(test, "prismarine", "no prismarine-chunk (contrib/test.sh installs it)");
+    }
+    dir
+}
+
+/// `blocks` of a section with the legend line of `from` labelled `to`.
+fn relabelled(blocks: &str, from: &str, to: &str) -> String {
+    let mut done = false;
+    let out: String = blocks
+        .lines()
+        .map(|l| {
+            if !done && !l.starts_with('#') && l.split_once(' ').is_some_and(|(_, label)| label == from) {
+                done = true;
+                format!("{} {to}\n", l.split_once(' ').unwrap().0)
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert!(done, "no legend line '{from}' in\n{blocks}");
+    out
+}
+
+#[test]
+fn a_1_16_chunk_names_its_states_by_the_1_16_table() {
+    let test = "a_1_16_chunk_names_its_states_by_the_1_16_table";
+    let Some(all) = samples(test) else { return };
+    let Some(npm) = npm_or_skip(test) else { return };
+    let s = &all[3];
+    let bytes = std::fs::read(&s.dump).unwrap();
+    let mut doc = McChunk::decode(&bytes, &ctx(s)).unwrap();
+    // State 33 is bedrock in 1.16, not 2:1 (the pre-1.13 id:meta of 33).
+    let palette = String::from_utf8(doc.render("sections/0/palette").unwrap()).unwrap();
+    assert!(palette.lines().any(|l| l.ends_with(" 33 bedrock")), "{palette}");
+    assert!(palette.lines().any(|l| l.ends_with(" 1 stone")), "{palette}");
+    assert!(!palette.contains(':'), "{palette}");
+    same(&prismarine_116(&npm, &s.dump, s.shape.bitmap), &ours_116(&doc, s.shape), "the palettes' names");
+    let info = String::from_utf8(doc.render("info").unwrap()).unwrap();
+    assert!(info.contains("block_states = 1.16.1"), "{info}");
+    // The legend of `blocks` says the names too, and takes them back.
+    let blocks = String::from_utf8(doc.render("sections/0/blocks").unwrap()).unwrap();
+    assert!(blocks.lines().any(|l| l.ends_with(" bedrock")) && !blocks.contains(" 2:1"), "{blocks}");
+    let edited = relabelled(&blocks, "bedrock", "minecraft:oak_leaves[persistent=true]");
+    doc.apply("sections/0/blocks", edited.as_bytes()).unwrap();
+    let after = String::from_utf8(doc.render("sections/0/blocks").unwrap()).unwrap();
+    assert!(after.lines().any(|l| l.ends_with(" oak_leaves[distance=7,persistent=true]")), "{after}");
+    for (bad, why) in [
+        ("bedrock[axis=x]", "no property 'axis'"),
+        ("oak_log[axis=w]", "axis is one of x, y, z"),
+        ("2:1", "has no block '2:1'"),
+        ("99999", "states 0 to 17103"),
+    ] {
+        let e = doc.apply("sections/0/blocks", relabelled(&blocks, "bedrock", bad).as_bytes()).unwrap_err();
+        assert!(e.to_string().contains(why), "{bad}: {e}");
+    }
+    // Another version's table is another numbering: 1.16.2 gave chains an axis.
+    let opts = vec![("version".to_string(), Some("1.16.2".to_string()))];
+    let d2 = McChunk::decode(&bytes, &Context { options: opts, ..ctx(s) }).unwrap();
+    assert!(String::from_utf8(d2.render("info").unwrap()).unwrap().contains("block_states = 1.16.2"));
+}
+
+#[test]
+fn a_1_16_edit_counts_blocks_as_the_game_does() {
+    let test = "a_1_16_edit_counts_blocks_as_the_game_does";
+    let Some(all) = samples(test) else { return };
+    let Some(npm) = npm_or_skip(test) else { return };
+    let s = &all[3];
+    let bytes = std::fs::read(&s.dump).unwrap();
+    // The game's own counts are those of the oracle's rule.
+    let theirs = prismarine_116(&npm, &s.dump, s.shape.bitmap);
+    let doc = McChunk::decode(&bytes, &ctx(s)).unwrap();
+    same(&theirs, &ours_116(&doc, s.shape), "the stored counts");
+    // Section 4 has air and cave_air: stone for the air there, then
+    // cave_air for the stone, then a new state (lava).
+    let mut doc = McChunk::decode(&bytes, &ctx(s)).unwrap();
+    let blocks = String::from_utf8(doc.render("sections/4/blocks").unwrap()).unwrap();
+    assert!(blocks.lines().any(|l| l.ends_with(" cave_air")), "{blocks}");
+    doc.apply("sections/4/blocks", relabelled(&blocks, "air", "stone").as_bytes()).unwrap();
+    let blocks = String::from_utf8(doc.render("sections/4/blocks").unwrap()).unwrap();
+    doc.apply("sections/4/blocks", relabelled(&blocks, "stone", "void_air").as_bytes()).unwrap();
+    let blocks = String::from_utf8(doc.render("sections/4/blocks").unwrap()).unwrap();
+    doc.apply("sections/4/blocks", relabelled(&blocks, "dirt", "lava[level=0]").as_bytes()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("edited.dump");
+    std::fs::write(&out, doc.encode().unwrap()).unwrap();
+    let theirs = prismarine_116(&npm, &out, s.shape.bitmap);
+    assert!(theirs.iter().any(|l| l.ends_with(" lava[level=0]")));
+    same(&theirs, &ours_116(&doc, s.shape), "the counts after edits");
+}
+
+#[test]
+fn an_edit_with_states_already_in_the_palette_keeps_it() {
+    let Some(all) = samples("an_edit_with_states_already_in_the_palette_keeps_it") else { return };
+    for s in &all {
+        let bytes = std::fs::read(&s.dump).unwrap();
+        let mut doc = McChunk::decode(&bytes, &ctx(s)).unwrap();
+        let c = Chunk::decode(&bytes, s.shape).unwrap();
+        for sec in c.sections.iter().filter(|sec| sec.palette.len() >= 3) {
+            let path = format!("sections/{}/blocks", sec.y);
+            let palette_path = format!("sections/{}/palette", sec.y);
+            let palette = doc.render(&palette_path).unwrap();
+            // The second legend entry's blocks become the third's: a state
+            // drops out of use, none is new. The palette stays as it was.
+            let blocks = String::from_utf8(doc.render(&path).unwrap()).unwrap();
+            let labels: Vec<&str> = blocks
+                .lines()
+                .take_while(|l| !l.starts_with("y="))
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| l.split_once(' ').map(|p| p.1))
+                .collect();
+            doc.apply(&path, relabelled(&blocks, labels[1], labels[2]).as_bytes()).unwrap();
+            let after = Chunk::decode(&doc.encode().unwrap(), s.shape).unwrap();
+            let edited = after.sections.iter().find(|a| a.y == sec.y).unwrap();
+            assert_eq!(doc.render(&palette_path).unwrap(), palette, "{} section {}", s.dump.display(), sec.y);
+            assert_eq!((&edited.palette, edited.bits), (&sec.palette, sec.bits));
+            assert!(
+                edited.states != sec.states,
+                "{} section {}: {:?} -> {:?}",
+                s.dump.display(),
+                sec.y,
+                labels[1],
+                labels[2]
+            );
+        }
+    }
 }

@@ -295,3 +295,59 @@ fn twmap_reads_our_edits() {
     }
     assert!(replaced_images >= 1, "some sample has an embedded image");
 }
+
+/// `tiles` text with the cell at (x, y) replaced.
+fn with_cell(text: &[u8], x: usize, y: usize, cell: &str) -> Vec<u8> {
+    let text = String::from_utf8(text.to_vec()).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut cells: Vec<&str> = lines[y].split(' ').collect();
+    cells[x] = cell;
+    lines[y] = cells.join(" ");
+    (lines.join("\n") + "\n").into_bytes()
+}
+
+#[test]
+fn speedup_angles_and_tile_flags_twmap_refuses_are_refused() {
+    let test = "speedup_angles_and_tile_flags_twmap_refuses_are_refused";
+    let Some(maps) = real_maps(test) else { return };
+    if !have_twmap(test) {
+        return;
+    }
+    let path = maps.iter().find(|p| p.ends_with("ddnet_coverage.map")).unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    let mut doc = TwMap::decode(&bytes, &Context::default()).unwrap();
+    let entries = doc.entries();
+    let file = |suffix: &str| entries.iter().find(|e| e.path.ends_with(suffix)).unwrap().path.clone();
+    let (speedup, game) = (file("_Speedup/tiles"), file("_Game/tiles"));
+    let speedup_text = doc.render(&speedup).unwrap();
+    let game_text = doc.render(&game).unwrap();
+    // Refused, with the line and cell, and nothing changed.
+    for (path, text, cell, why) in [
+        (&speedup, &speedup_text, "30:10:28:-90", "angle -90: a speedup's angle is 0 to 359"),
+        (&speedup, &speedup_text, "30:10:28:360", "angle 360"),
+        (&game, &game_text, "1:16", "flags 16"),
+        (&game, &game_text, "1:255", "flags 255"),
+        (&game, &game_text, "1:4", "flags 4: the opaque flag (4) is for tiles layers"),
+    ] {
+        let e = doc.apply(path, &with_cell(text, 1, 1, cell)).unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("line 2") && e.contains("cell 2"), "{cell}: {e}");
+        assert!(doc.encode().unwrap() == bytes, "{cell}: the refused edit changed the map");
+    }
+    let raw = file("_Game/tiles.raw");
+    let mut r = doc.render(&raw).unwrap();
+    r[1] = 16;
+    assert!(doc.apply(&raw, &r).unwrap_err().to_string().contains("flags 16"));
+    // The bounds themselves are accepted, and twmap reads them.
+    doc.apply(&speedup, &with_cell(&speedup_text, 1, 1, "30:10:28:359")).unwrap();
+    doc.apply(&game, &with_cell(&game_text, 1, 1, "1:11")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let written = dir.path().join("bounds.map");
+    std::fs::write(&written, doc.encode().unwrap()).unwrap();
+    let o = oracle(&written);
+    agree("bounds.map", &TwMap::decode(&std::fs::read(&written).unwrap(), &Context::default()).unwrap(), &written);
+    let width: usize = o.with("tiles").iter().find(|l| l[3] == "Speedup").unwrap()[4].parse().unwrap();
+    let line = o.with("tiles").into_iter().find(|l| l[3] == "Speedup").unwrap();
+    let sp = o.bin(&format!("tiles_{}_{}.bin", line[1], line[2]));
+    let at = ((width + 1) * 4 + 3) * 2;
+    assert_eq!(i16::from_le_bytes([sp[at], sp[at + 1]]), 359, "twmap reads the angle");
+}

@@ -59,7 +59,7 @@ pub enum Command {
         /// plus_max=N (worlds of at most N blocks are listed with
         /// attributes on every page; default 100000, 0 never),
         /// write_mb=MIB (what all files being written and scratch files
-        /// may hold in memory together; default 512).
+        /// may hold in memory together; default 512),
         /// max_objects_per_block=N (the server's setting; default: its
         /// minetest.conf beside the worlds directory, else 256).
         #[arg(short = 'o', value_name = "OPTIONS")]

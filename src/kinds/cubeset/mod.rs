@@ -86,16 +86,19 @@ impl Cubeset {
     }
 
     /// A table's text made for the top level, indented like the line of
-    /// byte `at` (where it goes).
+    /// byte `at` (where it goes), with the line ends of that line (a CRLF
+    /// file stays CRLF).
     fn indented(&self, at: usize, value: &str) -> String {
         let indent = piece::indent_at(&self.text, at);
+        let crlf = self.text[at..].find('\n').is_some_and(|i| self.text[..at + i].ends_with('\r'));
+        let eol = if crlf { "\r\n" } else { "\n" };
         value
             .lines()
             .enumerate()
             .map(|(i, l)| match (i, l.is_empty()) {
                 (0, _) => l.to_string(),
-                (_, true) => "\n".to_string(),
-                _ => format!("\n{indent}{l}"),
+                (_, true) => eol.to_string(),
+                _ => format!("{eol}{indent}{l}"),
             })
             .collect()
     }
@@ -171,6 +174,7 @@ impl Document for Cubeset {
         let mut p = self.pieces[i].clone();
         p.apply(&file, text)?;
         let (span, value) = p.edit.take().expect("apply sets the edit");
+        let value = if file == "legend" { piece::keep_def_comments(&self.text[span.0..span.1], &value) } else { value };
         let new = self.indented(span.0, &value);
         self.splice(span, &new)
     }

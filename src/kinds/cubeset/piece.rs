@@ -423,8 +423,12 @@ impl Piece {
         for c in &self.connectors {
             s.push_str("\t{\n");
             for (k, v) in CONNECTOR_KEYS.iter().zip(c) {
-                let v = if *k == "Direction" && v.parse::<i64>().is_err() { lua::quote(v) } else { v.clone() };
-                s.push_str(&format!("\t\t{k} = {v},\n"));
+                match (*k, v.parse::<usize>().ok().and_then(|n| DIRECTION_NAMES.get(n))) {
+                    // GalExport names a numbered direction in a comment.
+                    ("Direction", Some(name)) => s.push_str(&format!("\t\t{k} = {v},  -- {name}\n")),
+                    ("Direction", None) => s.push_str(&format!("\t\t{k} = {},\n", lua::quote(v))),
+                    _ => s.push_str(&format!("\t\t{k} = {v},\n")),
+                }
             }
             s.push_str("\t},\n");
         }
@@ -457,6 +461,39 @@ impl Piece {
         s.push('}');
         s
     }
+}
+
+/// Cuberite's connector directions by number (`cPiece::cConnector::
+/// eDirection`), written as GalExport writes them in its comments.
+const DIRECTION_NAMES: [&str; 14] = [
+    "Y-", "Y+", "Z-", "Z+", "X-", "X+", "Y-X-Z-", "Y-X-Z+", "Y-X+Z-", "Y-X+Z+", "Y+X-Z-", "Y+X-Z+", "Y+X+Z-", "Y+X+Z+",
+];
+
+/// The block definitions `new` (as `emit_defs` makes them) with the
+/// `-- name` comments the old text `old` gave each block id (GalExport
+/// names blocks by id); ids new to the piece get none.
+pub fn keep_def_comments(old: &str, new: &str) -> String {
+    let id_of = |def: &str| def.split(':').nth(1).and_then(|v| v.trim().parse::<i64>().ok());
+    let mut names: Vec<(i64, &str)> = Vec::new();
+    for line in old.lines() {
+        let l = line.trim();
+        // `"c: id: meta",  -- name`: the comment after the closing quote.
+        let Some((def, rest)) = l.strip_prefix('"').and_then(|r| r.split_once('"')) else { continue };
+        let Some((_, comment)) = rest.split_once("--") else { continue };
+        if let Some(id) = id_of(def) {
+            names.push((id, comment.trim()));
+        }
+    }
+    let mut out = String::with_capacity(new.len() + names.len() * 16);
+    for line in new.lines() {
+        let def = line.trim().strip_prefix('"').and_then(|r| r.split('"').next());
+        match def.and_then(id_of).and_then(|id| names.iter().find(|(i, _)| *i == id)) {
+            Some((_, name)) if !name.is_empty() => out.push_str(&format!("{line}  -- {name}\n")),
+            _ => out.push_str(&format!("{line}\n")),
+        }
+    }
+    out.truncate(out.trim_end_matches('\n').len());
+    out
 }
 
 /// A connector direction Cuberite accepts: 0 to 13, or a name such as

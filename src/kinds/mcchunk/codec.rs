@@ -278,39 +278,95 @@ impl Chunk {
 }
 
 impl Section {
-    /// New states for this section, with the palette and bits the vanilla
-    /// server would choose: the old palette kept while every state is in
-    /// it (new ones appended), bits = max(4, ceil(log2 n)), and the direct
-    /// form above 8 bits.
-    pub fn set_states(&mut self, states: Vec<u32>, layout: Layout) -> Result<(), String> {
-        let mut palette: Vec<u32> = self.palette.iter().copied().filter(|p| states.contains(p)).collect();
-        if palette.len() != self.palette.len() {
-            palette.clear(); // a state left: the palette is made again, in order of first use
-        }
-        for &s in &states {
-            if !palette.contains(&s) {
-                palette.push(s);
-            }
-        }
-        let need = (usize::BITS - (palette.len().max(2) - 1).leading_zeros()) as u8;
-        if need > 8 {
-            if layout == Layout::Padded {
-                return Err(format!(
-                    "section {}: {} different blocks need the direct form, which this does not write for 1.16",
-                    self.y,
-                    palette.len()
-                ));
-            }
-            self.bits = DIRECT_BITS;
-            self.palette.clear();
+    /// New states for this section, with the palette and bits the game's
+    /// container would have after setting each changed block in turn
+    /// (`palette_after`); `is_air` says which states the block count
+    /// (1.16) leaves out.
+    pub fn set_states(&mut self, states: Vec<u32>, layout: Layout, is_air: impl Fn(u32) -> bool) -> Result<(), String> {
+        let direct = self.palette.is_empty() && self.bits > 8;
+        // Checked before the form is chosen: a state past the direct width
+        // would spill into its neighbours when packed.
+        let too_wide = states.iter().find(|&&s| s >> DIRECT_BITS != 0);
+        let fits_direct = |y: u8| match too_wide {
+            Some(&s) => Err(format!(
+                "section {y}: block {}:{} does not fit the 13-bit direct form this section needs (ids 0 to 511)",
+                s >> 4,
+                s & 15
+            )),
+            None => Ok(()),
+        };
+        if direct {
+            fits_direct(self.y)?;
         } else {
-            self.bits = need.max(4);
-            self.palette = palette;
+            match palette_after(&self.palette, self.bits, &self.states, &states) {
+                Some((palette, bits)) => (self.palette, self.bits) = (palette, bits),
+                None if layout == Layout::Padded => {
+                    return Err(format!(
+                        "section {}: {} different blocks need the direct form, which this does not write for 1.16",
+                        self.y,
+                        distinct(&states)
+                    ));
+                }
+                None => {
+                    fits_direct(self.y)?;
+                    (self.palette, self.bits) = (Vec::new(), DIRECT_BITS)
+                }
+            }
         }
-        self.block_count = states.iter().filter(|&&s| s != 0).count() as i16;
+        self.block_count = states.iter().filter(|&&s| !is_air(s)).count() as i16;
         self.states = states;
         Ok(())
     }
+}
+
+fn distinct(states: &[u32]) -> usize {
+    let mut v = states.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v.len()
+}
+
+/// The palette and bits after setting the blocks of `new` that differ
+/// from `old`, in index order, as the game's container does (1.9 to 1.16,
+/// `BlockStateContainer`/`PalettedContainer`): the palette is kept, unused
+/// entries and order included; a new state is appended while the palette
+/// has room for it (2^bits entries); when full, the bits grow by one and
+/// the palette is made again: air (the container's default) first, then
+/// the states of the blocks in index order. None: past 8 bits, the direct
+/// form.
+fn palette_after(palette: &[u32], bits: u8, old: &[u32], new: &[u32]) -> Option<(Vec<u32>, u8)> {
+    let mut palette = palette.to_vec();
+    let mut eff = bits.max(4);
+    let mut resized = false;
+    let mut data = old.to_vec();
+    for (i, &state) in new.iter().enumerate() {
+        if data[i] == state {
+            continue;
+        }
+        if !palette.contains(&state) {
+            if palette.len() >= 1 << eff {
+                eff += 1;
+                if eff > 8 {
+                    return None;
+                }
+                resized = true;
+                palette = vec![0];
+                for &s in &data {
+                    if !palette.contains(&s) {
+                        palette.push(s);
+                    }
+                }
+            }
+            if !palette.contains(&state) {
+                palette.push(state);
+            }
+        }
+        data[i] = state;
+    }
+    // The stored width stays unless the palette outgrew it (fewer than 4
+    // bits are read as 4).
+    let bits = if resized || palette.len() > 1 << bits { eff } else { bits };
+    Some((palette, bits))
 }
 
 /// The nibble of entry `i` of a light array.
@@ -327,6 +383,37 @@ pub fn set_nibble(light: &mut [u8], i: usize, v: u8) {
 mod tests {
     use super::*;
 
+    /// A direct section cannot hold ids past 511 (13 bits): refused, not
+    /// packed over its neighbours.
+    #[test]
+    fn a_direct_section_refuses_ids_past_its_13_bits() {
+        let section = Section {
+            y: 2,
+            bits: 4,
+            palette: vec![0],
+            states: vec![0; 4096],
+            block_light: vec![],
+            sky_light: vec![],
+            block_count: 0,
+        };
+        let mut wide = many_ids();
+        wide[7] = 4095 * 16;
+        // Into the direct form: refused.
+        let e = section.clone().set_states(wide.clone(), Layout::Spanning, |st| st == 0).unwrap_err();
+        assert!(e.contains("section 2: block 4095:0") && e.contains("13-bit direct"), "{e}");
+        // Already direct: refused, and the section as it was.
+        let mut s = section;
+        s.set_states(many_ids(), Layout::Spanning, |st| st == 0).unwrap();
+        assert_eq!(s.bits, DIRECT_BITS);
+        let before = s.clone();
+        assert!(s.set_states(wide, Layout::Spanning, |st| st == 0).is_err());
+        assert_eq!(s, before, "a refused edit changed the section");
+    }
+
+    fn many_ids() -> Vec<u32> {
+        (0..4096).map(|i| (i % 300) as u32 * 16).collect()
+    }
+
     #[test]
     fn packing_spans_or_pads() {
         let entries: Vec<u32> = (0..4096).map(|i| (i * 7 % 31) as u32).collect();
@@ -338,7 +425,7 @@ mod tests {
         let mut v = Vec::new();
         put_varint(&mut v, 300);
         assert_eq!(v, [0xac, 0x02]);
-        let mut s = Section {
+        let section = Section {
             y: 0,
             bits: 4,
             palette: vec![0],
@@ -347,11 +434,16 @@ mod tests {
             sky_light: vec![],
             block_count: 0,
         };
+        let mut s = section.clone();
         let many: Vec<u32> = (0..4096).map(|i| (i % 300) as u32 * 16).collect();
-        s.set_states(many.clone(), Layout::Spanning).unwrap();
+        s.set_states(many.clone(), Layout::Spanning, |st| st == 0).unwrap();
         assert_eq!((s.bits, s.palette.len()), (DIRECT_BITS, 0));
-        assert!(s.set_states(many, Layout::Padded).is_err());
-        s.set_states(vec![16; 4096], Layout::Spanning).unwrap();
-        assert_eq!((s.bits, s.palette.clone()), (4, vec![16]));
+        assert!(section.clone().set_states(many, Layout::Padded, |st| st == 0).is_err());
+        // The game never shrinks a container back from the direct form.
+        s.set_states(vec![16; 4096], Layout::Spanning, |st| st == 0).unwrap();
+        assert_eq!((s.bits, s.palette.len()), (DIRECT_BITS, 0));
+        let mut s = section.clone();
+        s.set_states(vec![16; 4096], Layout::Spanning, |st| st == 0).unwrap();
+        assert_eq!((s.bits, s.palette.clone()), (4, vec![0, 16]));
     }
 }

@@ -4,9 +4,10 @@
 //! ```text
 //! info                   version, bit mask, sky light, biomes (read-only)
 //! sections/N/            one per present section (y 16N to 16N+15)
-//!   palette              "index id:meta name" per entry (read-only)
+//!   palette              "index id:meta name" per entry, 1.16: "index
+//!                        state name[properties]" (read-only)
 //!   blocks               the 16 levels drawn as text (view::layers), legend
-//!                        labels "id:meta"
+//!                        labels "id:meta", 1.16: the state's name
 //!   block_light          16 levels of 16 rows of 16 hex digits
 //!   sky_light            the same (where the dimension has a sky)
 //! biomes                 16 rows of 16 biome ids (ground-up chunks)
@@ -14,22 +15,30 @@
 //!
 //! The bit mask comes from the `.meta` file beside the dump (the JSON that
 //! minecraft-chunk-dumper writes) or `-o bitmap=N`; `-o version=1.12`
-//! (the default; 1.9 to 1.15 packing) or `1.16`; `-o sky_light=no` for the
+//! (the default; 1.9 to 1.15 packing) or `1.16` (to `1.16.5`: the block
+//! state names of that version, `states.rs`); `-o sky_light=no` for the
 //! Nether and the End; `-o biomes=no` for a chunk that is not ground-up.
 
 pub mod codec;
+pub mod states;
 
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
 use crate::view::layers::{self, Frame, LegendBuilder, Rows};
 use codec::{Chunk, Layout, Shape, nibble, set_nibble};
+use states::StateTable;
 use std::path::{Path, PathBuf};
 
 pub struct McChunk {
     chunk: Chunk,
     shape: Shape,
+    /// The version mounted, as given (`-o version`).
+    version: String,
+    /// The names of the version's block states (1.13+), when known.
+    states: Option<&'static StateTable>,
 }
 
-/// Names of common 1.12 block ids (for the palette file only).
+/// Names of common 1.12 block ids (the palette file of 1.9 to 1.12 data
+/// only: 1.13+ numbers states otherwise).
 const NAMES: &[(u32, &str)] = &[
     (0, "air"),
     (1, "stone"),
@@ -95,11 +104,11 @@ const NAMES: &[(u32, &str)] = &[
     (179, "red_sandstone"),
 ];
 
-fn label(state: u32) -> String {
+fn id_meta(state: u32) -> String {
     format!("{}:{}", state >> 4, state & 15)
 }
 
-fn parse_label(l: &str) -> Result<u32, String> {
+fn parse_id_meta(l: &str) -> Result<u32, String> {
     let (id, meta) = l.split_once(':').ok_or_else(|| format!("'{l}' is not id:meta"))?;
     let id: u32 = id.trim().parse().ok().filter(|v| *v < 4096).ok_or_else(|| format!("'{l}': the id is 0 to 4095"))?;
     let meta: u32 =
@@ -117,7 +126,23 @@ fn option_bool(ctx: &Context, key: &str, default: bool) -> DocResult<bool> {
 }
 
 impl McChunk {
-    fn shape(ctx: &Context) -> DocResult<Shape> {
+    /// The version mounted (`-o version`, 1.12 by default), its layout
+    /// and its block-state table.
+    fn version(ctx: &Context) -> DocResult<(String, Layout, Option<&'static StateTable>)> {
+        let v = match ctx.option("version") {
+            None => "1.12",
+            Some(v) => v.unwrap_or(""),
+        };
+        match v {
+            "1.9" | "1.10" | "1.11" | "1.12" => Ok((v.to_string(), Layout::Spanning, None)),
+            _ => match StateTable::of(v) {
+                Some(t) => Ok((v.to_string(), Layout::Padded, Some(t))),
+                None => Err(DocError::new(format!("-o version={v}: 1.9 to 1.12, or 1.16 to 1.16.5"))),
+            },
+        }
+    }
+
+    fn shape(ctx: &Context, layout: Layout) -> DocResult<Shape> {
         let meta: Option<serde_json::Value> = ctx
             .companions
             .iter()
@@ -129,11 +154,6 @@ impl McChunk {
             None => meta.as_ref().and_then(|m| m.get("bitMap")).and_then(|v| v.as_u64()).map(|v| v as u32).ok_or_else(
                 || DocError::new("no bit mask: put the dump's .meta beside it or mount with -o bitmap=N"),
             )?,
-        };
-        let layout = match ctx.option("version") {
-            None | Some(Some("1.9" | "1.10" | "1.11" | "1.12")) => Layout::Spanning,
-            Some(Some("1.16")) => Layout::Padded,
-            Some(v) => return Err(DocError::new(format!("-o version={}: 1.9 to 1.12, or 1.16", v.unwrap_or("")))),
         };
         let ground_up = meta.as_ref().and_then(|m| m.get("groundUp")).and_then(|v| v.as_bool()).unwrap_or(true);
         Ok(Shape {
@@ -151,8 +171,60 @@ impl McChunk {
         Some((i, file.to_string()))
     }
 
+    /// How a state is written in `blocks`: id:meta before 1.13; the
+    /// state's name when the version's table has it, else its number.
+    fn label(&self, state: u32) -> String {
+        match (self.shape.layout, self.states) {
+            (Layout::Spanning, _) => id_meta(state),
+            (Layout::Padded, Some(t)) => t.name(state).unwrap_or_else(|| state.to_string()),
+            (Layout::Padded, None) => state.to_string(),
+        }
+    }
+
+    fn parse_label(&self, label: &str) -> Result<u32, String> {
+        match (self.shape.layout, self.states) {
+            (Layout::Spanning, _) => parse_id_meta(label),
+            (Layout::Padded, Some(t)) => t.parse(label),
+            (Layout::Padded, None) => label.parse().map_err(|_| format!("'{label}' is not a block state number")),
+        }
+    }
+
+    /// One line of `palette`: before 1.13 "index id:meta name" (the
+    /// common 1.12 names), after "index state name[properties]".
+    fn palette_line(&self, index: usize, state: u32) -> String {
+        let name = match (self.shape.layout, self.states) {
+            (Layout::Spanning, _) => NAMES.iter().find(|(id, _)| *id == state >> 4).map(|(_, n)| n.to_string()),
+            (Layout::Padded, Some(t)) => t.name(state),
+            (Layout::Padded, None) => None,
+        };
+        let head = match self.shape.layout {
+            Layout::Spanning => format!("{index} {}", id_meta(state)),
+            Layout::Padded => format!("{index} {state}"),
+        };
+        match name {
+            Some(n) if !n.is_empty() => format!(
+                "{head} {n}
+"
+            ),
+            _ => format!(
+                "{head}
+"
+            ),
+        }
+    }
+
     fn frame(y: u8) -> Frame {
         Frame { size: [16, 16, 16], origin: [0, 16 * y as i64, 0], rows: Rows::ZAscending }
+    }
+}
+
+/// Whether the game leaves the state out of a section's block count
+/// (`isAir`: air, cave_air, void_air).
+fn is_air(layout: Layout, table: Option<&StateTable>, state: u32) -> bool {
+    match (layout, table) {
+        (Layout::Spanning, _) => state >> 4 == 0,
+        (Layout::Padded, Some(t)) => t.is_air(state),
+        (Layout::Padded, None) => state == 0,
     }
 }
 
@@ -247,9 +319,10 @@ impl Document for McChunk {
     }
 
     fn decode(bytes: &[u8], ctx: &Context) -> DocResult<Self> {
-        let shape = Self::shape(ctx)?;
+        let (version, layout, states) = Self::version(ctx)?;
+        let shape = Self::shape(ctx, layout)?;
         let chunk = Chunk::decode(bytes, shape).map_err(DocError::new)?;
-        Ok(McChunk { chunk, shape })
+        Ok(McChunk { chunk, shape, version, states })
     }
 
     fn encode(&self) -> DocResult<Vec<u8>> {
@@ -280,12 +353,13 @@ impl Document for McChunk {
     fn render(&self, path: &str) -> DocResult<Vec<u8>> {
         let text = match path {
             "info" => format!(
-                "version = {}\nbitmap = {}\nsections = {}\nsky_light = {}\nbiomes = {}\n",
-                if self.shape.layout == Layout::Spanning { "1.9-1.12" } else { "1.16" },
+                "version = {}\nbitmap = {}\nsections = {}\nsky_light = {}\nbiomes = {}\n{}",
+                if self.shape.layout == Layout::Spanning { "1.9-1.12" } else { &self.version },
                 self.shape.bitmap,
                 self.chunk.sections.len(),
                 self.shape.sky_light,
-                self.shape.biomes && self.shape.layout == Layout::Spanning
+                self.shape.biomes && self.shape.layout == Layout::Spanning,
+                self.states.map_or(String::new(), |t| format!("block_states = {} (minecraft-data)\n", t.version))
             ),
             "biomes" => self
                 .chunk
@@ -298,21 +372,13 @@ impl Document for McChunk {
                 let s = &self.chunk.sections[i];
                 match file.as_str() {
                     "palette" if s.palette.is_empty() => format!("# direct: {} bits, global block-state ids\n", s.bits),
-                    "palette" => s
-                        .palette
-                        .iter()
-                        .enumerate()
-                        .map(|(k, st)| {
-                            let name = NAMES.iter().find(|(id, _)| *id == st >> 4).map_or("", |(_, n)| n);
-                            format!("{k} {} {name}\n", label(*st)).replace(" \n", "\n")
-                        })
-                        .collect(),
+                    "palette" => s.palette.iter().enumerate().map(|(k, st)| self.palette_line(k, *st)).collect(),
                     "blocks" => {
                         let mut b = LegendBuilder::new();
                         let idx: Vec<usize> = s
                             .states
                             .iter()
-                            .map(|st| b.index(&label(*st), if *st == 0 { &['.'] } else { &[] }))
+                            .map(|st| b.index(&self.label(*st), if *st == 0 { &['.'] } else { &[] }))
                             .collect();
                         layers::render(&Self::frame(s.y), b.entries(), |x, y, z| idx[y * 256 + z * 16 + x])
                     }
@@ -350,25 +416,33 @@ impl Document for McChunk {
         }
         let (i, file) = self.section_of(path).ok_or_else(|| DocError::new("no such file"))?;
         let layout = self.shape.layout;
-        let s = &mut self.chunk.sections[i];
-        match file.as_str() {
+        let y = self.chunk.sections[i].y;
+        let states: Vec<u32> = match file.as_str() {
             "blocks" => {
-                let d = layers::parse(&Self::frame(s.y), text)?;
-                let states: Vec<u32> = d
+                let d = layers::parse(&Self::frame(y), text)?;
+                let legend: Vec<u32> = d
                     .legend
                     .iter()
-                    .map(|e| parse_label(&e.label).map_err(|m| DocError::at_line(e.line, m)))
+                    .map(|e| self.parse_label(&e.label).map_err(|m| DocError::at_line(e.line, m)))
                     .collect::<DocResult<_>>()?;
                 let mut all = vec![0u32; 4096];
                 for y in 0..16 {
                     for z in 0..16 {
                         for x in 0..16 {
-                            all[y * 256 + z * 16 + x] = states[d.at(x, y, z)];
+                            all[y * 256 + z * 16 + x] = legend[d.at(x, y, z)];
                         }
                     }
                 }
-                if all != s.states {
-                    s.set_states(all, layout).map_err(DocError::new)?;
+                all
+            }
+            _ => Vec::new(),
+        };
+        let table = self.states;
+        let s = &mut self.chunk.sections[i];
+        match file.as_str() {
+            "blocks" => {
+                if states != s.states {
+                    s.set_states(states, layout, |st| is_air(layout, table, st)).map_err(DocError::new)?;
                 }
             }
             "block_light" => s.block_light = parse_light(text, s.y)?,
@@ -383,16 +457,27 @@ impl Document for McChunk {
             "worldfs: this directory is a Minecraft chunk ({} section(s), {}).\n\n\
              info                    version, bit mask, sky light, biomes\n\
              sections/N/             one per present section, y 16N to 16N+15:\n\
-               palette               \"index id:meta name\" (read-only)\n\
-               blocks                the blocks drawn as text: a legend of id:meta, then y=N levels,\n\
+               palette               {} (read-only)\n\
+               blocks                the blocks drawn as text: a legend of {}, then y=N levels,\n\
                                      rows z = 0 first, one character per x (docs/layout.md)\n\
-               block_light           y=N levels of 16 rows of 16 hex digits\n\
+               block_light           y=N levels of 16 rows of 16 hex digits (1.9-1.12)\n\
                sky_light             the same\n\
-             biomes                  16 rows of 16 biome ids\n\n\
-             Edits re-encode the section with the palette and bits the vanilla server\n\
-             would choose. A bad edit fails at close (EINVAL); the reason is in write-errors.\n",
+             biomes                  16 rows of 16 biome ids (1.9-1.12)\n\n\
+             Edits keep the palette as the game keeps it (new states appended; made again\n\
+             when it outgrows its bits). A bad edit fails at close (EINVAL); the reason is\n\
+             in write-errors.\n",
             self.chunk.sections.len(),
-            if self.shape.layout == Layout::Spanning { "1.9-1.12 layout" } else { "1.16 layout" }
+            if self.shape.layout == Layout::Spanning {
+                "1.9-1.12 layout".to_string()
+            } else {
+                format!("{} layout", self.version)
+            },
+            if self.shape.layout == Layout::Spanning {
+                "\"index id:meta name\""
+            } else {
+                "\"index state name[properties]\""
+            },
+            if self.shape.layout == Layout::Spanning { "id:meta" } else { "block state names (or numbers)" },
         )
     }
 }

@@ -161,6 +161,48 @@ impl TileKind {
     }
 }
 
+impl TileKind {
+    /// Check the values twmap bounds (and DDNet's editor never writes) in
+    /// the tiles an edit changes: a speedup's angle is 0 to 359 degrees,
+    /// tile flags (tiles, game, front, switch) only the four defined bits,
+    /// and not opaque (4) in a physics layer.
+    /// twmap refuses a whole map holding one such tile; DDNet loads them,
+    /// so tiles already in the map are left alone. Returns the first bad
+    /// tile's index and why.
+    pub fn check_changed(self, before: &[u8], grid: &[u8]) -> Result<(), (usize, String)> {
+        let size = self.tile_size();
+        let old = before.chunks_exact(size).map(Some).chain(std::iter::repeat(None));
+        for (i, (t, was)) in grid.chunks_exact(size).zip(old).enumerate() {
+            if was == Some(t) {
+                continue;
+            }
+            let flags = match self {
+                TileKind::Tiles | TileKind::Game | TileKind::Front => Some(t[1]),
+                TileKind::Switch => Some(t[2]),
+                _ => None,
+            };
+            if let Some(f) = flags.filter(|f| f & !15 != 0) {
+                return Err((
+                    i,
+                    format!(
+                        "flags {f}: the flags are 1 (flip horizontally), 2 (flip vertically), 4 (opaque) and 8 (rotate), 0 to 15 in all"
+                    ),
+                ));
+            }
+            if let Some(f) = flags.filter(|f| f & 4 != 0 && self.is_physics()) {
+                return Err((i, format!("flags {f}: the opaque flag (4) is for tiles layers, not physics layers")));
+            }
+            if self == TileKind::Speedup {
+                let angle = i16::from_le_bytes([t[4], t[5]]);
+                if !(0..360).contains(&angle) {
+                    return Err((i, format!("angle {angle}: a speedup's angle is 0 to 359 degrees")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Expand Teeworlds 0.7 packed tiles (each 4-byte tile repeated skip + 1
 /// times), as DDNet's `ExtractTiles`: into exactly `count` tiles, using
 /// every stored tile.

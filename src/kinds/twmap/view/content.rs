@@ -26,7 +26,12 @@ pub fn render_tiles_raw(map: &Map, g: usize, l: usize) -> Vec<u8> {
 
 pub fn apply_tiles(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let t = tile_layer(map, g, l);
-    let grid = tiles::parse(TileKind::of(&t), t.width as usize, t.height as usize, content)?;
+    let kind = TileKind::of(&t);
+    let grid = tiles::parse(kind, t.width as usize, t.height as usize, content)?;
+    kind.check_changed(&map.tiles(&t), &grid).map_err(|(i, m)| {
+        let w = t.width as usize;
+        DocError::at_line(i / w + 1, format!("cell {} (x {}, y {}): {m}", i % w + 1, i % w, i / w))
+    })?;
     set_tiles(map, g, l, grid)
 }
 
@@ -43,7 +48,7 @@ pub fn apply_tiles_raw(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Doc
             t.height
         )));
     }
-    kind.check(content).map_err(|(i, m)| {
+    kind.check(content).and_then(|()| kind.check_changed(&map.tiles(&t), content)).map_err(|(i, m)| {
         let w = t.width as usize;
         DocError::new(format!("tile {i} (x {}, y {}, byte {}): {m}", i % w, i / w, i * size))
     })?;
