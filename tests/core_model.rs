@@ -738,6 +738,9 @@ struct Prepared {
     /// The block's change count when it was written (a rename after a
     /// change may be refused as stale).
     generation: u64,
+    /// Its rename was refused as stale already: the kernel retries such a
+    /// rename once, and the core records the refusal once, not again.
+    refused_as_stale: bool,
 }
 
 #[derive(Default)]
@@ -964,18 +967,33 @@ fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) ->
             let h = h % open;
             let fh = m.handles[h].fh;
             let flush = matches!(op, BlockOp::Flush { .. });
+            // The first close of a file truncated and never written fails
+            // at once when an empty file is refused (param1 and param2 must
+            // hold 4096 bytes), so that a program that is done hears it;
+            // the change itself ends (and is recorded) later, as bash may
+            // still write after closing a duplicate.
+            let hd = &m.handles[h];
+            let empty_refused_at_close =
+                flush && hd.truncated && !hd.dirty && hd.flushes == 0 && m.blocks[hd.blk].is_some();
             let commits = m.commits_now(h, flush);
             let got = match op {
                 BlockOp::Flush { .. } => r.fs.flush(fh, PID),
                 BlockOp::Fsync { .. } => r.fs.fsync(fh),
                 _ => r.fs.release(fh),
             };
-            let want = if commits { m.commit(h) } else { Ok(()) };
+            let want = if commits {
+                m.commit(h)
+            } else if empty_refused_at_close {
+                Err(libc::EINVAL)
+            } else {
+                Ok(())
+            };
             let blk = m.handles[h].blk;
             if matches!(op, BlockOp::Release { .. }) {
                 m.handles.remove(h);
             }
             match judged(&got, want, blk, at) {
+                Outcome::Refused { .. } if empty_refused_at_close => Outcome::Refused { reported: false },
                 // A commit's refusal is always recorded (it may be a close
                 // nobody checks).
                 Outcome::Refused { .. } => Outcome::Refused { reported: true },
@@ -1008,12 +1026,19 @@ fn scratch_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -
             r.fs.write(o.fh, 0, &bytes).unwrap();
             r.fs.flush(o.fh, PID).unwrap();
             r.fs.release(o.fh).unwrap();
-            m.prepared.push(Prepared { blk, file, name, content: bytes, generation: m.generations[blk] });
+            m.prepared.push(Prepared {
+                blk,
+                file,
+                name,
+                content: bytes,
+                generation: m.generations[blk],
+                refused_as_stale: false,
+            });
             Outcome::Nothing
         }
         BlockOp::RenameScratch { s } if !m.prepared.is_empty() => {
             let s = s % m.prepared.len();
-            let p = m.prepared.remove(s);
+            let mut p = m.prepared.remove(s);
             let dir = r.block_dir(p.blk);
             let Ok(dir) = dir else {
                 // The block is gone, and its directory with the scratch file.
@@ -1026,8 +1051,10 @@ fn scratch_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -
             match judged(&got, want, p.blk, at) {
                 // A refused rename leaves the scratch file, for another try.
                 Outcome::Refused { reported } => {
+                    let again = stale && p.refused_as_stale;
+                    p.refused_as_stale |= stale;
                     m.prepared.insert(s, p);
-                    Outcome::Refused { reported }
+                    Outcome::Refused { reported: reported && !again }
                 }
                 o => o,
             }
