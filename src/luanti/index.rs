@@ -146,6 +146,8 @@ struct State {
     version: Option<u64>,
     /// The map's fingerprint when the index was last known current.
     fingerprint: String,
+    /// The blocks the fingerprint samples.
+    sample: Vec<BlockPos>,
     built: Instant,
     /// When the data version was last compared.
     checked: Option<Instant>,
@@ -210,6 +212,7 @@ impl NameIndex {
                 valid: false,
                 version: None,
                 fingerprint: String::new(),
+                sample: Vec::new(),
                 built: Instant::now(),
                 checked: None,
                 base: Vec::new(),
@@ -233,8 +236,27 @@ impl NameIndex {
     }
 
     /// What tells this version of the map from another: its files as
-    /// `stat` sees them and a checksum of its first blocks.
-    fn fingerprint(&self, store: &dyn MapStore) -> String {
+    /// `stat` sees them and a checksum of its first blocks (one page of
+    /// `FINGERPRINT_BLOCKS`, whose positions are returned for rechecks).
+    fn fingerprint(&self, store: &dyn MapStore) -> (String, Vec<BlockPos>) {
+        match store.scan_after(None, FINGERPRINT_BLOCKS) {
+            Ok(blocks) => {
+                let sample = blocks.iter().map(|(p, _)| *p).collect();
+                (self.print_of(blocks.into_iter().map(|(p, b)| (p, Ok(Some(b))))), sample)
+            }
+            Err(e) => (self.print_of(std::iter::once((BlockPos::new(0, 0, 0), Err(e)))), Vec::new()),
+        }
+    }
+
+    /// The fingerprint again with the blocks sampled before read one by one
+    /// (equal to `fingerprint` while they are unchanged): a recheck or a
+    /// commit of this mount reads those few blocks, never a page of the
+    /// map (on Redis a page means every key).
+    fn fingerprint_of_sample(&self, store: &dyn MapStore, sample: &[BlockPos]) -> String {
+        self.print_of(sample.iter().map(|p| (*p, store.get(*p))))
+    }
+
+    fn print_of(&self, blocks: impl Iterator<Item = (BlockPos, crate::store::Result<Option<Vec<u8>>>)>) -> String {
         let mut crc = flate2::Crc::new();
         for f in &self.files {
             crc.update(file_stat(f).as_bytes());
@@ -246,12 +268,15 @@ impl NameIndex {
             }
         }
         let files = crc.sum();
-        match store.scan_after(None, FINGERPRINT_BLOCKS) {
-            Ok(blocks) => blocks.iter().for_each(|(p, b)| {
-                crc.update(&p.packed().to_le_bytes());
-                crc.update(b);
-            }),
-            Err(e) => crc.update(e.to_string().as_bytes()),
+        for (p, b) in blocks {
+            match b {
+                Ok(Some(b)) => {
+                    crc.update(&p.packed().to_le_bytes());
+                    crc.update(&b);
+                }
+                Ok(None) => {}
+                Err(e) => crc.update(e.to_string().as_bytes()),
+            }
         }
         format!("{files:08x}{:08x}", crc.sum())
     }
@@ -280,7 +305,7 @@ impl NameIndex {
         let due = st.checked.is_none_or(|t| t.elapsed() >= self.ttl);
         if st.valid && due {
             st.checked = Some(Instant::now());
-            let same_print = self.fingerprint(store) == st.fingerprint;
+            let same_print = self.fingerprint_of_sample(store, &st.sample) == st.fingerprint;
             if !self.still_current((store.data_version(), st.version), same_print, st.built.elapsed()) {
                 log::info!("name index: the map changed outside this mount; it will be built again");
                 st.valid = false;
@@ -296,7 +321,7 @@ impl NameIndex {
     /// else (or if `rebuild`) build it by a scan of every block.
     fn load_or_build(&self, store: &dyn MapStore, st: &mut State, rebuild: bool) -> Result<(), String> {
         let now = store.data_version();
-        let print = self.fingerprint(store);
+        let (print, sample) = self.fingerprint(store);
         let stamp = self.file.stamp().map_err(|e| e.to_string())?;
         let usable = !rebuild
             && stamp.as_ref().is_some_and(|s| {
@@ -331,6 +356,7 @@ impl NameIndex {
         st.valid = true;
         st.version = now;
         st.fingerprint = print;
+        st.sample = sample;
         st.built = Instant::now();
         st.checked = Some(Instant::now());
         st.generation += 1;
@@ -426,23 +452,30 @@ impl NameIndex {
 
     /// This mount wrote one transaction: the map's data version went from
     /// `before` to `after`. If that is all that happened since the index
-    /// was current, it stays current.
+    /// was current, it stays current. A commit moves SQLite's and LevelDB's
+    /// version by one; PostgreSQL's WAL position by what the commit wrote,
+    /// so there the store says where its own commit began and ended.
     pub fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
         let mut st = self.state.lock().unwrap();
         if !st.valid {
             return;
         }
-        match (before, after) {
-            (Some(b), Some(a)) if st.version == Some(b) && a == b + 1 => st.version = Some(a),
-            (None, None) => {}
+        match (before, after, store.last_commit_versions()) {
+            (Some(b), Some(a), None) if st.version == Some(b) && a == b + 1 => st.version = Some(a),
+            (Some(b), Some(_), Some((start, end))) if st.version == Some(b) && start == b => {
+                // Anything after our commit is not ours: the next check sees it.
+                st.version = Some(end)
+            }
+            (None, None, _) => {}
             _ => {
+                log::info!("name index: the map changed outside this mount meanwhile; it will be built again");
                 st.valid = false;
                 return;
             }
         }
         // Our own commit moved the files' size and time (and maybe the
         // sampled blocks): that is the map the index now describes.
-        st.fingerprint = self.fingerprint(store);
+        st.fingerprint = self.fingerprint_of_sample(store, &st.sample);
         let (version, map) = (st.version, self.stamped(&st.fingerprint));
         drop(st);
         if let Err(e) = self.file.restamp(&map, version) {

@@ -75,6 +75,10 @@ impl MapStore for Serialized {
         self.inner.data_version()
     }
 
+    fn last_commit_versions(&self) -> Option<(u64, u64)> {
+        self.inner.last_commit_versions()
+    }
+
     fn other_users(&self) -> Result<Vec<String>> {
         self.inner.other_users()
     }

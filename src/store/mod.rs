@@ -155,6 +155,15 @@ pub trait MapStore: Send + Sync {
         None
     }
 
+    /// The data version at the start of this store's last commit and just
+    /// after it, for stores whose version moves by an amount no one can
+    /// foretell (PostgreSQL's WAL position): how a mount tells its own
+    /// commit from another process's. None: a commit moves `data_version`
+    /// by exactly one (SQLite's change counter, LevelDB's).
+    fn last_commit_versions(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     /// For database servers: the other clients of this map that are not
     /// worldfs (a running Luanti server among them), described for a
     /// message. Files are guarded by `luanti::guard` instead: empty here.
@@ -191,6 +200,9 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn data_version(&self) -> Option<u64> {
         (**self).data_version()
+    }
+    fn last_commit_versions(&self) -> Option<(u64, u64)> {
+        (**self).last_commit_versions()
     }
     fn other_users(&self) -> Result<Vec<String>> {
         (**self).other_users()

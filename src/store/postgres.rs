@@ -24,7 +24,12 @@ pub struct PgStore {
     client: Mutex<Option<Client>>,
     /// Whether the coordinate columns are smallint (5.12+) or int4.
     small: bool,
+    /// The WAL position at the start of this store's last commit and just
+    /// after it (`last_commit_versions`).
+    last_commit: Mutex<Option<(u64, u64)>>,
 }
+
+const WAL_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8";
 
 /// A connection string for messages: the password left out.
 fn redacted(conninfo: &str) -> String {
@@ -94,6 +99,7 @@ impl PgStore {
             journal: None,
             client: Mutex::new(Some(client)),
             small,
+            last_commit: Mutex::new(None),
         })
     }
 
@@ -213,6 +219,8 @@ impl MapStore for PgStore {
         let mut pending: Option<journal::Pending> = None;
         let r = self.with(|c, small| {
             let mut tx = c.transaction()?;
+            // Taken before the row locks, which write WAL themselves.
+            let start = tx.query_one(WAL_POSITION, &[])?.get::<_, i64>(0) as u64;
             let mut before: Vec<(BlockPos, Option<Vec<u8>>)> = Vec::new();
             for ch in changes {
                 let k = key(ch.pos(), small);
@@ -259,6 +267,8 @@ impl MapStore for PgStore {
                 }
             }
             tx.commit()?;
+            let end = c.query_one(WAL_POSITION, &[])?.get::<_, i64>(0) as u64;
+            *self.last_commit.lock().unwrap() = Some((start, end));
             Ok(Ok(()))
         });
         let r = match r {
@@ -288,9 +298,11 @@ impl MapStore for PgStore {
     /// re-read). The insert position is taken, as a commit is visible only
     /// after its record is inserted. None on a standby or without access.
     fn data_version(&self) -> Option<u64> {
-        self.with(|c, _| c.query_one("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8", &[]))
-            .ok()
-            .map(|r| r.get::<_, i64>(0) as u64)
+        self.with(|c, _| c.query_one(WAL_POSITION, &[])).ok().map(|r| r.get::<_, i64>(0) as u64)
+    }
+
+    fn last_commit_versions(&self) -> Option<(u64, u64)> {
+        *self.last_commit.lock().unwrap()
     }
 
     /// Sessions on this database that are not worldfs's: a Luanti server
