@@ -7,7 +7,7 @@
 //! that did not go through worldfs (a server, another tool) is a conflict,
 //! and the undo is refused unless forced.
 
-use crate::store::journal::{BlockRecord, ChangeInfo, Fingerprint, Journal};
+use crate::store::journal::{BlockRecord, ChangeInfo, Fingerprint, Journal, RecordDates};
 use crate::store::{BlockPos, Change, MapStore, Note};
 use std::collections::{BTreeMap, HashSet};
 
@@ -46,6 +46,9 @@ pub struct RecordRestore {
     pub name: String,
     pub now: Option<Vec<u8>>,
     pub back: Option<Vec<u8>>,
+    /// The dates its table held beside `back` (players on sqlite3 and
+    /// PostgreSQL), restored with it.
+    pub dates: Option<RecordDates>,
 }
 
 /// Reads a record's canonical bytes now: (collection, name).
@@ -156,6 +159,7 @@ pub fn plan_all(
     type Key = (String, String);
     let mut rec_now: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
     let mut rec_state: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
+    let mut rec_dates: BTreeMap<Key, Option<RecordDates>> = BTreeMap::new();
     for c in &walk {
         for rec in journal.records(c.id).map_err(err)?.into_iter().rev() {
             let key = (rec.collection.clone(), rec.name.clone());
@@ -171,6 +175,7 @@ pub fn plan_all(
             if found != rec.after {
                 conflicts.push(format!("{}/{}: changed outside the journal after #{}", key.0, key.1, c.id));
             }
+            rec_dates.insert(key.clone(), rec.dates);
             rec_state.insert(key, rec.before);
         }
     }
@@ -178,8 +183,10 @@ pub fn plan_all(
         .into_iter()
         .filter(|(k, v)| rec_now.get(k) != Some(v))
         .map(|((collection, name), back)| {
-            let now = rec_now[&(collection.clone(), name.clone())].clone();
-            RecordRestore { collection, name, now, back }
+            let key = (collection.clone(), name.clone());
+            let now = rec_now[&key].clone();
+            let dates = rec_dates.remove(&key).flatten();
+            RecordRestore { collection, name, now, back, dates }
         })
         .collect();
     let changes: Vec<Change> = state
@@ -267,7 +274,7 @@ pub fn execute_all(
             .find(|(n, _)| *n == r.collection)
             .map(|(_, s)| s)
             .ok_or_else(|| format!("{}: cannot be written here", r.collection))?;
-        rs.put(&r.name, r.now.as_deref(), r.back.as_deref(), &plan.note())
+        rs.restore(&r.name, r.now.as_deref(), r.back.as_deref(), r.dates.as_ref(), &plan.note())
             .map_err(|e| format!("{}/{}: {e}", r.collection, r.name))?;
     }
     Ok(())

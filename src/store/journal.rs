@@ -17,8 +17,30 @@ use std::time::Duration;
 /// The journal's file name in the world directory.
 pub const FILE_NAME: &str = "worldfs-journal.sqlite";
 
+/// Create the journal's tables in the schema named `db` ("main" or an
+/// ATTACH alias), and add the columns a journal of an older worldfs lacks.
+pub(super) fn create(conn: &Connection, db: &str) -> rusqlite::Result<()> {
+    conn.execute_batch(&create_sql(db))?;
+    let has_dates: bool = conn.query_row(
+        &format!("SELECT count(*) FROM pragma_table_info('records', '{db}') WHERE name = 'created'"),
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )?;
+    if !has_dates {
+        // No declared type: SQLite keeps each value exactly as it was given.
+        for column in ["created", "modified"] {
+            match conn.execute_batch(&format!("ALTER TABLE {db}.records ADD COLUMN {column}")) {
+                // Another process opening the same old journal added it first.
+                Err(e) if e.to_string().contains("duplicate column name") => {}
+                other => other?,
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Tables, created in the schema named `db` ("main" or an ATTACH alias).
-pub(super) fn create_sql(db: &str) -> String {
+fn create_sql(db: &str) -> String {
     format!(
         "CREATE TABLE IF NOT EXISTS {db}.changes (
              id INTEGER PRIMARY KEY,
@@ -42,6 +64,8 @@ pub(super) fn create_sql(db: &str) -> String {
              before BLOB,
              after_len INTEGER,
              after_crc INTEGER,
+             created,
+             modified,
              PRIMARY KEY (change, seq));"
     )
 }
@@ -137,8 +161,19 @@ fn insert_change(tx: &rusqlite::Transaction<'_>, note: &Note, count: usize) -> r
 }
 
 /// One record (player, account, mod storage) for `record_records`: its
-/// name, canonical bytes before, bytes after (None: absent).
-pub type RecordStep<'a> = (&'a str, Option<Vec<u8>>, Option<&'a [u8]>);
+/// name, canonical bytes before, bytes after (None: absent), and the dates
+/// its table kept beside it before (None: the backend keeps none).
+pub type RecordStep<'a> = (&'a str, Option<Vec<u8>>, Option<&'a [u8]>, Option<RecordDates>);
+
+/// A player's `creation_date` and `modification_date` as its table held
+/// them (SQLite: the value itself, of any type; PostgreSQL: the text of
+/// the timestamp). The encoded record has no dates, so undo restores them
+/// from these.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordDates {
+    pub created: rusqlite::types::Value,
+    pub modified: rusqlite::types::Value,
+}
 
 /// Record a transaction over records of `collection` ("players", "auth",
 /// "mod_storage") in the journal attached as `journal`, inside the
@@ -151,10 +186,10 @@ pub fn record_records(
 ) -> rusqlite::Result<i64> {
     let id = insert_change(tx, note, steps.len())?;
     let mut ins = tx.prepare_cached(
-        "INSERT INTO journal.records (change, seq, collection, name, before, after_len, after_crc) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO journal.records (change, seq, collection, name, before, after_len, after_crc, created, modified) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?;
-    for (seq, (name, before, after)) in steps.iter().enumerate() {
+    for (seq, (name, before, after, dates)) in steps.iter().enumerate() {
         let fp = after.map(Fingerprint::of);
         ins.execute(params![
             id,
@@ -163,7 +198,9 @@ pub fn record_records(
             name,
             before,
             fp.map(|f| f.len as i64),
-            fp.map(|f| f.crc as i64)
+            fp.map(|f| f.crc as i64),
+            dates.as_ref().map(|d| &d.created),
+            dates.as_ref().map(|d| &d.modified)
         ])?;
     }
     Ok(id)
@@ -226,17 +263,19 @@ pub fn attached(path: &Path) -> Result<Connection> {
     conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
     let p = path.to_str().ok_or_else(|| StoreError::Backend("journal path is not UTF-8".into()))?;
     conn.execute("ATTACH DATABASE ?1 AS journal", [p]).map_err(backend)?;
-    conn.execute_batch(&create_sql("journal")).map_err(backend)?;
+    create(&conn, "journal").map_err(backend)?;
     Ok(conn)
 }
 
 /// One record of a journaled transaction.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RecordEntry {
     pub collection: String,
     pub name: String,
     pub before: Option<Vec<u8>>,
     pub after: Option<Fingerprint>,
+    /// The dates its table held beside `before` (None: none kept).
+    pub dates: Option<RecordDates>,
 }
 
 /// Read and maintain a journal file (not for recording: see `record`).
@@ -261,7 +300,7 @@ impl Journal {
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(backend)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
-        conn.execute_batch(&create_sql("main")).map_err(backend)?;
+        create(&conn, "main").map_err(backend)?;
         Ok(Some(Journal { conn, path: path.to_path_buf() }))
     }
 
@@ -347,18 +386,24 @@ impl Journal {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT collection, name, before, after_len, after_crc FROM records WHERE change = ?1 ORDER BY seq",
+                "SELECT collection, name, before, after_len, after_crc, created, modified FROM records \
+                 WHERE change = ?1 ORDER BY seq",
             )
             .map_err(backend)?;
         let rows = stmt
             .query_map([change], |r| {
                 let len: Option<i64> = r.get(3)?;
                 let crc: Option<i64> = r.get(4)?;
+                let created: rusqlite::types::Value = r.get(5)?;
+                let modified: rusqlite::types::Value = r.get(6)?;
+                let dates = (created != rusqlite::types::Value::Null || modified != rusqlite::types::Value::Null)
+                    .then_some(RecordDates { created, modified });
                 Ok(RecordEntry {
                     collection: r.get(0)?,
                     name: r.get(1)?,
                     before: r.get(2)?,
                     after: len.zip(crc).map(|(len, crc)| Fingerprint { len: len as u64, crc: crc as u32 }),
+                    dates,
                 })
             })
             .map_err(backend)?;
@@ -437,7 +482,7 @@ mod tests {
         let dropped = Pending::blocks(&path, &Note::new("dropped"), &[(p, Some(vec![29, 1]), None)]).unwrap();
         let dropped_id = dropped.id;
         drop(dropped);
-        let rec = Pending::records(&path, &Note::new("record"), "players", &[("sam", None, Some(b"x"))]).unwrap();
+        let rec = Pending::records(&path, &Note::new("record"), "players", &[("sam", None, Some(b"x"), None)]).unwrap();
         let rec_id = rec.id;
         drop(rec);
         let j = Journal::open(&path).unwrap().unwrap();
@@ -452,5 +497,36 @@ mod tests {
         let j = Journal::open(&path).unwrap().unwrap();
         let undo = j.changes(None, None).unwrap()[0].id;
         assert_eq!(j.change(changes[0].id).unwrap().unwrap().reverted_by, Some(undo));
+    }
+
+    /// A journal written before records kept dates (its `records` table
+    /// has no `created`/`modified`) still opens: its records read with no
+    /// dates, and new records are written into it with theirs.
+    #[test]
+    fn an_old_journal_without_record_dates_still_opens_and_records() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("worldfs-journal.sqlite");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE changes (id INTEGER PRIMARY KEY, time_ms INTEGER NOT NULL, what TEXT NOT NULL,
+                 blocks INTEGER NOT NULL, reverted_by INTEGER);
+             CREATE TABLE blocks (change INTEGER NOT NULL, seq INTEGER NOT NULL, x INTEGER NOT NULL,
+                 y INTEGER NOT NULL, z INTEGER NOT NULL, before BLOB, after_len INTEGER, after_crc INTEGER,
+                 PRIMARY KEY (change, seq));
+             CREATE TABLE records (change INTEGER NOT NULL, seq INTEGER NOT NULL, collection TEXT NOT NULL,
+                 name TEXT NOT NULL, before BLOB, after_len INTEGER, after_crc INTEGER, PRIMARY KEY (change, seq));
+             INSERT INTO changes VALUES (1, 0, 'old', 1, NULL);
+             INSERT INTO records VALUES (1, 0, 'players', 'sam', x'01', 1, 0);",
+        )
+        .unwrap();
+        drop(old);
+        let j = Journal::open(&path).unwrap().unwrap();
+        let old_records = j.records(1).unwrap();
+        assert_eq!((old_records.len(), old_records[0].dates.clone()), (1, None));
+        let dates = RecordDates { created: "2001-02-03 04:05:06".to_string().into(), modified: 7i64.into() };
+        let step = ("sam", Some(vec![1]), Some(&b"x"[..]), Some(dates.clone()));
+        Pending::records(&path, &Note::new("new"), "players", &[step]).unwrap().kept();
+        let newest = j.changes(None, Some(1)).unwrap()[0].id;
+        assert_eq!(j.records(newest).unwrap()[0].dates, Some(dates));
     }
 }

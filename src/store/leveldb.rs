@@ -390,7 +390,7 @@ impl LevelDbStore {
         let lock = if read_only {
             None
         } else {
-            match lock::take(&lock_file) {
+            match lock::take_after_exiting_daemons(&lock_file) {
                 Ok(f) => Some(f),
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
                     let who = lock::holder(&lock_file).ok().flatten().unwrap_or_else(|| "another process".into());

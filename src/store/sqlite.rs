@@ -149,7 +149,7 @@ impl SqliteStore {
         // and an ATTACH inherits that.
         let j = Connection::open(path).map_err(backend)?;
         j.busy_timeout(self.busy_timeout).map_err(backend)?;
-        j.execute_batch(&journal::create_sql("main")).map_err(backend)?;
+        journal::create(&j, "main").map_err(backend)?;
         drop(j);
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         self.identity.push((path.to_path_buf(), id));

@@ -231,7 +231,7 @@ impl RecordStore for FileRecords {
             return Err(conflict(self.collection.name(), name));
         }
         let Some(j) = &self.journal else { return self.write(name, new) };
-        let pending = journal::Pending::records(j, note, self.collection.name(), &[(name, now, new)])?;
+        let pending = journal::Pending::records(j, note, self.collection.name(), &[(name, now, new, None)])?;
         let written = self.write(name, new);
         if written.is_ok() {
             pending.kept();

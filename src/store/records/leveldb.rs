@@ -108,7 +108,7 @@ impl RecordStore for LevelDbRecords {
             return Err(conflict(self.collection.name(), name));
         }
         let pending = match &self.journal {
-            Some(j) => Some(journal::Pending::records(j, note, self.collection.name(), &[(name, now, new)])?),
+            Some(j) => Some(journal::Pending::records(j, note, self.collection.name(), &[(name, now, new, None)])?),
             None => None,
         };
         let mut batch = WriteBatch::default();

@@ -11,6 +11,7 @@ pub mod postgres;
 pub mod sqlite;
 
 use super::{Note, Result, StoreError};
+use crate::store::journal::RecordDates;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,6 +70,21 @@ pub trait RecordStore: Send + Sync {
     /// journaled with `note`; refused with [`StoreError::Conflict`] when the
     /// record does not hold `expect` when the transaction starts.
     fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()>;
+
+    /// `put` for undo: the record gets back `new` and the dates its table
+    /// held beside it then (`dates`, from the journal), not the time of the
+    /// undo. Backends that keep no dates (files, LevelDB) only `put`.
+    fn restore(
+        &self,
+        name: &str,
+        expect: Option<&[u8]>,
+        new: Option<&[u8]>,
+        dates: Option<&RecordDates>,
+        note: &Note,
+    ) -> Result<()> {
+        let _ = dates;
+        self.put(name, expect, new, note)
+    }
 
     fn is_read_only(&self) -> bool;
 

@@ -11,8 +11,10 @@ use crate::codec::inventory::Inventory;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::{ListRows, Player, inventory_text};
-use crate::store::{Note, Result, StoreError, journal};
+use crate::store::journal::{self, RecordDates};
+use crate::store::{Note, Result, StoreError};
 use postgres::{Client, NoTls, Transaction};
+use rusqlite::types::Value;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -194,6 +196,37 @@ fn read(c: &mut impl postgres::GenericClient, collection: Collection, name: &str
     }
 }
 
+/// A player's dates as the text of their timestamps (exact: microseconds),
+/// for the journal; None for other collections and absent players.
+fn read_dates(tx: &mut Transaction<'_>, collection: Collection, name: &str) -> Result<Option<RecordDates>> {
+    if collection != Collection::Players || !exists(tx, "player")? {
+        return Ok(None);
+    }
+    let row = tx
+        .query_opt("SELECT creation_date::text, modification_date::text FROM player WHERE name = $1", &[&name])
+        .map_err(classify)?;
+    Ok(row.map(|r| RecordDates { created: Value::Text(r.get(0)), modified: Value::Text(r.get(1)) }))
+}
+
+/// Give a restored player the dates the journal kept (as `read_dates`
+/// wrote them) instead of the time of the undo.
+fn write_dates(tx: &mut Transaction<'_>, collection: Collection, name: &str, d: &RecordDates) -> Result<()> {
+    let text = |v: &Value| match v {
+        Value::Text(t) => Ok(t.clone()),
+        other => Err(StoreError::Backend(format!("{name}: the journal's date {other:?} is not a timestamp's text"))),
+    };
+    if collection != Collection::Players {
+        return Ok(());
+    }
+    tx.execute(
+        "UPDATE player SET creation_date = $1::text::timestamp, modification_date = $2::text::timestamp \
+         WHERE name = $3",
+        &[&text(&d.created)?, &text(&d.modified)?, &name],
+    )
+    .map_err(classify)?;
+    Ok(())
+}
+
 fn write(tx: &mut Transaction<'_>, collection: Collection, name: &str, new: Option<&[u8]>) -> Result<()> {
     let bad = |e: String| StoreError::Backend(format!("{name}: {e}"));
     let q = |tx: &mut Transaction<'_>, sql: &str, args: &[&(dyn postgres::types::ToSql + Sync)]| {
@@ -324,6 +357,17 @@ impl RecordStore for PgRecords {
     }
 
     fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
+        self.restore(name, expect, new, None, note)
+    }
+
+    fn restore(
+        &self,
+        name: &str,
+        expect: Option<&[u8]>,
+        new: Option<&[u8]>,
+        dates: Option<&RecordDates>,
+        note: &Note,
+    ) -> Result<()> {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
@@ -337,9 +381,14 @@ impl RecordStore for PgRecords {
             if now.as_deref() != expect {
                 return Err(conflict(collection.name(), name));
             }
+            let now_dates = read_dates(&mut tx, collection, name)?;
             write(&mut tx, collection, name, new)?;
+            if let (Some(d), Some(_)) = (dates, new) {
+                write_dates(&mut tx, collection, name, d)?;
+            }
+            let step = (name, now, new, now_dates);
             let pending = match &self.journal {
-                Some(j) => Some(journal::Pending::records(j, note, collection.name(), &[(name, now, new)])?),
+                Some(j) => Some(journal::Pending::records(j, note, collection.name(), &[step])?),
                 None => None,
             };
             let r = tx.commit().map_err(classify);

@@ -8,7 +8,7 @@ use crate::codec::inventory::Inventory;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::{ListRows, Player, inventory_text};
-use crate::store::journal;
+use crate::store::journal::{self, RecordDates};
 use crate::store::sqlite::backend;
 use crate::store::{Note, Result, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
@@ -104,7 +104,7 @@ impl SqliteRecords {
                 if let Some(j) = &self.journal {
                     let j = j.to_str().ok_or_else(|| StoreError::Backend("journal path is not UTF-8".into()))?;
                     conn.execute("ATTACH DATABASE ?1 AS journal", [j]).map_err(backend)?;
-                    conn.execute_batch(&journal::create_sql("journal")).map_err(backend)?;
+                    journal::create(&conn, "journal").map_err(backend)?;
                 }
             }
             *guard = Some(conn);
@@ -139,6 +139,19 @@ impl SqliteRecords {
             Collection::Auth => read_auth(conn, name).map(|o| o.map(|(_, e)| e.encode())),
             Collection::ModStorage => read_mod(conn, name),
         }
+    }
+
+    /// A player's dates as the table holds them (values of any type), for
+    /// the journal; None for other collections and absent players.
+    fn read_dates(&self, conn: &Connection, name: &str) -> Result<Option<RecordDates>> {
+        if self.collection != Collection::Players {
+            return Ok(None);
+        }
+        conn.query_row("SELECT creation_date, modification_date FROM player WHERE name = ?1", [name], |r| {
+            Ok(RecordDates { created: r.get(0)?, modified: r.get(1)? })
+        })
+        .optional()
+        .map_err(backend)
     }
 
     fn write(&self, tx: &Transaction<'_>, name: &str, new: Option<&[u8]>) -> Result<()> {
@@ -177,6 +190,17 @@ impl RecordStore for SqliteRecords {
     }
 
     fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
+        self.restore(name, expect, new, None, note)
+    }
+
+    fn restore(
+        &self,
+        name: &str,
+        expect: Option<&[u8]>,
+        new: Option<&[u8]>,
+        dates: Option<&RecordDates>,
+        note: &Note,
+    ) -> Result<()> {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
@@ -186,9 +210,18 @@ impl RecordStore for SqliteRecords {
             if now.as_deref() != expect {
                 return Err(conflict(self.collection.name(), name));
             }
+            let now_dates = self.read_dates(&tx, name)?;
             self.write(&tx, name, new)?;
+            if let (Some(d), Some(_), Collection::Players) = (dates, new, self.collection) {
+                tx.execute(
+                    "UPDATE player SET creation_date = ?1, modification_date = ?2 WHERE name = ?3",
+                    params![d.created, d.modified, name],
+                )
+                .map_err(backend)?;
+            }
             if self.journal.is_some() {
-                journal::record_records(&tx, note, self.collection.name(), &[(name, now, new)]).map_err(backend)?;
+                journal::record_records(&tx, note, self.collection.name(), &[(name, now, new, now_dates)])
+                    .map_err(backend)?;
             }
             tx.commit().map_err(backend)
         })?;
