@@ -160,7 +160,7 @@ fn pg_world(pg: &common::pg::Pg) -> (tempfile::TempDir, Vec<(BlockPos, Vec<u8>)>
 fn edit_while(m: &Mounted, down: impl FnOnce(), up: impl FnOnce()) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (stop, fails) = (dir.path().join("stop"), dir.path().join("fails"));
-    let mut editor = std::process::Command::new("bash")
+    let editor = std::process::Command::new("bash")
         .arg("-c")
         .arg(
             "i=0; while [ ! -e \"$STOP\" ]; do i=$((i+1)); \
@@ -173,6 +173,9 @@ fn edit_while(m: &Mounted, down: impl FnOnce(), up: impl FnOnce()) -> String {
         .env("FAILS", &fails)
         .spawn()
         .unwrap();
+    // If `down` or `up` panics, the loop must not outlive the test (it
+    // would write into a removed directory for ever and hide the failure).
+    let mut editor = KillOnDrop(Some(editor));
     down();
     let list = dir.path().join("fails.list");
     let waited = std::time::Instant::now();
@@ -181,8 +184,20 @@ fn edit_while(m: &Mounted, down: impl FnOnce(), up: impl FnOnce()) -> String {
     }
     up();
     std::fs::write(&stop, "").unwrap();
-    editor.wait().unwrap();
+    editor.0.take().unwrap().wait().unwrap();
     std::fs::read_to_string(&fails).unwrap_or_default()
+}
+
+/// A child process killed when the test unwinds past it.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// `worldfs mount` that is expected to refuse: its exit code and stderr.

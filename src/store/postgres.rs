@@ -65,7 +65,54 @@ fn connect(conninfo: &str) -> Result<Client> {
     let mut config: postgres::Config =
         conninfo.parse().map_err(|e| StoreError::Backend(format!("pgsql_connection: {e} ({})", redacted(conninfo))))?;
     config.application_name(APPLICATION_NAME);
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    probe_tcp_hosts(&config).map_err(|e| StoreError::Unreachable(format!("{e} ({})", redacted(conninfo))))?;
     config.connect(NoTls).map_err(|e| StoreError::Unreachable(format!("{} ({})", e, redacted(conninfo))))
+}
+
+/// How long a connect to an unanswering host may take (libpq's
+/// `connect_timeout` when the connection string names none).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Check that some TCP host of `config` has a server listening, before the
+/// PostgreSQL handshake. When nothing listens on a port of the kernel's
+/// ephemeral range (a container's mapped port, say), a connect to it can be
+/// given that same port as its own and connect to itself; the handshake
+/// would then wait for ever for its own echo, hanging every request of the
+/// mount. Unix sockets cannot do that and are not probed.
+fn probe_tcp_hosts(config: &postgres::Config) -> std::result::Result<(), String> {
+    use postgres::config::Host;
+    use std::net::{TcpStream, ToSocketAddrs};
+    let ports = config.get_ports();
+    let mut failures = Vec::new();
+    for (i, host) in config.get_hosts().iter().enumerate() {
+        let Host::Tcp(name) = host else { return Ok(()) };
+        let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        let addrs = match (name.as_str(), port).to_socket_addrs() {
+            Ok(addrs) => addrs,
+            Err(e) => {
+                failures.push(format!("{name}:{port}: {e}"));
+                continue;
+            }
+        };
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+                Ok(s) if connected_to_itself(&s) => {
+                    failures.push(format!("{addr}: no server listens (the connect reached itself)"))
+                }
+                Ok(_) => return Ok(()),
+                Err(e) => failures.push(format!("{addr}: {e}")),
+            }
+        }
+    }
+    if failures.is_empty() { Ok(()) } else { Err(format!("cannot connect to {}", failures.join("; "))) }
+}
+
+/// Whether a TCP connection's two ends are one socket (a self-connect).
+fn connected_to_itself(s: &std::net::TcpStream) -> bool {
+    matches!((s.local_addr(), s.peer_addr()), (Ok(a), Ok(b)) if a == b)
 }
 
 impl PgStore {
@@ -331,5 +378,57 @@ impl MapStore for PgStore {
                 })
                 .collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+    use std::os::fd::FromRawFd;
+
+    /// A port nothing listens on (taken from the kernel, then let go).
+    fn closed_port() -> u16 {
+        TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    }
+
+    /// What a client gets when it connects to a stopped server's port and
+    /// the kernel picks that same port as the client's own: a socket bound
+    /// to the port and connected to it (TCP simultaneous open).
+    fn self_connected() -> TcpStream {
+        let port = closed_port();
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr { s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be() },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(fd >= 0);
+            let sa = &addr as *const libc::sockaddr_in as *const libc::sockaddr;
+            assert_eq!(libc::bind(fd, sa, len), 0, "bind: {}", std::io::Error::last_os_error());
+            assert_eq!(libc::connect(fd, sa, len), 0, "connect: {}", std::io::Error::last_os_error());
+            TcpStream::from_raw_fd(fd)
+        }
+    }
+
+    #[test]
+    fn a_connection_to_itself_is_told_from_one_to_a_server() {
+        let me = self_connected();
+        assert!(connected_to_itself(&me), "{:?} -> {:?}", me.local_addr(), me.peer_addr());
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        assert!(!connected_to_itself(&client));
+    }
+
+    #[test]
+    fn a_stopped_server_is_unreachable_at_once_with_its_address() {
+        let port = closed_port();
+        let err = connect(&format!("host=127.0.0.1 port={port} user=x dbname=y password=secret")).err().unwrap();
+        let StoreError::Unreachable(why) = err else { panic!("{err:?}") };
+        assert!(why.contains(&SocketAddrV4::new(Ipv4Addr::LOCALHOST, port).to_string()), "{why}");
+        assert!(why.contains("password=***") && !why.contains("secret"), "{why}");
     }
 }

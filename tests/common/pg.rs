@@ -117,27 +117,47 @@ impl Pg {
     }
 
     /// Stop the server now (a test of a lost connection).
+    /// Stop the server at once (as a crash would) and wait until its
+    /// postmaster is gone, so that `restart` does not find it running.
     pub fn stop(&self) {
         let mut c = as_owner(&self.bin.join("pg_ctl"));
-        c.arg("-D").arg(self.dir.path().join("data")).args(["-m", "immediate", "-w", "stop"]);
+        c.arg("-D").arg(self.dir.path().join("data")).args(["-m", "immediate", "-w", "-t", "120", "stop"]);
         let _ = c.output();
+        let pid_file = self.dir.path().join("data").join("postmaster.pid");
+        let start = std::time::Instant::now();
+        while pid_file.exists() && start.elapsed() < std::time::Duration::from_secs(120) {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
+    /// Start the stopped server again on the same port. A loaded machine
+    /// can make one start fail (the port still held, a slow recovery): try
+    /// three times, and say what the server's log says if all fail.
     pub fn restart(&self) {
-        let mut c = as_owner(&self.bin.join("pg_ctl"));
-        c.arg("-D")
-            .arg(self.dir.path().join("data"))
-            .arg("-l")
-            .arg(self.dir.path().join("log"))
-            .arg("-w")
-            .arg("start")
-            .arg("-o")
-            .arg(format!(
-                "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-                self.port,
-                self.dir.path().join("sock").display()
-            ));
-        run(c, "pg_ctl start");
+        let mut last = String::new();
+        for _ in 0..3 {
+            let mut c = as_owner(&self.bin.join("pg_ctl"));
+            c.arg("-D")
+                .arg(self.dir.path().join("data"))
+                .arg("-l")
+                .arg(self.dir.path().join("log"))
+                .args(["-w", "-t", "120", "start", "-o"])
+                .arg(format!(
+                    "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+                    self.port,
+                    self.dir.path().join("sock").display()
+                ));
+            let out = c.output().expect("run pg_ctl");
+            if out.status.success() {
+                return;
+            }
+            last = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            self.stop();
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        panic!("pg_ctl start failed three times: {last}\nserver log (last lines, newest first):\n{}", tail.join("\n"));
     }
 }
 

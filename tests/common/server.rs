@@ -68,8 +68,23 @@ pub fn game_missing(world: &Path) -> Option<String> {
 }
 
 /// A port that was free a moment ago (the server binds it right after).
+///
+/// Below the kernel's ephemeral range (32768-60999 on Linux): a client
+/// connecting to a stopped server on an ephemeral port can be given that
+/// same port as its own and connect to itself (TCP simultaneous open),
+/// which then holds the port so the server cannot start again.
 pub fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::hash::{BuildHasher, RandomState};
+    for attempt in 0u64.. {
+        let port = 20000 + (RandomState::new().hash_one(attempt) % 12000) as u16;
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            return port;
+        }
+        assert!(attempt < 1000, "no free port below the ephemeral range");
+    }
+    unreachable!()
 }
 
 /// The last `n` lines of a file, for panic messages.
