@@ -305,6 +305,11 @@ fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
     // An empty value would delete the key in Luanti: refused.
     keys_take_the_usual_edits(&records, dir, b"", &value_in_store);
     assert_eq!(value_in_store("a").as_deref(), Some("1"));
+    // A record's files are its structure: no directories inside it.
+    let e = records.mkdir(dir, OsStr::new("sub")).unwrap_err();
+    assert_eq!(e.errno, libc::EPERM);
+    assert!(e.message.contains("no directories can be made inside a record"), "{e}");
+    assert!(records.write_errors().concat().contains("mod_storage/mymod/sub"), "{:?}", records.write_errors());
     // rmdir of a record deletes it and all it holds.
     records.rmdir(ROOT, OsStr::new("mymod")).unwrap();
     assert_eq!(reader.get("mymod").unwrap(), None);

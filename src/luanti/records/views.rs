@@ -34,6 +34,16 @@ fn check_on_copy<V: RecordView>(v: &V, path: &str, content: &[u8]) -> DocResult<
     v.clone().apply(path, content)
 }
 
+/// The refusal of mkdir inside a record.
+fn no_directories_inside(path: &str) -> DocResult<()> {
+    Err(DocError::new("no directories can be made inside a record").in_file(path))
+}
+
+/// The refusal of rmdir inside a record.
+fn part_of_the_record(path: &str) -> DocResult<()> {
+    Err(DocError::new("this directory is part of the record").in_file(path))
+}
+
 /// The refusal of removing a file every record has.
 fn part_of_every_record(path: &str) -> DocResult<()> {
     Err(DocError::new("this file is part of every record; write it instead").in_file(path))
@@ -213,6 +223,14 @@ impl Document for Player {
         check_on_copy(self, path, content)
     }
 
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        no_directories_inside(path)
+    }
+
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        part_of_the_record(path)
+    }
+
     /// A one-line file's line with its newline is all of it.
     fn complete(&self, path: &str, content: &[u8]) -> bool {
         let one_line = content.ends_with(b"\n") && content.iter().filter(|&&c| c == b'\n').count() == 1;
@@ -309,6 +327,14 @@ impl Document for AuthEntry {
         check_on_copy(self, path, content)
     }
 
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        no_directories_inside(path)
+    }
+
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        part_of_the_record(path)
+    }
+
     fn remove(&mut self, path: &str) -> DocResult<()> {
         part_of_every_record(path)
     }
@@ -367,6 +393,14 @@ impl Document for ModStorage {
 
     fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
         check_on_copy(self, path, content)
+    }
+
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        no_directories_inside(path)
+    }
+
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        part_of_the_record(path)
     }
 
     fn is_empty(&self) -> bool {
