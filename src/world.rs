@@ -2,7 +2,8 @@
 //! world's own text files.
 
 use crate::store::MapStore;
-use crate::store::sqlite::SqliteStore;
+use crate::store::backends::WorldPlace;
+use crate::store::records::{Collection, RecordStore};
 use std::path::{Path, PathBuf};
 
 pub struct World {
@@ -10,9 +11,6 @@ pub struct World {
     /// `world.mt` as (key, value) pairs in file order.
     pub settings: Vec<(String, String)>,
 }
-
-/// Backends the engine knows (all but dummy are supported).
-const KNOWN_BACKENDS: [&str; 5] = ["sqlite3", "leveldb", "postgresql", "redis", "dummy"];
 
 /// Parse Settings-style `key = value` lines (comments and blank lines
 /// skipped, both sides trimmed). Multi-line values and groups do not occur
@@ -62,7 +60,7 @@ impl World {
     }
 
     pub fn map_path(&self) -> PathBuf {
-        self.dir.join("map.sqlite")
+        self.dir.join(crate::store::backends::SQLITE_MAP_FILE)
     }
 
     /// Where the undo journal of this world lives.
@@ -70,94 +68,30 @@ impl World {
         self.dir.join(crate::store::journal::FILE_NAME)
     }
 
-    /// Open the map database; a writable one keeps the undo journal unless
+    /// Open the map database (store::backends says which store world.mt's
+    /// `backend` names); a writable one keeps the undo journal unless
     /// `journal` is false.
     pub fn open_store(&self, read_only: bool, journal: bool) -> Result<Box<dyn MapStore>, String> {
-        match self.backend() {
-            "sqlite3" => {
-                let path = self.map_path();
-                if !path.is_file() {
-                    return Err(format!(
-                        "{}: no map.sqlite (world.mt says backend = sqlite3); is this a Luanti world?",
-                        self.dir.display()
-                    ));
-                }
-                let mut store = SqliteStore::open(&path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
-                if !read_only && journal {
-                    let j = self.journal_path();
-                    store.enable_journal(&j).map_err(|e| {
-                        format!(
-                            "{}: cannot keep the undo journal ({e}); mount with -o nojournal to write \
-                             without it, or -o ro",
-                            j.display()
-                        )
-                    })?;
-                }
-                Ok(Box::new(store))
-            }
-            "postgresql" => {
-                let conninfo = self.setting("pgsql_connection").filter(|c| !c.trim().is_empty()).ok_or_else(|| {
-                    format!(
-                        "{}: world.mt says backend = postgresql but has no pgsql_connection \
-                         (e.g. pgsql_connection = host=127.0.0.1 user=mt password=... dbname=mt)",
-                        self.dir.display()
-                    )
-                })?;
-                let mut store = crate::store::postgres::PgStore::open(conninfo, read_only)
-                    .map_err(|e| format!("{}: {e}", self.dir.display()))?;
-                if !read_only && journal {
-                    store.enable_journal(&self.journal_path()).map_err(|e| self.journal_error(e))?;
-                }
-                Ok(Box::new(store))
-            }
-            "redis" => {
-                let need = |k: &str| {
-                    self.setting(k)
-                        .filter(|v| !v.is_empty())
-                        .ok_or_else(|| format!("{}: world.mt says backend = redis but has no {k}", self.dir.display()))
-                };
-                let (address, hash) = (need("redis_address")?, need("redis_hash")?);
-                let port = match self.setting("redis_port") {
-                    None => 6379,
-                    Some(p) => {
-                        p.parse::<u16>().map_err(|_| format!("{}: redis_port = {p}: not a port", self.dir.display()))?
-                    }
-                };
-                let mut store = crate::store::redis::RedisStore::open(
-                    address,
-                    port,
-                    hash,
-                    self.setting("redis_password"),
-                    read_only,
-                )
-                .map_err(|e| format!("{}: {e}", self.dir.display()))?;
-                if !read_only && journal {
-                    store.enable_journal(&self.journal_path()).map_err(|e| self.journal_error(e))?;
-                }
-                Ok(Box::new(store))
-            }
-            "leveldb" => {
-                let dir = self.dir.join("map.db");
-                let mut store = crate::store::leveldb::LevelDbStore::open(&dir, read_only)?;
-                if !read_only && journal {
-                    store.enable_journal(&self.journal_path()).map_err(|e| self.journal_error(e))?;
-                }
-                Ok(Box::new(store))
-            }
-            b if KNOWN_BACKENDS.contains(&b) => Err(format!(
-                "{}: world.mt says backend = {b}; worldfs supports sqlite3, postgresql, leveldb and redis \
-                 (convert a copy with: minetestserver --world DIR --migrate sqlite3)",
-                self.dir.display()
-            )),
-            b => Err(format!("{}: world.mt names an unknown map backend '{b}'", self.dir.display())),
-        }
+        let setting = |k: &str| self.setting(k).map(String::from);
+        let place = self.place(&setting);
+        let journal_path = journal.then(|| self.journal_path());
+        crate::store::backends::open_map(&place, read_only, journal_path.as_deref())
     }
 
-    fn journal_error(&self, e: crate::store::StoreError) -> String {
-        format!(
-            "{}: cannot keep the undo journal ({e}); mount with -o nojournal to write without it, or -o ro",
-            self.journal_path().display()
-        )
+    /// Open the store of one collection of records, as world.mt says.
+    pub fn open_records(
+        &self,
+        collection: Collection,
+        read_only: bool,
+        journal: bool,
+    ) -> Result<Box<dyn RecordStore>, String> {
+        let setting = |k: &str| self.setting(k).map(String::from);
+        let journal_path = (journal && !read_only).then(|| self.journal_path());
+        crate::store::backends::open_records(&self.place(&setting), collection, read_only, journal_path.as_deref())
+    }
+
+    fn place<'a>(&'a self, setting: &'a dyn Fn(&str) -> Option<String>) -> WorldPlace<'a> {
+        WorldPlace { dir: &self.dir, setting, has_world_mt: self.dir.join("world.mt").is_file() }
     }
 
     /// Whether a file in the world directory is one of the world's own text

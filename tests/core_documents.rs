@@ -234,3 +234,84 @@ fn a_file_that_does_not_decode_is_refused_at_mount() {
     let e = DocTree::<Pairs>::open(&f, Vec::new(), opts, Arc::new(Services::default())).err().unwrap();
     assert!(e.ends_with("x.pairs: line 2: expected 'key = value'"), "{e}");
 }
+
+/// The editing steps every directory of keys takes, whatever holds it:
+/// a new name written and closed, an editor's hidden temporary file that
+/// never reaches the store renamed over a key, a refused write that leaves
+/// the store as it was, and unlink. `value` reads what the
+/// store holds for a key now.
+fn keys_take_the_usual_edits(fs: &WorldFs, keys: u64, bad: &[u8], value: &dyn Fn(&str) -> Option<String>) {
+    let (_, o) = fs.create(keys, OsStr::new("c"), 0o100644, libc::O_WRONLY | libc::O_CREAT, 1).unwrap();
+    fs.write(o.fh, 0, b"3\n").unwrap();
+    fs.flush(o.fh, 1).unwrap();
+    fs.release(o.fh).unwrap();
+    assert_eq!(value("c").as_deref(), Some("3"));
+    let (_, o) =
+        fs.create(keys, OsStr::new(".c.tmp"), 0o100600, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL, 1).unwrap();
+    fs.write(o.fh, 0, b"33\n").unwrap();
+    fs.flush(o.fh, 1).unwrap();
+    fs.release(o.fh).unwrap();
+    assert_eq!(value(".c.tmp"), None, "a scratch file is not stored");
+    assert_eq!(value("c").as_deref(), Some("3"));
+    fs.rename(keys, OsStr::new(".c.tmp"), keys, OsStr::new("c"), 0).unwrap();
+    assert_eq!(value("c").as_deref(), Some("33"));
+    let c = fs.lookup(keys, OsStr::new("c")).unwrap().ino;
+    assert_eq!(write(fs, c, libc::O_TRUNC, bad).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(value("c").as_deref(), Some("33"), "a refused write changed the store");
+    assert!(fs.write_errors().concat().contains("c: "), "{:?}", fs.write_errors());
+    fs.unlink(keys, OsStr::new("c")).unwrap();
+    assert_eq!(value("c"), None);
+    assert_eq!(fs.lookup(keys, OsStr::new("c")).unwrap_err().errno, libc::ENOENT);
+}
+
+/// A document in its file and a collection of records in its store are
+/// served by the one adapter (`FilesTree`): the same core operations do
+/// the same to both.
+#[test]
+fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
+    use worldfs::codec::mod_storage::ModStorage;
+    use worldfs::kinds::files_tree::FilesTree;
+    use worldfs::luanti::records::RecordSet;
+    use worldfs::store::records::{Collection, RecordStore, files::FileRecords};
+
+    let (_d, f) = setup("a = 1\n");
+    let doc = mount(&f, Duration::from_secs(1));
+    let value_in_file = |key: &str| {
+        let text = std::fs::read_to_string(&f).unwrap();
+        text.lines().find_map(|l| l.strip_prefix(&format!("{key} = ")).map(String::from))
+    };
+    keys_take_the_usual_edits(&doc, ino(&doc, "keys"), b"x=y\n", &value_in_file);
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "a = 1\n");
+
+    let world = tempfile::tempdir().unwrap();
+    let opts = Options { read_only: false, ttl: Duration::from_secs(1), ..Options::default() };
+    let services = Services::new();
+    let store = FileRecords::new(world.path(), Collection::ModStorage, false, None);
+    // Tag 0: the collection's directory is the mount's root.
+    let tree: FilesTree<ModStorage, RecordSet<ModStorage>> =
+        FilesTree::new(0, Box::new(store), opts.clone(), services.clone(), Vec::new());
+    let records = WorldFs::new(Arc::new(tree), services, opts);
+    let reader = FileRecords::new(world.path(), Collection::ModStorage, true, None);
+    let value_in_store = |key: &str| {
+        let bytes = reader.get("mymod").unwrap()?;
+        let storage = ModStorage::decode(&bytes).unwrap();
+        storage.entries.get(key.as_bytes()).map(|v| String::from_utf8_lossy(v).trim_end().to_string())
+    };
+    let dir = records.mkdir(ROOT, OsStr::new("mymod")).unwrap().ino;
+    assert_eq!(reader.get("mymod").unwrap(), None, "an empty record is not stored");
+    let (_, o) = records.create(dir, OsStr::new("a"), 0o100644, libc::O_WRONLY | libc::O_CREAT, 1).unwrap();
+    records.write(o.fh, 0, b"1\n").unwrap();
+    records.release(o.fh).unwrap();
+    // An empty value would delete the key in Luanti: refused.
+    keys_take_the_usual_edits(&records, dir, b"", &value_in_store);
+    assert_eq!(value_in_store("a").as_deref(), Some("1"));
+    // A record's files are its structure: no directories inside it.
+    let e = records.mkdir(dir, OsStr::new("sub")).unwrap_err();
+    assert_eq!(e.errno, libc::EPERM);
+    assert!(e.message.contains("no directories can be made inside a record"), "{e}");
+    assert!(records.write_errors().concat().contains("mod_storage/mymod/sub"), "{:?}", records.write_errors());
+    // rmdir of a record deletes it and all it holds.
+    records.rmdir(ROOT, OsStr::new("mymod")).unwrap();
+    assert_eq!(reader.get("mymod").unwrap(), None);
+    assert_eq!(names(&records, ROOT), [".", "..", "README", "write-errors"]);
+}

@@ -150,7 +150,7 @@ fn renaming_a_node_type_to_an_unseen_name_warns() {
 #[test]
 fn player_yaw_past_a_turn_is_refused() {
     use worldfs::codec::player::Player;
-    use worldfs::luanti::records::RecordView;
+    use worldfs::kinds::Document;
     let mut p = Player {
         hp: 20,
         breath: 10,

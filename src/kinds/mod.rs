@@ -12,6 +12,7 @@
 
 pub mod cubeset;
 pub mod doc_tree;
+pub mod files_tree;
 pub mod lua_escape;
 pub mod mcchunk;
 pub mod mts;
@@ -113,9 +114,12 @@ impl Context {
     }
 }
 
-/// A world kept in one file. Every method is pure: the filesystem core
-/// reads the file, decodes it, serves the tree, and after an accepted edit
-/// encodes the document and replaces the file atomically.
+/// A thing shown as a small tree of files: a world kept in one file (a
+/// schematic, a map), or one record of a collection (a player, an account,
+/// a mod's storage; `luanti::records`). Every method is pure: the one
+/// adapter ([`files_tree::FilesTree`]) reads the bytes from the thing's
+/// home (the file, a record store), decodes them, serves the tree, and
+/// after an accepted edit encodes the document and stores it in one step.
 ///
 /// The contract, which each kind's tests check on its real samples:
 /// * `decode` then `encode` gives back the file (byte for byte, or an
@@ -125,12 +129,15 @@ impl Context {
 /// * a refused `apply` leaves `self` exactly as it was, and says what,
 ///   where (file, line, column) and why.
 pub trait Document: Send + Sync + Sized + 'static {
-    /// The kind's name, as `worldfs mount -t NAME` takes it.
+    /// The kind's name, as `worldfs mount -t NAME` takes it (a record's:
+    /// its collection's directory).
     const NAME: &'static str;
 
     /// Whether a file is of this kind, from its path and first bytes (up to
     /// 4 KiB), used when no `-t` is given.
-    fn sniff(path: &Path, head: &[u8]) -> bool;
+    fn sniff(_path: &Path, _head: &[u8]) -> bool {
+        false
+    }
 
     /// The `-o key[=value]` mount options this kind understands (passed to
     /// `decode` in [`Context::options`]); any other is refused at mount.
@@ -181,8 +188,29 @@ pub trait Document: Send + Sync + Sized + 'static {
         Err(DocError::new("directories cannot be removed here").in_file(path))
     }
 
+    /// Judge `content` as the new content of `path` without changing
+    /// anything (`Tree::check_content`): the error `apply` would give, or
+    /// Ok also when it cannot tell before the whole edit.
+    fn check_content(&self, _path: &str, _content: &[u8]) -> DocResult<()> {
+        Ok(())
+    }
+
+    /// Whether `content`, written at once, is all file `path` can hold, so
+    /// that it is judged at once (`Tree::complete`).
+    fn complete(&self, _path: &str, _content: &[u8]) -> bool {
+        false
+    }
+
+    /// Whether it holds nothing and so is not stored at all (a mod's
+    /// storage without keys).
+    fn is_empty(&self) -> bool {
+        false
+    }
+
     /// The text of `MNT/README` for a mount of this kind.
-    fn readme(&self) -> String;
+    fn readme(&self) -> String {
+        String::new()
+    }
 }
 
 /// How a mount opens one kind of world.

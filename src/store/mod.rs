@@ -2,6 +2,7 @@
 //! schemas) today and PostgreSQL, LevelDB or Redis later fit the same place.
 //! No SQL outside this module.
 
+pub mod backends;
 pub mod journal;
 pub mod leveldb;
 pub mod memory;

@@ -12,41 +12,41 @@ use crate::codec::inventory::Inventory;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::mod_storage::{ModStorage, check_mod_name};
 use crate::codec::player::{Player, check_name};
-use crate::kinds::{DocError, DocResult, Entry};
+use crate::kinds::{Context, DocError, DocResult, Document, Entry};
 use crate::store::records::Collection;
 use crate::view::escape;
 
-/// One record of a collection seen as a small tree of files.
-pub trait RecordView: Sized + Send + Sync + 'static {
+/// One record of a collection: a [`Document`] (its files) with what the
+/// collection adds: its directory, who may see it, and how a record is
+/// named and made.
+pub trait RecordView: Document + Clone {
     const COLLECTION: Collection;
     /// Only the mount's owner may see these records (accounts).
     const PRIVATE: bool = false;
     /// Why `name` cannot be a record's name, if it cannot.
     fn check_name(name: &str) -> Result<(), String>;
-    fn decode(bytes: &[u8]) -> Result<Self, String>;
-    fn encode(&self) -> Vec<u8>;
-    /// The files and directories inside the record's directory.
-    fn entries(&self) -> Vec<Entry>;
-    fn render(&self, path: &str) -> DocResult<Vec<u8>>;
-    fn apply(&mut self, path: &str, content: &[u8]) -> DocResult<()>;
-    fn accepts_new(&self, _path: &str) -> bool {
-        false
-    }
-    /// Whether the file holds exactly one line (so a line with its newline
-    /// is all of it: see `Tree::complete`).
-    fn single_line_file(_path: &str) -> bool {
-        false
-    }
-    fn remove(&mut self, path: &str) -> DocResult<()> {
-        Err(DocError::new("this file is part of every record; write it instead").in_file(path))
-    }
     /// A new record for `mkdir` (or why there cannot be one).
     fn create(name: &str) -> Result<Self, String>;
-    /// Whether the record holds nothing and so is not stored at all (a
-    /// mod's storage without keys).
-    fn is_empty(&self) -> bool {
-        false
-    }
+}
+
+/// A record's edit judged on a copy (the record itself is shared).
+fn check_on_copy<V: RecordView>(v: &V, path: &str, content: &[u8]) -> DocResult<()> {
+    v.clone().apply(path, content)
+}
+
+/// The refusal of mkdir inside a record.
+fn no_directories_inside(path: &str) -> DocResult<()> {
+    Err(DocError::new("no directories can be made inside a record").in_file(path))
+}
+
+/// The refusal of rmdir inside a record.
+fn part_of_the_record(path: &str) -> DocResult<()> {
+    Err(DocError::new("this directory is part of the record").in_file(path))
+}
+
+/// The refusal of removing a file every record has.
+fn part_of_every_record(path: &str) -> DocResult<()> {
+    Err(DocError::new("this file is part of every record; write it instead").in_file(path))
 }
 
 /// A number, exactly: the f32's shortest decimal with the point moved
@@ -111,11 +111,23 @@ impl RecordView for Player {
     fn check_name(name: &str) -> Result<(), String> {
         check_name(name)
     }
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
-        Player::decode(bytes)
+
+    fn create(name: &str) -> Result<Self, String> {
+        Err(format!(
+            "players/{name}: a player's data is made by the server when the player joins; \
+             to let someone in, make an account: mkdir auth/{name}"
+        ))
     }
-    fn encode(&self) -> Vec<u8> {
-        Player::encode(self)
+}
+
+impl Document for Player {
+    const NAME: &'static str = "players";
+
+    fn decode(bytes: &[u8], _ctx: &Context) -> DocResult<Self> {
+        Player::decode(bytes).map_err(DocError::new)
+    }
+    fn encode(&self) -> DocResult<Vec<u8>> {
+        Ok(Player::encode(self))
     }
 
     fn entries(&self) -> Vec<Entry> {
@@ -207,8 +219,22 @@ impl RecordView for Player {
         meta_key(path).is_some()
     }
 
-    fn single_line_file(path: &str) -> bool {
-        matches!(path, "position" | "look" | "hp" | "breath")
+    fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
+        check_on_copy(self, path, content)
+    }
+
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        no_directories_inside(path)
+    }
+
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        part_of_the_record(path)
+    }
+
+    /// A one-line file's line with its newline is all of it.
+    fn complete(&self, path: &str, content: &[u8]) -> bool {
+        let one_line = content.ends_with(b"\n") && content.iter().filter(|&&c| c == b'\n').count() == 1;
+        one_line && matches!(path, "position" | "look" | "hp" | "breath")
     }
 
     fn remove(&mut self, path: &str) -> DocResult<()> {
@@ -216,13 +242,6 @@ impl RecordView for Player {
             DocError::new("only meta/ keys can be removed; rmdir the player to delete it").in_file(path)
         })?;
         self.meta.shift_remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
-    }
-
-    fn create(name: &str) -> Result<Self, String> {
-        Err(format!(
-            "players/{name}: a player's data is made by the server when the player joins; \
-             to let someone in, make an account: mkdir auth/{name}"
-        ))
     }
 }
 
@@ -242,11 +261,22 @@ impl RecordView for AuthEntry {
     fn check_name(name: &str) -> Result<(), String> {
         check_name(name)
     }
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
-        AuthEntry::decode(bytes)
+
+    fn create(_name: &str) -> Result<Self, String> {
+        // The engine accepts an account without a password (the empty
+        // string: anyone who logs in first with that name may set one).
+        Ok(AuthEntry { password: String::new(), privileges: Vec::new(), last_login: -1 })
     }
-    fn encode(&self) -> Vec<u8> {
-        AuthEntry::encode(self)
+}
+
+impl Document for AuthEntry {
+    const NAME: &'static str = "auth";
+
+    fn decode(bytes: &[u8], _ctx: &Context) -> DocResult<Self> {
+        AuthEntry::decode(bytes).map_err(DocError::new)
+    }
+    fn encode(&self) -> DocResult<Vec<u8>> {
+        Ok(AuthEntry::encode(self))
     }
 
     fn entries(&self) -> Vec<Entry> {
@@ -293,10 +323,20 @@ impl RecordView for AuthEntry {
         Ok(())
     }
 
-    fn create(_name: &str) -> Result<Self, String> {
-        // The engine accepts an account without a password (the empty
-        // string: anyone who logs in first with that name may set one).
-        Ok(AuthEntry { password: String::new(), privileges: Vec::new(), last_login: -1 })
+    fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
+        check_on_copy(self, path, content)
+    }
+
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        no_directories_inside(path)
+    }
+
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        part_of_the_record(path)
+    }
+
+    fn remove(&mut self, path: &str) -> DocResult<()> {
+        part_of_every_record(path)
     }
 }
 
@@ -306,11 +346,20 @@ impl RecordView for ModStorage {
     fn check_name(name: &str) -> Result<(), String> {
         check_mod_name(name)
     }
-    fn decode(bytes: &[u8]) -> Result<Self, String> {
-        ModStorage::decode(bytes)
+
+    fn create(_name: &str) -> Result<Self, String> {
+        Ok(ModStorage::default())
     }
-    fn encode(&self) -> Vec<u8> {
-        ModStorage::encode(self)
+}
+
+impl Document for ModStorage {
+    const NAME: &'static str = "mod_storage";
+
+    fn decode(bytes: &[u8], _ctx: &Context) -> DocResult<Self> {
+        ModStorage::decode(bytes).map_err(DocError::new)
+    }
+    fn encode(&self) -> DocResult<Vec<u8>> {
+        Ok(ModStorage::encode(self))
     }
 
     fn entries(&self) -> Vec<Entry> {
@@ -342,8 +391,16 @@ impl RecordView for ModStorage {
         self.entries.remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
     }
 
-    fn create(_name: &str) -> Result<Self, String> {
-        Ok(ModStorage::default())
+    fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
+        check_on_copy(self, path, content)
+    }
+
+    fn mkdir(&mut self, path: &str) -> DocResult<()> {
+        no_directories_inside(path)
+    }
+
+    fn rmdir(&mut self, path: &str) -> DocResult<()> {
+        part_of_the_record(path)
     }
 
     fn is_empty(&self) -> bool {

@@ -102,7 +102,8 @@ pub(crate) fn conflict(what: &str, name: &str) -> StoreError {
     ))
 }
 
-/// Open the store of `collection` for the world in `dir`, as world.mt says.
+/// Open the store of `collection` for the world in `dir`, as world.mt says
+/// (see [`super::backends`]).
 pub fn open(
     dir: &Path,
     settings: &dyn Fn(&str) -> Option<String>,
@@ -111,36 +112,6 @@ pub fn open(
     read_only: bool,
     journal: Option<&Path>,
 ) -> std::result::Result<Box<dyn RecordStore>, String> {
-    let key = collection.backend_key();
-    let backend = settings(key).unwrap_or_else(|| collection.default_backend(has_world_mt).to_string());
-    match backend.as_str() {
-        "sqlite3" => Ok(Box::new(sqlite::SqliteRecords::new(dir, collection, read_only, journal))),
-        "files" => Ok(Box::new(files::FileRecords::new(dir, collection, read_only, journal))),
-        "postgresql" => {
-            let key = match collection {
-                Collection::Players => "pgsql_player_connection",
-                Collection::Auth => "pgsql_auth_connection",
-                Collection::ModStorage => "pgsql_mod_storage_connection",
-            };
-            let conninfo = settings(key)
-                .filter(|c| !c.trim().is_empty())
-                .ok_or_else(|| format!("world.mt says {} = postgresql but has no {key}", collection.backend_key()))?;
-            Ok(Box::new(postgres::PgRecords::new(&conninfo, collection, read_only, journal)))
-        }
-        "dummy" => Err(format!("world.mt says {key} = dummy: that data is never saved, there is nothing to show")),
-        "leveldb" if collection != Collection::ModStorage => {
-            Ok(Box::new(leveldb::LevelDbRecords::new(dir, collection, read_only, journal)))
-        }
-        b @ "leveldb" => Err(format!(
-            "world.mt says {key} = {b}: the engine has no LevelDB {} \
-             (convert a copy with minetestserver --migrate-{} sqlite3)",
-            collection.name(),
-            match collection {
-                Collection::Players => "players",
-                Collection::Auth => "auth",
-                Collection::ModStorage => "mod-storage",
-            }
-        )),
-        b => Err(format!("world.mt names an unknown {key} '{b}'")),
-    }
+    let place = super::backends::WorldPlace { dir, setting: settings, has_world_mt };
+    super::backends::open_records(&place, collection, read_only, journal)
 }

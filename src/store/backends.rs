@@ -1,0 +1,275 @@
+//! The one registry from world.mt's backend names to stores: which map
+//! store `backend = NAME` opens, which record store `player_backend`,
+//! `auth_backend` and `mod_storage_backend` open, and which names the
+//! engine knows but worldfs cannot open (with why). Whether a writable
+//! store keeps the undo journal is decided here once, for every backend.
+
+use super::MapStore;
+use super::records::{Collection, RecordStore, files, leveldb, postgres, sqlite};
+use std::path::Path;
+
+/// The map database file of a sqlite3 world.
+pub const SQLITE_MAP_FILE: &str = "map.sqlite";
+
+/// Where a world's stores are, as world.mt says.
+pub struct WorldPlace<'a> {
+    pub dir: &'a Path,
+    /// The last value of a world.mt key.
+    pub setting: &'a dyn Fn(&str) -> Option<String>,
+    /// Whether the world has a world.mt (a record backend's default).
+    pub has_world_mt: bool,
+}
+
+type MapOpen = fn(&WorldPlace, bool) -> Result<Box<dyn JournaledMap>, String>;
+type RecordsOpen = fn(&WorldPlace, Collection, bool, Option<&Path>) -> Result<Box<dyn RecordStore>, String>;
+
+/// What one backend name opens, for maps and for records.
+struct Backend {
+    name: &'static str,
+    map: Map,
+    records: Records,
+}
+
+enum Map {
+    Opens(MapOpen),
+    /// The engine knows it; worldfs cannot show it.
+    Refused,
+    /// The engine has no map backend of this name.
+    Unknown,
+}
+
+enum Records {
+    Opens(RecordsOpen),
+    /// The engine knows it; worldfs cannot show it (why).
+    Refused(&'static str),
+    Unknown,
+}
+
+/// Every backend name the engine knows (luanti 5.x, spec §1).
+const BACKENDS: [Backend; 6] = [
+    Backend { name: "sqlite3", map: Map::Opens(open_sqlite_map), records: Records::Opens(open_sqlite_records) },
+    Backend { name: "postgresql", map: Map::Opens(open_pg_map), records: Records::Opens(open_pg_records) },
+    Backend { name: "leveldb", map: Map::Opens(open_leveldb_map), records: Records::Opens(open_leveldb_records) },
+    Backend { name: "redis", map: Map::Opens(open_redis_map), records: Records::Unknown },
+    Backend { name: "files", map: Map::Unknown, records: Records::Opens(open_file_records) },
+    Backend {
+        name: "dummy",
+        map: Map::Refused,
+        records: Records::Refused("that data is never saved, there is nothing to show"),
+    },
+];
+
+/// The map backend names the engine knows (`dummy` included, which worldfs
+/// refuses).
+pub fn known_map_backends() -> impl Iterator<Item = &'static str> {
+    BACKENDS.iter().filter(|b| !matches!(b.map, Map::Unknown)).map(|b| b.name)
+}
+
+/// The map backends worldfs opens.
+pub fn supported_map_backends() -> impl Iterator<Item = &'static str> {
+    BACKENDS.iter().filter(|b| matches!(b.map, Map::Opens(_))).map(|b| b.name)
+}
+
+/// Open the map store world.mt names (`sqlite3` when it names none); a
+/// writable one keeps the undo journal at `journal` when given.
+pub fn open_map(place: &WorldPlace, read_only: bool, journal: Option<&Path>) -> Result<Box<dyn MapStore>, String> {
+    let name = (place.setting)("backend").unwrap_or_else(|| "sqlite3".to_string());
+    let dir = place.dir.display();
+    let open = match BACKENDS.iter().find(|b| b.name == name).map_or(&Map::Unknown, |b| &b.map) {
+        Map::Opens(open) => open,
+        Map::Refused => {
+            let all: Vec<_> = supported_map_backends().collect();
+            let (last, rest) = all.split_last().expect("some map backends are supported");
+            return Err(format!(
+                "{dir}: world.mt says backend = {name}; worldfs supports {} and {last} \
+                 (convert a copy with: minetestserver --world DIR --migrate sqlite3)",
+                rest.join(", ")
+            ));
+        }
+        Map::Unknown => return Err(format!("{dir}: world.mt names an unknown map backend '{name}'")),
+    };
+    let mut store = open(place, read_only)?;
+    if let Some(j) = journal.filter(|_| !read_only) {
+        store.enable_journal(j).map_err(|e| {
+            format!(
+                "{}: cannot keep the undo journal ({e}); mount with -o nojournal to write without it, or -o ro",
+                j.display()
+            )
+        })?;
+    }
+    Ok(store.into_map())
+}
+
+/// Open the record store of `collection` world.mt names (its default when
+/// it names none); a writable one journals into `journal` when given.
+pub fn open_records(
+    place: &WorldPlace,
+    collection: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> Result<Box<dyn RecordStore>, String> {
+    let key = collection.backend_key();
+    let name = (place.setting)(key).unwrap_or_else(|| collection.default_backend(place.has_world_mt).to_string());
+    match BACKENDS.iter().find(|b| b.name == name).map_or(&Records::Unknown, |b| &b.records) {
+        Records::Opens(open) => open(place, collection, read_only, journal),
+        Records::Refused(why) => Err(format!("world.mt says {key} = {name}: {why}")),
+        Records::Unknown => Err(format!("world.mt names an unknown {key} '{name}'")),
+    }
+}
+
+/// A map store that can keep the undo journal.
+trait JournaledMap {
+    fn enable_journal(&mut self, path: &Path) -> super::Result<()>;
+    fn into_map(self: Box<Self>) -> Box<dyn MapStore>;
+}
+
+macro_rules! journaled_map {
+    ($t:ty) => {
+        impl JournaledMap for $t {
+            fn enable_journal(&mut self, path: &Path) -> super::Result<()> {
+                <$t>::enable_journal(self, path)
+            }
+            fn into_map(self: Box<Self>) -> Box<dyn MapStore> {
+                self
+            }
+        }
+    };
+}
+
+journaled_map!(super::sqlite::SqliteStore);
+journaled_map!(super::postgres::PgStore);
+journaled_map!(super::redis::RedisStore);
+journaled_map!(super::leveldb::LevelDbStore);
+
+fn open_sqlite_map(place: &WorldPlace, read_only: bool) -> Result<Box<dyn JournaledMap>, String> {
+    let path = place.dir.join(SQLITE_MAP_FILE);
+    if !path.is_file() {
+        return Err(format!(
+            "{}: no {SQLITE_MAP_FILE} (world.mt says backend = sqlite3); is this a Luanti world?",
+            place.dir.display()
+        ));
+    }
+    let store = super::sqlite::SqliteStore::open(&path, read_only).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Box::new(store))
+}
+
+fn open_pg_map(place: &WorldPlace, read_only: bool) -> Result<Box<dyn JournaledMap>, String> {
+    let conninfo = (place.setting)("pgsql_connection").filter(|c| !c.trim().is_empty()).ok_or_else(|| {
+        format!(
+            "{}: world.mt says backend = postgresql but has no pgsql_connection \
+             (e.g. pgsql_connection = host=127.0.0.1 user=mt password=... dbname=mt)",
+            place.dir.display()
+        )
+    })?;
+    let store =
+        super::postgres::PgStore::open(&conninfo, read_only).map_err(|e| format!("{}: {e}", place.dir.display()))?;
+    Ok(Box::new(store))
+}
+
+fn open_redis_map(place: &WorldPlace, read_only: bool) -> Result<Box<dyn JournaledMap>, String> {
+    let dir = place.dir.display();
+    let need = |k: &str| {
+        (place.setting)(k)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| format!("{dir}: world.mt says backend = redis but has no {k}"))
+    };
+    let (address, hash) = (need("redis_address")?, need("redis_hash")?);
+    let port = match (place.setting)("redis_port") {
+        None => 6379,
+        Some(p) => p.parse::<u16>().map_err(|_| format!("{dir}: redis_port = {p}: not a port"))?,
+    };
+    let password = (place.setting)("redis_password");
+    let store = super::redis::RedisStore::open(&address, port, &hash, password.as_deref(), read_only)
+        .map_err(|e| format!("{dir}: {e}"))?;
+    Ok(Box::new(store))
+}
+
+fn open_leveldb_map(place: &WorldPlace, read_only: bool) -> Result<Box<dyn JournaledMap>, String> {
+    Ok(Box::new(super::leveldb::LevelDbStore::open(&place.dir.join("map.db"), read_only)?))
+}
+
+fn open_sqlite_records(
+    place: &WorldPlace,
+    c: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> Result<Box<dyn RecordStore>, String> {
+    Ok(Box::new(sqlite::SqliteRecords::new(place.dir, c, read_only, journal)))
+}
+
+fn open_file_records(
+    place: &WorldPlace,
+    c: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> Result<Box<dyn RecordStore>, String> {
+    Ok(Box::new(files::FileRecords::new(place.dir, c, read_only, journal)))
+}
+
+fn open_pg_records(
+    place: &WorldPlace,
+    c: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> Result<Box<dyn RecordStore>, String> {
+    let key = match c {
+        Collection::Players => "pgsql_player_connection",
+        Collection::Auth => "pgsql_auth_connection",
+        Collection::ModStorage => "pgsql_mod_storage_connection",
+    };
+    let conninfo = (place.setting)(key)
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| format!("world.mt says {} = postgresql but has no {key}", c.backend_key()))?;
+    Ok(Box::new(postgres::PgRecords::new(&conninfo, c, read_only, journal)))
+}
+
+fn open_leveldb_records(
+    place: &WorldPlace,
+    c: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> Result<Box<dyn RecordStore>, String> {
+    if c == Collection::ModStorage {
+        return Err(format!(
+            "world.mt says {} = leveldb: the engine has no LevelDB {} \
+             (convert a copy with minetestserver --migrate-mod-storage sqlite3)",
+            c.backend_key(),
+            c.name()
+        ));
+    }
+    Ok(Box::new(leveldb::LevelDbRecords::new(place.dir, c, read_only, journal)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_and_supported_names_come_from_the_one_table() {
+        assert_eq!(known_map_backends().collect::<Vec<_>>(), ["sqlite3", "postgresql", "leveldb", "redis", "dummy"]);
+        assert_eq!(supported_map_backends().collect::<Vec<_>>(), ["sqlite3", "postgresql", "leveldb", "redis"]);
+    }
+
+    #[test]
+    fn record_backends_say_why_they_cannot_open() {
+        let d = tempfile::tempdir().unwrap();
+        let pick = |key: &'static str, value: &'static str| move |k: &str| (k == key).then(|| value.to_string());
+        let open = |s: &dyn Fn(&str) -> Option<String>, c| {
+            let place = WorldPlace { dir: d.path(), setting: s, has_world_mt: true };
+            open_records(&place, c, true, None).err().unwrap_or_default()
+        };
+        let dummy = pick("auth_backend", "dummy");
+        assert_eq!(
+            open(&dummy, Collection::Auth),
+            "world.mt says auth_backend = dummy: that data is never saved, there is nothing to show"
+        );
+        let level = pick("mod_storage_backend", "leveldb");
+        assert!(open(&level, Collection::ModStorage).contains("--migrate-mod-storage sqlite3"));
+        let redis = pick("player_backend", "redis");
+        assert_eq!(open(&redis, Collection::Players), "world.mt names an unknown player_backend 'redis'");
+        let pg = pick("player_backend", "postgresql");
+        assert!(open(&pg, Collection::Players).contains("has no pgsql_player_connection"));
+        let files = pick("player_backend", "files");
+        assert_eq!(open(&files, Collection::Players), "");
+    }
+}
