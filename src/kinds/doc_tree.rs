@@ -382,6 +382,17 @@ impl<D: Document> Tree for DocTree<D> {
         self.edit(&mut st, &path, |d| d.apply(&path, content))
     }
 
+    fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
+        let st = self.state()?;
+        let path = Self::path_of(&st, ino)?;
+        D::judge(&st.loaded.bytes, &self.ctx, &path, content).map_err(|e| doc_err(e.in_file(&path)))
+    }
+
+    fn complete(&self, ino: u64, content: &[u8]) -> bool {
+        let Ok(st) = self.state() else { return false };
+        Self::path_of(&st, ino).is_ok_and(|path| st.loaded.doc.complete(&path, content))
+    }
+
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
         let st = self.state()?;
         let dir = Self::dir_path(&st, dir)?;
