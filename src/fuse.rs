@@ -2,7 +2,7 @@
 //! translate arguments, call the core, reply. The only place that knows
 //! fuser types, and the one table from core errors to errno.
 
-use crate::fs::{Attr, FsError, Inval, Kind, WorldFs};
+use crate::fs::{Attr, Caller, FsError, Inval, Kind, WorldFs};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
     LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
@@ -110,6 +110,17 @@ impl FuseAdapter {
         if self.follow_cpu {
             crate::affinity::follow(req.pid());
         }
+    }
+
+    /// Who asks: the process and its process group (a shell pipeline or
+    /// job), whose reads a scratch file it writes may be made from.
+    fn caller(req: &Request) -> Caller {
+        let pid = req.pid();
+        // pid 0: the kernel itself, no process; getpgid(0) would be ours.
+        // A process already gone has no group (-1).
+        // SAFETY: getpgid takes a number and touches no memory of ours.
+        let group = if pid == 0 { -1 } else { unsafe { libc::getpgid(pid as libc::pid_t) } };
+        Caller { pid, group: u32::try_from(group).ok() }
     }
 
     fn empty(&self, reply: ReplyEmpty, r: Result<(), FsError>, op: &str) {
@@ -266,7 +277,7 @@ impl Filesystem for FuseAdapter {
             reply.error(Errno::ENOSYS);
             return;
         }
-        match self.fs.open(ino.0, flags.0, req.pid()) {
+        match self.fs.open_by(ino.0, flags.0, Self::caller(req)) {
             Ok(o) => {
                 let mut f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
                 if o.direct_io {
@@ -295,7 +306,7 @@ impl Filesystem for FuseAdapter {
         reply: ReplyCreate,
     ) {
         self.arrived(req);
-        match self.fs.create(parent.0, name, mode, flags, req.pid()) {
+        match self.fs.create_by(parent.0, name, mode, flags, Self::caller(req)) {
             Ok((a, o)) => {
                 reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
             }

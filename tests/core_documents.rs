@@ -5,6 +5,8 @@
 //! document here is a small `key = value` file defined by the test: the
 //! machinery is the same for every kind.
 
+mod common;
+
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
@@ -314,4 +316,96 @@ fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
     records.rmdir(ROOT, OsStr::new("mymod")).unwrap();
     assert_eq!(reader.get("mymod").unwrap(), None);
     assert_eq!(names(&records, ROOT), [".", "..", "README", "write-errors"]);
+}
+
+/// A copy of real sample `rel` (under shared/realdata/formats), mounted
+/// writable through the core; None after a skip when the data is absent.
+fn real_sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, std::path::PathBuf, WorldFs)> {
+    let Some(shared) = common::shared_dir() else {
+        common::skip(test, "shared", "../shared is absent");
+        return None;
+    };
+    let src = shared.join("realdata/formats").join(rel);
+    let dir = tempfile::tempdir().unwrap();
+    for companion in [src.clone(), src.with_extension("meta")].into_iter().filter(|p| p.exists()) {
+        let dst = dir.path().join(companion.file_name().unwrap());
+        std::fs::write(&dst, std::fs::read(&companion).unwrap()).unwrap();
+    }
+    let file = dir.path().join(src.file_name().unwrap());
+    let opts = Options { read_only: false, ..Options::default() };
+    let fs = WorldFs::open_path(&file, None, Vec::new(), opts).unwrap();
+    Some((dir, file, fs))
+}
+
+/// `echo ... > FILE` as bash does it: open with O_TRUNC, the close of the
+/// descriptor it dup2'ed, one write of everything, the close (whose
+/// result bash ignores). The write's result, then the close's.
+fn echo_into(fs: &WorldFs, ino: u64, data: &[u8], pieces: usize) -> (Result<(), FsError>, Result<(), FsError>) {
+    let o = fs.open(ino, libc::O_WRONLY | libc::O_TRUNC, 7).unwrap();
+    let _ = fs.flush(o.fh, 7);
+    let step = data.len().div_ceil(pieces);
+    let written = data.chunks(step).enumerate().try_for_each(|(i, c)| fs.write(o.fh, (i * step) as u64, c).map(drop));
+    let closed = fs.flush(o.fh, 7);
+    let _ = fs.release(o.fh);
+    (written, closed)
+}
+
+/// Makes bad content from a file's own.
+type Spoil = Box<dyn Fn(Vec<u8>) -> Vec<u8>>;
+
+/// A complete bad edit of a one-file kind's one-line or fixed-size file
+/// (`echo bad > FILE`) used to be refused only at close, which bash
+/// ignores: the shell printed nothing and exited 0. Now the write fails
+/// (EINVAL) and the file is as it was; the same content in pieces (the
+/// first not yet the whole file) is judged at close, and the file's own
+/// content is accepted.
+#[test]
+fn complete_bad_writes_of_one_file_kinds_fail_at_the_write() {
+    const TEST: &str = "complete_bad_writes_of_one_file_kinds_fail_at_the_write";
+    let biomes = "1 2 x 4 5 6 7 8 9 10 11 12 13 14 15 16\n".repeat(16);
+    let cases: [(&str, &str, Spoil); 6] = [
+        ("mts/mtg_apple_tree.mts", "size", Box::new(|_| b"0 7 7\n".to_vec())),
+        (
+            "mts/mtg_apple_tree.mts",
+            "yslice",
+            Box::new(|now| String::from_utf8(now).unwrap().replace(" ", " 9").into_bytes()),
+        ),
+        ("mts/mtg_apple_tree.mts", "param0", Box::new(|now| vec![0xff; now.len()])),
+        ("cubeset/DesertWell.cubeset", "pieces/*/hitbox", Box::new(|_| b"min 0 0 0\nmin 1 1 1\n".to_vec())),
+        ("mc_chunk_section/prismarine_1.12_chunk.dump", "biomes", Box::new(move |_| biomes.clone().into_bytes())),
+        (
+            "twmap/ddnet_dm1.map",
+            "groups/06_Game/layers/02_Game/tiles.raw",
+            Box::new(|mut now| {
+                now[1] = 16; // flags past the four DDNet knows
+                now
+            }),
+        ),
+    ];
+    for (rel, path, bad) in cases {
+        let Some((_dir, file, fs)) = real_sample(rel, TEST) else { return };
+        let path = match path.split_once("/*/") {
+            Some((dir, rest)) => {
+                let first = names(&fs, ino(&fs, dir)).into_iter().find(|n| !n.starts_with('.')).unwrap();
+                format!("{dir}/{first}/{rest}")
+            }
+            None => path.to_string(),
+        };
+        let f = ino(&fs, &path);
+        let (before, shown) = (std::fs::read(&file).unwrap(), read_all(&fs, f));
+        let bad = bad(shown.clone());
+        let (written, closed) = echo_into(&fs, f, &bad, 1);
+        let e = written.expect_err(&format!("{rel} {path}: the whole bad content is refused at the write"));
+        assert_eq!(e.errno, libc::EINVAL, "{rel} {path}: {e}");
+        assert!(closed.is_ok(), "{rel} {path}: nothing left to commit at close");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{rel} {path}: the file is as it was");
+        assert!(fs.write_errors().concat().contains(&path), "{rel} {path}: {:?}", fs.write_errors());
+        let (written, closed) = echo_into(&fs, f, &bad, 2);
+        assert!(written.is_ok(), "{rel} {path}: half of it could still become anything");
+        assert_eq!(closed.map_err(|e| e.errno), Err(libc::EINVAL), "{rel} {path}: refused at close");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{rel} {path}: the file is as it was");
+        let (written, closed) = echo_into(&fs, f, &shown, 1);
+        assert!(written.is_ok() && closed.is_ok(), "{rel} {path}: its own content is accepted");
+        assert_eq!(read_all(&fs, f), shown);
+    }
 }

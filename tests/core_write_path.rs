@@ -7,7 +7,7 @@ mod common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use worldfs::fs::{FsError, Options, WorldFs};
+use worldfs::fs::{Caller, FsError, Options, WorldFs};
 use worldfs::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
@@ -135,6 +135,58 @@ fn renames_of_copies_made_from_the_current_file_or_from_elsewhere_are_accepted()
     assert_eq!(e.errno, libc::ESTALE, "{e}");
     assert_eq!(node_name(&fs, [8, 3, 5]), "default:goldblock");
     assert_ne!(node_name(&fs, [7, 3, 5]), "default:obsidian");
+}
+
+/// `cat B/nodes | sed ... > B/.t; echo ... > node/X,Y,Z; mv B/.t B/nodes`:
+/// the reader (cat) and the writer of the scratch file (the shell that
+/// becomes sed) are two processes of one pipeline, one process group. The
+/// rename used to be accepted (its writer read nothing) and undid the node
+/// write. The shell starts both at once, so the writer may make its file
+/// before the reader opens `nodes`.
+#[test]
+fn a_pipelines_output_renamed_over_a_file_changed_since_its_reader_read_it_is_refused() {
+    let world = common::demo_world();
+    let fs = writable(world.path());
+    let block = ino_of(&fs, "blocks/0,0,0");
+    let nodes = ino_of(&fs, "blocks/0,0,0/nodes");
+    let pipeline = |cat: u32, sed: u32, tmp: &str, at: [i32; 3]| {
+        let (cat, sed) = (Caller { pid: cat, group: Some(cat) }, Caller { pid: sed, group: Some(cat) });
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+        let (_, out) = fs.create_by(block, OsStr::new(tmp), 0o100644, flags, sed).unwrap();
+        fs.flush(out.fh, sed.pid).unwrap(); // bash's close of the descriptor it dup2'ed
+        let o = fs.open_by(nodes, libc::O_RDONLY, cat).unwrap();
+        let read = fs.read(o.fh, 0, u32::MAX).unwrap();
+        fs.release(o.fh).unwrap();
+        fs.write(out.fh, 0, &with_node(&read, at, "default:mese")).unwrap();
+        fs.flush(out.fh, sed.pid).unwrap();
+        fs.release(out.fh).unwrap();
+    };
+
+    pipeline(5001, 5002, ".t", [6, 3, 5]);
+    write_as(&fs, ino_of(&fs, "node/5,3,5"), b"default:goldblock 0 0\n", 5003).unwrap();
+    let e = fs.rename(block, OsStr::new(".t"), block, OsStr::new("nodes"), 0).unwrap_err();
+    assert_eq!(e.errno, libc::ESTALE, "{e}");
+    assert_eq!(node_name(&fs, [5, 3, 5]), "default:goldblock", "the node write stands");
+    assert_ne!(node_name(&fs, [6, 3, 5]), "default:mese");
+    assert!(fs.write_errors().concat().contains(".t was made from the file as it was"), "{:?}", fs.write_errors());
+
+    // The same pipeline with nothing in between is accepted.
+    pipeline(5011, 5012, ".u", [6, 3, 5]);
+    fs.rename(block, OsStr::new(".u"), block, OsStr::new("nodes"), 0).unwrap();
+    assert_eq!(node_name(&fs, [6, 3, 5]), "default:mese");
+    assert_eq!(node_name(&fs, [5, 3, 5]), "default:goldblock");
+
+    // A writer of another group that read nothing overwrites on purpose,
+    // whatever that pipeline read.
+    let elsewhere = with_node(&read_as(&fs, nodes, 5021), [7, 3, 5], "default:glass");
+    write_as(&fs, ino_of(&fs, "node/8,3,5"), b"default:goldblock 0 0\n", 5022).unwrap();
+    let other = Caller { pid: 5023, group: Some(5023) };
+    let (_, o) = fs.create_by(block, OsStr::new(".v"), 0o100644, libc::O_WRONLY | libc::O_CREAT, other).unwrap();
+    fs.write(o.fh, 0, &elsewhere).unwrap();
+    fs.flush(o.fh, other.pid).unwrap();
+    fs.release(o.fh).unwrap();
+    fs.rename(block, OsStr::new(".v"), block, OsStr::new("nodes"), 0).unwrap();
+    assert_eq!(node_name(&fs, [7, 3, 5]), "default:glass");
 }
 
 /// Eight `sed -i` at once on one file, each changing its own line: each

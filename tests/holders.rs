@@ -5,8 +5,7 @@
 mod common;
 
 use common::mount::Mounted;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// `-o ro` of a world beside a writable mount of it: the writable mount
 /// starts and writes, and the read-only daemon is named nowhere.
@@ -36,21 +35,7 @@ fn mount_right_after_umount_waits_for_the_old_daemon() {
         let mnt = old.mnt.clone();
         let gone = Command::new("umount").arg(&mnt).status().unwrap();
         assert!(gone.success());
-        let out = Command::new(env!("CARGO_BIN_EXE_worldfs"))
-            .arg("mount")
-            .arg(world.path())
-            .arg(&mnt)
-            .env("XDG_CACHE_HOME", old.dir.path().join("cache"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "round {round}: the new mount was refused: {err}");
-        let start = Instant::now();
-        while !mnt.join("README").exists() {
-            assert!(start.elapsed() < Duration::from_secs(10));
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        old.mount_again_at_once(round);
         // The old daemon's held change reached the map, and the new mount shows it.
         let shown = std::fs::read_to_string(mnt.join(format!("node/{round},0,0"))).unwrap();
         assert!(shown.starts_with("default:mese"), "{shown}");

@@ -146,6 +146,27 @@ fn a_schematic_is_edited_with_vim_sed_and_cp() {
     assert_eq!(std::fs::read(&mts).unwrap(), now);
 }
 
+/// bash ignores close() for redirections: `echo 0 7 7 > MNT/size` of a
+/// schematic exited 0 although the size was refused at close. The write of
+/// a one-line file's whole line is judged at once; a good one still works.
+#[test]
+fn echo_of_a_bad_line_into_a_schematic_fails_in_bash() {
+    const TEST: &str = "echo_of_a_bad_line_into_a_schematic_fails_in_bash";
+    require_fuse!(TEST);
+    let Some((_dir, mts)) = sample("mts/mtg_apple_tree.mts", TEST) else { return };
+    let before = std::fs::read(&mts).unwrap();
+    let m = Mounted::new(&mts, &[]);
+    let (code, _, err) = m.sh("echo 0 7 7 > $MNT/size");
+    assert_ne!(code, 0, "bash reports the refused write");
+    assert!(err.contains("write error: Invalid argument"), "{err}");
+    assert_eq!(std::fs::read(&mts).unwrap(), before, "the file is unchanged");
+    assert!(m.refusals().contains("size"), "{}", m.refusals());
+    let size = m.ok("cat $MNT/size");
+    let bigger: Vec<u32> = size.split_whitespace().map(|v| v.parse::<u32>().unwrap() + 1).collect();
+    m.ok(&format!("echo {} {} {} > $MNT/size", bigger[0], bigger[1], bigger[2]));
+    assert_eq!(m.ok("cat $MNT/size"), format!("{} {} {}\n", bigger[0], bigger[1], bigger[2]));
+}
+
 /// `cp MNT/blocks/X,Y,Z/schematic.mts .` gives the block as a schematic:
 /// mounted in turn, it shows the same nodes.
 #[test]

@@ -53,21 +53,7 @@ fn leveldb_mount_right_after_umount_waits_for_the_old_daemons_lock() {
         old.ok(&format!("echo default:mese > $MNT/node/{round},0,0"));
         let mnt = old.mnt.clone();
         assert!(Command::new("fusermount3").arg("-u").arg(&mnt).status().unwrap().success());
-        let out = Command::new(env!("CARGO_BIN_EXE_worldfs"))
-            .arg("mount")
-            .arg(world.path())
-            .arg(&mnt)
-            .env("XDG_CACHE_HOME", old.dir.path().join("cache"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "round {round}: the new mount was refused: {err}");
-        let start = Instant::now();
-        while !mnt.join("README").exists() {
-            assert!(start.elapsed() < Duration::from_secs(10), "round {round}: the new mount did not appear");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        old.mount_again_at_once(round);
         let shown = std::fs::read_to_string(mnt.join(format!("node/{round},0,0"))).unwrap();
         assert!(shown.starts_with("default:mese"), "round {round}: {shown}");
         assert!(Command::new("fusermount3").arg("-u").arg(&mnt).status().unwrap().success());

@@ -70,6 +70,32 @@ fn mv_of_a_copy_over_a_file_changed_since_fails_with_estale() {
     assert_ne!(node_name(&m, "6,3,5"), "default:stone", "cp of other content over a file is an overwrite");
 }
 
+/// `cat B/nodes | sed ... > B/.t; echo ... > node/X,Y,Z; mv B/.t B/nodes`
+/// used to exit 0 and undo the node write: the scratch file's writer (sed)
+/// never read `nodes`, its pipeline's reader (cat) did. With job control
+/// (`set -m`) the pipeline is a process group of its own.
+#[test]
+fn mv_of_a_pipelines_output_over_a_file_changed_since_fails_with_estale() {
+    require_fuse!("mv_of_a_pipelines_output_over_a_file_changed_since_fails_with_estale");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &[]);
+    let pipeline = "cat nodes | sed 's/^6 3 5 [^ ]*/6 3 5 default:stone/' > .t";
+    for job_control in ["set -m", "set +m"] {
+        let script = format!(
+            "{job_control}; cd $MNT/blocks/0,0,0 && {pipeline} && echo 'default:stone 0 0' > $MNT/node/5,3,5 && mv .t nodes"
+        );
+        let (code, _, err) = m.sh(&script);
+        assert_ne!(code, 0, "{job_control}: mv reports the refusal");
+        assert!(err.contains("Stale file handle"), "{job_control}: {err}");
+        assert_eq!(node_name(&m, "5,3,5"), "default:stone", "{job_control}: the node write stands");
+        assert_ne!(node_name(&m, "6,3,5"), "default:stone", "{job_control}: the pipeline's edit is not in");
+        m.ok("echo 'default:dirt 0 0' > $MNT/node/5,3,5 && rm $MNT/blocks/0,0,0/.t");
+    }
+    // Nothing in between: accepted.
+    m.ok(&format!("set -m; cd $MNT/blocks/0,0,0 && {pipeline} && mv .t nodes"));
+    assert_eq!(node_name(&m, "6,3,5"), "default:stone");
+}
+
 /// bash ignores close() for redirections: a refused `echo bad > file`
 /// exited 0 silently. A one-line file's whole line is judged at write.
 #[test]

@@ -2,6 +2,7 @@
 //! flush, fsync or release, by the pure rule [`Pending::commit_on`]), and
 //! scratch files.
 
+use super::provenance::Caller;
 use super::{Attr, FsError, Kind, Opened, Result, Target, WorldFs};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -96,8 +97,10 @@ pub(super) enum Handle {
     /// nothing to the old one, and the last writer wins.
     Write { ino: u64, buf: Vec<u8>, base: Option<Arc<Vec<u8>>>, pending: Pending, append: bool },
     /// A scratch file: reads and writes go to it directly; a pending one
-    /// is committed to the world by its opener's flush.
-    Scratch { ino: u64, append: bool, pending: Pending },
+    /// is committed to the world by its opener's flush. `writer_group`:
+    /// the process group of an opener that may write it, whose reads
+    /// become its bases at each close (see `provenance`).
+    Scratch { ino: u64, append: bool, pending: Pending, writer_group: Option<u32> },
 }
 
 /// Put `data` at `offset` of `buf` (or at its end when appending).
@@ -163,8 +166,15 @@ impl WorldFs {
         Ok(matches!(t, Target::Tree(i) if self.tree.getattr(i)?.kind == Kind::Dir))
     }
 
-    /// Open a file. `flags` are the open(2) flags; `pid` is the caller.
+    /// Open a file for process `pid`, whose group is not known (see
+    /// `open_by`).
     pub fn open(&self, ino: u64, flags: i32, pid: u32) -> Result<Opened> {
+        self.open_by(ino, flags, Caller::alone(pid))
+    }
+
+    /// Open a file. `flags` are the open(2) flags.
+    pub fn open_by(&self, ino: u64, flags: i32, caller: Caller) -> Result<Opened> {
+        let pid = caller.pid;
         let target = self.target(ino)?;
         if self.is_tree_dir(target)? {
             return Err(FsError::is_dir());
@@ -182,13 +192,14 @@ impl WorldFs {
                 let mut reads = self.reads.lock().unwrap();
                 if trunc {
                     // New content, from what the opener read.
-                    let bases = reads.of(pid);
+                    let (bases, group_bases) = reads.made_by(caller);
                     let _ = ns.scratch.edit(s, |f| {
                         f.data.clear();
                         f.bases = bases;
+                        f.group_bases = group_bases;
                     });
                 } else if let Some(f) = ns.scratch.get(s) {
-                    reads.inherit(pid, &f.bases);
+                    reads.inherit(caller, &f.all_bases());
                     if write {
                         // Edited in place: the content it had stays part
                         // of it, so its older bases stand.
@@ -202,7 +213,7 @@ impl WorldFs {
                 }
                 drop(reads);
                 drop(ns);
-                let fh = self.new_handle(Handle::Scratch { ino: s, append, pending: Pending::new(pid, false) });
+                let fh = self.open_scratch(s, flags, caller);
                 Ok(Opened { fh, keep_cache: false, direct_io: false })
             }
             Target::Readme | Target::WriteErrors if write || trunc => {
@@ -215,7 +226,7 @@ impl WorldFs {
             Target::Tree(t) if !write && !trunc => {
                 let (content, keep_cache) = self.tree.open_read(t)?;
                 if !self.opts.read_only {
-                    self.reads.lock().unwrap().record(pid, t, content.clone());
+                    self.reads.lock().unwrap().record(caller, t, content.clone());
                 }
                 Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
             }
@@ -311,7 +322,7 @@ impl WorldFs {
                 pending.wrote();
                 Ok(data.len() as u32)
             }
-            Handle::Scratch { ino, append, pending } => {
+            Handle::Scratch { ino, append, pending, .. } => {
                 let mut ns = self.ns.lock().unwrap();
                 match ns.scratch.edit(*ino, |f| write_into(&mut f.data, offset, data, *append)) {
                     None => Err(FsError::bad_handle()),
@@ -444,7 +455,22 @@ impl WorldFs {
 
     /// close(2) of a descriptor (every one, including dup'ed copies).
     pub fn flush(&self, fh: u64, pid: u32) -> Result<()> {
+        self.take_writer_group_reads(fh);
         self.commit_handle(fh, When::Flush(pid))
+    }
+
+    /// A scratch file's writer closes it: what its process group has read
+    /// by now is what the content can be made from (the reader of a
+    /// pipeline may open its file after the writer made the scratch file).
+    /// The newest read of each file replaces an older one.
+    fn take_writer_group_reads(&self, fh: u64) {
+        let (ino, group) = match self.handles.lock().unwrap().get(&fh) {
+            Some(Handle::Scratch { ino, writer_group: Some(g), .. }) => (*ino, *g),
+            _ => return,
+        };
+        let mut ns = self.ns.lock().unwrap();
+        let read = self.reads.lock().unwrap().of_group(group);
+        ns.scratch.note(ino, |f| f.group_bases.extend(read));
     }
 
     /// Commits are durable when they return, so fsync commits what the
@@ -597,9 +623,15 @@ impl WorldFs {
         changing.last().map(|&(_, len)| len as u64)
     }
 
-    /// Open handle for a newly created scratch file.
-    pub(super) fn open_scratch(&self, ino: u64, flags: i32, pid: u32) -> u64 {
-        self.new_handle(Handle::Scratch { ino, append: flags & libc::O_APPEND != 0, pending: Pending::new(pid, false) })
+    /// Open handle for scratch file `ino`.
+    pub(super) fn open_scratch(&self, ino: u64, flags: i32, caller: Caller) -> u64 {
+        let writes = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_TRUNC != 0;
+        self.new_handle(Handle::Scratch {
+            ino,
+            append: flags & libc::O_APPEND != 0,
+            pending: Pending::new(caller.pid, false),
+            writer_group: caller.group.filter(|_| writes),
+        })
     }
 }
 

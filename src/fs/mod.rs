@@ -27,6 +27,7 @@ pub mod union;
 mod watch;
 
 pub use error::{FsError, Result};
+pub use provenance::Caller;
 pub use tree::{NewName, ROOT, Services, Tree};
 
 use namespace::Namespace;

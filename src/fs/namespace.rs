@@ -5,7 +5,7 @@
 //! rmdir, unlink, rename), which pass what concerns the world to the tree.
 
 use super::error::escape_name;
-use super::provenance::Bases;
+use super::provenance::Caller;
 use super::scratch::{Scratch, ScratchFile};
 use super::{Attr, FIRST_SCRATCH, FsError, Inval, NewName, Opened, Result, Target, WorldFs};
 use std::collections::HashMap;
@@ -105,10 +105,12 @@ impl WorldFs {
     }
 
     /// A new scratch file `name` in `dir` (what it becomes is the tree's
-    /// call).
-    fn new_scratch(&self, dir: u64, name: &[u8], mode: u32, bases: Bases) -> Result<u64> {
+    /// call), made by `maker` (its bases are what it and its group read;
+    /// none without a maker).
+    fn new_scratch(&self, dir: u64, name: &[u8], mode: u32, maker: Option<Caller>) -> Result<u64> {
         Self::check_name(name)?;
         let kind = self.tree.new_name(dir, name)?;
+        let (bases, group_bases) = maker.map(|c| self.reads.lock().unwrap().made_by(c)).unwrap_or_default();
         let mut ns = self.ns.lock().unwrap();
         let ino = ns.new_ino();
         ns.scratch.insert(
@@ -121,14 +123,27 @@ impl WorldFs {
                 mtime: SystemTime::now(),
                 pending: kind == NewName::Pending,
                 bases,
+                group_bases,
                 stale_at: None,
             },
         );
         Ok(ino)
     }
 
-    /// create(2): open an existing file, or make a scratch file.
+    /// create(2) by a process whose group is not known (see `create_by`).
     pub fn create(&self, parent: u64, name: &OsStr, mode: u32, flags: i32, pid: u32) -> Result<(Attr, Opened)> {
+        self.create_by(parent, name, mode, flags, Caller::alone(pid))
+    }
+
+    /// create(2): open an existing file, or make a scratch file.
+    pub fn create_by(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        flags: i32,
+        caller: Caller,
+    ) -> Result<(Attr, Opened)> {
         self.writable_mount()?;
         let dir = self.tree_dir(parent)?;
         let name = name.as_bytes();
@@ -142,15 +157,14 @@ impl WorldFs {
                 Target::Readme => super::README,
                 Target::WriteErrors => super::WRITE_ERRORS,
             };
-            let opened = self.open(ino, flags, pid)?;
+            let opened = self.open_by(ino, flags, caller)?;
             let attr = self.getattr(ino)?;
             self.remember(ino);
             return Ok((attr, opened));
         }
         // What the creator read is what its content is made from.
-        let bases = self.reads.lock().unwrap().of(pid);
-        let ino = self.new_scratch(dir, name, mode, bases)?;
-        let fh = self.open_scratch(ino, flags, pid);
+        let ino = self.new_scratch(dir, name, mode, Some(caller))?;
+        let fh = self.open_scratch(ino, flags, caller);
         self.remember(ino);
         Ok((self.getattr(ino)?, Opened { fh, keep_cache: false, direct_io: false }))
     }
@@ -167,7 +181,7 @@ impl WorldFs {
         }
         // No process to take bases from: renamed over a file, it is a
         // deliberate overwrite.
-        let ino = self.new_scratch(dir, name.as_bytes(), mode, Bases::new())?;
+        let ino = self.new_scratch(dir, name.as_bytes(), mode, None)?;
         self.remember(ino);
         self.getattr(ino)
     }
@@ -305,7 +319,7 @@ impl WorldFs {
                     if let Some(Target::Scratch(d)) = dst {
                         self.remove_scratch(d);
                     }
-                    let ino = self.new_scratch(dst_dir, newname_b, 0o644, Bases::new())?;
+                    let ino = self.new_scratch(dst_dir, newname_b, 0o644, None)?;
                     let _ = self.ns.lock().unwrap().scratch.edit(ino, |f| {
                         f.data = content;
                         f.pending = false;
@@ -336,7 +350,7 @@ impl WorldFs {
                 self.tree.check_writable(t)?;
                 // Made from what `t` showed when its writer read it: if it
                 // shows something else now, the rename would undo that.
-                let base = self.ns.lock().unwrap().scratch.get(ino).and_then(|f| f.bases.get(&t).cloned());
+                let base = self.ns.lock().unwrap().scratch.get(ino).and_then(|f| f.base_of(t));
                 let r = self.tree.write(t, &data()?, base.as_deref().map(Vec::as_slice));
                 let r = r.map_err(|e| self.explain_stale_rename(ino, e));
                 self.recorded(|| self.path(t), r)?;

@@ -21,9 +21,27 @@ pub struct ScratchFile {
     /// The files of the world its content was made from, as they were
     /// read (see `provenance`).
     pub bases: super::provenance::Bases,
+    /// What its writer's process group had read when the writer last
+    /// closed it (a pipeline's reader: see `provenance`).
+    pub group_bases: super::provenance::Bases,
     /// When its rename over a file was last refused as stale (the kernel
     /// retries such a rename once: one refusal, one line).
     pub stale_at: Option<std::time::Instant>,
+}
+
+impl ScratchFile {
+    /// What tree file `t` showed when this file's content was made from
+    /// it: its writer's own read first, else its writer's group's.
+    pub fn base_of(&self, t: u64) -> Option<Arc<Vec<u8>>> {
+        self.bases.get(&t).or_else(|| self.group_bases.get(&t)).cloned()
+    }
+
+    /// Every file its content was made from, as `base_of` sees them.
+    pub fn all_bases(&self) -> super::provenance::Bases {
+        let mut all = self.group_bases.clone();
+        all.extend(self.bases.iter().map(|(&t, c)| (t, c.clone())));
+        all
+    }
 }
 
 pub struct Scratch {

@@ -679,9 +679,12 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
         let path = Self::path_of(&st, ino)?;
         let (name, rest) = self.split(&path);
         let Some(v) = self.current(&mut st, name, false)? else { return Ok(()) };
-        let doc = v.doc.clone();
+        let bytes = v.bytes.clone();
         drop(st);
-        doc.check_content(rest, content).map_err(|e| {
+        // On a fresh copy, as the edit itself would be made; when no copy
+        // can be made the edit says why.
+        let Ok(copy) = self.home.decode(name, &bytes) else { return Ok(()) };
+        D::judge(copy, rest, content).map_err(|e| {
             let e = doc_err(e.in_file(rest));
             if H::MANY { FsError { message: format!("{}: {}", self.full(&path), e.message), ..e } } else { e }
         })

@@ -167,6 +167,16 @@ pub trait Document: Send + Sync + Sized + 'static {
     /// that [`accepts_new`](Document::accepts_new) allowed).
     fn apply(&mut self, path: &str, content: &[u8]) -> DocResult<()>;
 
+    /// What an edit of file `path` to `content` would be refused with,
+    /// judged without changing the document: on `copy`, a copy decoded
+    /// afresh, as the edit itself is made (its own checks, `apply`, then
+    /// `encode`).
+    fn judge(mut copy: Self, path: &str, content: &[u8]) -> DocResult<()> {
+        copy.check_content(path, content)?;
+        copy.apply(path, content)?;
+        copy.encode().map(drop)
+    }
+
     /// Whether a new file `path` may be created (it becomes part of the
     /// document when it is written and closed).
     fn accepts_new(&self, _path: &str) -> bool {
@@ -195,8 +205,12 @@ pub trait Document: Send + Sync + Sized + 'static {
         Ok(())
     }
 
-    /// Whether `content`, written at once, is all file `path` can hold, so
-    /// that it is judged at once (`Tree::complete`).
+    /// Whether `content`, written in one piece at offset 0, is all that file
+    /// `path` can hold, so that nothing written after it could make it valid
+    /// (its one line, its fixed number of rows or bytes): such a write is
+    /// judged at once ([`judge`](Document::judge), `Tree::complete`), and a
+    /// refusal fails the write itself, which a shell's `echo bad > FILE`
+    /// reports (it ignores close). Other writes are judged at close.
     fn complete(&self, _path: &str, _content: &[u8]) -> bool {
         false
     }
@@ -211,6 +225,17 @@ pub trait Document: Send + Sync + Sized + 'static {
     fn readme(&self) -> String {
         String::new()
     }
+}
+
+/// Whether `content` is exactly `n` lines that say something (not blank,
+/// not a `#` comment), the last one ended: a file of `n` such lines is
+/// complete, as any other such line would be one too many.
+pub fn complete_lines(content: &[u8], n: usize) -> bool {
+    let said = |l: &&[u8]| {
+        let t = l.trim_ascii();
+        !t.is_empty() && !t.starts_with(b"#")
+    };
+    content.ends_with(b"\n") && content.split(|&c| c == b'\n').filter(said).count() == n
 }
 
 /// How a mount opens one kind of world.
@@ -332,5 +357,15 @@ mod tests {
         assert_eq!(e.to_string(), "layers: line 3, column 7: unknown character 'q' (not in the legend)");
         assert_eq!(DocError::at_line(2, "x").in_file("a").in_file("b").to_string(), "a: line 2: x");
         assert_eq!(DocError::new("truncated").to_string(), "truncated");
+    }
+
+    #[test]
+    fn complete_lines_count_the_lines_that_say_something() {
+        assert!(complete_lines(b"1 2 3\n", 1));
+        assert!(complete_lines(b"# size\n1 2 3\n\n", 1));
+        assert!(!complete_lines(b"1 2 3", 1), "the line is not ended yet");
+        assert!(!complete_lines(b"min 0 0 0\n", 2));
+        assert!(complete_lines(b"min 0 0 0\nmax 1 1 1\n", 2));
+        assert!(!complete_lines(b"\n", 1));
     }
 }

@@ -134,6 +134,29 @@ impl Mounted {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Right after this mount was unmounted (its daemon may still be
+    /// exiting): `worldfs mount WORLD MNT` again at once, as a daemon of its
+    /// own (not a child the test waits for), with this mount's cache; the
+    /// new mount must be accepted and appear within 10 s. `round` is for
+    /// the messages.
+    pub fn mount_again_at_once(&self, round: usize) {
+        let out = Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .arg("mount")
+            .arg(&self.world)
+            .arg(&self.mnt)
+            .env("XDG_CACHE_HOME", self.dir.path().join("cache"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "round {round}: the new mount was refused: {err}");
+        let start = Instant::now();
+        while !self.mnt.join("README").exists() {
+            assert!(start.elapsed() < Duration::from_secs(10), "round {round}: the new mount did not appear");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Send a signal to the daemon.
     pub fn signal(&self, sig: i32) {
         if let Some(c) = &self.child {

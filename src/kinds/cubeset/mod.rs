@@ -179,6 +179,11 @@ impl Document for Cubeset {
         self.splice(span, &new)
     }
 
+    /// A piece's `hitbox` is its min and its max line.
+    fn complete(&self, path: &str, content: &[u8]) -> bool {
+        self.piece_of(path).is_some_and(|(_, file)| file == "hitbox") && crate::kinds::complete_lines(content, 2)
+    }
+
     fn readme(&self) -> String {
         format!(
             "worldfs: this directory is a Cuberite prefab set (.cubeset) with {} piece(s).\n\n\

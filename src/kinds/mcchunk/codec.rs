@@ -387,15 +387,7 @@ mod tests {
     /// packed over its neighbours.
     #[test]
     fn a_direct_section_refuses_ids_past_its_13_bits() {
-        let section = Section {
-            y: 2,
-            bits: 4,
-            palette: vec![0],
-            states: vec![0; 4096],
-            block_light: vec![],
-            sky_light: vec![],
-            block_count: 0,
-        };
+        let section = air_section(2);
         let mut wide = many_ids();
         wide[7] = 4095 * 16;
         // Into the direct form: refused.
@@ -408,6 +400,19 @@ mod tests {
         let before = s.clone();
         assert!(s.set_states(wide, Layout::Spanning, |st| st == 0).is_err());
         assert_eq!(s, before, "a refused edit changed the section");
+    }
+
+    /// Section `y` all air, in a palette of 4 bits, without light.
+    fn air_section(y: u8) -> Section {
+        Section {
+            y,
+            bits: 4,
+            palette: vec![0],
+            states: vec![0; 4096],
+            block_light: vec![],
+            sky_light: vec![],
+            block_count: 0,
+        }
     }
 
     fn many_ids() -> Vec<u32> {
@@ -425,17 +430,9 @@ mod tests {
         let mut v = Vec::new();
         put_varint(&mut v, 300);
         assert_eq!(v, [0xac, 0x02]);
-        let section = Section {
-            y: 0,
-            bits: 4,
-            palette: vec![0],
-            states: vec![0; 4096],
-            block_light: vec![],
-            sky_light: vec![],
-            block_count: 0,
-        };
+        let section = air_section(0);
         let mut s = section.clone();
-        let many: Vec<u32> = (0..4096).map(|i| (i % 300) as u32 * 16).collect();
+        let many = many_ids();
         s.set_states(many.clone(), Layout::Spanning, |st| st == 0).unwrap();
         assert_eq!((s.bits, s.palette.len()), (DIRECT_BITS, 0));
         assert!(section.clone().set_states(many, Layout::Padded, |st| st == 0).is_err());

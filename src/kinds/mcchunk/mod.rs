@@ -452,6 +452,11 @@ impl Document for McChunk {
         Ok(())
     }
 
+    /// `biomes` is 16 rows.
+    fn complete(&self, path: &str, content: &[u8]) -> bool {
+        path == "biomes" && crate::kinds::complete_lines(content, 16)
+    }
+
     fn readme(&self) -> String {
         format!(
             "worldfs: this directory is a Minecraft chunk ({} section(s), {}).\n\n\

@@ -56,6 +56,18 @@ impl Document for MtsDocument {
         view::apply(&mut self.schematic, path, content)
     }
 
+    /// `size` is one line, `yslice` a line per Y level, `param0` two bytes
+    /// per node.
+    fn complete(&self, path: &str, content: &[u8]) -> bool {
+        let s = &self.schematic;
+        match path {
+            "size" => crate::kinds::complete_lines(content, 1),
+            "yslice" => crate::kinds::complete_lines(content, s.size[1] as usize),
+            "param0" => content.len() == 2 * s.volume(),
+            _ => false,
+        }
+    }
+
     fn readme(&self) -> String {
         README.to_string()
     }

@@ -224,6 +224,12 @@ impl Document for TwMap {
         Ok(())
     }
 
+    /// `tiles.raw` holds a fixed number of bytes: all of them at once is
+    /// the whole file.
+    fn complete(&self, path: &str, content: &[u8]) -> bool {
+        matches!(self.node(path), Ok(Node::TilesRaw(g, l)) if content.len() == view::tiles_raw_len(&self.map, g, l))
+    }
+
     fn readme(&self) -> String {
         README.to_string()
     }

@@ -6,7 +6,7 @@
 //! journal names a change that did not happen, which `worldfs undo` sees
 //! as a record changed since (a conflict), never as a silent loss.
 
-use super::{Collection, RecordStore, conflict};
+use super::{Collection, RecordDates, RecordStore, conflict};
 use crate::codec::auth::AuthEntry;
 use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::Player;
@@ -221,7 +221,14 @@ impl RecordStore for FileRecords {
         self.read(name)
     }
 
-    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
+    fn restore(
+        &self,
+        name: &str,
+        expect: Option<&[u8]>,
+        new: Option<&[u8]>,
+        _dates: Option<&RecordDates>,
+        note: &Note,
+    ) -> Result<()> {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }

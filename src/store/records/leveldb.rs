@@ -6,7 +6,7 @@
 //! read-only store does), a change under the engine's own lock on `LOCK`,
 //! as one synced batch, journaled first and taken back if the batch fails.
 
-use super::{Collection, RecordStore, conflict};
+use super::{Collection, RecordDates, RecordStore, conflict};
 use crate::store::leveldb::{lock, open_db};
 use crate::store::{Note, Result, StoreError, journal};
 use rusty_leveldb::{LdbIterator, WriteBatch};
@@ -86,7 +86,14 @@ impl RecordStore for LevelDbRecords {
         Ok(db.get(name.as_bytes()).map(|b| b.to_vec()).filter(|v| !v.is_empty()))
     }
 
-    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
+    fn restore(
+        &self,
+        name: &str,
+        expect: Option<&[u8]>,
+        new: Option<&[u8]>,
+        _dates: Option<&RecordDates>,
+        note: &Note,
+    ) -> Result<()> {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }

@@ -69,11 +69,13 @@ pub trait RecordStore: Send + Sync {
     /// Replace (`Some`) or delete (`None`) a record in one transaction,
     /// journaled with `note`; refused with [`StoreError::Conflict`] when the
     /// record does not hold `expect` when the transaction starts.
-    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()>;
+    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
+        self.restore(name, expect, new, None, note)
+    }
 
-    /// `put` for undo: the record gets back `new` and the dates its table
+    /// `put`, and for undo: the record also gets back the dates its table
     /// held beside it then (`dates`, from the journal), not the time of the
-    /// undo. Backends that keep no dates (files, LevelDB) only `put`.
+    /// undo. Backends that keep no dates (files, LevelDB) ignore them.
     fn restore(
         &self,
         name: &str,
@@ -81,10 +83,7 @@ pub trait RecordStore: Send + Sync {
         new: Option<&[u8]>,
         dates: Option<&RecordDates>,
         note: &Note,
-    ) -> Result<()> {
-        let _ = dates;
-        self.put(name, expect, new, note)
-    }
+    ) -> Result<()>;
 
     fn is_read_only(&self) -> bool;
 

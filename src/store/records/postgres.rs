@@ -356,10 +356,6 @@ impl RecordStore for PgRecords {
         self.with(|c| read(c, self.collection, name))
     }
 
-    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
-        self.restore(name, expect, new, None, note)
-    }
-
     fn restore(
         &self,
         name: &str,

@@ -189,10 +189,6 @@ impl RecordStore for SqliteRecords {
         Ok(self.with(false, |conn| self.read(conn, name))?.flatten())
     }
 
-    fn put(&self, name: &str, expect: Option<&[u8]>, new: Option<&[u8]>, note: &Note) -> Result<()> {
-        self.restore(name, expect, new, None, note)
-    }
-
     fn restore(
         &self,
         name: &str,

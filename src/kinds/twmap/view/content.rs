@@ -24,6 +24,12 @@ pub fn render_tiles_raw(map: &Map, g: usize, l: usize) -> Vec<u8> {
     map.tiles(&tile_layer(map, g, l))
 }
 
+/// How many bytes `tiles.raw` of tile layer `l` of group `g` holds.
+pub fn tiles_raw_len(map: &Map, g: usize, l: usize) -> usize {
+    let t = tile_layer(map, g, l);
+    t.width as usize * t.height as usize * TileKind::of(&t).tile_size()
+}
+
 pub fn apply_tiles(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let t = tile_layer(map, g, l);
     let kind = TileKind::of(&t);
