@@ -9,7 +9,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use worldfs::fs::{FsError, Options, ROOT, Services, WorldFs};
+use worldfs::fs::{ErrorKind, FsError, Options, ROOT, Services, WorldFs};
 use worldfs::kinds::doc_tree::DocTree;
 use worldfs::kinds::{Context, DocError, DocResult, Document, Entry};
 
@@ -140,7 +140,7 @@ fn files_read_and_edits_are_written_back_atomically() {
     // The number of a file stays the same across edits.
     assert_eq!(ino(&fs, "keys/b"), b);
     // Generated files cannot be written.
-    assert_eq!(fs.open(ino(&fs, "all"), libc::O_WRONLY, 1).unwrap_err().errno, libc::EPERM);
+    assert_eq!(fs.open(ino(&fs, "all"), libc::O_WRONLY, 1).unwrap_err().kind, ErrorKind::NotPermitted);
     assert_eq!(fs.getattr(ino(&fs, "all")).unwrap().perm, 0o444);
     // Nothing is left beside the file.
     let left: Vec<_> = std::fs::read_dir(f.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -153,7 +153,7 @@ fn a_refused_edit_leaves_the_file_and_says_why() {
     let fs = mount(&f, Duration::from_secs(1));
     let a = ino(&fs, "keys/a");
     let e = write(&fs, a, libc::O_TRUNC, b"x=y\n").unwrap_err();
-    assert_eq!(e.errno, libc::EINVAL);
+    assert_eq!(e.kind, ErrorKind::Invalid);
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "a = 1\n");
     let errors = fs.write_errors().concat();
     assert!(errors.contains("keys/a: line 1, column 2: a value is one line without '='"), "{errors}");
@@ -206,7 +206,7 @@ fn another_programs_change_shows_and_a_stale_write_is_refused() {
     assert_eq!(read_all(&fs, a), b"7\n");
     fs.write(o.fh, 0, b"").unwrap();
     let e = fs.flush(o.fh, 1).unwrap_err();
-    assert_eq!(e.errno, libc::ESTALE, "{e}");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e}");
     fs.release(o.fh).ok();
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "a = 7\n");
     // A truncating write owes nothing to the old content: last writer wins.
@@ -222,7 +222,7 @@ fn read_only_mounts_never_write() {
     let tree = DocTree::<Pairs>::open(&f, Vec::new(), opts.clone(), services.clone()).unwrap();
     let fs = WorldFs::new(tree, services, opts);
     let a = ino(&fs, "keys/a");
-    assert_eq!(fs.open(a, libc::O_WRONLY, 1).unwrap_err().errno, libc::EROFS);
+    assert_eq!(fs.open(a, libc::O_WRONLY, 1).unwrap_err().kind, ErrorKind::ReadOnly);
     assert_eq!(fs.read_unopened(a, 0, 100).unwrap(), b"1\n");
     assert!(!names(&fs, ROOT).contains(&"write-errors".to_string()));
 }

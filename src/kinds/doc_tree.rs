@@ -374,10 +374,9 @@ impl<D: Document> Tree for DocTree<D> {
             return Ok(());
         }
         if base.is_some_and(|b| b != now.as_slice()) {
-            return Err(FsError::new(
-                libc::ESTALE,
-                format!("{path} was changed by someone else since it was opened; nothing written"),
-            ));
+            return Err(FsError::stale(format!(
+                "{path} was changed by someone else since it was opened; nothing written"
+            )));
         }
         self.edit(&mut st, &path, |d| d.apply(&path, content))
     }
@@ -409,7 +408,7 @@ impl<D: Document> Tree for DocTree<D> {
         let dir = Self::dir_path(&st, dir)?;
         let path = join(&dir, Self::name_str(name).map_err(|_| FsError::invalid("file names here are UTF-8"))?);
         if st.loaded.entry(&path).is_some() {
-            return Err(FsError::new(libc::EEXIST, format!("{path} exists")));
+            return Err(FsError::exists(format!("{path} exists")));
         }
         self.edit(&mut st, &path, |d| d.mkdir(&path))?;
         self.attr_of(&mut st, &path)

@@ -10,7 +10,7 @@
 
 pub mod views;
 
-use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
+use crate::fs::{Access, Attr, DirEntry, ErrorKind, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::kinds::Entry;
 use crate::luanti::guard::ServerGuard;
 use crate::store::Note;
@@ -245,14 +245,11 @@ impl<V: RecordView> RecordsTree<V> {
         for g in &self.guards {
             let who = g.current();
             if !who.is_empty() {
-                return Err(FsError::new(
-                    libc::EBUSY,
-                    format!(
-                        "a server is running on this world ({}); it would overwrite the change: \
-                         stop it first (or mount with -o force)",
-                        who.join(", ")
-                    ),
-                ));
+                return Err(FsError::busy(format!(
+                    "a server is running on this world ({}); it would overwrite the change: \
+                     stop it first (or mount with -o force)",
+                    who.join(", ")
+                )));
             }
         }
         Ok(())
@@ -275,10 +272,9 @@ impl<V: RecordView> RecordsTree<V> {
         if let (Some((rest, base)), Some((_, v))) = (base, &current)
             && v.render(rest).ok().as_deref() != Some(base)
         {
-            return Err(FsError::new(
-                libc::ESTALE,
-                format!("{what}: changed by someone else since it was opened; nothing written: read it again"),
-            ));
+            return Err(FsError::stale(format!(
+                "{what}: changed by someone else since it was opened; nothing written: read it again"
+            )));
         }
         let old_bytes = current.as_ref().map(|(b, _)| b.clone());
         let old = match current {
@@ -325,7 +321,7 @@ impl<V: RecordView> RecordsTree<V> {
     }
 
     fn report(&self, what: &str, e: FsError) -> FsError {
-        if e.errno == libc::ENOENT {
+        if e.kind == ErrorKind::NotFound {
             return e;
         }
         let mut e = FsError { message: format!("{what}: {}", e.message), ..e };
@@ -538,11 +534,11 @@ impl<V: RecordView> Tree for RecordsTree<V> {
             // kept in memory until a first key is written into it
             let mut st = self.state.lock().unwrap();
             if self.record(&mut st, &name)?.is_some() || !st.empty.insert(name.clone()) {
-                return Err(FsError::new(libc::EEXIST, "exists"));
+                return Err(FsError::exists("exists"));
             }
         } else {
             self.change(&name, &format!("mkdir {full}"), None, |v| match v {
-                Some(_) => Err(FsError::new(libc::EEXIST, format!("{full} exists"))),
+                Some(_) => Err(FsError::exists(format!("{full} exists"))),
                 None => Ok(Some(fresh)),
             })
             .map_err(|e| self.report(&full, e))?;
