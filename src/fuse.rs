@@ -2,7 +2,7 @@
 //! translate arguments, call the core, reply. The only place that knows
 //! fuser types, and the one table from core errors to errno.
 
-use crate::fs::{Attr, Caller, FsError, Inval, Kind, WorldFs};
+use crate::fs::{Attr, Caller, ErrorKind, FsError, Inval, Kind, WorldFs};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
     LockOwner, Notifier, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
@@ -53,16 +53,40 @@ pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
     }));
 }
 
+/// The one table from the core's kinds of error to errno: what the
+/// programs on the mount see.
+pub fn errno_of(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::NotFound => libc::ENOENT,
+        ErrorKind::NotDir => libc::ENOTDIR,
+        ErrorKind::IsDir => libc::EISDIR,
+        ErrorKind::ReadOnly => libc::EROFS,
+        ErrorKind::NotPermitted => libc::EPERM,
+        ErrorKind::Denied => libc::EACCES,
+        ErrorKind::Invalid => libc::EINVAL,
+        ErrorKind::Io => libc::EIO,
+        ErrorKind::BadHandle => libc::EBADF,
+        ErrorKind::NoSpace => libc::ENOSPC,
+        ErrorKind::TooLarge => libc::EFBIG,
+        ErrorKind::Stale => libc::ESTALE,
+        ErrorKind::Exists => libc::EEXIST,
+        ErrorKind::Busy => libc::EBUSY,
+        ErrorKind::AcrossBoundary => libc::EXDEV,
+    }
+}
+
 /// The single error translation: log, then the errno.
 fn errno(op: &str, e: &FsError) -> Errno {
     // One line in the log, whatever names the message quotes.
     let message = crate::fs::error::one_line(&e.message);
-    match e.errno {
-        libc::ENOENT | libc::EEXIST => log::debug!("{op}: {message}"),
-        libc::EINVAL | libc::EROFS | libc::EPERM => log::info!("{op}: {message}"),
+    match e.kind {
+        // Normal answers: a missing name, `mkdir -p` of an existing one.
+        ErrorKind::NotFound | ErrorKind::Exists => log::debug!("{op}: {message}"),
+        // Refusals of what the user asked.
+        ErrorKind::Invalid | ErrorKind::ReadOnly | ErrorKind::NotPermitted => log::info!("{op}: {message}"),
         _ => log::warn!("{op}: {message}"),
     }
-    Errno::from_i32(e.errno)
+    Errno::from_i32(errno_of(e.kind))
 }
 
 fn file_attr(a: &Attr) -> FileAttr {
@@ -162,7 +186,7 @@ impl Filesystem for FuseAdapter {
             // lookups of a missing name itself for the TTL. Not under node/,
             // where a name can appear through another directory (mkdir of
             // its block) without an invalidation for it.
-            Err(e) if e.errno == libc::ENOENT && self.fs.negative_entries(parent.0) => {
+            Err(e) if e.kind == ErrorKind::NotFound && self.fs.negative_entries(parent.0) => {
                 let mut attr = file_attr(&Attr {
                     ino: 0,
                     kind: Kind::File,
@@ -488,5 +512,86 @@ impl Filesystem for FuseAdapter {
         self.arrived(req);
         // emacs makes its lock files as symlinks; it carries on without.
         reply.error(Errno::EPERM);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::errno_of;
+    use crate::fs::{ErrorKind, FsError};
+    use crate::store::StoreError;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_kind_has_its_own_errno() {
+        let mut seen = HashSet::new();
+        for &kind in ErrorKind::ALL {
+            let errno = errno_of(kind);
+            assert!(errno > 0, "{kind:?} has no errno");
+            assert!(seen.insert(errno), "{kind:?} shares errno {errno} with another kind");
+        }
+        assert_eq!(seen.len(), 15, "a kind was added: give it an errno and count it here");
+    }
+
+    #[test]
+    fn constructors_keep_their_errno() {
+        let cases = [
+            (FsError::not_found(), libc::ENOENT),
+            (FsError::not_dir(), libc::ENOTDIR),
+            (FsError::is_dir(), libc::EISDIR),
+            (FsError::read_only("ro"), libc::EROFS),
+            (FsError::perm("no"), libc::EPERM),
+            (FsError::invalid("bad"), libc::EINVAL),
+            (FsError::io("lost"), libc::EIO),
+            (FsError::bad_handle(), libc::EBADF),
+            (FsError::stale("old"), libc::ESTALE),
+            (FsError::exists("there"), libc::EEXIST),
+            (FsError::busy("server"), libc::EBUSY),
+            (FsError::no_space("full"), libc::ENOSPC),
+            (FsError::too_large("big"), libc::EFBIG),
+            (FsError::across_boundary("apart"), libc::EXDEV),
+        ];
+        for (e, want) in cases {
+            assert_eq!(errno_of(e.kind), want, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn os_errors_keep_their_errno() {
+        let cases = [
+            (libc::ENOSPC, libc::ENOSPC),
+            (libc::EDQUOT, libc::ENOSPC), // a quota is a full disk to the user
+            (libc::EROFS, libc::EROFS),
+            (libc::EACCES, libc::EACCES),
+            (libc::EFBIG, libc::EFBIG),
+            (libc::EPERM, libc::EIO),
+            (libc::ENOENT, libc::EIO),
+            (libc::EIO, libc::EIO),
+        ];
+        for (os, want) in cases {
+            let e = FsError::from_io(&std::io::Error::from_raw_os_error(os), "writing");
+            assert_eq!(errno_of(e.kind), want, "OS error {os}");
+            assert_eq!(e.message, "writing");
+        }
+        let not_os = std::io::Error::new(std::io::ErrorKind::StorageFull, "made up");
+        assert_eq!(errno_of(FsError::from_io(&not_os, "x").kind), libc::EIO);
+    }
+
+    #[test]
+    fn store_errors_keep_their_errno() {
+        let cases = [
+            (StoreError::Busy("locked".into()), libc::EIO),
+            (StoreError::ReadOnly, libc::EROFS),
+            (StoreError::Full("disk".into()), libc::ENOSPC),
+            (StoreError::Conflict("changed".into()), libc::ESTALE),
+            (StoreError::Unreachable("gone".into()), libc::EIO),
+            (StoreError::Backend("broken".into()), libc::EIO),
+        ];
+        for (e, want) in cases {
+            let shown = e.to_string();
+            let e = FsError::from(e);
+            assert_eq!(errno_of(e.kind), want, "{shown}");
+            assert_eq!(e.message, shown);
+        }
     }
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use std::ffi::OsStr;
-use worldfs::fs::{Options, WorldFs};
+use worldfs::fs::{ErrorKind, Options, WorldFs};
 use worldfs::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
@@ -66,7 +66,7 @@ fn node_names_are_checked_and_unknown_ones_warned_about() {
     let node = fs.lookup(inode::NODE_DIR, OsStr::new("0,0,0")).unwrap().ino;
     let before = std::fs::read(world.path().join("map.sqlite")).unwrap();
     let e = write_file(&fs, node, b"nonsense:::\n").unwrap_err();
-    assert_eq!(e.errno, libc::EINVAL);
+    assert_eq!(e.kind, ErrorKind::Invalid);
     assert!(e.message.contains("'nonsense:::' is not a node name the engine accepts"), "{}", e.message);
     assert!(
         write_errors(&fs).contains("node/0,0,0: line 1: 'nonsense:::' is not a node name"),
@@ -101,15 +101,15 @@ fn refused_name_changes_are_shown_in_write_errors() {
     let world = common::demo_world();
     let fs = writable(world.path());
     let e = fs.mkdir(inode::BLOCKS, OsStr::new("not-a-block")).unwrap_err();
-    assert_eq!(e.errno, libc::EINVAL);
+    assert_eq!(e.kind, ErrorKind::Invalid);
     let e = fs.mkdir(inode::ROOT, OsStr::new("newdir")).unwrap_err();
-    assert_eq!(e.errno, libc::EPERM);
+    assert_eq!(e.kind, ErrorKind::NotPermitted);
     let block = fs.lookup(inode::BLOCKS, OsStr::new("0,0,0")).unwrap().ino;
     let e = fs.unlink(block, OsStr::new("names")).unwrap_err();
-    assert_eq!(e.errno, libc::EPERM);
+    assert_eq!(e.kind, ErrorKind::NotPermitted);
     let meta = fs.lookup(block, OsStr::new("meta")).unwrap().ino;
     let e = fs.mkdir(meta, OsStr::new("99,0,0")).unwrap_err();
-    assert_eq!(e.errno, libc::EINVAL);
+    assert_eq!(e.kind, ErrorKind::Invalid);
     let errors = write_errors(&fs);
     for want in [
         "mkdir blocks/not-a-block: a block directory is named X,Y,Z",
@@ -120,8 +120,8 @@ fn refused_name_changes_are_shown_in_write_errors() {
         assert!(errors.contains(want), "missing '{want}' in:\n{errors}");
     }
     // "exists" and "no such file" say all and are not recorded (mkdir -p).
-    assert_eq!(fs.mkdir(inode::BLOCKS, OsStr::new("0,0,0")).unwrap_err().errno, libc::EEXIST);
-    assert_eq!(fs.rmdir(inode::BLOCKS, OsStr::new("7,7,7")).unwrap_err().errno, libc::ENOENT);
+    assert_eq!(fs.mkdir(inode::BLOCKS, OsStr::new("0,0,0")).unwrap_err().kind, ErrorKind::Exists);
+    assert_eq!(fs.rmdir(inode::BLOCKS, OsStr::new("7,7,7")).unwrap_err().kind, ErrorKind::NotFound);
     assert_eq!(write_errors(&fs).lines().count(), 4, "{}", write_errors(&fs));
 }
 

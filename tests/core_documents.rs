@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use worldfs::fs::{FsError, Options, ROOT, Services, WorldFs};
+use worldfs::fs::{ErrorKind, FsError, Options, ROOT, Services, WorldFs};
 use worldfs::kinds::doc_tree::DocTree;
 use worldfs::kinds::{Context, DocError, DocResult, Document, Entry};
 
@@ -142,7 +142,7 @@ fn files_read_and_edits_are_written_back_atomically() {
     // The number of a file stays the same across edits.
     assert_eq!(ino(&fs, "keys/b"), b);
     // Generated files cannot be written.
-    assert_eq!(fs.open(ino(&fs, "all"), libc::O_WRONLY, 1).unwrap_err().errno, libc::EPERM);
+    assert_eq!(fs.open(ino(&fs, "all"), libc::O_WRONLY, 1).unwrap_err().kind, ErrorKind::NotPermitted);
     assert_eq!(fs.getattr(ino(&fs, "all")).unwrap().perm, 0o444);
     // Nothing is left beside the file.
     let left: Vec<_> = std::fs::read_dir(f.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -155,7 +155,7 @@ fn a_refused_edit_leaves_the_file_and_says_why() {
     let fs = mount(&f, Duration::from_secs(1));
     let a = ino(&fs, "keys/a");
     let e = write(&fs, a, libc::O_TRUNC, b"x=y\n").unwrap_err();
-    assert_eq!(e.errno, libc::EINVAL);
+    assert_eq!(e.kind, ErrorKind::Invalid);
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "a = 1\n");
     let errors = fs.write_errors().concat();
     assert!(errors.contains("keys/a: line 1, column 2: a value is one line without '='"), "{errors}");
@@ -208,7 +208,7 @@ fn another_programs_change_shows_and_a_stale_write_is_refused() {
     assert_eq!(read_all(&fs, a), b"7\n");
     fs.write(o.fh, 0, b"").unwrap();
     let e = fs.flush(o.fh, 1).unwrap_err();
-    assert_eq!(e.errno, libc::ESTALE, "{e}");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e}");
     fs.release(o.fh).ok();
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "a = 7\n");
     // A truncating write owes nothing to the old content: last writer wins.
@@ -224,7 +224,7 @@ fn read_only_mounts_never_write() {
     let tree = DocTree::<Pairs>::open(&f, Vec::new(), opts.clone(), services.clone()).unwrap();
     let fs = WorldFs::new(tree, services, opts);
     let a = ino(&fs, "keys/a");
-    assert_eq!(fs.open(a, libc::O_WRONLY, 1).unwrap_err().errno, libc::EROFS);
+    assert_eq!(fs.open(a, libc::O_WRONLY, 1).unwrap_err().kind, ErrorKind::ReadOnly);
     assert_eq!(fs.read_unopened(a, 0, 100).unwrap(), b"1\n");
     assert!(!names(&fs, ROOT).contains(&"write-errors".to_string()));
 }
@@ -258,12 +258,12 @@ fn keys_take_the_usual_edits(fs: &WorldFs, keys: u64, bad: &[u8], value: &dyn Fn
     fs.rename(keys, OsStr::new(".c.tmp"), keys, OsStr::new("c"), 0).unwrap();
     assert_eq!(value("c").as_deref(), Some("33"));
     let c = fs.lookup(keys, OsStr::new("c")).unwrap().ino;
-    assert_eq!(write(fs, c, libc::O_TRUNC, bad).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(write(fs, c, libc::O_TRUNC, bad).unwrap_err().kind, ErrorKind::Invalid);
     assert_eq!(value("c").as_deref(), Some("33"), "a refused write changed the store");
     assert!(fs.write_errors().concat().contains("c: "), "{:?}", fs.write_errors());
     fs.unlink(keys, OsStr::new("c")).unwrap();
     assert_eq!(value("c"), None);
-    assert_eq!(fs.lookup(keys, OsStr::new("c")).unwrap_err().errno, libc::ENOENT);
+    assert_eq!(fs.lookup(keys, OsStr::new("c")).unwrap_err().kind, ErrorKind::NotFound);
 }
 
 /// A document in its file and a collection of records in its store are
@@ -309,7 +309,7 @@ fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
     assert_eq!(value_in_store("a").as_deref(), Some("1"));
     // A record's files are its structure: no directories inside it.
     let e = records.mkdir(dir, OsStr::new("sub")).unwrap_err();
-    assert_eq!(e.errno, libc::EPERM);
+    assert_eq!(e.kind, ErrorKind::NotPermitted);
     assert!(e.message.contains("no directories can be made inside a record"), "{e}");
     assert!(records.write_errors().concat().contains("mod_storage/mymod/sub"), "{:?}", records.write_errors());
     // rmdir of a record deletes it and all it holds.
@@ -396,13 +396,13 @@ fn complete_bad_writes_of_one_file_kinds_fail_at_the_write() {
         let bad = bad(shown.clone());
         let (written, closed) = echo_into(&fs, f, &bad, 1);
         let e = written.expect_err(&format!("{rel} {path}: the whole bad content is refused at the write"));
-        assert_eq!(e.errno, libc::EINVAL, "{rel} {path}: {e}");
+        assert_eq!(e.kind, ErrorKind::Invalid, "{rel} {path}: {e}");
         assert!(closed.is_ok(), "{rel} {path}: nothing left to commit at close");
         assert_eq!(std::fs::read(&file).unwrap(), before, "{rel} {path}: the file is as it was");
         assert!(fs.write_errors().concat().contains(&path), "{rel} {path}: {:?}", fs.write_errors());
         let (written, closed) = echo_into(&fs, f, &bad, 2);
         assert!(written.is_ok(), "{rel} {path}: half of it could still become anything");
-        assert_eq!(closed.map_err(|e| e.errno), Err(libc::EINVAL), "{rel} {path}: refused at close");
+        assert_eq!(closed.map_err(|e| e.kind), Err(ErrorKind::Invalid), "{rel} {path}: refused at close");
         assert_eq!(std::fs::read(&file).unwrap(), before, "{rel} {path}: the file is as it was");
         let (written, closed) = echo_into(&fs, f, &shown, 1);
         assert!(written.is_ok() && closed.is_ok(), "{rel} {path}: its own content is accepted");

@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::sync::Arc;
-use worldfs::fs::{Options, ROOT, WorldFs};
+use worldfs::fs::{ErrorKind, Options, ROOT, WorldFs};
 use worldfs::store::memory::MemoryStore;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
@@ -758,12 +758,12 @@ struct BlockModel {
 impl BlockModel {
     /// Replace a file's content through the store (a failure injected with
     /// FailNextCommit refuses it).
-    fn store_write(&mut self, blk: usize, file: usize, new: Vec<u8>) -> Result<(), i32> {
+    fn store_write(&mut self, blk: usize, file: usize, new: Vec<u8>) -> Result<(), ErrorKind> {
         if new.len() != NODES {
-            return Err(libc::EINVAL);
+            return Err(ErrorKind::Invalid);
         }
         if std::mem::take(&mut self.fail_next) {
-            return Err(libc::EIO);
+            return Err(ErrorKind::Io);
         }
         self.blocks[blk].as_mut().unwrap()[file] = new;
         self.generations[blk] += 1;
@@ -771,16 +771,16 @@ impl BlockModel {
     }
 
     /// What committing handle `h` does (the core's `edit_block`).
-    fn commit(&mut self, h: usize) -> Result<(), i32> {
+    fn commit(&mut self, h: usize) -> Result<(), ErrorKind> {
         let hd = self.handles[h].clone();
-        let Some(files) = &self.blocks[hd.blk] else { return Err(libc::ENOENT) };
+        let Some(files) = &self.blocks[hd.blk] else { return Err(ErrorKind::NotFound) };
         let now = files[hd.file].clone();
         if hd.buf == now {
             self.handles[h].base = Some(now);
             return Ok(());
         }
         if hd.base.as_ref().is_some_and(|b| *b != now) {
-            return Err(libc::ESTALE);
+            return Err(ErrorKind::Stale);
         }
         self.store_write(hd.blk, hd.file, hd.buf.clone())?;
         self.handles[h].base = Some(hd.buf);
@@ -807,10 +807,10 @@ impl BlockModel {
     /// whether the core refused it as stale: a refusal that is correct once
     /// the block changed since the scratch file was written (another
     /// writer's change would be undone), and then changes nothing.
-    fn rename_scratch(&mut self, p: &Prepared, refused_as_stale: bool) -> Result<(), i32> {
-        let Some(files) = &self.blocks[p.blk] else { return Err(libc::ENOENT) };
+    fn rename_scratch(&mut self, p: &Prepared, refused_as_stale: bool) -> Result<(), ErrorKind> {
+        let Some(files) = &self.blocks[p.blk] else { return Err(ErrorKind::NotFound) };
         if refused_as_stale && self.generations[p.blk] != p.generation {
-            return Err(libc::ESTALE);
+            return Err(ErrorKind::Stale);
         }
         if files[p.file] == p.content {
             return Ok(());
@@ -833,24 +833,24 @@ enum Outcome {
     Outside,
 }
 
-fn errno_of<T>(r: &Result<T, worldfs::fs::FsError>) -> Result<(), i32> {
-    r.as_ref().map(|_| ()).map_err(|e| e.errno)
+fn kind_of<T>(r: &Result<T, worldfs::fs::FsError>) -> Result<(), ErrorKind> {
+    r.as_ref().map(|_| ()).map_err(|e| e.kind)
 }
 
 /// The outcome of a step whose result the model predicted as `want`, after
 /// checking that the core returned the same.
 fn judged<T: std::fmt::Debug>(
     got: &Result<T, worldfs::fs::FsError>,
-    want: Result<(), i32>,
+    want: Result<(), ErrorKind>,
     blk: usize,
     at: &str,
 ) -> Outcome {
-    assert_eq!(errno_of(got), want, "{at}: the core returned {got:?}");
+    assert_eq!(kind_of(got), want, "{at}: the core returned {got:?}");
     match want {
         Ok(()) => Outcome::Accepted(blk),
         // "No such file" and "exists" of a name change say all and are
         // not recorded; every other refusal is.
-        Err(e) => Outcome::Refused { reported: e != libc::ENOENT && e != libc::EEXIST },
+        Err(e) => Outcome::Refused { reported: !matches!(e, ErrorKind::NotFound | ErrorKind::Exists) },
     }
 }
 
@@ -915,7 +915,7 @@ impl BlockReal {
     /// What the core shows of the three blocks.
     fn shown(&self, blk: usize) -> Option<[Vec<u8>; 2]> {
         match self.block_dir(blk) {
-            Err(e) if e.errno == libc::ENOENT => None,
+            Err(e) if e.kind == ErrorKind::NotFound => None,
             Err(e) => panic!("lookup of block {}: {e:?}", BLOCK_NAMES[blk]),
             Ok(_) => Some([self.read_file(blk, 0), self.read_file(blk, 1)]),
         }
@@ -930,7 +930,7 @@ fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) ->
         BlockOp::Open { blk, file, trunc } => {
             let Some(files) = m.blocks[blk].clone() else {
                 let e = r.file_ino(blk, file).expect_err(at);
-                assert_eq!(e.errno, libc::ENOENT, "{at}: {e:?}");
+                assert_eq!(e.kind, ErrorKind::NotFound, "{at}: {e:?}");
                 return Outcome::Nothing;
             };
             let flags = libc::O_WRONLY | if trunc { libc::O_TRUNC } else { 0 };
@@ -984,7 +984,7 @@ fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) ->
             let want = if commits {
                 m.commit(h)
             } else if empty_refused_at_close {
-                Err(libc::EINVAL)
+                Err(ErrorKind::Invalid)
             } else {
                 Ok(())
             };
@@ -1046,7 +1046,7 @@ fn scratch_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -
                 return Outcome::Nothing;
             };
             let got = r.fs.rename(dir, OsStr::new(&p.name), dir, OsStr::new(PARAM_FILES[p.file]), 0);
-            let stale = matches!(&got, Err(e) if e.errno == libc::ESTALE);
+            let stale = matches!(&got, Err(e) if e.kind == ErrorKind::Stale);
             let want = m.rename_scratch(&p, stale);
             match judged(&got, want, p.blk, at) {
                 // A refused rename leaves the scratch file, for another try.
@@ -1070,8 +1070,8 @@ fn map_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Ou
         BlockOp::Mkdir { blk } => {
             let got = r.fs.mkdir(blocks, OsStr::new(BLOCK_NAMES[blk]));
             let want = match m.blocks[blk] {
-                Some(_) => Err(libc::EEXIST),
-                None if std::mem::take(&mut m.fail_next) => Err(libc::EIO),
+                Some(_) => Err(ErrorKind::Exists),
+                None if std::mem::take(&mut m.fail_next) => Err(ErrorKind::Io),
                 None => {
                     // All air, lit by full sunlight.
                     m.blocks[blk] = Some([vec![0x0f; NODES], vec![0; NODES]]);
@@ -1084,8 +1084,8 @@ fn map_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Ou
         BlockOp::Rmdir { blk } => {
             let got = r.fs.rmdir(blocks, OsStr::new(BLOCK_NAMES[blk]));
             let want = match m.blocks[blk] {
-                None => Err(libc::ENOENT),
-                Some(_) if std::mem::take(&mut m.fail_next) => Err(libc::EIO),
+                None => Err(ErrorKind::NotFound),
+                Some(_) if std::mem::take(&mut m.fail_next) => Err(ErrorKind::Io),
                 Some(_) => {
                     m.blocks[blk] = None;
                     m.generations[blk] += 1;

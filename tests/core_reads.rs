@@ -7,7 +7,7 @@ mod common;
 use std::ffi::OsStr;
 use std::time::Duration;
 use worldfs::codec::Block;
-use worldfs::fs::{Options, WorldFs};
+use worldfs::fs::{ErrorKind, Options, WorldFs};
 use worldfs::luanti::inode;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
@@ -57,7 +57,7 @@ fn a_file_read_in_pieces_without_a_handle_is_one_version() {
     assert_eq!(first, new[..1000].iter().map(|v| v.wrapping_add(1)).collect::<Vec<u8>>());
     assert_eq!(rest, new[1000..].iter().map(|v| v.wrapping_add(1)).collect::<Vec<u8>>());
     // Directories cannot be read.
-    assert_eq!(fs.read_unopened(inode::BLOCKS, 0, 10).unwrap_err().errno, libc::EISDIR);
+    assert_eq!(fs.read_unopened(inode::BLOCKS, 0, 10).unwrap_err().kind, ErrorKind::IsDir);
 }
 
 #[test]
@@ -146,7 +146,7 @@ fn reading_a_block_file_queries_the_map_once() {
 
     // A block that is not there: one read, and the answer is ENOENT.
     let err = fs.lookup(inode::BLOCKS, OsStr::new("999,999,999")).unwrap_err();
-    assert_eq!(err.errno, libc::ENOENT);
+    assert_eq!(err.kind, ErrorKind::NotFound);
     assert_eq!(n(), 2);
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use worldfs::fs::{Caller, FsError, Options, WorldFs};
+use worldfs::fs::{Caller, ErrorKind, FsError, Options, WorldFs};
 use worldfs::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
@@ -88,7 +88,7 @@ fn renaming_a_copy_over_a_file_changed_since_it_was_read_is_refused() {
 
     let e = fs.rename(block, OsStr::new(".t"), block, OsStr::new("nodes"), 0).unwrap_err();
     let _ = mv;
-    assert_eq!(e.errno, libc::ESTALE, "{e}");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e}");
     assert_eq!(read_as(&fs, nodes, 1), after_echo, "the node write stands");
     assert_eq!(node_name(&fs, [5, 3, 5]), "default:goldblock");
     let errors = fs.write_errors().concat();
@@ -132,7 +132,7 @@ fn renames_of_copies_made_from_the_current_file_or_from_elsewhere_are_accepted()
     fs.rename(block, OsStr::new("sedBBBB"), block, OsStr::new(".v"), 0).unwrap();
     write_as(&fs, ino_of(&fs, "node/8,3,5"), b"default:goldblock\n", 2007).unwrap();
     let e = fs.rename(block, OsStr::new(".v"), block, OsStr::new("nodes"), 0).unwrap_err();
-    assert_eq!(e.errno, libc::ESTALE, "{e}");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e}");
     assert_eq!(node_name(&fs, [8, 3, 5]), "default:goldblock");
     assert_ne!(node_name(&fs, [7, 3, 5]), "default:obsidian");
 }
@@ -165,7 +165,7 @@ fn a_pipelines_output_renamed_over_a_file_changed_since_its_reader_read_it_is_re
     pipeline(5001, 5002, ".t", [6, 3, 5]);
     write_as(&fs, ino_of(&fs, "node/5,3,5"), b"default:goldblock 0 0\n", 5003).unwrap();
     let e = fs.rename(block, OsStr::new(".t"), block, OsStr::new("nodes"), 0).unwrap_err();
-    assert_eq!(e.errno, libc::ESTALE, "{e}");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e}");
     assert_eq!(node_name(&fs, [5, 3, 5]), "default:goldblock", "the node write stands");
     assert_ne!(node_name(&fs, [6, 3, 5]), "default:mese");
     assert!(fs.write_errors().concat().contains(".t was made from the file as it was"), "{:?}", fs.write_errors());
@@ -213,7 +213,7 @@ fn parallel_sed_i_on_one_file_never_loses_an_accepted_edit() {
                     make_scratch(fs, block, &tmp, &with_node(&read, at, name), pid);
                     let r = fs.rename(block, OsStr::new(&tmp), block, OsStr::new("nodes"), 0);
                     if let Err(e) = &r {
-                        assert_eq!(e.errno, libc::ESTALE, "{e}");
+                        assert_eq!(e.kind, ErrorKind::Stale, "{e}");
                     }
                     (at, name, r.is_ok())
                 })
@@ -251,7 +251,7 @@ fn closing_a_truncated_file_unwritten_fails_when_an_empty_file_is_refused() {
         let pid = 4000 + i as u32;
         let o = fs.open(ino, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
         let e = fs.flush(o.fh, pid).expect_err(path);
-        assert_eq!(e.errno, libc::EINVAL, "{path}: {e}");
+        assert_eq!(e.kind, ErrorKind::Invalid, "{path}: {e}");
         assert!(fs.release(o.fh).is_err(), "{path}: refused at release too");
         assert_eq!(read_as(&fs, ino, 1), before, "{path} is unchanged");
         assert!(fs.write_errors().concat().contains(path), "{path} in write-errors");
@@ -281,7 +281,7 @@ fn a_complete_invalid_line_is_refused_at_write_and_pieces_wait_for_close() {
     let pid = 4200;
     let o = fs.open(node, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
     let e = fs.write(o.fh, 0, b"nonsense:::\n").unwrap_err();
-    assert_eq!(e.errno, libc::EINVAL, "{e}");
+    assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
     fs.flush(o.fh, pid).unwrap();
     fs.release(o.fh).unwrap();
     assert_eq!(read_as(&fs, node, 1), before, "nothing changed");
@@ -301,13 +301,13 @@ fn a_complete_invalid_line_is_refused_at_write_and_pieces_wait_for_close() {
     let names = ino_of(&fs, "blocks/0,0,0/names");
     let o = fs.open(names, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
     fs.write(o.fh, 0, b"0 air\n").unwrap();
-    assert_eq!(fs.flush(o.fh, pid).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(fs.flush(o.fh, pid).unwrap_err().kind, ErrorKind::Invalid);
     let _ = fs.release(o.fh);
 
     // A whole param0 with an id that has no name is refused at write.
     let param0 = ino_of(&fs, "blocks/0,0,0/param0");
     let o = fs.open(param0, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
-    assert_eq!(fs.write(o.fh, 0, &[0xff; 8192]).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(fs.write(o.fh, 0, &[0xff; 8192]).unwrap_err().kind, ErrorKind::Invalid);
     let _ = fs.release(o.fh);
 }
 
@@ -333,12 +333,12 @@ fn write_buffers_of_all_open_files_together_are_capped() {
         }
     }
     let (i, e) = refused.expect("the fourth 300 KiB buffer is past 1 MiB");
-    assert_eq!((i, e.errno), (3, libc::ENOSPC), "{e}");
+    assert_eq!((i, e.kind), (3, ErrorKind::NoSpace), "{e}");
     assert!(fs.write_errors().concat().contains("write_mb"), "{:?}", fs.write_errors());
     // A scratch file counts too.
     let block = ino_of(&fs, "blocks/0,0,0");
     let (_, s) = fs.create(block, OsStr::new("big"), 0o100600, libc::O_WRONLY | libc::O_CREAT, 4300).unwrap();
-    assert_eq!(fs.write(s.fh, 0, &chunk).unwrap_err().errno, libc::ENOSPC);
+    assert_eq!(fs.write(s.fh, 0, &chunk).unwrap_err().kind, ErrorKind::NoSpace);
     for fh in open {
         let _ = fs.release(fh);
     }
@@ -417,7 +417,7 @@ fn a_world_file_on_a_full_disk_fails_with_enospc() {
     big.extend(std::iter::repeat_n(b'#', 64 << 10));
     big.push(b'\n');
     let e = write_as(&fs, ino, &big, 4500).unwrap_err();
-    assert_eq!(e.errno, libc::ENOSPC, "{e}");
+    assert_eq!(e.kind, ErrorKind::NoSpace, "{e}");
     assert_eq!(std::fs::read(world.join("world.mt")).unwrap(), before);
     assert!(fs.write_errors().concat().to_lowercase().contains("no space left"), "{:?}", fs.write_errors());
 }
@@ -441,11 +441,11 @@ fn a_players_bad_one_line_file_is_refused_at_write_and_an_empty_one_at_close() {
     let hp = ino_of(&fs, "players/alice/hp");
     let pid = 4600;
     let o = fs.open(hp, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
-    assert_eq!(fs.write(o.fh, 0, b"lots\n").unwrap_err().errno, libc::EINVAL);
+    assert_eq!(fs.write(o.fh, 0, b"lots\n").unwrap_err().kind, ErrorKind::Invalid);
     fs.flush(o.fh, pid).unwrap();
     fs.release(o.fh).unwrap();
     let o = fs.open(hp, libc::O_WRONLY | libc::O_TRUNC, pid).unwrap();
-    assert_eq!(fs.flush(o.fh, pid).unwrap_err().errno, libc::EINVAL);
+    assert_eq!(fs.flush(o.fh, pid).unwrap_err().kind, ErrorKind::Invalid);
     let _ = fs.release(o.fh);
     assert_eq!(read_as(&fs, hp, 1), b"18\n");
     assert_eq!(std::fs::read_to_string(d.join("players/alice")).unwrap(), alice, "the file is untouched");

@@ -1,12 +1,64 @@
-//! Errors of the filesystem core: an errno for the kernel and a message for
-//! the user (logged, and for rejected writes also kept in the mount).
+//! Errors of the filesystem core: what went wrong, as a kind, and a message
+//! for the user (logged, and for rejected writes also kept in the mount).
+//! The kinds name the failure, not an errno: the FUSE adapter turns them
+//! into errno in one table (`crate::fuse::errno_of`).
 
 use crate::store::StoreError;
 use std::fmt;
 
+/// Declares [`ErrorKind`] and the list of all its kinds, from one list so
+/// that no kind can be left out of [`ErrorKind::ALL`].
+macro_rules! error_kinds {
+    ($($(#[$doc:meta])* $kind:ident,)*) => {
+        /// What went wrong, in the words of the core.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind,)*];
+        }
+    };
+}
+
+error_kinds! {
+    /// No such file or directory (or it vanished meanwhile).
+    NotFound,
+    /// A directory was expected.
+    NotDir,
+    /// A file was expected, the name is a directory.
+    IsDir,
+    /// The mount, the file or the database does not take changes.
+    ReadOnly,
+    /// The operation is not one this file or directory allows.
+    NotPermitted,
+    /// The operating system denied access to a file worldfs uses.
+    Denied,
+    /// The content or the name is not valid here.
+    Invalid,
+    /// A database or a file failed to read or write.
+    Io,
+    /// No open file has that handle.
+    BadHandle,
+    /// No space is left (a full disk, a quota, or the mount's write budget).
+    NoSpace,
+    /// The file would be larger than allowed.
+    TooLarge,
+    /// The change was made from a copy that is no longer current.
+    Stale,
+    /// The name exists already.
+    Exists,
+    /// Someone else holds the world (a running server).
+    Busy,
+    /// A rename between places that cannot exchange names.
+    AcrossBoundary,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FsError {
-    pub errno: i32,
+    pub kind: ErrorKind,
     pub message: String,
     /// Already shown in MNT/write-errors (not to be added twice).
     pub reported: bool,
@@ -15,45 +67,64 @@ pub struct FsError {
 pub type Result<T> = std::result::Result<T, FsError>;
 
 impl FsError {
-    pub fn new(errno: i32, message: impl Into<String>) -> Self {
-        FsError { errno, message: message.into(), reported: false }
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        FsError { kind, message: message.into(), reported: false }
     }
     pub fn not_found() -> Self {
-        Self::new(libc::ENOENT, "no such file or directory")
+        Self::new(ErrorKind::NotFound, "no such file or directory")
     }
     pub fn not_dir() -> Self {
-        Self::new(libc::ENOTDIR, "not a directory")
+        Self::new(ErrorKind::NotDir, "not a directory")
     }
     pub fn is_dir() -> Self {
-        Self::new(libc::EISDIR, "is a directory")
+        Self::new(ErrorKind::IsDir, "is a directory")
     }
     pub fn read_only(why: impl Into<String>) -> Self {
-        Self::new(libc::EROFS, why)
+        Self::new(ErrorKind::ReadOnly, why)
     }
     pub fn perm(why: impl Into<String>) -> Self {
-        Self::new(libc::EPERM, why)
+        Self::new(ErrorKind::NotPermitted, why)
     }
     pub fn invalid(why: impl Into<String>) -> Self {
-        Self::new(libc::EINVAL, why)
+        Self::new(ErrorKind::Invalid, why)
     }
     pub fn io(why: impl Into<String>) -> Self {
-        Self::new(libc::EIO, why)
+        Self::new(ErrorKind::Io, why)
     }
     pub fn bad_handle() -> Self {
-        Self::new(libc::EBADF, "unknown file handle")
+        Self::new(ErrorKind::BadHandle, "unknown file handle")
+    }
+    pub fn stale(why: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Stale, why)
+    }
+    pub fn exists(why: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Exists, why)
+    }
+    pub fn busy(why: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Busy, why)
+    }
+    pub fn no_space(why: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NoSpace, why)
+    }
+    pub fn too_large(why: impl Into<String>) -> Self {
+        Self::new(ErrorKind::TooLarge, why)
+    }
+    pub fn across_boundary(why: impl Into<String>) -> Self {
+        Self::new(ErrorKind::AcrossBoundary, why)
     }
     /// A failed file operation, keeping its kind: a full disk or quota is
-    /// ENOSPC, a read-only filesystem EROFS, a denied access EACCES;
-    /// anything else EIO. `message` says what failed.
+    /// NoSpace, a read-only filesystem ReadOnly, a denied access Denied, a
+    /// too large file TooLarge; anything else Io. `message` says what failed.
+    /// The one place where an error of the operating system becomes a kind.
     pub fn from_io(e: &std::io::Error, message: impl Into<String>) -> Self {
-        let errno = match e.raw_os_error() {
-            Some(libc::ENOSPC | libc::EDQUOT) => libc::ENOSPC,
-            Some(libc::EROFS) => libc::EROFS,
-            Some(libc::EACCES) => libc::EACCES,
-            Some(libc::EFBIG) => libc::EFBIG,
-            _ => libc::EIO,
+        let kind = match e.raw_os_error() {
+            Some(libc::ENOSPC | libc::EDQUOT) => ErrorKind::NoSpace,
+            Some(libc::EROFS) => ErrorKind::ReadOnly,
+            Some(libc::EACCES) => ErrorKind::Denied,
+            Some(libc::EFBIG) => ErrorKind::TooLarge,
+            _ => ErrorKind::Io,
         };
-        Self::new(errno, message)
+        Self::new(kind, message)
     }
 }
 
@@ -98,9 +169,9 @@ impl From<StoreError> for FsError {
         match e {
             StoreError::Busy(_) => FsError::io(e.to_string()),
             StoreError::ReadOnly => FsError::read_only(e.to_string()),
-            StoreError::Full(_) => FsError::new(libc::ENOSPC, e.to_string()),
+            StoreError::Full(_) => FsError::no_space(e.to_string()),
             // The file was edited from a copy that is no longer current.
-            StoreError::Conflict(_) => FsError::new(libc::ESTALE, e.to_string()),
+            StoreError::Conflict(_) => FsError::stale(e.to_string()),
             StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
         }
     }

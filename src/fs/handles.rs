@@ -3,7 +3,7 @@
 //! scratch files.
 
 use super::provenance::Caller;
-use super::{Attr, FsError, Kind, Opened, Result, Target, WorldFs};
+use super::{Attr, ErrorKind, FsError, Kind, Opened, Result, Target, WorldFs};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -120,7 +120,7 @@ fn end_of_write(buf_len: usize, offset: u64, len: usize, append: bool) -> Result
     let at = if append { buf_len } else { offset as usize };
     at.checked_add(len)
         .filter(|&e| e <= MAX_WRITE)
-        .ok_or_else(|| FsError::new(libc::EFBIG, "file larger than 256 MiB, the largest a write may make"))
+        .ok_or_else(|| FsError::too_large("file larger than 256 MiB, the largest a write may make"))
 }
 
 fn slice(data: &[u8], offset: u64, size: u32) -> Vec<u8> {
@@ -243,7 +243,7 @@ impl WorldFs {
                 // (a lost server, say) is a failed write: its reason goes
                 // to write-errors like a failed commit's.
                 let (buf, base) = match prepared {
-                    Err(e) if e.errno == libc::EIO => self.recorded(|| self.tree.path(t), Err(e))?,
+                    Err(e) if e.kind == ErrorKind::Io => self.recorded(|| self.tree.path(t), Err(e))?,
                     r => r?,
                 };
                 let charged = self.charge(buf.len());
@@ -362,7 +362,7 @@ impl WorldFs {
     /// anything else is left to the commit at close.
     fn judge_at_write(&self, fh: u64, ino: u64, data: &[u8]) -> Result<()> {
         match self.tree.check_content(ino, data) {
-            Err(e) if e.errno == libc::EINVAL => {
+            Err(e) if e.kind == ErrorKind::Invalid => {
                 if let Some(Handle::Write { pending, .. }) = self.handles.lock().unwrap().get_mut(&fh) {
                     // The change ends here: the file stays as it was.
                     pending.refused();
@@ -392,15 +392,12 @@ impl WorldFs {
     }
 
     fn over_budget(&self, held: usize) -> FsError {
-        FsError::new(
-            libc::ENOSPC,
-            format!(
-                "files being written and scratch files hold {} MiB, all the mount allows (-o write_mb={}); \
-                 nothing written: close other files, or mount with a larger write_mb",
-                held >> 20,
-                self.opts.write_buffers >> 20
-            ),
-        )
+        FsError::no_space(format!(
+            "files being written and scratch files hold {} MiB, all the mount allows (-o write_mb={}); \
+             nothing written: close other files, or mount with a larger write_mb",
+            held >> 20,
+            self.opts.write_buffers >> 20
+        ))
     }
 
     /// Commit what a handle holds, if it changed and the moment is right
@@ -447,7 +444,7 @@ impl WorldFs {
             }
             Some(Job::Pending(ino)) => self.commit_pending(ino),
             Some(Job::CheckEmpty(ino)) => match self.tree.check_content(ino, b"") {
-                Err(e) if e.errno == libc::EINVAL => Err(e),
+                Err(e) if e.kind == ErrorKind::Invalid => Err(e),
                 _ => Ok(()),
             },
         }
@@ -534,7 +531,7 @@ impl WorldFs {
             }
             let size = size as usize;
             if size > MAX_WRITE {
-                return Err(FsError::new(libc::EFBIG, "file larger than 256 MiB"));
+                return Err(FsError::too_large("file larger than 256 MiB"));
             }
             let mut handled = false;
             if let Some(fh) = fh {

@@ -15,7 +15,7 @@
 //!   handle commits.
 //! * `scratch.rs`: editors' temporary files, kept in memory.
 //! * `watch.rs`: files the kernel keeps until told they changed.
-//! * `error.rs`: errno and message of every refusal.
+//! * `error.rs`: kind and message of every refusal (errno is the adapter's).
 
 pub mod error;
 mod handles;
@@ -26,7 +26,7 @@ pub mod tree;
 pub mod union;
 mod watch;
 
-pub use error::{FsError, Result};
+pub use error::{ErrorKind, FsError, Result};
 pub use provenance::Caller;
 pub use tree::{NewName, ROOT, Services, Tree};
 
@@ -507,7 +507,7 @@ impl WorldFs {
                 self.tree.remember(a.ino);
                 Ok(a)
             }
-            Err(e) if e.errno == libc::ENOENT => {
+            Err(e) if e.kind == ErrorKind::NotFound => {
                 let ino = self.ns.lock().unwrap().scratch.lookup(dir, name).ok_or(e)?;
                 let a = self.core_attr(Target::Scratch(ino), ino)?;
                 self.remember(ino);
@@ -516,7 +516,7 @@ impl WorldFs {
             // The database failed (a lost server, say): on a writable
             // mount the reason goes to write-errors, as the program that
             // got EIO may have been about to write.
-            Err(e) if e.errno == libc::EIO && !self.opts.read_only => {
+            Err(e) if e.kind == ErrorKind::Io && !self.opts.read_only => {
                 self.recorded(|| self.describe_name("look up", parent, OsStr::from_bytes(name)), Err(e))
             }
             Err(e) => Err(e),
@@ -604,7 +604,7 @@ impl WorldFs {
             let attr = match (plus, self.core_attr(t, ino)) {
                 (false, _) => None,
                 (true, Ok(a)) => Some(a),
-                (true, Err(e)) if e.errno == libc::ENOENT => continue,
+                (true, Err(e)) if e.kind == ErrorKind::NotFound => continue,
                 (true, Err(e)) => return Err(e),
             };
             let entry = DirEntry { ino, offset: cookie, kind: Kind::File, name };
@@ -668,7 +668,7 @@ impl WorldFs {
     /// (and `mkdir -p` meets the latter in normal use).
     fn name_change<T>(&self, what: impl FnOnce() -> String, r: Result<T>) -> Result<T> {
         match r {
-            Err(e) if e.errno == libc::ENOENT || e.errno == libc::EEXIST => Err(e),
+            Err(e) if matches!(e.kind, ErrorKind::NotFound | ErrorKind::Exists) => Err(e),
             r => self.recorded(what, r),
         }
     }

@@ -7,7 +7,7 @@
 use super::error::escape_name;
 use super::provenance::Caller;
 use super::scratch::{Scratch, ScratchFile};
-use super::{Attr, FIRST_SCRATCH, FsError, Inval, NewName, Opened, Result, Target, WorldFs};
+use super::{Attr, ErrorKind, FIRST_SCRATCH, FsError, Inval, NewName, Opened, Result, Target, WorldFs};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -90,7 +90,7 @@ impl WorldFs {
         }
         match self.tree.lookup(dir, name) {
             Ok(a) => Ok(Target::Tree(a.ino)),
-            Err(e) if e.errno == libc::ENOENT => {
+            Err(e) if e.kind == ErrorKind::NotFound => {
                 self.ns.lock().unwrap().scratch.lookup(dir, name).map(Target::Scratch).ok_or(e)
             }
             Err(e) => Err(e),
@@ -149,7 +149,7 @@ impl WorldFs {
         let name = name.as_bytes();
         if let Ok(existing) = self.existing_child(dir, name) {
             if flags & libc::O_EXCL != 0 {
-                return Err(FsError::new(libc::EEXIST, "file exists"));
+                return Err(FsError::exists("file exists"));
             }
             let ino = match existing {
                 Target::Tree(t) => t,
@@ -177,7 +177,7 @@ impl WorldFs {
         }
         let dir = self.tree_dir(parent)?;
         if self.existing_child(dir, name.as_bytes()).is_ok() {
-            return Err(FsError::new(libc::EEXIST, "file exists"));
+            return Err(FsError::exists("file exists"));
         }
         // No process to take bases from: renamed over a file, it is a
         // deliberate overwrite.
@@ -291,7 +291,7 @@ impl WorldFs {
         let src = self.existing_child(src_dir, name_b)?;
         let dst = self.existing_child(dst_dir, newname_b).ok();
         if flags & libc::RENAME_NOREPLACE != 0 && dst.is_some() {
-            return Err(FsError::new(libc::EEXIST, "target exists"));
+            return Err(FsError::exists("target exists"));
         }
         if dst == Some(src) {
             return Ok(());
@@ -382,7 +382,7 @@ impl WorldFs {
     /// A refused rename says which scratch file was made from an older
     /// version of the file it was to replace.
     fn explain_stale_rename(&self, ino: u64, e: FsError) -> FsError {
-        if e.errno != libc::ESTALE {
+        if e.kind != ErrorKind::Stale {
             return e;
         }
         let mut ns = self.ns.lock().unwrap();

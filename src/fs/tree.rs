@@ -85,7 +85,7 @@ impl Services {
 
 /// A kind of world as a tree of files. Every method takes inode numbers of
 /// the tree (never core ones: the core resolves aliases and scratch files
-/// first). Errors carry the errno and a message saying what, where, why.
+/// first). Errors carry their kind and a message saying what, where, why.
 pub trait Tree: Send + Sync {
     /// For messages and the mount log: what is mounted ("sqlite3 map,
     /// legacy pos schema", "DDNet map, datafile version 4").

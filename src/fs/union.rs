@@ -51,7 +51,7 @@ impl Union {
         if std::ptr::addr_eq(ta, tb) {
             Ok(ta)
         } else {
-            Err(FsError::new(libc::EXDEV, "players, auth, mod storage and the map are separate databases"))
+            Err(FsError::across_boundary("players, auth, mod storage and the map are separate databases"))
         }
     }
 }
@@ -159,7 +159,7 @@ impl Tree for Union {
 
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
         if dir == ROOT && self.mount_named(name).is_some() {
-            return Err(FsError::new(libc::EEXIST, "that name is a directory of the world"));
+            return Err(FsError::exists("that name is a directory of the world"));
         }
         self.owner(dir).new_name(dir, name)
     }
@@ -170,7 +170,7 @@ impl Tree for Union {
 
     fn mkdir(&self, dir: u64, name: &[u8]) -> Result<Attr> {
         if dir == ROOT && self.mount_named(name).is_some() {
-            return Err(FsError::new(libc::EEXIST, "that directory exists"));
+            return Err(FsError::exists("that directory exists"));
         }
         self.owner(dir).mkdir(dir, name)
     }

@@ -12,7 +12,7 @@
 //! (`luanti::records::RecordSet`).
 
 use super::{DocError, Document, Entry};
-use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
+use crate::fs::{Access, Attr, DirEntry, ErrorKind, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::view::escape;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -464,9 +464,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
                 return Ok(());
             }
             if w.base.is_some_and(|b| now.as_deref() != Some(b)) {
-                return Err(FsError::new(
-                    libc::ESTALE,
-                    format!("{what}: changed by someone else since it was opened; nothing written: read it again"),
+                return Err(FsError::stale(format!("{what}: changed by someone else since it was opened; nothing written: read it again"),
                 ));
             }
         }
@@ -528,7 +526,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
 
     /// The error of a refused change of `path`, as the home shows it.
     fn refused(&self, path: &str, e: FsError) -> FsError {
-        if e.errno == libc::ENOENT { e } else { self.home.refused(&self.full(path), e) }
+        if e.kind == ErrorKind::NotFound { e } else { self.home.refused(&self.full(path), e) }
     }
 
     /// The item `name` or, when there is none yet, a new one (to ask what
@@ -549,12 +547,12 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
             // kept in memory until a first file is written into it
             let mut st = self.lock();
             if self.current(&mut st, name, false)?.is_some() || !st.empty.insert(name.to_string()) {
-                return Err(FsError::new(libc::EEXIST, "exists"));
+                return Err(FsError::exists("exists"));
             }
             return Ok(());
         }
         self.change(name, &format!("mkdir {full}"), None, |v| match v {
-            Some(_) => Err(FsError::new(libc::EEXIST, format!("{full} exists"))),
+            Some(_) => Err(FsError::exists(format!("{full} exists"))),
             None => Ok(Some(fresh)),
         })
         .map_err(|e| self.refused(name, e))
@@ -759,7 +757,7 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
             self.make_item(&path)?;
         } else {
             if self.entry(&mut self.lock(), &path).is_ok() {
-                return Err(FsError::new(libc::EEXIST, format!("{} exists", self.full(&path))));
+                return Err(FsError::exists(format!("{} exists", self.full(&path))));
             }
             let (item, rest) = self.split(&path);
             self.change(item, &format!("mkdir {}", self.full(&path)), None, |d| {

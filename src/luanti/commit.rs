@@ -1,7 +1,7 @@
 //! The commit path: a file's new content -> a new block -> validated,
 //! encoded, checked by decoding, and written in one short transaction.
-//! A refused write changes nothing and says why (errno EINVAL for content,
-//! EIO for storage, EROFS while a server has the map open); the reason is
+//! A refused write changes nothing and says why (Invalid for content,
+//! Io for storage, ReadOnly while a server has the map open); the reason is
 //! logged and kept in MNT/write-errors.
 
 use super::cache::Loaded;
@@ -10,7 +10,7 @@ use super::{LuantiTree, Node, limits};
 use crate::codec::Block;
 use crate::codec::block::{MAX_VERSION, MIN_WRITE_VERSION};
 use crate::codec::nodemeta::MetaEntry;
-use crate::fs::{FsError, Inval, Result};
+use crate::fs::{ErrorKind, FsError, Inval, Result};
 use crate::store::{BlockPos, Change, Note};
 use crate::view::parse::{self, ParseError};
 use crate::view::{BlockFile, MetaFile, escape, meta_dir_name};
@@ -78,13 +78,10 @@ pub(super) enum Mode {
 
 /// The refusal of a write made from a copy that is no longer current.
 fn stale(what: &str) -> FsError {
-    FsError::new(
-        libc::ESTALE,
-        format!(
-            "{what} was changed by someone else since it was opened; nothing written \
-             (read it again and redo the change)"
-        ),
-    )
+    FsError::stale(format!(
+        "{what} was changed by someone else since it was opened; nothing written \
+         (read it again and redo the change)"
+    ))
 }
 
 impl LuantiTree {
@@ -209,7 +206,10 @@ impl LuantiTree {
             let value = parse::field_value(content).map_err(|e| invalid(&what, e))?;
             let entry = entry_mut(b, p16)?;
             if !new && entry.get(key).is_none() {
-                return Err(FsError::new(libc::ENOENT, format!("{what}: the key was deleted or renamed meanwhile")));
+                return Err(FsError::new(
+                    ErrorKind::NotFound,
+                    format!("{what}: the key was deleted or renamed meanwhile"),
+                ));
             }
             parse::set_field(entry, key, value).map_err(|e| invalid(&what, e))
         })
@@ -523,7 +523,7 @@ impl LuantiTree {
         self.flush_queue()?;
         limits::check_new_block(pos).map_err(FsError::invalid)?;
         if self.store.contains(pos)? {
-            return Err(FsError::new(libc::EEXIST, format!("block {pos} exists")));
+            return Err(FsError::exists(format!("block {pos} exists")));
         }
         let b = Block::new_air(self.new_block_version());
         let blob = b.encode().map_err(|e| FsError::io(e.to_string()))?;
@@ -550,7 +550,7 @@ impl LuantiTree {
         let what = format!("mkdir blocks/{pos}/meta/{}", meta_dir_name(pos, p16));
         self.edit_block(pos, None, b"", &what, Mode::Commit, |b| {
             if b.metadata.get(p16).is_some() {
-                return Err(FsError::new(libc::EEXIST, "the node already has metadata"));
+                return Err(FsError::exists("the node already has metadata"));
             }
             b.metadata.entries.push(MetaEntry::new(p16));
             Ok(())

@@ -4,7 +4,7 @@
 
 use super::table::TableKey;
 use super::{LuantiTree, Node};
-use crate::fs::{Attr, DirEntry, FsError, Kind, Result};
+use crate::fs::{Attr, DirEntry, ErrorKind, FsError, Kind, Result};
 use crate::store::BlockPos;
 use crate::view::{self, MetaFile, escape};
 use std::ffi::OsString;
@@ -129,7 +129,7 @@ impl LuantiTree {
         let attr = if plus {
             match self.stat(node) {
                 Ok(a) => Some(a),
-                Err(e) if e.errno == libc::ENOENT => return Ok(false), // vanished meanwhile
+                Err(e) if e.kind == ErrorKind::NotFound => return Ok(false), // vanished meanwhile
                 Err(e) => return Err(e),
             }
         } else {

@@ -5,7 +5,7 @@
 
 use super::table::TableKey;
 use super::{LuantiTree, Node, in_block, parse_node_coords};
-use crate::fs::{Attr, FsError, NewName, Result};
+use crate::fs::{Attr, ErrorKind, FsError, NewName, Result};
 use crate::store::BlockPos;
 use crate::view::escape;
 
@@ -32,7 +32,7 @@ impl LuantiTree {
             }
             Node::NodeDir => match parse_node_coords(name) {
                 Some([x, y, z]) => Err(FsError::new(
-                    libc::ENOENT,
+                    ErrorKind::NotFound,
                     format!("node {x},{y},{z}: its block {} is not stored", BlockPos::of_node(x, y, z).unwrap()),
                 )),
                 None => Err(FsError::not_found()),
@@ -116,12 +116,12 @@ impl LuantiTree {
                     let to = self.find_name(*n)?;
                     self.rename_everywhere(name, &escape::key_to_name(&to))
                 }
-                _ => Err(FsError::new(libc::EXDEV, "a node type is renamed within find/ (mv find/OLD find/NEW)")),
+                _ => Err(FsError::across_boundary("a node type is renamed within find/ (mv find/OLD find/NEW)")),
             };
         }
         let (pos, p16, key) = self.field(dir, name)?;
         if newdir != dir {
-            return Err(FsError::new(libc::EXDEV, "metadata fields move only within their fields/ directory"));
+            return Err(FsError::across_boundary("metadata fields move only within their fields/ directory"));
         }
         if let Some((_, why)) = escape::refuse_key_name(newname) {
             return Err(FsError::invalid(why));

@@ -140,9 +140,7 @@ impl<V: RecordView> Home<V> for RecordSet<V> {
         for g in &self.guards {
             let who = g.current();
             if !who.is_empty() {
-                return Err(FsError::new(
-                    libc::EBUSY,
-                    format!(
+                return Err(FsError::busy(format!(
                         "a server is running on this world ({}); it would overwrite the change: \
                          stop it first (or mount with -o force)",
                         who.join(", ")
