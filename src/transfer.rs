@@ -446,85 +446,11 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
     let version = new_block_version(store.as_ref());
     let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
     let mut said = Vec::new();
-    let placement = match kind {
-        FileKind::Mts => {
-            let s = Schematic::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
-            if rotation.0 != 0 && opts.nodedefs.is_none() {
-                let turned = s.param2.iter().filter(|&&p| p != 0).count();
-                if turned > 0 {
-                    said.push(format!(
-                        "warning: rotated without --nodedefs: the param2 of {turned} node(s) (facing of stairs, \
-                         chests, torches...) was kept as it was"
-                    ));
-                }
-            }
-            let p = place::PlaceOptions { rotation, force: opts.force, defs: opts.nodedefs.clone() };
-            place::place_schematic(&s, at, &p, &mut |p| reader.fetch(p), version)?
-        }
-        FileKind::We => {
-            if rotation.0 != 0 || opts.force {
-                return Err("--rotate and --force are for schematics; a .we file is placed as WorldEdit does".into());
-            }
-            let f = crate::kinds::we::codec::decode(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
-            let writes = crate::kinds::we::transfer::writes(&f, at)?;
-            place::apply_writes(writes, &mut |p| reader.fetch(p), version)?
-        }
-    };
-    // Blocks the mapgen has not generated yet (created here, or stored
-    // but marked not generated: the border blocks the mapgen leaves full
-    // of `ignore`) become generated, their `ignore` air; and the rest of
-    // their mapchunks is completed, so that the mapgen never runs over
-    // the build (see place::complete_mapchunks).
-    let mut placement = placement;
-    if let Some(p) = placement.blocks.iter().find(|(p, (before, _))| before.is_none() && !limits::block_in_map(**p)) {
-        return Err(format!("{}; nothing imported", limits::check_new_block(*p.0).unwrap_err()));
-    }
-    let mut made = Vec::new();
-    for (p, (before, after)) in placement.blocks.iter_mut() {
-        if before.as_ref().is_none_or(|b| !b.is_generated()) {
-            if let Some(id) = after.mapping.iter().find(|m| m.name == b"ignore").map(|m| m.id) {
-                let air = crate::view::parse::id_for(after, b"air").map_err(|e| e.message)?;
-                after.param0.iter_mut().filter(|c| **c == id).for_each(|c| *c = air);
-                crate::view::parse::drop_unused_names(after);
-            }
-            after.flags &= !crate::codec::block::FLAG_NOT_GENERATED;
-            made.push(*p);
-        }
-    }
-    let cs = chunksize(&w);
-    let filler = place::complete_mapchunks(&made, cs, &mut |p| {
-        Ok(placement.blocks.contains_key(&p) || reader.fetch(p)?.is_some_and(|b| b.is_generated()))
-    })?;
-    // A mapchunk at the map's edge reaches past it: the engine never loads
-    // those blocks, so they are not made.
-    let filler: Vec<BlockPos> = filler.into_iter().filter(|p| limits::block_in_map(*p)).collect();
-    for p in &filler {
-        let before = reader.fetch(*p)?;
-        placement.blocks.insert(*p, (before, place::new_block(version)));
-    }
-    if !filler.is_empty() {
-        let mut chunks: Vec<[i32; 3]> = made.iter().map(|&b| place::mapchunk_of(b, cs)).collect();
-        chunks.sort();
-        chunks.dedup();
-        said.push(format!(
-            "note: {} air block(s) added to complete {} mapchunk(s) the world had not generated, so that the \
-             mapgen never runs over the build",
-            filler.len(),
-            chunks.len()
-        ));
-    }
-    let mut changes = Vec::new();
-    let mut created = 0;
-    for (bp, (before, after)) in &placement.blocks {
-        let blob = after.encode().map_err(|e| format!("block {bp}: {e}"))?;
-        let back = Block::decode(&blob).map_err(|e| format!("block {bp}: re-reading the new block: {e}"))?;
-        if back != *after {
-            return Err(format!("block {bp}: the new block does not read back as written; nothing imported"));
-        }
-        created += before.is_none() as usize;
-        changes.push(Change::Expect(*bp, reader.blobs.get(bp).cloned().flatten()));
-        changes.push(Change::Put(*bp, blob));
-    }
+    let placed_file = PlacedFile { file, kind, bytes: &bytes, at, rotation };
+    let mut placement = place_file(&placed_file, opts, &mut reader, version, &mut said)?;
+    let made = mark_generated(&mut placement)?;
+    add_mapchunk_filler(&mut placement, &made, chunksize(&w), &mut reader, version, &mut said)?;
+    let (changes, created) = block_changes(&placement, &reader)?;
     if placement.metadata_kept > 0 {
         said.push(format!(
             "note: {} replaced node(s) kept their metadata, as place_schematic leaves it",
@@ -555,4 +481,126 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
         world.display()
     ));
     Ok(said)
+}
+
+/// A file to import, read, and where and how it goes.
+struct PlacedFile<'a> {
+    file: &'a Path,
+    kind: FileKind,
+    bytes: &'a [u8],
+    at: [i32; 3],
+    rotation: rotate::Rotation,
+}
+
+/// The blocks the file's nodes change, read through `reader`; warnings go
+/// to `said`.
+fn place_file(
+    f: &PlacedFile,
+    opts: &ImportOptions,
+    reader: &mut Reader,
+    version: u8,
+    said: &mut Vec<String>,
+) -> Result<place::Placement, String> {
+    let (file, rotation) = (f.file, f.rotation);
+    match f.kind {
+        FileKind::Mts => {
+            let s = Schematic::decode(f.bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            if rotation.0 != 0 && opts.nodedefs.is_none() {
+                let turned = s.param2.iter().filter(|&&p| p != 0).count();
+                if turned > 0 {
+                    said.push(format!(
+                        "warning: rotated without --nodedefs: the param2 of {turned} node(s) (facing of stairs, \
+                         chests, torches...) was kept as it was"
+                    ));
+                }
+            }
+            let p = place::PlaceOptions { rotation, force: opts.force, defs: opts.nodedefs.clone() };
+            place::place_schematic(&s, f.at, &p, &mut |p| reader.fetch(p), version)
+        }
+        FileKind::We => {
+            if rotation.0 != 0 || opts.force {
+                return Err("--rotate and --force are for schematics; a .we file is placed as WorldEdit does".into());
+            }
+            let we = crate::kinds::we::codec::decode(f.bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            let writes = crate::kinds::we::transfer::writes(&we, f.at)?;
+            place::apply_writes(writes, &mut |p| reader.fetch(p), version)
+        }
+    }
+}
+
+/// Blocks the mapgen has not generated yet (created here, or stored but
+/// marked not generated: the border blocks the mapgen leaves full of
+/// `ignore`) become generated, their `ignore` air. Refused if a new block
+/// is outside the map. Gives those blocks.
+fn mark_generated(placement: &mut place::Placement) -> Result<Vec<BlockPos>, String> {
+    if let Some(p) = placement.blocks.iter().find(|(p, (before, _))| before.is_none() && !limits::block_in_map(**p)) {
+        return Err(format!("{}; nothing imported", limits::check_new_block(*p.0).unwrap_err()));
+    }
+    let mut made = Vec::new();
+    for (p, (before, after)) in placement.blocks.iter_mut() {
+        if before.as_ref().is_none_or(|b| !b.is_generated()) {
+            if let Some(id) = after.mapping.iter().find(|m| m.name == b"ignore").map(|m| m.id) {
+                let air = crate::view::parse::id_for(after, b"air").map_err(|e| e.message)?;
+                after.param0.iter_mut().filter(|c| **c == id).for_each(|c| *c = air);
+                crate::view::parse::drop_unused_names(after);
+            }
+            after.flags &= !crate::codec::block::FLAG_NOT_GENERATED;
+            made.push(*p);
+        }
+    }
+    Ok(made)
+}
+
+/// The rest of the mapchunks of the `made` blocks is completed with new
+/// air blocks, so that the mapgen never runs over the build (see
+/// place::complete_mapchunks); a note goes to `said`.
+fn add_mapchunk_filler(
+    placement: &mut place::Placement,
+    made: &[BlockPos],
+    cs: i16,
+    reader: &mut Reader,
+    version: u8,
+    said: &mut Vec<String>,
+) -> Result<(), String> {
+    let filler = place::complete_mapchunks(made, cs, &mut |p| {
+        Ok(placement.blocks.contains_key(&p) || reader.fetch(p)?.is_some_and(|b| b.is_generated()))
+    })?;
+    // A mapchunk at the map's edge reaches past it: the engine never loads
+    // those blocks, so they are not made.
+    let filler: Vec<BlockPos> = filler.into_iter().filter(|p| limits::block_in_map(*p)).collect();
+    for p in &filler {
+        let before = reader.fetch(*p)?;
+        placement.blocks.insert(*p, (before, place::new_block(version)));
+    }
+    if !filler.is_empty() {
+        let mut chunks: Vec<[i32; 3]> = made.iter().map(|&b| place::mapchunk_of(b, cs)).collect();
+        chunks.sort();
+        chunks.dedup();
+        said.push(format!(
+            "note: {} air block(s) added to complete {} mapchunk(s) the world had not generated, so that the \
+             mapgen never runs over the build",
+            filler.len(),
+            chunks.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The store changes of a placement: each block encoded (and checked to
+/// read back as built), expecting the bytes it was read with. Also how
+/// many blocks are new.
+fn block_changes(placement: &place::Placement, reader: &Reader) -> Result<(Vec<Change>, usize), String> {
+    let mut changes = Vec::new();
+    let mut created = 0;
+    for (bp, (before, after)) in &placement.blocks {
+        let blob = after.encode().map_err(|e| format!("block {bp}: {e}"))?;
+        let back = Block::decode(&blob).map_err(|e| format!("block {bp}: re-reading the new block: {e}"))?;
+        if back != *after {
+            return Err(format!("block {bp}: the new block does not read back as written; nothing imported"));
+        }
+        created += before.is_none() as usize;
+        changes.push(Change::Expect(*bp, reader.blobs.get(bp).cloned().flatten()));
+        changes.push(Change::Put(*bp, blob));
+    }
+    Ok((changes, created))
 }

@@ -90,9 +90,32 @@ pub fn plan_all(
     sel: Selection,
 ) -> Result<Plan, String> {
     let all = journal.changes(None, None).map_err(err)?;
+    let (walk, reverts) = select(&all, sel)?;
+    if reverts.is_empty() {
+        return Err("nothing to undo: no matching change in the journal that is not already reverted".into());
+    }
+    let mut conflicts = Vec::new();
+    let changes = step_blocks_back(journal, store, &walk, &mut conflicts)?;
+    let record_restores = step_records_back(journal, records, &walk, &mut conflicts)?;
+    let ids: Vec<String> = reverts.iter().map(|c| format!("#{}", c.id)).collect();
+    let what = match sel {
+        Selection::Since(t) => {
+            if changes.is_empty() && record_restores.is_empty() {
+                return Err("nothing to undo: every block is already as it was then".into());
+            }
+            format!("undo since {} ({} changes)", crate::time::format_utc(t.div_euclid(1000)), ids.len())
+        }
+        _ if ids.len() <= 6 => format!("undo {}", ids.join(", ")),
+        _ => format!("undo {} changes, {} .. {}", ids.len(), ids[ids.len() - 1], ids[0]),
+    };
+    Ok(Plan { reverts, changes, records: record_restores, conflicts, what })
+}
+
+/// The changes whose blocks are stepped back (`walk`, newest first) and
+/// the ones that become marked as reverted, out of `all` (newest first).
+fn select(all: &[ChangeInfo], sel: Selection) -> Result<(Vec<ChangeInfo>, Vec<ChangeInfo>), String> {
     let is_revert: HashSet<i64> = all.iter().filter_map(|c| c.reverted_by).collect();
-    // `walk`: the changes whose blocks are stepped back, newest first.
-    let (walk, reverts): (Vec<ChangeInfo>, Vec<ChangeInfo>) = match sel {
+    Ok(match sel {
         Selection::Last(n) => {
             let pick: Vec<ChangeInfo> =
                 all.iter().filter(|c| c.reverted_by.is_none() && !is_revert.contains(&c.id)).take(n).cloned().collect();
@@ -113,16 +136,21 @@ pub fn plan_all(
             let reverts = walk.iter().filter(|c| c.reverted_by.is_none()).cloned().collect();
             (walk, reverts)
         }
-    };
-    if reverts.is_empty() {
-        return Err("nothing to undo: no matching change in the journal that is not already reverted".into());
-    }
-    // Step every block back, newest change first, checking it holds what
-    // the change left.
+    })
+}
+
+/// Step every block back, newest change first, checking it holds what
+/// the change left (a block that does not is a conflict). The writes that
+/// put back what differs from now.
+fn step_blocks_back(
+    journal: &Journal,
+    store: &dyn MapStore,
+    walk: &[ChangeInfo],
+    conflicts: &mut Vec<String>,
+) -> Result<Vec<Change>, String> {
     let mut now: BTreeMap<BlockPos, Option<Vec<u8>>> = BTreeMap::new();
     let mut state: BTreeMap<BlockPos, Option<Vec<u8>>> = BTreeMap::new();
-    let mut conflicts = Vec::new();
-    for c in &walk {
+    for c in walk {
         let recs = journal.blocks(c.id).map_err(err)?;
         for rec in &recs {
             if let std::collections::btree_map::Entry::Vacant(v) = now.entry(rec.pos) {
@@ -155,12 +183,28 @@ pub fn plan_all(
             state.insert(rec.pos, rec.before);
         }
     }
-    // The same for records.
+    Ok(state
+        .into_iter()
+        .filter(|(p, v)| now.get(p) != Some(v))
+        .map(|(p, v)| match v {
+            Some(bytes) => Change::Put(p, bytes),
+            None => Change::Delete(p),
+        })
+        .collect())
+}
+
+/// The same as [`step_blocks_back`] for records (read through `records`).
+fn step_records_back(
+    journal: &Journal,
+    records: Option<RecordReader<'_>>,
+    walk: &[ChangeInfo],
+    conflicts: &mut Vec<String>,
+) -> Result<Vec<RecordRestore>, String> {
     type Key = (String, String);
     let mut rec_now: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
     let mut rec_state: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
     let mut rec_dates: BTreeMap<Key, Option<RecordDates>> = BTreeMap::new();
-    for c in &walk {
+    for c in walk {
         for rec in journal.records(c.id).map_err(err)?.into_iter().rev() {
             let key = (rec.collection.clone(), rec.name.clone());
             if !rec_now.contains_key(&key) {
@@ -179,7 +223,7 @@ pub fn plan_all(
             rec_state.insert(key, rec.before);
         }
     }
-    let record_restores: Vec<RecordRestore> = rec_state
+    Ok(rec_state
         .into_iter()
         .filter(|(k, v)| rec_now.get(k) != Some(v))
         .map(|((collection, name), back)| {
@@ -188,27 +232,7 @@ pub fn plan_all(
             let dates = rec_dates.remove(&key).flatten();
             RecordRestore { collection, name, now, back, dates }
         })
-        .collect();
-    let changes: Vec<Change> = state
-        .into_iter()
-        .filter(|(p, v)| now.get(p) != Some(v))
-        .map(|(p, v)| match v {
-            Some(bytes) => Change::Put(p, bytes),
-            None => Change::Delete(p),
-        })
-        .collect();
-    let ids: Vec<String> = reverts.iter().map(|c| format!("#{}", c.id)).collect();
-    let what = match sel {
-        Selection::Since(t) => {
-            if changes.is_empty() && record_restores.is_empty() {
-                return Err("nothing to undo: every block is already as it was then".into());
-            }
-            format!("undo since {} ({} changes)", crate::time::format_utc(t.div_euclid(1000)), ids.len())
-        }
-        _ if ids.len() <= 6 => format!("undo {}", ids.join(", ")),
-        _ => format!("undo {} changes, {} .. {}", ids.len(), ids[ids.len() - 1], ids[0]),
-    };
-    Ok(Plan { reverts, changes, records: record_restores, conflicts, what })
+        .collect())
 }
 
 /// The journal's changes as a table, newest first (`limit` of them).

@@ -114,114 +114,139 @@ impl Inventory {
         if lines.last() == Some(&&b""[..]) {
             lines.pop(); // the final newline
         }
-        let err = |line: usize, m: String| InventoryError { line, message: m };
         let mut inv = Inventory { lists: Vec::new() };
         let mut names: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
         let mut i = 0;
         loop {
             let Some(&line) = lines.get(i) else {
-                return Err(err(i.max(1), "missing the final line EndInventory".into()));
+                return Err(inventory_error(i.max(1), "missing the final line EndInventory".into()));
             };
             let n = i + 1;
-            if line.ends_with(b"\r") {
-                return Err(err(n, "line ends with \\r (Windows line ending); use \\n only".into()));
-            }
+            check_line_end(line, n)?;
             if line == b"EndInventory" {
                 if i + 1 != lines.len() {
-                    return Err(err(n + 1, "text after EndInventory".into()));
+                    return Err(inventory_error(n + 1, "text after EndInventory".into()));
                 }
                 return Ok(inv);
             }
-            let Some(head) = line.strip_prefix(b"List ") else {
-                return Err(err(
-                    n,
-                    format!("expected 'List NAME SIZE' or 'EndInventory', found '{}'", String::from_utf8_lossy(line)),
-                ));
-            };
-            let mut words = head.split(|&c| c == b' ');
-            let name = words.next().unwrap_or(b"");
-            let size = words.next();
-            if name.is_empty() || words.next().is_some() {
-                return Err(err(n, "a list header is 'List NAME SIZE' (NAME without spaces)".into()));
-            }
-            let size: usize =
-                size.and_then(|s| std::str::from_utf8(s).ok())
-                    .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
-                    .and_then(|s| s.parse::<u32>().ok())
-                    .ok_or_else(|| err(n, "list size must be a whole number".into()))? as usize;
+            let (name, size) = parse_list_header(line, n)?;
             if !names.insert(name.to_vec()) {
-                return Err(err(n, format!("list '{}' appears twice", String::from_utf8_lossy(name))));
+                return Err(inventory_error(n, format!("list '{}' appears twice", String::from_utf8_lossy(name))));
             }
-            let header = n;
-            let mut list = InventoryList { name: name.to_vec(), width: 0, slots: Vec::new() };
-            let mut width_seen = false;
             i += 1;
-            loop {
-                let Some(&line) = lines.get(i) else {
-                    return Err(err(
-                        i.max(1),
-                        format!(
-                            "list '{}' (line {header}) is not closed by EndInventoryList",
-                            String::from_utf8_lossy(name)
-                        ),
-                    ));
-                };
-                let n = i + 1;
-                i += 1;
-                if line.ends_with(b"\r") {
-                    return Err(err(n, "line ends with \\r (Windows line ending); use \\n only".into()));
-                }
-                if line == b"EndInventoryList" {
-                    break;
-                }
-                if let Some(w) = line.strip_prefix(b"Width ") {
-                    if width_seen {
-                        return Err(err(n, "second Width line in one list".into()));
-                    }
-                    width_seen = true;
-                    list.width = std::str::from_utf8(w)
-                        .ok()
-                        .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
-                        .and_then(|s| s.parse().ok())
-                        .ok_or_else(|| err(n, "Width must be a whole number".into()))?;
-                    continue;
-                }
-                let slot = if line == b"Empty" {
-                    None
-                } else if let Some(item) = line.strip_prefix(b"Item ") {
-                    let stack = ItemStack::parse_strict(item)
-                        .map_err(|e| err(n, format!("bad item at column {}: {}", e.offset + 6, e.message)))?;
-                    Some(stack)
-                } else {
-                    return Err(err(
-                        n,
-                        format!(
-                            "expected 'Item ITEMSTRING', 'Empty', 'Width N' or 'EndInventoryList', found '{}'",
-                            String::from_utf8_lossy(line)
-                        ),
-                    ));
-                };
-                if list.slots.len() == size {
-                    return Err(err(n, format!("more than {size} slots in list of size {size}")));
-                }
-                list.slots.push(slot);
-            }
-            if !width_seen {
-                return Err(err(header, "list has no Width line (write 'Width 0')".into()));
-            }
-            if list.slots.len() != size {
-                return Err(err(
-                    header,
-                    format!(
-                        "list '{}' has size {size} but {} slot lines (write Empty for empty slots)",
-                        String::from_utf8_lossy(name),
-                        list.slots.len()
-                    ),
-                ));
-            }
-            inv.lists.push(list);
+            inv.lists.push(parse_list_body(&lines, &mut i, (name, size, n))?);
         }
     }
+}
+
+fn inventory_error(line: usize, message: String) -> InventoryError {
+    InventoryError { line, message }
+}
+
+/// Line `n` ends without `\r`.
+fn check_line_end(line: &[u8], n: usize) -> Result<(), InventoryError> {
+    if line.ends_with(b"\r") {
+        return Err(inventory_error(n, "line ends with \\r (Windows line ending); use \\n only".into()));
+    }
+    Ok(())
+}
+
+/// `List NAME SIZE` on line `n`: the name and size.
+fn parse_list_header(line: &[u8], n: usize) -> Result<(&[u8], usize), InventoryError> {
+    let Some(head) = line.strip_prefix(b"List ") else {
+        return Err(inventory_error(
+            n,
+            format!("expected 'List NAME SIZE' or 'EndInventory', found '{}'", String::from_utf8_lossy(line)),
+        ));
+    };
+    let mut words = head.split(|&c| c == b' ');
+    let name = words.next().unwrap_or(b"");
+    let size = words.next();
+    if name.is_empty() || words.next().is_some() {
+        return Err(inventory_error(n, "a list header is 'List NAME SIZE' (NAME without spaces)".into()));
+    }
+    let size: usize = size
+        .and_then(|s| std::str::from_utf8(s).ok())
+        .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+        .and_then(|s| s.parse::<u32>().ok())
+        .ok_or_else(|| inventory_error(n, "list size must be a whole number".into()))? as usize;
+    Ok((name, size))
+}
+
+/// The lines of a list from `lines[*i]` to its `EndInventoryList`
+/// (`*i` moves past it); the list is `name` of `size` slots, its header on
+/// line `header`.
+fn parse_list_body(
+    lines: &[&[u8]],
+    i: &mut usize,
+    (name, size, header): (&[u8], usize, usize),
+) -> Result<InventoryList, InventoryError> {
+    let mut list = InventoryList { name: name.to_vec(), width: 0, slots: Vec::new() };
+    let mut width_seen = false;
+    loop {
+        let Some(&line) = lines.get(*i) else {
+            return Err(inventory_error(
+                (*i).max(1),
+                format!("list '{}' (line {header}) is not closed by EndInventoryList", String::from_utf8_lossy(name)),
+            ));
+        };
+        let n = *i + 1;
+        *i += 1;
+        check_line_end(line, n)?;
+        if line == b"EndInventoryList" {
+            break;
+        }
+        if let Some(w) = line.strip_prefix(b"Width ") {
+            if width_seen {
+                return Err(inventory_error(n, "second Width line in one list".into()));
+            }
+            width_seen = true;
+            list.width = std::str::from_utf8(w)
+                .ok()
+                .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| inventory_error(n, "Width must be a whole number".into()))?;
+            continue;
+        }
+        let slot = parse_slot(line, n)?;
+        if list.slots.len() == size {
+            return Err(inventory_error(n, format!("more than {size} slots in list of size {size}")));
+        }
+        list.slots.push(slot);
+    }
+    if !width_seen {
+        return Err(inventory_error(header, "list has no Width line (write 'Width 0')".into()));
+    }
+    if list.slots.len() != size {
+        return Err(inventory_error(
+            header,
+            format!(
+                "list '{}' has size {size} but {} slot lines (write Empty for empty slots)",
+                String::from_utf8_lossy(name),
+                list.slots.len()
+            ),
+        ));
+    }
+    Ok(list)
+}
+
+/// A slot line (`Empty` or `Item ITEMSTRING`), line `n`.
+fn parse_slot(line: &[u8], n: usize) -> Result<Option<ItemStack>, InventoryError> {
+    if line == b"Empty" {
+        return Ok(None);
+    }
+    if let Some(item) = line.strip_prefix(b"Item ") {
+        let stack = ItemStack::parse_strict(item)
+            .map_err(|e| inventory_error(n, format!("bad item at column {}: {}", e.offset + 6, e.message)))?;
+        return Ok(Some(stack));
+    }
+    Err(inventory_error(
+        n,
+        format!(
+            "expected 'Item ITEMSTRING', 'Empty', 'Width N' or 'EndInventoryList', found '{}'",
+            String::from_utf8_lossy(line)
+        ),
+    ))
 }
 
 #[cfg(test)]

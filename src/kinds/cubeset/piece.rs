@@ -146,6 +146,156 @@ pub fn emit_metadata(m: &[MetaEntry], indent: &str) -> String {
 const HITBOX_KEYS: [&str; 6] = ["MinX", "MinY", "MinZ", "MaxX", "MaxY", "MaxZ"];
 const CONNECTOR_KEYS: [&str; 5] = ["Type", "RelX", "RelY", "RelZ", "Direction"];
 
+/// The table in field `k` of `t`.
+fn sub_table<'t>(t: &'t Table, k: &'static str) -> DocResult<&'t Table> {
+    match t.get(k).map(|f| &f.value) {
+        Some(Value::Table(x)) => Ok(x),
+        _ => Err(err(format!("no {k} table"))),
+    }
+}
+
+/// The Connectors table: one row of [`CONNECTOR_KEYS`] per connector.
+fn read_connectors(t: &Table) -> DocResult<Vec<[String; 5]>> {
+    let mut connectors = Vec::new();
+    for (n, c) in t.positional().enumerate() {
+        let Value::Table(c) = &c.value else { return Err(err(format!("connector {} is not a table", n + 1))) };
+        let mut row: [String; 5] = Default::default();
+        for (i, k) in CONNECTOR_KEYS.iter().enumerate() {
+            row[i] = match c.get(k).map(|f| &f.value) {
+                Some(Value::Num(_, text)) => text.clone(),
+                Some(Value::Str(s)) if i == 4 => s.clone(),
+                _ => return Err(err(format!("connector {} has no {k}", n + 1))),
+            };
+        }
+        connectors.push(row);
+    }
+    Ok(connectors)
+}
+
+/// The Size table: x, y and z, each 1 to 4096.
+fn read_size(s: &Table) -> DocResult<[usize; 3]> {
+    let mut size = [0usize; 3];
+    for (i, k) in ["x", "y", "z"].iter().enumerate() {
+        let v = int(&s.get(k).ok_or_else(|| err(format!("Size has no {k}")))?.value, &format!("Size.{k}"))?;
+        size[i] =
+            usize::try_from(v).ok().filter(|v| (1..=4096).contains(v)).ok_or_else(|| err(format!("Size.{k} = {v}")))?;
+    }
+    Ok(size)
+}
+
+/// The BlockDefinitions table: strings of `c: id: meta` lines.
+fn read_definitions(t: &Table) -> DocResult<Vec<Def>> {
+    let mut defs = Vec::new();
+    for f in t.positional() {
+        let Value::Str(line) = &f.value else { return Err(err("a block definition is not a string")) };
+        for l in line.split('\n') {
+            let parts: Vec<&str> = l.split(':').map(str::trim).collect();
+            if parts.len() < 2 {
+                continue; // Cuberite skips these with a warning
+            }
+            let ch = parts[0].chars().next().ok_or_else(|| err(format!("definition '{l}' has no character")))?;
+            let num = |s: &str| {
+                s.parse::<i64>()
+                    .map_err(|_| err(format!("definition '{l}': '{s}' is not a number (block ids are numeric)")))
+            };
+            let meta = if parts.len() > 2 { num(parts[2])? } else { 0 };
+            defs.push(Def { ch, id: num(parts[1])?, meta });
+        }
+    }
+    Ok(defs)
+}
+
+/// The BlockData table: one character per block of `size`, each defined.
+fn read_block_data(t: &Table, size: [usize; 3], defs: &[Def]) -> DocResult<Vec<char>> {
+    let mut data = Vec::new();
+    for f in t.positional() {
+        let Value::Str(row) = &f.value else { return Err(err("a BlockData row is not a string")) };
+        data.extend(row.chars());
+    }
+    let want = size[0] * size[1] * size[2];
+    if data.len() != want {
+        return Err(err(format!("BlockData has {} characters, Size says {want}", data.len())));
+    }
+    if let Some(c) = data.iter().find(|c| !defs.iter().any(|d| d.ch == **c)) {
+        return Err(err(format!("BlockData uses '{c}', which BlockDefinitions does not define")));
+    }
+    Ok(data)
+}
+
+/// The `hitbox` file: one `min X Y Z` and one `max X Y Z` line.
+fn parse_hitbox(text: &str) -> DocResult<[i64; 6]> {
+    let mut h = [0i64; 6];
+    let mut seen = [false; 2];
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let which = match f.first() {
+            Some(&"min") => 0,
+            Some(&"max") => 1,
+            _ => return Err(DocError::at_line(i + 1, "expected 'min X Y Z' or 'max X Y Z'")),
+        };
+        if f.len() != 4 || seen[which] {
+            return Err(DocError::at_line(i + 1, "expected one 'min X Y Z' and one 'max X Y Z' line"));
+        }
+        seen[which] = true;
+        for k in 0..3 {
+            h[which * 3 + k] = f[k + 1]
+                .parse()
+                .map_err(|_| DocError::at_line(i + 1, format!("'{}' is not a whole number", f[k + 1])))?;
+        }
+    }
+    if seen != [true, true] {
+        return Err(err("both the min and the max line are needed"));
+    }
+    Ok(h)
+}
+
+/// The `connectors` file: `type x y z direction` lines.
+fn parse_connectors(text: &str) -> DocResult<Vec<[String; 5]>> {
+    let mut cs = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 5 {
+            return Err(DocError::at_line(i + 1, "expected 'type x y z direction'"));
+        }
+        for (k, v) in f[..4].iter().enumerate() {
+            v.parse::<i64>()
+                .map_err(|_| DocError::at_line(i + 1, format!("{} '{v}' is not a whole number", CONNECTOR_KEYS[k])))?;
+        }
+        check_direction(f[4]).map_err(|m| DocError::at_line(i + 1, m))?;
+        cs.push([f[0], f[1], f[2], f[3], f[4]].map(String::from));
+    }
+    Ok(cs)
+}
+
+/// The `legend` file: `c id:meta` lines, each character once.
+fn parse_legend(text: &str) -> DocResult<Vec<Def>> {
+    let mut new = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let mut it = line.trim_end().chars();
+        let ch = it.next().expect("not empty");
+        let rest: String = it.collect();
+        let (id, meta) = rest.trim().split_once(':').ok_or_else(|| DocError::at_line(i + 1, "expected 'c id:meta'"))?;
+        let num = |s: &str, what: &str, max: i64| {
+            s.trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|v| (0..=max).contains(v))
+                .ok_or_else(|| DocError::at_line(i + 1, format!("{what} '{s}' is not a number 0 to {max}")))
+        };
+        if !layers::usable(ch) || !ch.is_ascii() || ch == '"' || ch == '\\' || ch == ':' {
+            return Err(DocError::at_line(
+                i + 1,
+                format!("'{ch}' cannot stand for a block (one printable ASCII character other than \" \\ :)"),
+            ));
+        }
+        if new.iter().any(|d: &Def| d.ch == ch) {
+            return Err(DocError::at_line(i + 1, format!("'{ch}' is defined twice")));
+        }
+        new.push(Def { ch, id: num(id, "block id", 4095)?, meta: num(meta, "meta", 15)? });
+    }
+    Ok(new)
+}
+
 impl Piece {
     pub fn read(t: &Table) -> DocResult<Piece> {
         const KNOWN: [&str; 9] = [
@@ -164,12 +314,6 @@ impl Piece {
             return Err(err(format!("unknown key '{}' (a piece has {})", f.key.text(), KNOWN.join(", "))));
         }
         let mut spans = std::collections::HashMap::new();
-        let sub = |k: &'static str| -> DocResult<&Table> {
-            match t.get(k).map(|f| &f.value) {
-                Some(Value::Table(x)) => Ok(x),
-                _ => Err(err(format!("no {k} table"))),
-            }
-        };
         let name = t
             .get("OriginData")
             .and_then(|f| match &f.value {
@@ -181,26 +325,14 @@ impl Piece {
                 _ => None,
             })
             .unwrap_or_else(|| "piece".into());
-        let hb = sub("Hitbox")?;
+        let hb = sub_table(t, "Hitbox")?;
         let mut hitbox = [0i64; 6];
         for (i, k) in HITBOX_KEYS.iter().enumerate() {
             hitbox[i] =
                 int(&hb.get(k).ok_or_else(|| err(format!("Hitbox has no {k}")))?.value, &format!("Hitbox.{k}"))?;
         }
-        let mut connectors = Vec::new();
-        for (n, c) in sub("Connectors")?.positional().enumerate() {
-            let Value::Table(c) = &c.value else { return Err(err(format!("connector {} is not a table", n + 1))) };
-            let mut row: [String; 5] = Default::default();
-            for (i, k) in CONNECTOR_KEYS.iter().enumerate() {
-                row[i] = match c.get(k).map(|f| &f.value) {
-                    Some(Value::Num(_, text)) => text.clone(),
-                    Some(Value::Str(s)) if i == 4 => s.clone(),
-                    _ => return Err(err(format!("connector {} has no {k}", n + 1))),
-                };
-            }
-            connectors.push(row);
-        }
-        let metadata = read_metadata(sub("Metadata")?)?;
+        let connectors = read_connectors(sub_table(t, "Connectors")?)?;
+        let metadata = read_metadata(sub_table(t, "Metadata")?)?;
         for k in ["Hitbox", "Connectors", "Metadata", "BlockDefinitions", "BlockData"] {
             if let Some(f) = t.get(k) {
                 spans.insert(k, f.span);
@@ -210,45 +342,9 @@ impl Piece {
         let blocks = if t.get("SchematicFileName").is_some() {
             None
         } else {
-            let s = sub("Size")?;
-            for (i, k) in ["x", "y", "z"].iter().enumerate() {
-                let v = int(&s.get(k).ok_or_else(|| err(format!("Size has no {k}")))?.value, &format!("Size.{k}"))?;
-                size[i] = usize::try_from(v)
-                    .ok()
-                    .filter(|v| (1..=4096).contains(v))
-                    .ok_or_else(|| err(format!("Size.{k} = {v}")))?;
-            }
-            let mut defs = Vec::new();
-            for f in sub("BlockDefinitions")?.positional() {
-                let Value::Str(line) = &f.value else { return Err(err("a block definition is not a string")) };
-                for l in line.split('\n') {
-                    let parts: Vec<&str> = l.split(':').map(str::trim).collect();
-                    if parts.len() < 2 {
-                        continue; // Cuberite skips these with a warning
-                    }
-                    let ch =
-                        parts[0].chars().next().ok_or_else(|| err(format!("definition '{l}' has no character")))?;
-                    let num = |s: &str| {
-                        s.parse::<i64>().map_err(|_| {
-                            err(format!("definition '{l}': '{s}' is not a number (block ids are numeric)"))
-                        })
-                    };
-                    let meta = if parts.len() > 2 { num(parts[2])? } else { 0 };
-                    defs.push(Def { ch, id: num(parts[1])?, meta });
-                }
-            }
-            let mut data = Vec::new();
-            for f in sub("BlockData")?.positional() {
-                let Value::Str(row) = &f.value else { return Err(err("a BlockData row is not a string")) };
-                data.extend(row.chars());
-            }
-            let want = size[0] * size[1] * size[2];
-            if data.len() != want {
-                return Err(err(format!("BlockData has {} characters, Size says {want}", data.len())));
-            }
-            if let Some(c) = data.iter().find(|c| !defs.iter().any(|d| d.ch == **c)) {
-                return Err(err(format!("BlockData uses '{c}', which BlockDefinitions does not define")));
-            }
+            size = read_size(sub_table(t, "Size")?)?;
+            let defs = read_definitions(sub_table(t, "BlockDefinitions")?)?;
+            let data = read_block_data(sub_table(t, "BlockData")?, size, &defs)?;
             Some((defs, data))
         };
         Ok(Piece { name, size, hitbox, spans, connectors, metadata, blocks, edit: None })
@@ -294,47 +390,11 @@ impl Piece {
     pub fn apply(&mut self, file: &str, text: &str) -> DocResult<()> {
         let (key, value) = match file {
             "hitbox" => {
-                let mut h = [0i64; 6];
-                let mut seen = [false; 2];
-                for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                    let f: Vec<&str> = line.split_whitespace().collect();
-                    let which = match f.first() {
-                        Some(&"min") => 0,
-                        Some(&"max") => 1,
-                        _ => return Err(DocError::at_line(i + 1, "expected 'min X Y Z' or 'max X Y Z'")),
-                    };
-                    if f.len() != 4 || seen[which] {
-                        return Err(DocError::at_line(i + 1, "expected one 'min X Y Z' and one 'max X Y Z' line"));
-                    }
-                    seen[which] = true;
-                    for k in 0..3 {
-                        h[which * 3 + k] = f[k + 1]
-                            .parse()
-                            .map_err(|_| DocError::at_line(i + 1, format!("'{}' is not a whole number", f[k + 1])))?;
-                    }
-                }
-                if seen != [true, true] {
-                    return Err(err("both the min and the max line are needed"));
-                }
-                self.hitbox = h;
+                self.hitbox = parse_hitbox(text)?;
                 ("Hitbox", self.emit_hitbox())
             }
             "connectors" => {
-                let mut cs = Vec::new();
-                for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                    let f: Vec<&str> = line.split_whitespace().collect();
-                    if f.len() != 5 {
-                        return Err(DocError::at_line(i + 1, "expected 'type x y z direction'"));
-                    }
-                    for (k, v) in f[..4].iter().enumerate() {
-                        v.parse::<i64>().map_err(|_| {
-                            DocError::at_line(i + 1, format!("{} '{v}' is not a whole number", CONNECTOR_KEYS[k]))
-                        })?;
-                    }
-                    check_direction(f[4]).map_err(|m| DocError::at_line(i + 1, m))?;
-                    cs.push([f[0], f[1], f[2], f[3], f[4]].map(String::from));
-                }
-                self.connectors = cs;
+                self.connectors = parse_connectors(text)?;
                 ("Connectors", self.emit_connectors())
             }
             "metadata" => {
@@ -344,32 +404,7 @@ impl Piece {
             "legend" => {
                 let (defs, data) =
                     self.blocks.as_mut().ok_or_else(|| err("this piece's blocks are in a .schematic file"))?;
-                let mut new = Vec::new();
-                for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                    let mut it = line.trim_end().chars();
-                    let ch = it.next().expect("not empty");
-                    let rest: String = it.collect();
-                    let (id, meta) =
-                        rest.trim().split_once(':').ok_or_else(|| DocError::at_line(i + 1, "expected 'c id:meta'"))?;
-                    let num =
-                        |s: &str, what: &str, max: i64| {
-                            s.trim().parse::<i64>().ok().filter(|v| (0..=max).contains(v)).ok_or_else(|| {
-                                DocError::at_line(i + 1, format!("{what} '{s}' is not a number 0 to {max}"))
-                            })
-                        };
-                    if !layers::usable(ch) || !ch.is_ascii() || ch == '"' || ch == '\\' || ch == ':' {
-                        return Err(DocError::at_line(
-                            i + 1,
-                            format!(
-                                "'{ch}' cannot stand for a block (one printable ASCII character other than \" \\ :)"
-                            ),
-                        ));
-                    }
-                    if new.iter().any(|d: &Def| d.ch == ch) {
-                        return Err(DocError::at_line(i + 1, format!("'{ch}' is defined twice")));
-                    }
-                    new.push(Def { ch, id: num(id, "block id", 4095)?, meta: num(meta, "meta", 15)? });
-                }
+                let new = parse_legend(text)?;
                 if let Some(c) = data.iter().find(|c| !new.iter().any(|d| d.ch == **c)) {
                     return Err(err(format!("'{c}' is still used in layers; change those blocks first")));
                 }
@@ -377,27 +412,7 @@ impl Piece {
                 ("BlockDefinitions", self.emit_defs())
             }
             "layers" => {
-                let frame = self.frame();
-                let (defs, data) =
-                    self.blocks.as_mut().ok_or_else(|| err("this piece's blocks are in a .schematic file"))?;
-                let legend = Self::legend(defs);
-                let drawing = layers::parse_levels(&frame, &legend, text, 0).map_err(|e| {
-                    if e.message.contains("legend") {
-                        DocError { message: format!("{} (add it to the legend file first)", e.message), ..e }
-                    } else {
-                        e
-                    }
-                })?;
-                let [sx, sy, sz] = self.size;
-                let mut new = Vec::with_capacity(data.len());
-                for y in 0..sy {
-                    for z in 0..sz {
-                        for x in 0..sx {
-                            new.push(defs[drawing.at(x, y, z)].ch);
-                        }
-                    }
-                }
-                *data = new;
+                self.apply_layers(text)?;
                 ("BlockData", self.emit_data())
             }
             "size" => return Err(err("size is read-only: the layers are drawn for it")),
@@ -406,6 +421,31 @@ impl Piece {
         let value = if key == "Metadata" { emit_metadata(&self.metadata, "") } else { value };
         let span = *self.spans.get(key).ok_or_else(|| err(format!("the piece has no {key} field to change")))?;
         self.edit = Some((span, value));
+        Ok(())
+    }
+
+    /// The blocks drawn in `text` (the `layers` file) become the piece's.
+    fn apply_layers(&mut self, text: &str) -> DocResult<()> {
+        let frame = self.frame();
+        let (defs, data) = self.blocks.as_mut().ok_or_else(|| err("this piece's blocks are in a .schematic file"))?;
+        let legend = Self::legend(defs);
+        let drawing = layers::parse_levels(&frame, &legend, text, 0).map_err(|e| {
+            if e.message.contains("legend") {
+                DocError { message: format!("{} (add it to the legend file first)", e.message), ..e }
+            } else {
+                e
+            }
+        })?;
+        let [sx, sy, sz] = self.size;
+        let mut new = Vec::with_capacity(data.len());
+        for y in 0..sy {
+            for z in 0..sz {
+                for x in 0..sx {
+                    new.push(defs[drawing.at(x, y, z)].ch);
+                }
+            }
+        }
+        *data = new;
         Ok(())
     }
 

@@ -29,6 +29,7 @@
 //! the header size and swaplen of old v4 files (which left out the size
 //! table) written correctly.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::io::Read;
 use std::sync::Arc;
@@ -161,18 +162,31 @@ fn read_i32(b: &[u8], at: usize) -> i32 {
     i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-impl Datafile {
-    /// An empty version 4 datafile.
-    pub fn new() -> Datafile {
-        Datafile { magic: Magic::Data, version: 4, items: Vec::new(), data: Vec::new() }
-    }
+/// The fixed header of a datafile, as stored.
+struct Header {
+    magic: Magic,
+    version: i32,
+    size: i32,
+    swaplen: i32,
+    num_types: i32,
+    num_items: i32,
+    num_data: i32,
+    item_size: i32,
+    data_size: i32,
+}
 
-    pub fn decode(bytes: &[u8]) -> Result<Datafile, DatafileError> {
-        Self::decode_with_offsets(bytes).map(|(d, _)| d)
-    }
+/// Where the tables and sections start (byte offsets).
+struct Layout {
+    types: usize,
+    item_offsets: usize,
+    data_offsets: usize,
+    data_sizes: usize,
+    items: usize,
+}
 
-    /// Decode, and say where each item and data item starts in `bytes`.
-    pub fn decode_with_offsets(bytes: &[u8]) -> Result<(Datafile, Offsets), DatafileError> {
+impl Header {
+    /// The header's fields: a known magic and version, no negative count.
+    fn read(bytes: &[u8]) -> Result<Header, DatafileError> {
         let file_len = bytes.len();
         if file_len < HEADER_SIZE {
             return Err(DatafileError::whole(format!(
@@ -193,36 +207,48 @@ impl Datafile {
         if version != 3 && version != 4 {
             return Err(DatafileError::at(4, format!("unsupported datafile version {version} (3 and 4 are)")));
         }
-        let size = read_i32(bytes, 8);
-        let swaplen = read_i32(bytes, 12);
-        let num_types = read_i32(bytes, 16);
-        let num_items = read_i32(bytes, 20);
-        let num_data = read_i32(bytes, 24);
-        let item_size = read_i32(bytes, 28);
-        let data_size = read_i32(bytes, 32);
+        let header = Header {
+            magic,
+            version,
+            size: read_i32(bytes, 8),
+            swaplen: read_i32(bytes, 12),
+            num_types: read_i32(bytes, 16),
+            num_items: read_i32(bytes, 20),
+            num_data: read_i32(bytes, 24),
+            item_size: read_i32(bytes, 28),
+            data_size: read_i32(bytes, 32),
+        };
         let counts = [
-            (16, "number of item types", num_types),
-            (20, "number of items", num_items),
-            (24, "number of data items", num_data),
-            (28, "item section size", item_size),
-            (32, "data section size", data_size),
+            (16, "number of item types", header.num_types),
+            (20, "number of items", header.num_items),
+            (24, "number of data items", header.num_data),
+            (28, "item section size", header.item_size),
+            (32, "data section size", header.data_size),
         ];
         for (at, what, v) in counts {
             if v < 0 {
                 return Err(DatafileError::at(at, format!("the {what} is negative ({v})")));
             }
         }
-        if num_types > 0x10000 {
-            return Err(DatafileError::at(16, format!("{num_types} item types: at most 65536 can exist")));
+        if header.num_types > 0x10000 {
+            return Err(DatafileError::at(16, format!("{} item types: at most 65536 can exist", header.num_types)));
         }
-        if item_size % 4 != 0 {
-            return Err(DatafileError::at(28, format!("the item section size {item_size} is not a multiple of 4")));
+        if header.item_size % 4 != 0 {
+            return Err(DatafileError::at(
+                28,
+                format!("the item section size {} is not a multiple of 4", header.item_size),
+            ));
         }
+        Ok(header)
+    }
 
-        // The sizes the counts imply, in i64: they are checked against the
-        // file's length before anything is allocated from them.
+    /// The sizes the counts imply, in i64: they are checked against the
+    /// file's length before anything is allocated from them.
+    fn check_sizes(&self, file_len: usize) -> Result<(), DatafileError> {
+        let (num_types, num_items, num_data) = (self.num_types, self.num_items, self.num_data);
+        let (item_size, data_size) = (self.item_size, self.data_size);
         let (nt, ni, nd) = (num_types as i64, num_items as i64, num_data as i64);
-        let size_fix = if version == 4 { nd * 4 } else { 0 };
+        let size_fix = if self.version == 4 { nd * 4 } else { 0 };
         let tables = nt * 12 + ni * 4 + nd * 4 + size_fix;
         let expected = HEADER_SIZE as i64 + tables + item_size as i64 + data_size as i64;
         if expected != file_len as i64 {
@@ -232,7 +258,7 @@ impl Datafile {
                  {num_data} data items, {item_size} bytes of items, {data_size} bytes of data), the file has {file_len}"
             )));
         }
-        let header_file_size = size as i64 + SIZE_OFFSET as i64;
+        let header_file_size = self.size as i64 + SIZE_OFFSET as i64;
         if header_file_size != file_len as i64 && !(size_fix != 0 && header_file_size + size_fix == file_len as i64) {
             return Err(DatafileError::at(
                 8,
@@ -240,9 +266,9 @@ impl Datafile {
             ));
         }
         let data_start = file_len - data_size as usize;
-        let header_swaplen = swaplen as i64 + SIZE_OFFSET as i64;
+        let header_swaplen = self.swaplen as i64 + SIZE_OFFSET as i64;
         if header_swaplen != data_start as i64
-            && !(swaplen % 4 == 0 && size_fix != 0 && header_swaplen + size_fix == data_start as i64)
+            && !(self.swaplen % 4 == 0 && size_fix != 0 && header_swaplen + size_fix == data_start as i64)
         {
             return Err(DatafileError::at(
                 12,
@@ -257,188 +283,258 @@ impl Datafile {
                 format!("the data section has {data_size} bytes but there are no data items"),
             ));
         }
+        Ok(())
+    }
 
-        let (nt, ni, nd) = (num_types as usize, num_items as usize, num_data as usize);
-        let types_at = HEADER_SIZE;
-        let item_offsets_at = types_at + nt * 12;
-        let data_offsets_at = item_offsets_at + ni * 4;
-        let data_sizes_at = data_offsets_at + nd * 4;
-        let items_at = data_sizes_at + if version == 4 { nd * 4 } else { 0 };
-        let item_size = item_size as usize;
-        let data_size = data_size as usize;
+    /// Where the parts start; only after `check_sizes`.
+    fn layout(&self) -> Layout {
+        let (nt, ni, nd) = (self.num_types as usize, self.num_items as usize, self.num_data as usize);
+        let types = HEADER_SIZE;
+        let item_offsets = types + nt * 12;
+        let data_offsets = item_offsets + ni * 4;
+        let data_sizes = data_offsets + nd * 4;
+        let items = data_sizes + if self.version == 4 { nd * 4 } else { 0 };
+        Layout { types, item_offsets, data_offsets, data_sizes, items }
+    }
+}
 
-        // Item types.
-        let mut types = Vec::with_capacity(nt);
-        let mut counted: i64 = 0;
-        let mut seen_types = std::collections::HashSet::new();
-        for i in 0..nt {
-            let at = types_at + i * 12;
-            let (t, start, num) = (read_i32(bytes, at), read_i32(bytes, at + 4), read_i32(bytes, at + 8));
-            if !(0..=0xFFFF).contains(&t) {
-                return Err(DatafileError::at(at, format!("item type {i} has type id {t}, outside 0..=65535")));
-            }
-            if !seen_types.insert(t) {
-                return Err(DatafileError::at(at, format!("item type {i}: type id {t} is listed twice")));
-            }
-            if num <= 0 {
-                return Err(DatafileError::at(at + 8, format!("item type {i} (type id {t}) has {num} items")));
-            }
-            if start as i64 != counted {
-                return Err(DatafileError::at(
-                    at + 4,
-                    format!(
-                        "item type {i} (type id {t}) starts at item {start}, expected {counted} (types follow each other)"
-                    ),
-                ));
-            }
-            counted += num as i64;
-            if counted > ni as i64 {
-                break;
-            }
-            types.push((t as u16, start as usize, num as usize));
+/// The item types `(type, first item, number of items)`: contiguous, each
+/// type once, covering the `ni` items exactly.
+fn read_item_types(
+    bytes: &[u8],
+    types_at: usize,
+    nt: usize,
+    ni: usize,
+) -> Result<Vec<(u16, usize, usize)>, DatafileError> {
+    let mut types = Vec::with_capacity(nt);
+    let mut counted: i64 = 0;
+    let mut seen_types = std::collections::HashSet::new();
+    for i in 0..nt {
+        let at = types_at + i * 12;
+        let (t, start, num) = (read_i32(bytes, at), read_i32(bytes, at + 4), read_i32(bytes, at + 8));
+        if !(0..=0xFFFF).contains(&t) {
+            return Err(DatafileError::at(at, format!("item type {i} has type id {t}, outside 0..=65535")));
         }
-        if counted != ni as i64 {
+        if !seen_types.insert(t) {
+            return Err(DatafileError::at(at, format!("item type {i}: type id {t} is listed twice")));
+        }
+        if num <= 0 {
+            return Err(DatafileError::at(at + 8, format!("item type {i} (type id {t}) has {num} items")));
+        }
+        if start as i64 != counted {
             return Err(DatafileError::at(
-                types_at,
-                format!("the item types count {counted} items, the header says {ni}"),
+                at + 4,
+                format!(
+                    "item type {i} (type id {t}) starts at item {start}, expected {counted} (types follow each other)"
+                ),
             ));
         }
-
-        // Item offsets.
-        let mut item_offsets = Vec::with_capacity(ni);
-        for i in 0..ni {
-            let at = item_offsets_at + i * 4;
-            let o = read_i32(bytes, at);
-            if i == 0 && o != 0 {
-                return Err(DatafileError::at(at, format!("the first item offset is {o}, not 0")));
-            }
-            if i > 0 && o <= item_offsets[i - 1] as i32 {
-                return Err(DatafileError::at(
-                    at,
-                    format!("item {i}: offset {o} is not greater than the previous one ({})", item_offsets[i - 1]),
-                ));
-            }
-            if o as i64 >= item_size as i64 {
-                return Err(DatafileError::at(
-                    at,
-                    format!("item {i}: offset {o} is past the item section ({item_size} bytes)"),
-                ));
-            }
-            item_offsets.push(o as usize);
+        counted += num as i64;
+        if counted > ni as i64 {
+            break;
         }
+        types.push((t as u16, start as usize, num as usize));
+    }
+    if counted != ni as i64 {
+        return Err(DatafileError::at(types_at, format!("the item types count {counted} items, the header says {ni}")));
+    }
+    Ok(types)
+}
 
-        // Items.
-        let mut items = Vec::with_capacity(ni);
-        let mut item_starts = Vec::with_capacity(ni);
-        for (ti, &(t, start, num)) in types.iter().enumerate() {
-            let mut ids = std::collections::HashSet::new();
-            for index in start..start + num {
-                let begin = item_offsets[index];
-                let end = item_offsets.get(index + 1).copied().unwrap_or(item_size);
-                let at = items_at + begin;
-                let gap = end - begin;
-                if gap < 8 {
-                    return Err(DatafileError::at(
-                        at,
-                        format!(
-                            "item {index} (type id {t}): {gap} bytes between its offset and the next, an item header needs 8"
-                        ),
-                    ));
-                }
-                let type_and_id = read_i32(bytes, at) as u32;
-                let (stored_type, id) = ((type_and_id >> 16) as u16, (type_and_id & 0xFFFF) as u16);
-                if stored_type != t {
-                    return Err(DatafileError::at(
-                        at,
-                        format!("item {index} has type id {stored_type}, but item type {ti} (type id {t}) lists it"),
-                    ));
-                }
-                if t != ITEMTYPE_EX && !ids.insert(id) {
-                    return Err(DatafileError::at(at, format!("item {index} (type id {t}): id {id} is used twice")));
-                }
-                let psize = read_i32(bytes, at + 4);
-                if psize < 0 || psize % 4 != 0 || psize as usize != gap - 8 {
-                    return Err(DatafileError::at(
-                        at + 4,
-                        format!(
-                            "item {index} (type id {t}, id {id}): payload size {psize} does not match the {} bytes its offsets leave",
-                            gap - 8
-                        ),
-                    ));
-                }
-                let data = (0..psize as usize / 4).map(|k| read_i32(bytes, at + 8 + k * 4)).collect();
-                items.push(Item { type_id: t, id, data });
-                item_starts.push(at);
-            }
+/// The `n` offsets of a table at `table_at` into a section of
+/// `section_size` bytes: the first 0, increasing, inside the section.
+/// `section` is "item" or "data" (for messages).
+fn read_offsets(
+    bytes: &[u8],
+    table_at: usize,
+    n: usize,
+    section_size: i32,
+    section: &str,
+) -> Result<Vec<usize>, DatafileError> {
+    let one = if section == "item" { "item" } else { "data item" };
+    let mut offsets: Vec<usize> = Vec::with_capacity(n);
+    for i in 0..n {
+        let at = table_at + i * 4;
+        let o = read_i32(bytes, at);
+        if i == 0 && o != 0 {
+            return Err(DatafileError::at(at, format!("the first {section} offset is {o}, not 0")));
         }
+        if i > 0 && o <= offsets[i - 1] as i32 {
+            return Err(DatafileError::at(
+                at,
+                format!("{one} {i}: offset {o} is not greater than the previous one ({})", offsets[i - 1]),
+            ));
+        }
+        if o as i64 >= section_size as i64 {
+            return Err(DatafileError::at(
+                at,
+                format!("{one} {i}: offset {o} is past the {section} section ({section_size} bytes)"),
+            ));
+        }
+        offsets.push(o as usize);
+    }
+    Ok(offsets)
+}
 
-        // Data offsets and sizes.
-        let data_at = items_at + item_size;
-        let mut data_offsets = Vec::with_capacity(nd);
-        for i in 0..nd {
-            let at = data_offsets_at + i * 4;
-            let o = read_i32(bytes, at);
-            if i == 0 && o != 0 {
-                return Err(DatafileError::at(at, format!("the first data offset is {o}, not 0")));
-            }
-            if i > 0 && o <= data_offsets[i - 1] as i32 {
-                return Err(DatafileError::at(
-                    at,
-                    format!("data item {i}: offset {o} is not greater than the previous one ({})", data_offsets[i - 1]),
-                ));
-            }
-            if o as i64 >= data_size as i64 {
-                return Err(DatafileError::at(
-                    at,
-                    format!("data item {i}: offset {o} is past the data section ({data_size} bytes)"),
-                ));
-            }
-            data_offsets.push(o as usize);
+/// The items, type by type, and where each starts in the file.
+fn read_items(
+    bytes: &[u8],
+    types: &[(u16, usize, usize)],
+    item_offsets: &[usize],
+    items_at: usize,
+    item_size: usize,
+) -> Result<(Vec<Item>, Vec<usize>), DatafileError> {
+    let mut items = Vec::with_capacity(item_offsets.len());
+    let mut item_starts = Vec::with_capacity(item_offsets.len());
+    for (ti, &(t, start, num)) in types.iter().enumerate() {
+        let mut ids = HashSet::new();
+        for index in start..start + num {
+            let begin = item_offsets[index];
+            let end = item_offsets.get(index + 1).copied().unwrap_or(item_size);
+            let at = items_at + begin;
+            items.push(read_item(bytes, at, end - begin, index, (ti, t), &mut ids)?);
+            item_starts.push(at);
         }
-        let mut recorded = Vec::new();
-        if version == 4 {
-            let mut total: usize = 0;
-            for i in 0..nd {
-                let at = data_sizes_at + i * 4;
-                let s = read_i32(bytes, at);
-                if s < 0 {
-                    return Err(DatafileError::at(at, format!("data item {i}: inflated size {s} is negative")));
-                }
-                if s as usize > MAX_DATA_SIZE {
-                    return Err(DatafileError::at(
-                        at,
-                        format!("data item {i}: inflated size {s} is over the cap of {MAX_DATA_SIZE} bytes"),
-                    ));
-                }
-                total += s as usize;
-                if total > MAX_TOTAL_DATA {
-                    return Err(DatafileError::at(
-                        at,
-                        format!("data items 0..={i} inflate to {total} bytes, over the cap of {MAX_TOTAL_DATA} bytes"),
-                    ));
-                }
-                recorded.push(s);
-            }
-        }
+    }
+    Ok((items, item_starts))
+}
 
-        let mut data = Vec::with_capacity(nd);
-        let mut data_starts = Vec::with_capacity(nd);
-        for i in 0..nd {
-            let begin = data_offsets[i];
-            let end = data_offsets.get(i + 1).copied().unwrap_or(data_size);
-            let at = data_at + begin;
-            let raw = &bytes[at..data_at + end];
-            data_starts.push(at);
-            if version == 3 {
-                data.push(DataItem { content: Ok(Arc::new(raw.to_vec())), stored: None });
-                continue;
-            }
-            let content = inflate(raw, recorded[i] as usize).map(Arc::new);
-            let stored = Stored { bytes: raw.to_vec(), recorded: recorded[i] };
-            data.push(DataItem { content, stored: Some(Arc::new(stored)) });
-        }
+/// Item `index` at `at`, `gap` bytes long, listed by item type `ti` of
+/// type id `t`: its type matches, its id is not in `ids` (the ids of its
+/// type so far; UUID index items may repeat), its payload fills the gap.
+fn read_item(
+    bytes: &[u8],
+    at: usize,
+    gap: usize,
+    index: usize,
+    (ti, t): (usize, u16),
+    ids: &mut HashSet<u16>,
+) -> Result<Item, DatafileError> {
+    if gap < 8 {
+        return Err(DatafileError::at(
+            at,
+            format!("item {index} (type id {t}): {gap} bytes between its offset and the next, an item header needs 8"),
+        ));
+    }
+    let type_and_id = read_i32(bytes, at) as u32;
+    let (stored_type, id) = ((type_and_id >> 16) as u16, (type_and_id & 0xFFFF) as u16);
+    if stored_type != t {
+        return Err(DatafileError::at(
+            at,
+            format!("item {index} has type id {stored_type}, but item type {ti} (type id {t}) lists it"),
+        ));
+    }
+    if t != ITEMTYPE_EX && !ids.insert(id) {
+        return Err(DatafileError::at(at, format!("item {index} (type id {t}): id {id} is used twice")));
+    }
+    Ok(Item { type_id: t, id, data: read_payload(bytes, at, gap, index, (t, id))? })
+}
 
-        let df = Datafile { magic, version, items, data };
+/// The i32 payload of the item at `at` (header checked): its recorded size
+/// must be the `gap - 8` bytes its offsets leave.
+fn read_payload(
+    bytes: &[u8],
+    at: usize,
+    gap: usize,
+    index: usize,
+    (t, id): (u16, u16),
+) -> Result<Vec<i32>, DatafileError> {
+    let psize = read_i32(bytes, at + 4);
+    if psize < 0 || psize % 4 != 0 || psize as usize != gap - 8 {
+        return Err(DatafileError::at(
+            at + 4,
+            format!(
+                "item {index} (type id {t}, id {id}): payload size {psize} does not match the {} bytes its offsets leave",
+                gap - 8
+            ),
+        ));
+    }
+    Ok((0..psize as usize / 4).map(|k| read_i32(bytes, at + 8 + k * 4)).collect())
+}
+
+/// The inflated sizes (v4) of the `nd` data items: within the caps.
+fn read_data_sizes(bytes: &[u8], data_sizes_at: usize, nd: usize) -> Result<Vec<i32>, DatafileError> {
+    let mut recorded = Vec::new();
+    let mut total: usize = 0;
+    for i in 0..nd {
+        let at = data_sizes_at + i * 4;
+        let s = read_i32(bytes, at);
+        if s < 0 {
+            return Err(DatafileError::at(at, format!("data item {i}: inflated size {s} is negative")));
+        }
+        if s as usize > MAX_DATA_SIZE {
+            return Err(DatafileError::at(
+                at,
+                format!("data item {i}: inflated size {s} is over the cap of {MAX_DATA_SIZE} bytes"),
+            ));
+        }
+        total += s as usize;
+        if total > MAX_TOTAL_DATA {
+            return Err(DatafileError::at(
+                at,
+                format!("data items 0..={i} inflate to {total} bytes, over the cap of {MAX_TOTAL_DATA} bytes"),
+            ));
+        }
+        recorded.push(s);
+    }
+    Ok(recorded)
+}
+
+/// The data items (raw in v3, inflated in v4, keeping the stored bytes)
+/// and where each starts in the file.
+fn read_data(
+    bytes: &[u8],
+    version: i32,
+    data_offsets: &[usize],
+    recorded: &[i32],
+    data_at: usize,
+    data_size: usize,
+) -> (Vec<DataItem>, Vec<usize>) {
+    let mut data = Vec::with_capacity(data_offsets.len());
+    let mut data_starts = Vec::with_capacity(data_offsets.len());
+    for (i, &begin) in data_offsets.iter().enumerate() {
+        let end = data_offsets.get(i + 1).copied().unwrap_or(data_size);
+        let at = data_at + begin;
+        let raw = &bytes[at..data_at + end];
+        data_starts.push(at);
+        if version == 3 {
+            data.push(DataItem { content: Ok(Arc::new(raw.to_vec())), stored: None });
+            continue;
+        }
+        let content = inflate(raw, recorded[i] as usize).map(Arc::new);
+        let stored = Stored { bytes: raw.to_vec(), recorded: recorded[i] };
+        data.push(DataItem { content, stored: Some(Arc::new(stored)) });
+    }
+    (data, data_starts)
+}
+
+impl Datafile {
+    /// An empty version 4 datafile.
+    pub fn new() -> Datafile {
+        Datafile { magic: Magic::Data, version: 4, items: Vec::new(), data: Vec::new() }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Datafile, DatafileError> {
+        Self::decode_with_offsets(bytes).map(|(d, _)| d)
+    }
+
+    /// Decode, and say where each item and data item starts in `bytes`.
+    pub fn decode_with_offsets(bytes: &[u8]) -> Result<(Datafile, Offsets), DatafileError> {
+        let header = Header::read(bytes)?;
+        header.check_sizes(bytes.len())?;
+        let at = header.layout();
+        let types = read_item_types(bytes, at.types, header.num_types as usize, header.num_items as usize)?;
+        let item_offsets = read_offsets(bytes, at.item_offsets, header.num_items as usize, header.item_size, "item")?;
+        let (items, item_starts) = read_items(bytes, &types, &item_offsets, at.items, header.item_size as usize)?;
+        let data_offsets = read_offsets(bytes, at.data_offsets, header.num_data as usize, header.data_size, "data")?;
+        let recorded = match header.version {
+            4 => read_data_sizes(bytes, at.data_sizes, header.num_data as usize)?,
+            _ => Vec::new(),
+        };
+        let data_at = at.items + header.item_size as usize;
+        let (data, data_starts) =
+            read_data(bytes, header.version, &data_offsets, &recorded, data_at, header.data_size as usize);
+        let df = Datafile { magic: header.magic, version: header.version, items, data };
         Ok((df, Offsets { items: item_starts, data: data_starts }))
     }
 

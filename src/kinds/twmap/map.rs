@@ -278,92 +278,20 @@ fn where_data(offsets: Option<&Offsets>, data: i32) -> String {
 fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
     let mut ix = Index::default();
     let mut shown: HashSet<usize> = HashSet::new();
-    let typed = |t: u16| df.items_of(t).map(|(i, _)| i).collect::<Vec<usize>>();
+    let uuid_of = uuid_types(df);
 
-    // UUID types: internal type -> UUID, from the index items.
-    let mut uuid_of: HashMap<u16, [u8; 16]> = HashMap::new();
-    for (_, it) in df.items_of(types::EX) {
-        if let Some(u) = items::uuid_of_index_item(&it.data) {
-            uuid_of.entry(it.id).or_insert(u);
-        }
-    }
-    let type_with_uuid =
-        |u: [u8; 16]| uuid_of.iter().find(|(t, v)| **v == u && **t > types::UUID_OFFSET).map(|(t, _)| *t);
+    shown.insert(check_version(df, offsets)?);
+    ix.info = check_info(df, offsets)?;
+    shown.extend(ix.info);
 
-    // Version.
-    let Some(vi) = df.find(types::VERSION, 0) else {
-        return Err(DocError::new("the map version item (type 0, id 0) is missing"));
-    };
-    match items::map_version(&df.items[vi].data) {
-        Some(1) => {}
-        Some(v) => {
-            return Err(DocError::new(format!(
-                "map version ({}): version {v} is not supported (only 1 is)",
-                where_item(offsets, vi)
-            )));
-        }
-        None => return Err(DocError::new(format!("map version ({}): the item is empty", where_item(offsets, vi)))),
-    }
-    shown.insert(vi);
-
-    // Info.
-    if let Some(ii) = df.find(types::INFO, 0) {
-        let info = Info::parse(&df.items[ii].data)
-            .map_err(|e| DocError::new(format!("map info ({}): {e}", where_item(offsets, ii))))?;
-        let fields = [
-            ("author", info.author),
-            ("version", info.map_version),
-            ("credits", info.credits),
-            ("license", info.license),
-            ("settings", info.settings_index()),
-        ];
-        for (name, d) in fields {
-            if d != -1 {
-                data(df, d, &|| format!("map info ({}): {name}", where_item(offsets, ii)))?;
-            }
-        }
-        ix.info = Some(ii);
-        shown.insert(ii);
-    }
-
-    // Images.
-    ix.images = typed(types::IMAGE);
+    ix.images = items_of_type(df, types::IMAGE);
     for (n, &ii) in ix.images.iter().enumerate() {
-        let what = || format!("image {n} ({})", where_item(offsets, ii));
-        let im = Image::parse(&df.items[ii].data).map_err(|e| DocError::new(format!("{}: {e}", what())))?;
-        if im.name != -1 {
-            data(df, im.name, &|| format!("{}: name", what()))?;
-        }
-        if im.is_embedded() {
-            let name = String::from_utf8_lossy(&string_of(df, im.name)).into_owned();
-            let what = || format!("image {n} {name:?} ({})", where_item(offsets, ii));
-            if im.width <= 0 || im.height <= 0 {
-                return Err(DocError::new(format!(
-                    "{}: an embedded image of {} x {} pixels",
-                    what(),
-                    im.width,
-                    im.height
-                )));
-            }
-            let need = im.width as u64 * im.height as u64 * im.bytes_per_pixel() as u64;
-            let pixels = data(df, im.data, &|| format!("{}: pixels", what()))?;
-            if (pixels.len() as u64) < need {
-                let fmt = if im.bytes_per_pixel() == 3 { "RGB" } else { "RGBA" };
-                return Err(DocError::new(format!(
-                    "{}: {} x {} {fmt} needs {need} bytes, {} has {}",
-                    what(),
-                    im.width,
-                    im.height,
-                    where_data(offsets, im.data),
-                    pixels.len()
-                )));
-            }
-        }
+        check_image(df, offsets, n, ii)?;
         shown.insert(ii);
     }
 
     // Envelopes and their points.
-    ix.envelopes = typed(types::ENVELOPE);
+    ix.envelopes = items_of_type(df, types::ENVELOPE);
     for (n, &ei) in ix.envelopes.iter().enumerate() {
         Envelope::parse(&df.items[ei].data)
             .map_err(|e| DocError::new(format!("envelope {n} ({}): {e}", where_item(offsets, ei))))?;
@@ -371,28 +299,145 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
     }
     ix.env_points = df.items_of(types::ENVPOINTS).map(|(i, _)| i).next();
     shown.extend(ix.env_points);
-    ix.bezier = type_with_uuid(items::uuids::ENVPOINTS_BEZIER).and_then(|t| df.items_of(t).map(|(i, _)| i).next());
+    ix.bezier =
+        type_with_uuid(&uuid_of, items::uuids::ENVPOINTS_BEZIER).and_then(|t| df.items_of(t).map(|(i, _)| i).next());
 
-    // Sounds.
-    ix.sounds = typed(types::SOUND);
+    ix.sounds = items_of_type(df, types::SOUND);
     for (n, &si) in ix.sounds.iter().enumerate() {
-        let what = || format!("sound {n} ({})", where_item(offsets, si));
-        let s = items::Sound::parse(&df.items[si].data).map_err(|e| DocError::new(format!("{}: {e}", what())))?;
-        if s.name != -1 {
-            data(df, s.name, &|| format!("{}: name", what()))?;
-        }
-        if s.external == 0 {
-            data(df, s.data, &|| format!("{}: data", what()))?;
-        }
+        check_sound(df, offsets, n, si)?;
         shown.insert(si);
     }
 
-    // Groups and layers (CMap::Load).
-    ix.layers = typed(types::LAYER);
+    ix.layers = items_of_type(df, types::LAYER);
+    let (tile_layers, game) = check_groups(df, offsets, &mut ix, &mut shown)?;
+    let Some(game) = game else {
+        return Err(DocError::new("the map has no game layer (a tile layer with the game flag)"));
+    };
+    check_tile_data(df, offsets, &tile_layers, &game)?;
+
+    ix.others = other_items(df, &shown, &uuid_of);
+    Ok(ix)
+}
+
+/// The item indices of one type, in order.
+fn items_of_type(df: &Datafile, type_id: u16) -> Vec<usize> {
+    df.items_of(type_id).map(|(i, _)| i).collect()
+}
+
+/// UUID types: internal type -> UUID, from the index items.
+fn uuid_types(df: &Datafile) -> HashMap<u16, [u8; 16]> {
+    let mut uuid_of: HashMap<u16, [u8; 16]> = HashMap::new();
+    for (_, it) in df.items_of(types::EX) {
+        if let Some(u) = items::uuid_of_index_item(&it.data) {
+            uuid_of.entry(it.id).or_insert(u);
+        }
+    }
+    uuid_of
+}
+
+/// The internal type a UUID was given, if the map has one.
+fn type_with_uuid(uuid_of: &HashMap<u16, [u8; 16]>, u: [u8; 16]) -> Option<u16> {
+    uuid_of.iter().find(|(t, v)| **v == u && **t > types::UUID_OFFSET).map(|(t, _)| *t)
+}
+
+/// The version item: there, and version 1. Its item index.
+fn check_version(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<usize> {
+    let Some(vi) = df.find(types::VERSION, 0) else {
+        return Err(DocError::new("the map version item (type 0, id 0) is missing"));
+    };
+    match items::map_version(&df.items[vi].data) {
+        Some(1) => Ok(vi),
+        Some(v) => Err(DocError::new(format!(
+            "map version ({}): version {v} is not supported (only 1 is)",
+            where_item(offsets, vi)
+        ))),
+        None => Err(DocError::new(format!("map version ({}): the item is empty", where_item(offsets, vi)))),
+    }
+}
+
+/// The info item, if any: readable, and its strings' data items there.
+fn check_info(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Option<usize>> {
+    let Some(ii) = df.find(types::INFO, 0) else {
+        return Ok(None);
+    };
+    let info = Info::parse(&df.items[ii].data)
+        .map_err(|e| DocError::new(format!("map info ({}): {e}", where_item(offsets, ii))))?;
+    let fields = [
+        ("author", info.author),
+        ("version", info.map_version),
+        ("credits", info.credits),
+        ("license", info.license),
+        ("settings", info.settings_index()),
+    ];
+    for (name, d) in fields {
+        if d != -1 {
+            data(df, d, &|| format!("map info ({}): {name}", where_item(offsets, ii)))?;
+        }
+    }
+    Ok(Some(ii))
+}
+
+/// Image `n` (item `ii`): its name, and the pixels of an embedded one.
+fn check_image(df: &Datafile, offsets: Option<&Offsets>, n: usize, ii: usize) -> DocResult<()> {
+    let what = || format!("image {n} ({})", where_item(offsets, ii));
+    let im = Image::parse(&df.items[ii].data).map_err(|e| DocError::new(format!("{}: {e}", what())))?;
+    if im.name != -1 {
+        data(df, im.name, &|| format!("{}: name", what()))?;
+    }
+    if !im.is_embedded() {
+        return Ok(());
+    }
+    let name = String::from_utf8_lossy(&string_of(df, im.name)).into_owned();
+    let what = || format!("image {n} {name:?} ({})", where_item(offsets, ii));
+    if im.width <= 0 || im.height <= 0 {
+        return Err(DocError::new(format!("{}: an embedded image of {} x {} pixels", what(), im.width, im.height)));
+    }
+    let need = im.width as u64 * im.height as u64 * im.bytes_per_pixel() as u64;
+    let pixels = data(df, im.data, &|| format!("{}: pixels", what()))?;
+    if (pixels.len() as u64) < need {
+        let fmt = if im.bytes_per_pixel() == 3 { "RGB" } else { "RGBA" };
+        return Err(DocError::new(format!(
+            "{}: {} x {} {fmt} needs {need} bytes, {} has {}",
+            what(),
+            im.width,
+            im.height,
+            where_data(offsets, im.data),
+            pixels.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Sound `n` (item `si`): its name, and its data unless external.
+fn check_sound(df: &Datafile, offsets: Option<&Offsets>, n: usize, si: usize) -> DocResult<()> {
+    let what = || format!("sound {n} ({})", where_item(offsets, si));
+    let s = items::Sound::parse(&df.items[si].data).map_err(|e| DocError::new(format!("{}: {e}", what())))?;
+    if s.name != -1 {
+        data(df, s.name, &|| format!("{}: name", what()))?;
+    }
+    if s.external == 0 {
+        data(df, s.data, &|| format!("{}: data", what()))?;
+    }
+    Ok(())
+}
+
+/// A tile layer found in a group: group number, layer number in the
+/// group, item index, the layer.
+type TileLayerAt = (usize, usize, usize, TileLayer);
+
+/// Groups and layers (CMap::Load): each group's layers exist and belong to
+/// it alone, each layer is readable. Fills `ix.groups`; gives the tile
+/// layers and the game layer (the last one with the game flag).
+fn check_groups(
+    df: &Datafile,
+    offsets: Option<&Offsets>,
+    ix: &mut Index,
+    shown: &mut HashSet<usize>,
+) -> DocResult<(Vec<TileLayerAt>, Option<TileLayer>)> {
     let mut used_layers = HashSet::new();
-    let mut tile_layers: Vec<(usize, usize, usize, TileLayer)> = Vec::new();
+    let mut tile_layers: Vec<TileLayerAt> = Vec::new();
     let mut game: Option<TileLayer> = None;
-    for (g, gi) in typed(types::GROUP).into_iter().enumerate() {
+    for (g, gi) in items_of_type(df, types::GROUP).into_iter().enumerate() {
         let gwhat = || format!("group {g} ({})", where_item(offsets, gi));
         let group = Group::parse(&df.items[gi].data).map_err(|e| DocError::new(format!("{}: {e}", gwhat())))?;
         let (start, num) = (group.start_layer, group.num_layers);
@@ -420,29 +465,7 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
                     }
                     tile_layers.push((g, l, li, t.clone()));
                 }
-                Layer::Quads(q) | Layer::Sounds(q) => {
-                    let (size, what) = match layer.header().kind {
-                        items::layer_types::QUADS => (items::QUAD_SIZE, "quads"),
-                        items::layer_types::SOUNDS => (items::SOURCE_SIZE, "sound sources"),
-                        _ => (items::SOURCE_SIZE_DEPRECATED, "sound sources"),
-                    };
-                    if q.num_quads < 0 {
-                        return Err(DocError::new(format!("{}: {} {what}", lwhat(), q.num_quads)));
-                    }
-                    if q.num_quads > 0 {
-                        let d = data(df, q.data, &|| format!("{}: {what}", lwhat()))?;
-                        let need = q.num_quads as u64 * size as u64;
-                        if (d.len() as u64) < need {
-                            return Err(DocError::new(format!(
-                                "{}: {} {what} need {need} bytes, {} has {}",
-                                lwhat(),
-                                q.num_quads,
-                                where_data(offsets, q.data),
-                                d.len()
-                            )));
-                        }
-                    }
-                }
+                Layer::Quads(_) | Layer::Sounds(_) => check_quads_layer(df, offsets, &layer, &lwhat)?,
                 Layer::Other(..) => {}
             }
             entry.layers.push(li);
@@ -451,14 +474,55 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
         ix.groups.push(entry);
         shown.insert(gi);
     }
-    let Some(game) = game else {
-        return Err(DocError::new("the map has no game layer (a tile layer with the game flag)"));
-    };
-    let game_count = game.width as u64 * game.height as u64;
+    Ok((tile_layers, game))
+}
 
-    // Tile data (ValidateAndUnpackTilesLayerData, and the unpacking).
+/// A quads or sound-sources layer: its data holds as many as it says.
+fn check_quads_layer(
+    df: &Datafile,
+    offsets: Option<&Offsets>,
+    layer: &Layer,
+    lwhat: &dyn Fn() -> String,
+) -> DocResult<()> {
+    let (Layer::Quads(q) | Layer::Sounds(q)) = layer else {
+        return Ok(());
+    };
+    let (size, what) = match layer.header().kind {
+        items::layer_types::QUADS => (items::QUAD_SIZE, "quads"),
+        items::layer_types::SOUNDS => (items::SOURCE_SIZE, "sound sources"),
+        _ => (items::SOURCE_SIZE_DEPRECATED, "sound sources"),
+    };
+    if q.num_quads < 0 {
+        return Err(DocError::new(format!("{}: {} {what}", lwhat(), q.num_quads)));
+    }
+    if q.num_quads > 0 {
+        let d = data(df, q.data, &|| format!("{}: {what}", lwhat()))?;
+        let need = q.num_quads as u64 * size as u64;
+        if (d.len() as u64) < need {
+            return Err(DocError::new(format!(
+                "{}: {} {what} need {need} bytes, {} has {}",
+                lwhat(),
+                q.num_quads,
+                where_data(offsets, q.data),
+                d.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Tile data (ValidateAndUnpackTilesLayerData, and the unpacking): each
+/// tile layer has its own data item, within the cap, at least as big as the
+/// game layer for physics layers, unpacking to valid tiles.
+fn check_tile_data(
+    df: &Datafile,
+    offsets: Option<&Offsets>,
+    tile_layers: &[TileLayerAt],
+    game: &TileLayer,
+) -> DocResult<()> {
+    let game_count = game.width as u64 * game.height as u64;
     let mut used_data = HashSet::new();
-    for (g, l, li, t) in &tile_layers {
+    for (g, l, li, t) in tile_layers {
         let lwhat = || format!("layer {l} of group {g} ({})", where_item(offsets, *li));
         let kind = TileKind::of(t);
         let d = kind.data_index(t);
@@ -493,45 +557,56 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
                 game.height
             )));
         }
-        let stored = data(df, d, &|| format!("{}: tiles", lwhat()))?;
-        let count = count as usize;
-        let grid: std::borrow::Cow<[u8]> = if t.version >= 4 {
-            if !matches!(kind, TileKind::Tiles | TileKind::Game) {
-                return Err(DocError::new(format!(
-                    "{}: a {} layer of version 4 (tile skip packing is only for tiles and game layers)",
-                    lwhat(),
-                    kind.name()
-                )));
-            }
-            let g = tiles::unpack(stored, count)
-                .map_err(|e| DocError::new(format!("{}: tile data ({}): {e}", lwhat(), where_data(offsets, d))))?;
-            std::borrow::Cow::Owned(g)
-        } else {
-            let have = stored.len() / kind.tile_size();
-            if have < count {
-                return Err(DocError::new(format!(
-                    "{}: tile data ({}) is truncated: {have} tiles, the layer has {count} ({} x {})",
-                    lwhat(),
-                    where_data(offsets, d),
-                    t.width,
-                    t.height
-                )));
-            }
-            std::borrow::Cow::Borrowed(&stored[..count * kind.tile_size()])
-        };
-        kind.check(&grid).map_err(|(i, e)| {
-            let w = t.width as usize;
-            DocError::new(format!(
-                "{}: tile {i} (x {}, y {}) of {}: {e}",
-                lwhat(),
-                i % w,
-                i / w,
-                where_data(offsets, d)
-            ))
-        })?;
+        check_tiles(df, offsets, t, count as usize, &lwhat)?;
     }
+    Ok(())
+}
 
-    // Everything else goes to items/.
+/// The tiles of one layer (`count` of them): stored in full (or packed,
+/// from version 4), each one valid for the layer's kind.
+fn check_tiles(
+    df: &Datafile,
+    offsets: Option<&Offsets>,
+    t: &TileLayer,
+    count: usize,
+    lwhat: &dyn Fn() -> String,
+) -> DocResult<()> {
+    let kind = TileKind::of(t);
+    let d = kind.data_index(t);
+    let stored = data(df, d, &|| format!("{}: tiles", lwhat()))?;
+    let grid: std::borrow::Cow<[u8]> = if t.version >= 4 {
+        if !matches!(kind, TileKind::Tiles | TileKind::Game) {
+            return Err(DocError::new(format!(
+                "{}: a {} layer of version 4 (tile skip packing is only for tiles and game layers)",
+                lwhat(),
+                kind.name()
+            )));
+        }
+        let g = tiles::unpack(stored, count)
+            .map_err(|e| DocError::new(format!("{}: tile data ({}): {e}", lwhat(), where_data(offsets, d))))?;
+        std::borrow::Cow::Owned(g)
+    } else {
+        let have = stored.len() / kind.tile_size();
+        if have < count {
+            return Err(DocError::new(format!(
+                "{}: tile data ({}) is truncated: {have} tiles, the layer has {count} ({} x {})",
+                lwhat(),
+                where_data(offsets, d),
+                t.width,
+                t.height
+            )));
+        }
+        std::borrow::Cow::Borrowed(&stored[..count * kind.tile_size()])
+    };
+    kind.check(&grid).map_err(|(i, e)| {
+        let w = t.width as usize;
+        DocError::new(format!("{}: tile {i} (x {}, y {}) of {}: {e}", lwhat(), i % w, i / w, where_data(offsets, d)))
+    })
+}
+
+/// Everything not shown elsewhere goes to items/, named by its kind.
+fn other_items(df: &Datafile, shown: &HashSet<usize>, uuid_of: &HashMap<u16, [u8; 16]>) -> Vec<(usize, String)> {
+    let mut others = Vec::new();
     for (i, it) in df.items.iter().enumerate() {
         if shown.contains(&i) {
             continue;
@@ -555,9 +630,9 @@ fn check(df: &Datafile, offsets: Option<&Offsets>) -> DocResult<Index> {
             },
             t => format!("type{t}"),
         };
-        ix.others.push((i, kind));
+        others.push((i, kind));
     }
-    Ok(ix)
+    others
 }
 
 /// `UpgradeAndValidateTilesLayerItem` and `EnsureTileLayerProperties`.

@@ -182,7 +182,7 @@ fn refused(d: &mut TwMap, path: &str, content: &[u8], expect: &str) {
 }
 
 #[test]
-fn bad_writes_are_refused_with_file_line_and_column() {
+fn bad_tile_and_image_writes_are_refused_with_file_line_and_column() {
     let mut d = doc();
     let tiles = format!("{GAME}/tiles");
     refused(
@@ -217,6 +217,11 @@ fn bad_writes_are_refused_with_file_line_and_column() {
     );
     refused(&mut d, "envelopes/00_fade", b"name = x\n", "envelopes/00_fade: this file is read-only");
     refused(&mut d, "nope", b"", "nope: no such file in the map");
+}
+
+#[test]
+fn bad_info_writes_are_refused_with_file_line_and_column() {
+    let mut d = doc();
     refused(&mut d, "info", b"author = x\nauthor = y\n", "info: line 2, column 1: author is given twice");
     refused(
         &mut d,
@@ -236,6 +241,11 @@ fn bad_writes_are_refused_with_file_line_and_column() {
         b"[settings]\n\"a\\u0000b\"\n",
         "info: line 2, column 1: setting: a NUL byte cannot be stored",
     );
+}
+
+#[test]
+fn bad_layer_info_writes_are_refused_with_file_line_and_column() {
+    let mut d = doc();
     let binfo = format!("{BACK}/info");
     refused(
         &mut d,
@@ -281,6 +291,11 @@ fn bad_writes_are_refused_with_file_line_and_column() {
         b"detail = 1\n",
         &format!("{tinfo}: line 1, column 10: detail of a tele layer cannot be changed (DDNet resets it)"),
     );
+}
+
+#[test]
+fn bad_quad_and_group_writes_are_refused_with_file_line_and_column() {
+    let mut d = doc();
     let quads = "groups/00_Game/layers/02_sky/quads";
     refused(&mut d, quads, b"pos 0,0\n", &format!("{quads}: line 1, column 8: pos needs 4 groups of 2 numbers"));
     let q = String::from_utf8(d.render(quads).unwrap()).unwrap().replace("color_env 0,0", "color_env 3,0");

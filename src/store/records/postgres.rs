@@ -228,108 +228,113 @@ fn write_dates(tx: &mut Transaction<'_>, collection: Collection, name: &str, d: 
 }
 
 fn write(tx: &mut Transaction<'_>, collection: Collection, name: &str, new: Option<&[u8]>) -> Result<()> {
-    let bad = |e: String| StoreError::Backend(format!("{name}: {e}"));
-    let q = |tx: &mut Transaction<'_>, sql: &str, args: &[&(dyn postgres::types::ToSql + Sync)]| {
-        tx.execute(sql, args).map(|_| ()).map_err(classify)
-    };
     match collection {
-        Collection::Players => {
-            let Some(b) = new else { return q(tx, "DELETE FROM player WHERE name = $1", &[&name]) }; // cascades
-            let p = Player::decode(b).map_err(bad)?;
-            let inv = Inventory::parse_strict(&p.inventory).map_err(|e| bad(format!("inventory: {e}")))?;
-            // Sent as text through ftos-like shortest decimals, as the engine does.
-            let t = |v: f32| format!("{v}");
-            q(
-                tx,
-                "INSERT INTO player (name, pitch, yaw, posX, posY, posZ, hp, breath) \
-                 VALUES ($1, $2::text::numeric, $3::text::numeric, $4::text::numeric, $5::text::numeric, \
-                 $6::text::numeric, $7, $8) ON CONFLICT (name) DO UPDATE SET pitch = EXCLUDED.pitch, \
-                 yaw = EXCLUDED.yaw, posX = EXCLUDED.posX, posY = EXCLUDED.posY, posZ = EXCLUDED.posZ, \
-                 hp = EXCLUDED.hp, breath = EXCLUDED.breath, modification_date = NOW()",
-                &[
-                    &name,
-                    &t(p.pitch),
-                    &t(p.yaw),
-                    &t(p.pos[0]),
-                    &t(p.pos[1]),
-                    &t(p.pos[2]),
-                    &(p.hp as i32),
-                    &(p.breath as i32),
-                ],
-            )?;
-            for t in ["player_inventory_items", "player_inventories", "player_metadata"] {
-                q(tx, &format!("DELETE FROM {t} WHERE player = $1"), &[&name])?;
-            }
-            for (id, list) in inv.lists.iter().enumerate() {
-                let id = id as i32;
-                q(
-                    tx,
-                    "INSERT INTO player_inventories (player, inv_id, inv_width, inv_name, inv_size) VALUES ($1, $2, $3, $4, $5)",
-                    &[
-                        &name,
-                        &id,
-                        &(list.width as i32),
-                        &String::from_utf8_lossy(&list.name).into_owned(),
-                        &(list.slots.len() as i32),
-                    ],
-                )?;
-                for (slot, item) in list.slots.iter().enumerate() {
-                    let text = item.as_ref().map(|i| i.serialize(HighBytes::Raw)).unwrap_or_default();
-                    q(
-                        tx,
-                        "INSERT INTO player_inventory_items (player, inv_id, slot_id, item) VALUES ($1, $2, $3, $4)",
-                        &[&name, &id, &(slot as i32), &String::from_utf8_lossy(&text).into_owned()],
-                    )?;
-                }
-            }
-            for (k, v) in &p.meta {
-                let s = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| bad("metadata must be UTF-8 text".into()));
-                q(
-                    tx,
-                    "INSERT INTO player_metadata (player, attr, value) VALUES ($1, $2, $3)",
-                    &[&name, &s(k)?, &s(v)?],
-                )?;
-            }
-        }
-        Collection::Auth => {
-            let id: Option<i32> =
-                tx.query_opt("SELECT id FROM auth WHERE name = $1", &[&name]).map_err(classify)?.map(|r| r.get(0));
-            let Some(b) = new else {
-                if let Some(id) = id {
-                    q(tx, "DELETE FROM user_privileges WHERE id = $1", &[&id])?;
-                    q(tx, "DELETE FROM auth WHERE id = $1", &[&id])?;
-                }
-                return Ok(());
-            };
-            let e = AuthEntry::decode(b).map_err(bad)?;
-            let last =
-                i32::try_from(e.last_login).map_err(|_| bad("last_login does not fit PostgreSQL's int4".into()))?;
-            let id = match id {
-                Some(id) => {
-                    q(tx, "UPDATE auth SET password = $1, last_login = $2 WHERE id = $3", &[&e.password, &last, &id])?;
-                    q(tx, "DELETE FROM user_privileges WHERE id = $1", &[&id])?;
-                    id
-                }
-                None => tx
-                    .query_one(
-                        "INSERT INTO auth (name, password, last_login) VALUES ($1, $2, $3) RETURNING id",
-                        &[&name, &e.password, &last],
-                    )
-                    .map_err(classify)?
-                    .get(0),
-            };
-            for p in &e.privileges {
-                q(tx, "INSERT INTO user_privileges (id, privilege) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, p])?;
-            }
-        }
+        Collection::Players => match new {
+            Some(b) => write_player(tx, name, b),
+            None => exec(tx, "DELETE FROM player WHERE name = $1", &[&name]), // cascades
+        },
+        Collection::Auth => write_auth(tx, name, new),
         Collection::ModStorage => {
-            q(tx, "DELETE FROM mod_storage WHERE modname = $1", &[&name])?;
+            exec(tx, "DELETE FROM mod_storage WHERE modname = $1", &[&name])?;
             if let Some(b) = new {
-                for (k, v) in ModStorage::decode(b).map_err(bad)?.entries {
-                    q(tx, "INSERT INTO mod_storage (modname, key, value) VALUES ($1, $2, $3)", &[&name, &k, &v])?;
+                for (k, v) in ModStorage::decode(b).map_err(|e| bad_record(name, e))?.entries {
+                    exec(tx, "INSERT INTO mod_storage (modname, key, value) VALUES ($1, $2, $3)", &[&name, &k, &v])?;
                 }
             }
+            Ok(())
         }
+    }
+}
+
+/// A statement whose rows do not matter.
+fn exec(tx: &mut Transaction<'_>, sql: &str, args: &[&(dyn postgres::types::ToSql + Sync)]) -> Result<()> {
+    tx.execute(sql, args).map(|_| ()).map_err(classify)
+}
+
+/// A record that cannot be written, named.
+fn bad_record(name: &str, e: String) -> StoreError {
+    StoreError::Backend(format!("{name}: {e}"))
+}
+
+/// Player `name` becomes the player record `b`: its row, inventories and
+/// metadata replaced.
+fn write_player(tx: &mut Transaction<'_>, name: &str, b: &[u8]) -> Result<()> {
+    let bad = |e: String| bad_record(name, e);
+    let p = Player::decode(b).map_err(bad)?;
+    let inv = Inventory::parse_strict(&p.inventory).map_err(|e| bad(format!("inventory: {e}")))?;
+    // Sent as text through ftos-like shortest decimals, as the engine does.
+    let t = |v: f32| format!("{v}");
+    exec(
+        tx,
+        "INSERT INTO player (name, pitch, yaw, posX, posY, posZ, hp, breath) \
+         VALUES ($1, $2::text::numeric, $3::text::numeric, $4::text::numeric, $5::text::numeric, \
+         $6::text::numeric, $7, $8) ON CONFLICT (name) DO UPDATE SET pitch = EXCLUDED.pitch, \
+         yaw = EXCLUDED.yaw, posX = EXCLUDED.posX, posY = EXCLUDED.posY, posZ = EXCLUDED.posZ, \
+         hp = EXCLUDED.hp, breath = EXCLUDED.breath, modification_date = NOW()",
+        &[&name, &t(p.pitch), &t(p.yaw), &t(p.pos[0]), &t(p.pos[1]), &t(p.pos[2]), &(p.hp as i32), &(p.breath as i32)],
+    )?;
+    for t in ["player_inventory_items", "player_inventories", "player_metadata"] {
+        exec(tx, &format!("DELETE FROM {t} WHERE player = $1"), &[&name])?;
+    }
+    for (id, list) in inv.lists.iter().enumerate() {
+        let id = id as i32;
+        exec(
+            tx,
+            "INSERT INTO player_inventories (player, inv_id, inv_width, inv_name, inv_size) VALUES ($1, $2, $3, $4, $5)",
+            &[
+                &name,
+                &id,
+                &(list.width as i32),
+                &String::from_utf8_lossy(&list.name).into_owned(),
+                &(list.slots.len() as i32),
+            ],
+        )?;
+        for (slot, item) in list.slots.iter().enumerate() {
+            let text = item.as_ref().map(|i| i.serialize(HighBytes::Raw)).unwrap_or_default();
+            exec(
+                tx,
+                "INSERT INTO player_inventory_items (player, inv_id, slot_id, item) VALUES ($1, $2, $3, $4)",
+                &[&name, &id, &(slot as i32), &String::from_utf8_lossy(&text).into_owned()],
+            )?;
+        }
+    }
+    for (k, v) in &p.meta {
+        let s = |b: &[u8]| String::from_utf8(b.to_vec()).map_err(|_| bad("metadata must be UTF-8 text".into()));
+        exec(tx, "INSERT INTO player_metadata (player, attr, value) VALUES ($1, $2, $3)", &[&name, &s(k)?, &s(v)?])?;
+    }
+    Ok(())
+}
+
+/// Auth entry `name` becomes `new` (None: removed with its privileges).
+fn write_auth(tx: &mut Transaction<'_>, name: &str, new: Option<&[u8]>) -> Result<()> {
+    let bad = |e: String| bad_record(name, e);
+    let id: Option<i32> =
+        tx.query_opt("SELECT id FROM auth WHERE name = $1", &[&name]).map_err(classify)?.map(|r| r.get(0));
+    let Some(b) = new else {
+        if let Some(id) = id {
+            exec(tx, "DELETE FROM user_privileges WHERE id = $1", &[&id])?;
+            exec(tx, "DELETE FROM auth WHERE id = $1", &[&id])?;
+        }
+        return Ok(());
+    };
+    let e = AuthEntry::decode(b).map_err(bad)?;
+    let last = i32::try_from(e.last_login).map_err(|_| bad("last_login does not fit PostgreSQL's int4".into()))?;
+    let id = match id {
+        Some(id) => {
+            exec(tx, "UPDATE auth SET password = $1, last_login = $2 WHERE id = $3", &[&e.password, &last, &id])?;
+            exec(tx, "DELETE FROM user_privileges WHERE id = $1", &[&id])?;
+            id
+        }
+        None => tx
+            .query_one(
+                "INSERT INTO auth (name, password, last_login) VALUES ($1, $2, $3) RETURNING id",
+                &[&name, &e.password, &last],
+            )
+            .map_err(classify)?
+            .get(0),
+    };
+    for p in &e.privileges {
+        exec(tx, "INSERT INTO user_privileges (id, privilege) VALUES ($1, $2) ON CONFLICT DO NOTHING", &[&id, p])?;
     }
     Ok(())
 }

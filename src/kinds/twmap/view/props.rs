@@ -1,6 +1,6 @@
 //! `info`, `group` and a layer's `info`: properties as `key = value` lines.
 
-use crate::kinds::twmap::items::{self, Group, Layer, LayerHeader, QuadsLayer, name_to_ints, types};
+use crate::kinds::twmap::items::{self, Group, Layer, LayerHeader, QuadsLayer, TileLayer, name_to_ints, types};
 use crate::kinds::twmap::map::Map;
 use crate::kinds::twmap::text::{self, line, quote};
 use crate::kinds::twmap::tiles::TileKind;
@@ -321,9 +321,6 @@ fn fixed(p: &text::Parsed, key: &str, current: &str, why: &str) -> DocResult<()>
 pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let li = map.index.groups[g].layers[l];
     let layer = map.layer(g, l);
-    let num_images = map.index.images.len() as i64;
-    let num_envelopes = map.index.envelopes.len() as i64;
-    let num_sounds = map.index.sounds.len() as i64;
     let keys: &[&str] = match &layer {
         Layer::Tiles(_) => &TILE_KEYS,
         Layer::Quads(_) => &QUAD_KEYS,
@@ -337,103 +334,132 @@ pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> Do
         Some(pair) => pair.int(0, 1)?,
         None => header.flags & items::LAYER_DETAIL,
     };
-    let new_header = LayerHeader { flags: (header.flags & !items::LAYER_DETAIL) | detail, ..header };
-    let name = match p.get("name") {
-        Some(pair) => {
-            let v = pair.text()?;
-            if v != layer_name(&layer) {
-                name_to_ints(&v, 3).map_err(|m| DocError::at(pair.line, pair.col, format!("name: {m}")))?;
-                if std::str::from_utf8(&v).is_err() {
-                    return Err(DocError::at(
-                        pair.line,
-                        pair.col,
-                        "name: not valid UTF-8 (DDNet refuses such layer names)",
-                    ));
-                }
-            }
-            Some((pair, v))
-        }
-        None => None,
+    let edit = LayerEdit {
+        p: &p,
+        header,
+        new_header: LayerHeader { flags: (header.flags & !items::LAYER_DETAIL) | detail, ..header },
+        detail,
+        name: new_layer_name(&p, &layer)?,
+        num_images: map.index.images.len() as i64,
+        num_envelopes: map.index.envelopes.len() as i64,
+        num_sounds: map.index.sounds.len() as i64,
     };
-    let new = match layer.clone() {
-        Layer::Tiles(mut t) => {
-            let kind = TileKind::of(&t);
-            fixed(&p, "width", &t.width.to_string(), "resizing a layer is not supported")?;
-            fixed(&p, "height", &t.height.to_string(), "resizing a layer is not supported")?;
-            t.header = new_header;
-            if let Some(pair) = p.get("image") {
-                t.image = changed_int(pair, t.image, -1, num_images - 1)?;
-            }
-            if let Some(pair) = p.get("color") {
-                let c = pair.ints(4, i32::MIN as i64, i32::MAX as i64)?;
-                let c = [c[0], c[1], c[2], c[3]];
-                if c != t.color {
-                    pair.ints(4, 0, 255)?;
-                }
-                t.color = c;
-            }
-            if let Some(pair) = p.get("color_env") {
-                t.color_env = changed_int(pair, t.color_env, -1, num_envelopes - 1)?;
-            }
-            if let Some(pair) = p.get("color_env_offset") {
-                t.color_env_offset = pair.int(i32::MIN as i64, i32::MAX as i64)?;
-            }
-            let Layer::Tiles(old) = &layer else { unreachable!() };
-            if let Some(ddnet) = kind.ddnet_name() {
-                // DDNet resets these on physics layers when it loads them.
-                let refuse = |key: &str, what: &str| {
-                    let pair = p.get(key).expect("changed, so given");
-                    DocError::at(
-                        pair.line,
-                        pair.col,
-                        format!("{what} of a {} layer cannot be changed (DDNet resets it)", kind.name()),
-                    )
-                };
-                if matches!(&name, Some((_, v)) if v != ddnet.as_bytes()) {
-                    return Err(refuse("name", "the name"));
-                }
-                if detail != header.flags & items::LAYER_DETAIL {
-                    return Err(refuse("detail", "detail"));
-                }
-                if t.color != old.color {
-                    return Err(refuse("color", "the colour"));
-                }
-            } else if let Some((_, v)) = name
-                && v != t.name()
-            {
-                if t.name.is_none() {
-                    // Version 2 items have no name: write version 3 (as
-                    // DDNet's editor does), the DDNet tail after the name.
-                    t.version = 3;
-                }
-                t.name = Some(items::name3(&v).expect("checked"));
-            }
-            Layer::Tiles(t)
-        }
-        Layer::Quads(q) | Layer::Sounds(q) => {
-            let is_quads = matches!(layer, Layer::Quads(_));
-            let (count_key, index_key, limit) =
-                if is_quads { ("quads", "image", num_images) } else { ("sources", "sound", num_sounds) };
-            fixed(&p, count_key, &q.num_quads.to_string(), &format!("write the `{count_key}` file to change them"))?;
-            let mut q = q;
-            q.header = new_header;
-            if let Some(pair) = p.get(index_key) {
-                q.image = changed_int(pair, q.image, -1, limit - 1)?;
-            }
-            if let Some((_, v)) = name
-                && v != q.name()
-            {
-                q = upgrade_named(q);
-                q.name = Some(items::name3(&v).expect("checked"));
-            }
-            if is_quads { Layer::Quads(q) } else { Layer::Sounds(q) }
-        }
-        other => other,
+    let new = match (layer.clone(), &layer) {
+        (Layer::Tiles(t), Layer::Tiles(old)) => Layer::Tiles(edit.tiles(t, old)?),
+        (Layer::Quads(q), _) => Layer::Quads(edit.quads(q, true)?),
+        (Layer::Sounds(q), _) => Layer::Sounds(edit.quads(q, false)?),
+        (other, _) => other,
     };
     if new != layer {
         map.df.items[li].data = new.to_ints();
     }
     Ok(())
+}
+
+/// The `name` given in a layer's info, checked if it changes.
+fn new_layer_name(p: &text::Parsed, layer: &Layer) -> DocResult<Option<Vec<u8>>> {
+    let Some(pair) = p.get("name") else {
+        return Ok(None);
+    };
+    let v = pair.text()?;
+    if v != layer_name(layer) {
+        name_to_ints(&v, 3).map_err(|m| DocError::at(pair.line, pair.col, format!("name: {m}")))?;
+        if std::str::from_utf8(&v).is_err() {
+            return Err(DocError::at(pair.line, pair.col, "name: not valid UTF-8 (DDNet refuses such layer names)"));
+        }
+    }
+    Ok(Some(v))
+}
+
+/// A layer's info as written, with what the checks need to know of the map.
+struct LayerEdit<'a, 'b> {
+    p: &'a text::Parsed<'b>,
+    /// The layer's header before and after the edit.
+    header: LayerHeader,
+    new_header: LayerHeader,
+    /// The detail flag written.
+    detail: i32,
+    name: Option<Vec<u8>>,
+    num_images: i64,
+    num_envelopes: i64,
+    num_sounds: i64,
+}
+
+impl LayerEdit<'_, '_> {
+    /// A tile layer (`old` as it was) with the edit applied.
+    fn tiles(&self, mut t: TileLayer, old: &TileLayer) -> DocResult<TileLayer> {
+        let p = self.p;
+        let kind = TileKind::of(&t);
+        fixed(p, "width", &t.width.to_string(), "resizing a layer is not supported")?;
+        fixed(p, "height", &t.height.to_string(), "resizing a layer is not supported")?;
+        t.header = self.new_header;
+        if let Some(pair) = p.get("image") {
+            t.image = changed_int(pair, t.image, -1, self.num_images - 1)?;
+        }
+        if let Some(pair) = p.get("color") {
+            let c = pair.ints(4, i32::MIN as i64, i32::MAX as i64)?;
+            let c = [c[0], c[1], c[2], c[3]];
+            if c != t.color {
+                pair.ints(4, 0, 255)?;
+            }
+            t.color = c;
+        }
+        if let Some(pair) = p.get("color_env") {
+            t.color_env = changed_int(pair, t.color_env, -1, self.num_envelopes - 1)?;
+        }
+        if let Some(pair) = p.get("color_env_offset") {
+            t.color_env_offset = pair.int(i32::MIN as i64, i32::MAX as i64)?;
+        }
+        if let Some(ddnet) = kind.ddnet_name() {
+            // DDNet resets these on physics layers when it loads them.
+            let refuse = |key: &str, what: &str| {
+                let pair = p.get(key).expect("changed, so given");
+                DocError::at(
+                    pair.line,
+                    pair.col,
+                    format!("{what} of a {} layer cannot be changed (DDNet resets it)", kind.name()),
+                )
+            };
+            if matches!(&self.name, Some(v) if v != ddnet.as_bytes()) {
+                return Err(refuse("name", "the name"));
+            }
+            if self.detail != self.header.flags & items::LAYER_DETAIL {
+                return Err(refuse("detail", "detail"));
+            }
+            if t.color != old.color {
+                return Err(refuse("color", "the colour"));
+            }
+        } else if let Some(v) = &self.name
+            && *v != t.name()
+        {
+            if t.name.is_none() {
+                // Version 2 items have no name: write version 3 (as
+                // DDNet's editor does), the DDNet tail after the name.
+                t.version = 3;
+            }
+            t.name = Some(items::name3(v).expect("checked"));
+        }
+        Ok(t)
+    }
+
+    /// A quads layer (or a sounds layer: `is_quads` false) with the edit
+    /// applied.
+    fn quads(&self, mut q: QuadsLayer, is_quads: bool) -> DocResult<QuadsLayer> {
+        let (count_key, index_key, limit) =
+            if is_quads { ("quads", "image", self.num_images) } else { ("sources", "sound", self.num_sounds) };
+        fixed(self.p, count_key, &q.num_quads.to_string(), &format!("write the `{count_key}` file to change them"))?;
+        q.header = self.new_header;
+        if let Some(pair) = self.p.get(index_key) {
+            q.image = changed_int(pair, q.image, -1, limit - 1)?;
+        }
+        if let Some(v) = &self.name
+            && *v != q.name()
+        {
+            q = upgrade_named(q);
+            q.name = Some(items::name3(v).expect("checked"));
+        }
+        Ok(q)
+    }
 }
 
 /// An integer that must be in `min..=max` when it is not `current` (an
