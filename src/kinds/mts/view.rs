@@ -256,7 +256,11 @@ fn set_cells(s: &mut Schematic, cells: impl Fn(usize) -> (Vec<u8>, u8, u8)) -> D
     let old = (s.param0.clone(), s.param1.clone(), s.param2.clone(), s.names.clone());
     for i in 0..s.volume() {
         let (name, p1, p2) = cells(i);
-        s.param0[i] = s.id_for(&name).map_err(DocError::new)?;
+        // A name the table holds twice (the engine reads both ids as one
+        // node) keeps the id the node had, so an unchanged file is a no-op.
+        if s.names[s.param0[i] as usize] != name {
+            s.param0[i] = s.id_for(&name).map_err(DocError::new)?;
+        }
         s.param1[i] = p1;
         s.param2[i] = p2;
     }
