@@ -29,7 +29,9 @@
 //! * `info` (read-only): the version the file had, the size, counts.
 //!
 //! After an edit that changes nodes through `nodes` or `layers`, names are
-//! renumbered in order of first use, as the engine writes them.
+//! renumbered in order of first use, as the engine writes them (a name the
+//! table held twice becomes one id; until then, a node given its own name
+//! keeps its id, so an unchanged file changes nothing).
 
 use super::codec::{FORCE_PLACE, PROB_ALWAYS, PROB_MASK, Schematic, check_size};
 use crate::kinds::text::{self, Word};
