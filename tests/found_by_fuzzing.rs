@@ -137,6 +137,53 @@ fn mod_storage_value_with_repeated_key_is_refused() {
     assert_eq!(ModStorage::decode(&sorted).unwrap().encode(), sorted);
 }
 
+/// `mts_decode`: a schematic whose name table holds one name twice
+/// ("mcl_walls:stonebrick_0" as ids 7 and 19; the engine reads it, both
+/// ids becoming the same node). Its `nodes` and `layers` files name nodes,
+/// and applying them unchanged moved the nodes of id 19 to id 7 and
+/// renumbered the table. A name that is the node's own keeps its id now.
+#[test]
+fn mts_with_a_repeated_name_applies_to_itself() {
+    use worldfs::kinds::mts::{MtsDocument, view};
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/mts_decode/names-repeated-good-checksum");
+    let mut d = MtsDocument::decode(data, &Context::default()).unwrap();
+    let s = d.schematic.clone();
+    assert_eq!((&s.names[7], &s.names[19]), (&s.names[19], &b"mcl_walls:stonebrick_0".to_vec()));
+    assert!(s.param0.contains(&7) && s.param0.contains(&19), "both ids are used");
+    for (file, _) in view::FILES.iter().filter(|(_, writable)| *writable) {
+        let content = d.render(file).unwrap();
+        d.apply(file, &content).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(d.schematic, s, "{file} applied to itself changed the schematic");
+        assert_eq!(d.encode().unwrap(), data, "{file}");
+    }
+    // A real edit renumbers as the engine writes a loaded schematic: the
+    // two ids are one node there, so they become one.
+    let nodes = String::from_utf8(d.render("nodes").unwrap()).unwrap();
+    let edited = nodes.replacen("\n0 5 0 air 0 0\n", "\n0 5 0 mcl_core:cobble 127 0\n", 1);
+    assert!(edited != nodes, "the edit applies");
+    d.apply("nodes", edited.as_bytes()).unwrap();
+    let t = &d.schematic;
+    assert_eq!(t.names.iter().filter(|n| *n == b"mcl_walls:stonebrick_0").count(), 1);
+    let walls = |x: &worldfs::kinds::mts::Schematic| {
+        (0..x.volume()).filter(|&i| x.name_at(i) == b"mcl_walls:stonebrick_0").count()
+    };
+    assert_eq!(walls(t), walls(&s));
+}
+
+/// `mts_decode`: the same file as the fuzzer wrote it has a wrong adler32
+/// after its node data. The engine's zlib refuses it ("incorrect data
+/// check", decompressZlib throws), so worldfs must refuse it too. (Under
+/// `cargo fuzz` miniz_oxide skips the check, which is how the fuzzer got
+/// past it.)
+#[test]
+fn mts_with_a_bad_zlib_checksum_is_refused() {
+    use worldfs::kinds::mts::Schematic;
+    let data = include_bytes!("../fuzz/regressions/mts_decode/crash-9663621edbefbb1ddfa70c98a23df666d9182f52");
+    let e = Schematic::decode(data).unwrap_err().to_string();
+    assert!(e.contains("checksum"), "{e}");
+}
+
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }

@@ -46,9 +46,16 @@ pub fn inflate_zlib_limited(
             out.reserve_exact(out.len().max(4096).min(room).max(1));
         }
         let consumed = d.total_in() as usize;
-        let status = d
-            .decompress_vec(&input[consumed..], &mut out, FlushDecompress::None)
-            .map_err(|e| err(format!("bad zlib stream for {what}: {e}")))?;
+        let status = d.decompress_vec(&input[consumed..], &mut out, FlushDecompress::None).map_err(|e| {
+            drop(std::mem::take(&mut out)); // memory for the check below
+            match checksum_mismatch(input, limit) {
+                Some((stored, data)) => err(format!(
+                    "bad zlib stream for {what}: the checksum after the data (adler32 {stored:#010x}) does not \
+                     match the data ({data:#010x}); the data is damaged"
+                )),
+                None => err(format!("bad zlib stream for {what}: {e}")),
+            }
+        })?;
         if out.len() > limit {
             return Err(too_big());
         }
@@ -66,6 +73,39 @@ pub fn inflate_zlib_limited(
             }
         }
     }
+}
+
+/// The stored and the computed adler32 when a zlib stream inflates whole
+/// but its checksum is wrong, which flate2 reports only as "corrupt" (and
+/// the engine's zlib refuses as "incorrect data check"). Inflates the raw
+/// deflate data again through a small buffer: only on the error path, and
+/// never more than `limit` bytes.
+fn checksum_mismatch(input: &[u8], limit: usize) -> Option<(u32, u32)> {
+    let (&[cmf, flg], body) = (input.first_chunk::<2>()?, input.get(2..)?);
+    // A bad header or a preset dictionary is an error of its own.
+    if cmf & 0x0f != 8 || (u16::from(cmf) << 8 | u16::from(flg)) % 31 != 0 || flg & 0x20 != 0 {
+        return None;
+    }
+    let mut d = Decompress::new(false);
+    let mut adler = adler2::Adler32::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let (was_in, was_out) = (d.total_in(), d.total_out());
+        let status = d.decompress(&body[was_in as usize..], &mut buf, FlushDecompress::None).ok()?;
+        adler.write_slice(&buf[..(d.total_out() - was_out) as usize]);
+        if d.total_out() as usize > limit {
+            return None;
+        }
+        if status == Status::StreamEnd {
+            break;
+        }
+        if (d.total_in(), d.total_out()) == (was_in, was_out) {
+            return None; // truncated: no progress
+        }
+    }
+    let end = d.total_in() as usize;
+    let stored = u32::from_be_bytes(*body.get(end..)?.first_chunk::<4>()?);
+    (stored != adler.checksum()).then_some((stored, adler.checksum()))
 }
 
 /// Deflate with zlib framing at the engine's default level (6).
@@ -244,6 +284,19 @@ mod tests {
         let a = deflate_zlib(&[7u8; 5000]);
         let e = inflate_zlib(&a[..a.len() - 3], 0, "node data", 0).unwrap_err();
         assert!(e.message.contains("node data"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_checksum_is_named() {
+        let mut a = deflate_zlib(b"some node data, some node data");
+        let n = a.len();
+        a[n - 1] ^= 1;
+        let e = inflate_zlib(&a, 0, "node data", 0).unwrap_err();
+        assert!(e.message.starts_with("bad zlib stream for node data: the checksum after the data"), "{e}");
+        // A damaged header is not blamed on the checksum.
+        a[1] ^= 1;
+        let e = inflate_zlib(&a, 0, "node data", 0).unwrap_err();
+        assert!(e.message.starts_with("bad zlib stream") && !e.message.contains("checksum"), "{e}");
     }
 
     #[test]

@@ -357,19 +357,24 @@ impl Schematic {
     }
 
     /// Drop names no node uses and renumber in order of first use, as the
-    /// engine's writer condenses ids.
+    /// engine's writer condenses ids. A name the table holds twice gets one
+    /// id: the engine resolves both to the same node before it writes.
     pub fn condense(&mut self) {
         let mut map: Vec<Option<u16>> = vec![None; self.names.len()];
-        let mut names = Vec::new();
+        let mut by_name: std::collections::HashMap<&[u8], u16> = std::collections::HashMap::new();
+        let mut order = Vec::new();
         for id in &mut self.param0 {
             let slot = &mut map[*id as usize];
             let new = *slot.get_or_insert_with(|| {
-                names.push(self.names[*id as usize].clone());
-                (names.len() - 1) as u16
+                let name = &self.names[*id as usize][..];
+                *by_name.entry(name).or_insert_with(|| {
+                    order.push(*id as usize);
+                    (order.len() - 1) as u16
+                })
             });
             *id = new;
         }
-        self.names = names;
+        self.names = order.into_iter().map(|old| std::mem::take(&mut self.names[old])).collect();
     }
 }
 
@@ -534,5 +539,15 @@ mod tests {
         s.condense();
         assert_eq!(s.names, vec![b"default:stone".to_vec(), b"air".to_vec(), b"default:chest".to_vec()]);
         assert_eq!(s.name_at(s.index(2, 1, 3)), b"default:chest");
+    }
+
+    #[test]
+    fn condense_gives_a_repeated_name_one_id() {
+        let mut s = sample();
+        s.names.push(b"default:stone".to_vec());
+        s.param0[3] = 3;
+        s.condense();
+        assert_eq!(s.names, vec![b"default:stone".to_vec(), b"air".to_vec(), b"default:chest".to_vec()]);
+        assert_eq!((s.param0[0], s.param0[3]), (0, 0));
     }
 }

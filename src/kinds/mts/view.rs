@@ -29,7 +29,9 @@
 //! * `info` (read-only): the version the file had, the size, counts.
 //!
 //! After an edit that changes nodes through `nodes` or `layers`, names are
-//! renumbered in order of first use, as the engine writes them.
+//! renumbered in order of first use, as the engine writes them (a name the
+//! table held twice becomes one id; until then, a node given its own name
+//! keeps its id, so an unchanged file changes nothing).
 
 use super::codec::{FORCE_PLACE, PROB_ALWAYS, PROB_MASK, Schematic, check_size};
 use crate::kinds::text::{self, Word};
@@ -256,7 +258,11 @@ fn set_cells(s: &mut Schematic, cells: impl Fn(usize) -> (Vec<u8>, u8, u8)) -> D
     let old = (s.param0.clone(), s.param1.clone(), s.param2.clone(), s.names.clone());
     for i in 0..s.volume() {
         let (name, p1, p2) = cells(i);
-        s.param0[i] = s.id_for(&name).map_err(DocError::new)?;
+        // A name the table holds twice (the engine reads both ids as one
+        // node) keeps the id the node had, so an unchanged file is a no-op.
+        if s.names[s.param0[i] as usize] != name {
+            s.param0[i] = s.id_for(&name).map_err(DocError::new)?;
+        }
         s.param1[i] = p1;
         s.param2[i] = p2;
     }
