@@ -677,12 +677,21 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
         let path = Self::path_of(&st, ino)?;
         let (name, rest) = self.split(&path);
         let Some(v) = self.current(&mut st, name, false)? else { return Ok(()) };
-        let bytes = v.bytes.clone();
+        let (bytes, doc) = (v.bytes.clone(), v.doc.clone());
         drop(st);
-        // On a fresh copy, as the edit itself would be made; when no copy
-        // can be made the edit says why.
-        let Ok(copy) = self.home.decode(name, &bytes) else { return Ok(()) };
-        D::judge(copy, rest, content).map_err(|e| {
+        let judged = if H::MANY {
+            // A record: its own checks only; the whole edit is judged at
+            // close, after the check that the key is still what was read.
+            doc.check_content(rest, content)
+        } else {
+            // A document: on a fresh copy, as the edit itself would be
+            // made; when no copy can be made the edit says why.
+            match self.home.decode(name, &bytes) {
+                Ok(copy) => D::judge(copy, rest, content),
+                Err(_) => Ok(()),
+            }
+        };
+        judged.map_err(|e| {
             let e = doc_err(e.in_file(rest));
             if H::MANY { FsError { message: format!("{}: {}", self.full(&path), e.message), ..e } } else { e }
         })
