@@ -464,8 +464,9 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
                 return Ok(());
             }
             if w.base.is_some_and(|b| now.as_deref() != Some(b)) {
-                return Err(FsError::stale(format!("{what}: changed by someone else since it was opened; nothing written: read it again"),
-                ));
+                return Err(FsError::stale(format!(
+                    "{what}: changed by someone else since it was opened; nothing written: read it again"
+                )));
             }
         }
         let old_bytes = current.map(|(bytes, _)| bytes);

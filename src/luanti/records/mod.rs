@@ -141,11 +141,10 @@ impl<V: RecordView> Home<V> for RecordSet<V> {
             let who = g.current();
             if !who.is_empty() {
                 return Err(FsError::busy(format!(
-                        "a server is running on this world ({}); it would overwrite the change: \
+                    "a server is running on this world ({}); it would overwrite the change: \
                          stop it first (or mount with -o force)",
-                        who.join(", ")
-                    ),
-                ));
+                    who.join(", ")
+                )));
             }
         }
         Ok(())
