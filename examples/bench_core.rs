@@ -55,7 +55,7 @@ fn cpu_s() -> f64 {
 }
 
 fn open_fs(world: &str, opts: Options) -> WorldFs {
-    WorldFs::open_world(std::path::Path::new(world), opts).unwrap_or_else(|e| {
+    worldfs::open::open_world(std::path::Path::new(world), opts).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     })
@@ -219,7 +219,7 @@ fn main() {
     let max: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(usize::MAX);
     let cache_mb: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(128);
     let opts = Options { read_only: true, cache_bytes: cache_mb << 20, ..Options::default() };
-    let fs = WorldFs::open_world(std::path::Path::new(&args[1]), opts).unwrap_or_else(|e| {
+    let fs = worldfs::open::open_world(std::path::Path::new(&args[1]), opts).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     });

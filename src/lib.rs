@@ -15,6 +15,7 @@ pub mod fs;
 pub mod fuse;
 pub mod kinds;
 pub mod luanti;
+pub mod open;
 pub mod scan;
 pub mod store;
 pub mod time;

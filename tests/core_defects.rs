@@ -8,7 +8,7 @@ use worldfs::fs::{Options, WorldFs};
 use worldfs::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
-    WorldFs::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
+    worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
 }
 
 /// Write `data` to the file `ino` as a program would (open, write, close).

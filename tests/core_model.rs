@@ -254,7 +254,7 @@ fn real() -> Real {
     let (world, store) = demo_copy();
     let w = worldfs::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, ..Options::default() };
-    let fs = WorldFs::with_store(w, Box::new(Shared(store.clone())), opts);
+    let fs = worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts);
     Real { fs, store, _world: world, handed: Vec::new() }
 }
 
@@ -894,7 +894,7 @@ impl BlockReal {
     fn core(world: &tempfile::TempDir, store: &Arc<MemoryStore>) -> WorldFs {
         let w = worldfs::world::World::open(world.path()).unwrap();
         let opts = Options { read_only: false, ttl: std::time::Duration::ZERO, ..Options::default() };
-        WorldFs::with_store(w, Box::new(Shared(store.clone())), opts)
+        worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts)
     }
 
     fn block_dir(&self, blk: usize) -> Result<u64, worldfs::fs::FsError> {

@@ -5,7 +5,7 @@
 mod common;
 
 use std::ffi::OsStr;
-use worldfs::fs::{Options, WorldFs};
+use worldfs::fs::Options;
 use worldfs::luanti::inode;
 
 /// Found by appending to world.mt right after `sed -i` on it (a few times
@@ -16,7 +16,7 @@ use worldfs::luanti::inode;
 #[test]
 fn a_file_renamed_over_a_world_file_stays_usable_when_the_old_inode_is_forgotten() {
     let world = common::demo_world();
-    let fs = WorldFs::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
+    let fs = worldfs::open::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
     let pid = std::process::id();
     let old = fs.lookup(inode::ROOT, OsStr::new("world.mt")).unwrap().ino;
     let text = std::fs::read_to_string(world.path().join("world.mt")).unwrap();

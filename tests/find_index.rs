@@ -37,7 +37,7 @@ fn scan(world: &Path) -> Seen {
 
 fn core(world: &Path, cache: &Path, read_only: bool) -> WorldFs {
     let opts = Options { read_only, ttl: Duration::ZERO, index_dir: Some(cache.to_path_buf()), ..Options::default() };
-    WorldFs::open_world(world, opts).unwrap()
+    worldfs::open::open_world(world, opts).unwrap()
 }
 
 fn list(fs: &WorldFs, dir: u64) -> Vec<(String, u64, Kind)> {

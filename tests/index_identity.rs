@@ -28,7 +28,7 @@ fn scan(world: &Path) -> BTreeMap<Vec<u8>, BTreeSet<BlockPos>> {
 fn core(world: &Path, cache: &Path) -> WorldFs {
     let opts =
         Options { read_only: false, ttl: Duration::ZERO, index_dir: Some(cache.to_path_buf()), ..Options::default() };
-    WorldFs::open_world(world, opts).unwrap()
+    worldfs::open::open_world(world, opts).unwrap()
 }
 
 /// The names `MNT/names` shows.

@@ -3,6 +3,7 @@
 //! made before mounting.
 
 use crate::fs::{Options, WorldFs};
+use crate::open::open_path;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -148,7 +149,7 @@ fn serve(
     ready: &mut dyn FnMut(Result<(), String>),
 ) -> Result<(), String> {
     let signals = block_signals();
-    let fs = match WorldFs::open_path(world, kind, m.extra.clone(), m.fs.clone()) {
+    let fs = match open_path(world, kind, m.extra.clone(), m.fs.clone()) {
         Ok(fs) => Arc::new(fs),
         Err(e) => {
             ready(Err(e.clone()));
@@ -349,7 +350,7 @@ pub fn mount(
         return Err("-o colors= is for Luanti worlds (their top.png and map/)".into());
     }
     // Check the world before detaching, so that errors reach the terminal.
-    drop(WorldFs::open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
+    drop(open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
     if foreground {
         return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
     }

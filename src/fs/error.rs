@@ -1,7 +1,6 @@
 //! Errors of the filesystem core: an errno for the kernel and a message for
 //! the user (logged, and for rejected writes also kept in the mount).
 
-use crate::store::StoreError;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,16 +91,3 @@ impl fmt::Display for FsError {
 }
 
 impl std::error::Error for FsError {}
-
-impl From<StoreError> for FsError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Busy(_) => FsError::io(e.to_string()),
-            StoreError::ReadOnly => FsError::read_only(e.to_string()),
-            StoreError::Full(_) => FsError::new(libc::ENOSPC, e.to_string()),
-            // The file was edited from a copy that is no longer current.
-            StoreError::Conflict(_) => FsError::new(libc::ESTALE, e.to_string()),
-            StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
-        }
-    }
-}

@@ -7,8 +7,9 @@
 //! inodes, handles, scratch files, commit at close and `write-errors`.
 //!
 //! The Luanti world directory is the other kind of world: its blocks live
-//! in a database and number in the millions, so it has its own tree in
-//! `fs/` on top of `store/`.
+//! in a database and number in the millions, so it has its own tree
+//! (`crate::luanti`) on top of `store/`. Which kind a path is, `crate::open`
+//! decides.
 
 pub mod cubeset;
 pub mod doc_tree;
@@ -209,6 +210,29 @@ fn open_doc<D: Document>(
     Ok(doc_tree::DocTree::<D>::open(path, options, opts, services)?)
 }
 
+impl KindInfo {
+    /// Whether a file is of this kind, from its path and first 4 KiB.
+    pub fn sniffs(&self, path: &Path, head: &[u8]) -> bool {
+        (self.sniff)(path, head)
+    }
+
+    /// The `-o` options it understands.
+    pub fn mount_options(&self) -> &'static [&'static str] {
+        (self.options)()
+    }
+
+    /// Its tree for the file at `path`, with its `-o` options.
+    pub fn open(
+        &self,
+        path: &Path,
+        options: Vec<(String, Option<String>)>,
+        opts: Options,
+        services: Arc<Services>,
+    ) -> Result<Arc<dyn Tree>, String> {
+        (self.open)(path, options, opts, services)
+    }
+}
+
 /// The entry of a one-file kind.
 pub fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
     KindInfo { name: D::NAME, what, sniff: D::sniff, options: D::options, open: open_doc::<D> }
@@ -224,74 +248,6 @@ pub fn kinds() -> Vec<KindInfo> {
         doc_kind::<cubeset::Cubeset>("Cuberite prefab set (.cubeset)"),
         doc_kind::<mcchunk::McChunk>("Minecraft chunk data, 1.9-1.12 or 1.16 (.dump with its .meta)"),
     ]
-}
-
-/// The kind name of a Luanti world directory.
-pub const LUANTI: &str = "luanti";
-
-/// Open what `path` is (or what `kind` says it is) as a tree to mount.
-/// `extra`: the mount options the core did not know, for the kind.
-pub fn open_mount(
-    path: &Path,
-    kind: Option<&str>,
-    extra: Vec<(String, Option<String>)>,
-    opts: Options,
-    services: Arc<Services>,
-) -> Result<Arc<dyn Tree>, String> {
-    let all = kinds();
-    let names = || std::iter::once(LUANTI).chain(all.iter().map(|k| k.name)).collect::<Vec<_>>().join(", ");
-    if kind == Some(LUANTI) || (kind.is_none() && path.is_dir()) {
-        if let Some((k, _)) = extra.first() {
-            return Err(format!("unknown mount option '{k}'"));
-        }
-        return crate::luanti::open_world_tree(path, opts, services);
-    }
-    let info = match kind {
-        Some(name) => all
-            .iter()
-            .find(|k| k.name == name)
-            .ok_or_else(|| format!("-t {name}: no such kind of world (kinds: {})", names()))?,
-        None => {
-            let head = read_head(path)?;
-            all.iter().find(|k| (k.sniff)(path, &head)).ok_or_else(|| {
-                format!(
-                    "{}: not a kind of world worldfs knows (a Luanti world is a directory with world.mt; \
-                     files: {}); name one with -t KIND",
-                    path.display(),
-                    all.iter().map(|k| format!("{} ({})", k.name, k.what)).collect::<Vec<_>>().join(", ")
-                )
-            })?
-        }
-    };
-    if path.is_dir() {
-        return Err(format!("{}: a {} is a file, not a directory", path.display(), info.name));
-    }
-    let known = (info.options)();
-    if let Some((k, _)) = extra.iter().find(|(k, _)| !known.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown mount option '{k}' (a {} mount takes: {})",
-            info.name,
-            if known.is_empty() { "none of its own".to_string() } else { known.join(", ") }
-        ));
-    }
-    (info.open)(path, extra, opts, services)
-}
-
-/// The first 4 KiB of a file, for sniffing.
-fn read_head(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut head = vec![0; 4096];
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-    head.truncate(n);
-    Ok(head)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! * `guard.rs`: refusing writes while a server has the map open.
 //! * `index.rs`: the world's index of node names (find/, names, typos).
 //! * `find.rs`: `find/` and `names` in the mount, and world-wide renames.
+//! * `store_error.rs`: a store's failures as the core's errors.
 
 pub mod cache;
 mod commit;
@@ -35,6 +36,7 @@ mod names;
 mod queue;
 pub mod records;
 mod serialized;
+mod store_error;
 mod table;
 mod tree;
 pub mod unwritten;
