@@ -13,6 +13,7 @@ pub mod codec;
 pub mod demo;
 pub mod fs;
 pub mod fuse;
+pub mod holders;
 pub mod kinds;
 pub mod luanti;
 pub mod open;

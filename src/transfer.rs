@@ -434,7 +434,7 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
     let rotation = rotate::Rotation::from_degrees(opts.rotate)?;
     let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let w = crate::world::World::open(world)?;
-    let who = crate::luanti::guard::openers_after_daemons_exit(&w.map_path());
+    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() {
         return Err(format!(
             "{} is open in {}; stop the server (or unmount) before importing",

@@ -121,7 +121,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
             return Ok(());
         }
     };
-    let who = crate::luanti::guard::openers_after_daemons_exit(&w.map_path());
+    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(
             "{} is open in {}; stop it (or unmount) first, or use --force",

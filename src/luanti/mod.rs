@@ -249,7 +249,7 @@ impl LuantiTree {
             }
         }
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
-            let who = guard::openers_after_daemons_exit(&world.map_path());
+            let who = crate::holders::openers_after_daemons_exit(&world.map_path());
             if !who.is_empty() {
                 return Err(format!(
                     "{} is open in {} (a running server would overwrite changes made through \

@@ -65,7 +65,7 @@ pub fn take(path: &Path) -> std::io::Result<File> {
 pub fn take_after_exiting_daemons(path: &Path) -> std::io::Result<File> {
     match take(path) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-            if crate::luanti::guard::openers_after_daemons_exit(path).is_empty() {
+            if crate::holders::openers_after_daemons_exit(path).is_empty() {
                 take(path)
             } else {
                 Err(e)
