@@ -20,59 +20,11 @@ pub mod text;
 pub mod twmap;
 pub mod we;
 
+pub use crate::view::doc_error::{DocError, DocResult};
+
 use crate::fs::{Options, Services, Tree};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Why a document could not be decoded, encoded or edited: what, where, why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DocError {
-    /// The file of the tree it concerns (`layers`, `groups/00_Game/...`), if any.
-    pub path: Option<String>,
-    /// 1-based line (of that file, or of a text document) it concerns, if any.
-    pub line: Option<usize>,
-    /// 1-based column, if any.
-    pub column: Option<usize>,
-    pub message: String,
-}
-
-impl DocError {
-    pub fn new(message: impl Into<String>) -> DocError {
-        DocError { path: None, line: None, column: None, message: message.into() }
-    }
-    pub fn at_line(line: usize, message: impl Into<String>) -> DocError {
-        DocError { line: Some(line), ..DocError::new(message) }
-    }
-    pub fn at(line: usize, column: usize, message: impl Into<String>) -> DocError {
-        DocError { line: Some(line), column: Some(column), ..DocError::new(message) }
-    }
-    /// The same error, said of file `path` (unless it already names one).
-    pub fn in_file(mut self, path: &str) -> DocError {
-        if self.path.is_none() {
-            self.path = Some(path.to_string());
-        }
-        self
-    }
-}
-
-impl fmt::Display for DocError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = &self.path {
-            write!(f, "{p}: ")?;
-        }
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: ")?,
-            (Some(l), None) => write!(f, "line {l}: ")?,
-            _ => {}
-        }
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for DocError {}
-
-pub type DocResult<T> = Result<T, DocError>;
 
 /// One file or directory of a document's tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,17 +200,4 @@ pub fn kinds() -> Vec<KindInfo> {
         doc_kind::<cubeset::Cubeset>("Cuberite prefab set (.cubeset)"),
         doc_kind::<mcchunk::McChunk>("Minecraft chunk data, 1.9-1.12 or 1.16 (.dump with its .meta)"),
     ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errors_say_what_where_why() {
-        let e = DocError::at(3, 7, "unknown character 'q' (not in the legend)").in_file("layers");
-        assert_eq!(e.to_string(), "layers: line 3, column 7: unknown character 'q' (not in the legend)");
-        assert_eq!(DocError::at_line(2, "x").in_file("a").in_file("b").to_string(), "a: line 2: x");
-        assert_eq!(DocError::new("truncated").to_string(), "truncated");
-    }
 }

@@ -4,6 +4,7 @@
 //! one directory per node with metadata (see [`MetaFile`]).
 
 pub mod decimal;
+pub mod doc_error;
 pub mod escape;
 pub mod game_textures;
 pub mod layers;
