@@ -11,6 +11,7 @@ pub mod layers;
 mod objects;
 pub mod parse;
 pub mod picture;
+pub mod pixels;
 pub mod render;
 pub mod tiles;
 
