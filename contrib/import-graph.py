@@ -14,10 +14,11 @@ and every import that runs up (from a layer to one above it).
     python3 contrib/import-graph.py --edges   # every file-to-file import too
     python3 contrib/import-graph.py --src DIR # another source tree
 
-A module's use of its own parts (`cache::BlockCache` in luanti/mod.rs) is
-an import; a part's use of the modules it is part of (`super::Attr` in
-fs/handles.rs) is not: a module and its parts are one unit, built from the
-parts up, so a circle through a part is a circle of its module. A
+A module's use of its own parts (`cache::BlockCache` in
+kinds/luanti/mod.rs) is an import; a part's use of the modules it is part
+of (`super::Attr` in fs/handles.rs) is not: a module and its parts are
+one unit, built from the parts up, so a circle through a part is a circle
+of its module. A
 `mod a;` declaration or a `pub use` re-export is no import of its own (who
 names an item through a re-export imports the file that defines it). Code
 in `#[cfg(test)]` modules counts like any other. Python 3 standard library
@@ -38,7 +39,7 @@ LAYERS = [
     ("store", ["store/", "world.rs", "scan.rs"]),
     ("view", ["view/"]),
     ("fs", ["fs/"]),
-    ("kinds", ["kinds/", "luanti/", "transfer.rs", "transfer/", "open.rs", "undo.rs", "check.rs", "demo.rs"]),
+    ("kinds", ["kinds/", "transfer.rs", "transfer/", "open.rs", "undo.rs", "check.rs", "demo.rs"]),
     ("adapter", ["fuse.rs", "cli/", "main.rs", "lib.rs"]),
 ]
 
@@ -52,7 +53,7 @@ def layer_of(rel):
 
 
 def module_path(rel):
-    """The module path of a file: `luanti/records/mod.rs` -> (luanti, records)."""
+    """The module path of a file: `kinds/luanti/records/mod.rs` -> (kinds, luanti, records)."""
     parts = rel[:-3].split("/")
     if parts[-1] in ("mod", "lib", "main"):
         parts = parts[:-1]
@@ -244,7 +245,7 @@ class Crate:
 
 def is_part_of(rel, f):
     """Whether file `rel` holds a module declared inside the module of `f`
-    (`luanti/cache.rs` of `luanti/mod.rs`, everything of `lib.rs`)."""
+    (`kinds/luanti/cache.rs` of `kinds/luanti/mod.rs`, everything of `lib.rs`)."""
     inner, outer = module_path(rel), module_path(f)
     return len(inner) > len(outer) and inner[:len(outer)] == outer
 

@@ -15,7 +15,6 @@ pub mod fs;
 pub mod fuse;
 pub mod holders;
 pub mod kinds;
-pub mod luanti;
 pub mod open;
 pub mod scan;
 pub mod store;

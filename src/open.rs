@@ -29,7 +29,7 @@ pub fn open_path(
 /// open, unless `opts.force`.
 pub fn open_world(dir: &Path, opts: Options) -> Result<WorldFs, String> {
     let services = Services::new();
-    let tree = crate::luanti::open_world_tree(dir, opts.clone(), services.clone())?;
+    let tree = crate::kinds::luanti::open_world_tree(dir, opts.clone(), services.clone())?;
     Ok(WorldFs::new(tree, services, opts))
 }
 
@@ -37,7 +37,8 @@ pub fn open_world(dir: &Path, opts: Options) -> Result<WorldFs, String> {
 /// stores to count or fail their calls).
 pub fn world_with_store(world: World, store: Box<dyn MapStore>, opts: Options) -> WorldFs {
     let services = Services::new();
-    let tree = Arc::new(crate::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()).with_index());
+    let tree =
+        Arc::new(crate::kinds::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()).with_index());
     WorldFs::new(tree, services, opts)
 }
 
@@ -59,7 +60,7 @@ pub fn open_mount(
         if let Some((k, _)) = extra.first() {
             return Err(format!("unknown mount option '{k}'"));
         }
-        return crate::luanti::open_world_tree(path, opts, services);
+        return crate::kinds::luanti::open_world_tree(path, opts, services);
     }
     let info = match kind {
         Some(name) => all

@@ -176,8 +176,8 @@ mod tests {
 // ------------------------------------------------------------ the CLI side
 
 use crate::codec::Block;
+use crate::kinds::luanti::limits;
 use crate::kinds::mts::Schematic;
-use crate::luanti::limits;
 use crate::store::{BlockPos, Change, MapStore, Note, parse_triple};
 use std::collections::HashMap;
 use std::path::Path;

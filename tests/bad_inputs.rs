@@ -1717,7 +1717,7 @@ fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
 fn bad_player_and_account_edits_change_nothing() {
     use worldfs::codec::auth::AuthEntry;
     use worldfs::codec::player::Player;
-    use worldfs::luanti::records::RecordView;
+    use worldfs::kinds::luanti::records::RecordView;
     let alice = Player {
         hp: 18,
         breath: 10,

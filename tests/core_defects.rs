@@ -5,7 +5,7 @@ mod common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
     worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()

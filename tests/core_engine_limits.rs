@@ -6,7 +6,7 @@ mod common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{FsError, Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn writable(world: &std::path::Path, opts: Options) -> WorldFs {
     worldfs::open::open_world(world, Options { read_only: false, ..opts }).unwrap()
@@ -150,7 +150,7 @@ fn renaming_a_node_type_to_an_unseen_name_warns() {
 #[test]
 fn player_yaw_past_a_turn_is_refused() {
     use worldfs::codec::player::Player;
-    use worldfs::luanti::records::RecordView;
+    use worldfs::kinds::luanti::records::RecordView;
     let mut p = Player {
         hp: 20,
         breath: 10,

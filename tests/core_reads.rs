@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use std::time::Duration;
 use worldfs::codec::Block;
 use worldfs::fs::{Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
 

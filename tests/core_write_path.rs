@@ -8,7 +8,7 @@ mod common;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use worldfs::fs::{FsError, Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
     worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()

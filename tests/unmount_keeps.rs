@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use worldfs::codec::Block;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::luanti::unwritten;
+use worldfs::kinds::luanti::unwritten;
 use worldfs::store::memory::MemoryStore;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};

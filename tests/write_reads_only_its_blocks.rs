@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
 

@@ -8,12 +8,13 @@
 //!
 //! The Luanti world directory is the other kind of world: its blocks live
 //! in a database and number in the millions, so it has its own tree
-//! (`crate::luanti`) on top of `store/`. Which kind a path is, `crate::open`
+//! (`crate::kinds::luanti`) on top of `store/`. Which kind a path is, `crate::open`
 //! decides.
 
 pub mod cubeset;
 pub mod doc_tree;
 pub mod lua_escape;
+pub mod luanti;
 pub mod mcchunk;
 pub mod mts;
 pub mod text;

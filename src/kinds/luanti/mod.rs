@@ -57,7 +57,7 @@ use table::{InodeTable, TableKey};
 
 /// The text of `MNT/README`: the short layout section of docs/layout.md.
 pub fn readme_text() -> &'static str {
-    const DOC: &str = include_str!("../../docs/layout.md");
+    const DOC: &str = include_str!("../../../docs/layout.md");
     const START: &str = "<!-- readme:start -->\n";
     const END: &str = "<!-- readme:end -->";
     // Found once: every stat of README would otherwise search the guide.

@@ -12,7 +12,7 @@ pub mod views;
 
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::kinds::Entry;
-use crate::luanti::guard::ServerGuard;
+use crate::kinds::luanti::guard::ServerGuard;
 use crate::store::Note;
 use crate::store::records::RecordStore;
 use crate::view::escape;
