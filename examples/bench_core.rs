@@ -33,7 +33,7 @@
 use std::ffi::OsString;
 use std::time::Instant;
 use worldfs::fs::{Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn rss_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -55,7 +55,7 @@ fn cpu_s() -> f64 {
 }
 
 fn open_fs(world: &str, opts: Options) -> WorldFs {
-    WorldFs::open_world(std::path::Path::new(world), opts).unwrap_or_else(|e| {
+    worldfs::open::open_world(std::path::Path::new(world), opts).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     })
@@ -187,7 +187,7 @@ fn sed(world: &str, old: &str, new: &str, max: usize) {
 fn rename(world: &str, old: &str, new: &str) {
     let opts = Options { read_only: false, force: true, ..Options::default() };
     let fs = open_fs(world, opts);
-    let find = fs.lookup(worldfs::luanti::inode::ROOT, std::ffi::OsStr::new("find")).expect("find/").ino;
+    let find = fs.lookup(worldfs::kinds::luanti::inode::ROOT, std::ffi::OsStr::new("find")).expect("find/").ino;
     fs.lookup(find, std::ffi::OsStr::new(old)).expect("the old name is in the world");
     let (t, c) = (Instant::now(), cpu_s());
     let r = fs.rename(find, std::ffi::OsStr::new(old), find, std::ffi::OsStr::new(new), 0);
@@ -219,7 +219,7 @@ fn main() {
     let max: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(usize::MAX);
     let cache_mb: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(128);
     let opts = Options { read_only: true, cache_bytes: cache_mb << 20, ..Options::default() };
-    let fs = WorldFs::open_world(std::path::Path::new(&args[1]), opts).unwrap_or_else(|e| {
+    let fs = worldfs::open::open_world(std::path::Path::new(&args[1]), opts).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     });

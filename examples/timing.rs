@@ -2,7 +2,7 @@ use std::time::Instant;
 use worldfs::codec::Block;
 use worldfs::store::MapStore;
 use worldfs::store::sqlite::SqliteStore;
-use worldfs::view::{self, BlockFile};
+use worldfs::view::BlockFile;
 
 fn main() {
     let path = std::env::args().nth(1).unwrap();
@@ -18,7 +18,7 @@ fn main() {
     for (p, b) in &blocks {
         for (i, f) in BlockFile::DECODED.iter().enumerate() {
             let t = Instant::now();
-            sizes[i] += view::render_block_file(*p, b, &[], *f).len();
+            sizes[i] += worldfs::kinds::luanti::cache::render_block_file(*p, b, &[], *f).len();
             times[i] += t.elapsed();
         }
     }

@@ -1718,7 +1718,7 @@ fn bad_player_and_account_edits_change_nothing() {
     use worldfs::codec::auth::AuthEntry;
     use worldfs::codec::player::Player;
     use worldfs::kinds::Document;
-    use worldfs::luanti::records::RecordView;
+    use worldfs::kinds::luanti::records::RecordView;
     let alice = Player {
         hp: 18,
         breath: 10,

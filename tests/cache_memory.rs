@@ -9,7 +9,7 @@ mod common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
-use worldfs::luanti::cache::BlockCache;
+use worldfs::kinds::luanti::cache::BlockCache;
 use worldfs::store::MapStore;
 use worldfs::store::sqlite::SqliteStore;
 

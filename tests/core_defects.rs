@@ -5,10 +5,10 @@ mod common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
-    WorldFs::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
+    worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
 }
 
 /// Write `data` to the file `ino` as a program would (open, write, close).

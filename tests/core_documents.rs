@@ -273,7 +273,7 @@ fn keys_take_the_usual_edits(fs: &WorldFs, keys: u64, bad: &[u8], value: &dyn Fn
 fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
     use worldfs::codec::mod_storage::ModStorage;
     use worldfs::kinds::files_tree::FilesTree;
-    use worldfs::luanti::records::RecordSet;
+    use worldfs::kinds::luanti::records::RecordSet;
     use worldfs::store::records::{Collection, RecordStore, files::FileRecords};
 
     let (_d, f) = setup("a = 1\n");

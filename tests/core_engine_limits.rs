@@ -6,10 +6,10 @@ mod common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, FsError, Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn writable(world: &std::path::Path, opts: Options) -> WorldFs {
-    WorldFs::open_world(world, Options { read_only: false, ..opts }).unwrap()
+    worldfs::open::open_world(world, Options { read_only: false, ..opts }).unwrap()
 }
 
 /// Write `data` to the file `ino` as a program would (open, write, close).
@@ -342,7 +342,7 @@ fn a_block_stored_as_text_is_one_corrupt_block() {
     assert_eq!(report.corrupt.len(), 1, "{:?}", report.corrupt);
     assert_eq!(report.corrupt[0].0, worldfs::store::BlockPos::new(1, 0, 0));
 
-    let fs = WorldFs::open_world(world.path(), Options::default()).unwrap();
+    let fs = worldfs::open::open_world(world.path(), Options::default()).unwrap();
     let error = read_file(&fs, lookup_path(&fs, "blocks/1,0,0/error").unwrap());
     assert!(!error.is_empty(), "the error file says why");
     assert!(

@@ -254,7 +254,7 @@ fn real() -> Real {
     let (world, store) = demo_copy();
     let w = worldfs::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, ..Options::default() };
-    let fs = WorldFs::with_store(w, Box::new(Shared(store.clone())), opts);
+    let fs = worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts);
     Real { fs, store, _world: world, handed: Vec::new() }
 }
 
@@ -894,11 +894,11 @@ impl BlockReal {
     fn core(world: &tempfile::TempDir, store: &Arc<MemoryStore>) -> WorldFs {
         let w = worldfs::world::World::open(world.path()).unwrap();
         let opts = Options { read_only: false, ttl: std::time::Duration::ZERO, ..Options::default() };
-        WorldFs::with_store(w, Box::new(Shared(store.clone())), opts)
+        worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts)
     }
 
     fn block_dir(&self, blk: usize) -> Result<u64, worldfs::fs::FsError> {
-        self.fs.lookup(worldfs::luanti::inode::BLOCKS, OsStr::new(BLOCK_NAMES[blk])).map(|a| a.ino)
+        self.fs.lookup(worldfs::kinds::luanti::inode::BLOCKS, OsStr::new(BLOCK_NAMES[blk])).map(|a| a.ino)
     }
 
     fn file_ino(&self, blk: usize, file: usize) -> Result<u64, worldfs::fs::FsError> {
@@ -1065,7 +1065,7 @@ fn scratch_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -
 
 /// mkdir and rmdir of blocks, edits by another process, store failures.
 fn map_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Outcome {
-    let blocks = worldfs::luanti::inode::BLOCKS;
+    let blocks = worldfs::kinds::luanti::inode::BLOCKS;
     match *op {
         BlockOp::Mkdir { blk } => {
             let got = r.fs.mkdir(blocks, OsStr::new(BLOCK_NAMES[blk]));

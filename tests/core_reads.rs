@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use std::time::Duration;
 use worldfs::codec::Block;
 use worldfs::fs::{ErrorKind, Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
 
@@ -33,7 +33,7 @@ fn bump_param1(world: &std::path::Path) {
 fn a_file_read_in_pieces_without_a_handle_is_one_version() {
     let world = common::demo_world();
     let ttl = Duration::from_millis(300);
-    let fs = WorldFs::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
+    let fs = worldfs::open::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
     assert!(fs.opens_are_local());
     let ino = block_file(&fs, "param1");
     let whole = fs.read_unopened(ino, 0, 1 << 20).unwrap();
@@ -64,7 +64,7 @@ fn a_file_read_in_pieces_without_a_handle_is_one_version() {
 fn mtime_changes_with_the_content_and_only_then() {
     let world = common::demo_world();
     let ttl = Duration::from_millis(200);
-    let fs = WorldFs::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
+    let fs = worldfs::open::open_world(world.path(), Options { read_only: true, ttl, ..Options::default() }).unwrap();
     let ino = block_file(&fs, "param1");
     let before = fs.getattr(ino).unwrap();
     std::thread::sleep(ttl + Duration::from_millis(100));
@@ -76,7 +76,7 @@ fn mtime_changes_with_the_content_and_only_then() {
     assert_eq!(after.size, before.size);
     assert_ne!(after.mtime, before.mtime, "same size, new content: the mtime must differ");
     // Writable mounts keep their handles.
-    let rw = WorldFs::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
+    let rw = worldfs::open::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
     assert!(!rw.opens_are_local());
 }
 
@@ -134,7 +134,7 @@ fn reading_a_block_file_queries_the_map_once() {
         reads: reads.clone(),
     };
     let w = worldfs::world::World::open(world.path()).unwrap();
-    let fs = WorldFs::with_store(w, Box::new(store), Options { read_only: true, ..Options::default() });
+    let fs = worldfs::open::world_with_store(w, Box::new(store), Options { read_only: true, ..Options::default() });
     let n = || reads.load(std::sync::atomic::Ordering::SeqCst);
 
     let ino = block_file(&fs, "names");
@@ -160,7 +160,7 @@ fn files_kept_until_told_are_invalidated_after_an_outside_change() {
     let world = common::demo_world();
     let ttl = Duration::from_millis(500);
     let opts = Options { read_only: true, ttl, ..Options::default() };
-    let fs = std::sync::Arc::new(WorldFs::open_world(world.path(), opts.clone()).unwrap());
+    let fs = std::sync::Arc::new(worldfs::open::open_world(world.path(), opts.clone()).unwrap());
     let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let s2 = sent.clone();
     // Before a poller runs nothing is kept past the TTL.
@@ -190,7 +190,8 @@ fn files_kept_until_told_are_invalidated_after_an_outside_change() {
     assert_eq!(fs.attr_ttl(&param1), fs.entry_ttl());
     common::wait_until("param1 invalidated in a later poll", invalidated);
     // Writable mounts: the plain TTL (their own commits invalidate).
-    let rw = std::sync::Arc::new(WorldFs::open_world(world.path(), Options { read_only: false, ..opts }).unwrap());
+    let rw =
+        std::sync::Arc::new(worldfs::open::open_world(world.path(), Options { read_only: false, ..opts }).unwrap());
     rw.set_invalidator(Box::new(|_| {}));
     let a = rw.getattr(block_file(&rw, "param1")).unwrap();
     assert_eq!(rw.attr_ttl(&a), ttl);
@@ -202,7 +203,7 @@ fn files_kept_until_told_are_invalidated_after_an_outside_change() {
 #[test]
 fn small_worlds_are_listed_with_attributes_everywhere() {
     let world = common::demo_world();
-    let open = |plus_max| WorldFs::open_world(world.path(), Options { plus_max, ..Options::default() }).unwrap();
+    let open = |plus_max| worldfs::open::open_world(world.path(), Options { plus_max, ..Options::default() }).unwrap();
     let blocks = open(0).block_count();
     assert!(blocks > 1);
     assert!(open(blocks).plus_everywhere());

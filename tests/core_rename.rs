@@ -5,8 +5,8 @@
 mod common;
 
 use std::ffi::OsStr;
-use worldfs::fs::{Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::fs::Options;
+use worldfs::kinds::luanti::inode;
 
 /// Found by appending to world.mt right after `sed -i` on it (a few times
 /// in a hundred): after the rename the kernel drops the inode world.mt had
@@ -16,7 +16,7 @@ use worldfs::luanti::inode;
 #[test]
 fn a_file_renamed_over_a_world_file_stays_usable_when_the_old_inode_is_forgotten() {
     let world = common::demo_world();
-    let fs = WorldFs::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
+    let fs = worldfs::open::open_world(world.path(), Options { read_only: false, ..Options::default() }).unwrap();
     let pid = std::process::id();
     let old = fs.lookup(inode::ROOT, OsStr::new("world.mt")).unwrap().ino;
     let text = std::fs::read_to_string(world.path().join("world.mt")).unwrap();

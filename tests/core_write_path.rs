@@ -8,10 +8,10 @@ mod common;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use worldfs::fs::{Caller, ErrorKind, FsError, Options, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
-    WorldFs::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
+    worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
 }
 
 /// The inode of a path like "blocks/0,0,0/nodes".
@@ -319,7 +319,7 @@ fn a_complete_invalid_line_is_refused_at_write_and_pieces_wait_for_close() {
 fn write_buffers_of_all_open_files_together_are_capped() {
     let world = common::demo_world();
     let opts = Options { read_only: false, write_buffers: 1 << 20, ..Options::default() };
-    let fs = WorldFs::open_world(world.path(), opts).unwrap();
+    let fs = worldfs::open::open_world(world.path(), opts).unwrap();
     let chunk = vec![b'#'; 300 << 10];
     let files = ["blocks/0,0,0/nodes", "blocks/1,0,0/nodes", "blocks/0,0,1/nodes", "blocks/1,0,1/nodes"];
     let mut open = Vec::new();

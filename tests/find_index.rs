@@ -25,7 +25,7 @@ fn scan(world: &Path) -> Seen {
     let (mut counts, mut blocks) = (BTreeMap::new(), BTreeMap::<Vec<u8>, BTreeSet<BlockPos>>::new());
     for (pos, blob) in store.scan_after(None, 10_000_000).unwrap() {
         let Ok(b) = Block::decode(&blob) else { continue };
-        for (name, n) in worldfs::luanti::index::counts_of(&b) {
+        for (name, n) in worldfs::kinds::luanti::index::counts_of(&b) {
             let c: &mut (u64, u64) = counts.entry(name.clone()).or_default();
             c.0 += 1;
             c.1 += n as u64;
@@ -37,7 +37,7 @@ fn scan(world: &Path) -> Seen {
 
 fn core(world: &Path, cache: &Path, read_only: bool) -> WorldFs {
     let opts = Options { read_only, ttl: Duration::ZERO, index_dir: Some(cache.to_path_buf()), ..Options::default() };
-    WorldFs::open_world(world, opts).unwrap()
+    worldfs::open::open_world(world, opts).unwrap()
 }
 
 fn list(fs: &WorldFs, dir: u64) -> Vec<(String, u64, Kind)> {
@@ -106,7 +106,7 @@ fn the_index_follows_commits_and_other_processes() {
     assert!(counts.contains_key(&b"default:chest"[..]));
     assert!(!counts.contains_key(&b"default:mese"[..]));
     // A commit through the mount.
-    let node = fs.lookup(worldfs::luanti::inode::NODE_DIR, OsStr::new("1,2,3")).unwrap().ino;
+    let node = fs.lookup(worldfs::kinds::luanti::inode::NODE_DIR, OsStr::new("1,2,3")).unwrap().ino;
     let o = fs.open(node, libc::O_WRONLY | libc::O_TRUNC, 1).unwrap();
     fs.write(o.fh, 0, b"default:mese\n").unwrap();
     fs.flush(o.fh, 1).unwrap();

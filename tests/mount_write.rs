@@ -335,7 +335,7 @@ fn a_running_server_blocks_writes() {
     let holder = || std::process::Command::new("sleep").arg("123").stdin(rw()).spawn().unwrap();
     let wait_seen = || {
         let t = std::time::Instant::now();
-        while !worldfs::luanti::guard::openers(&map).iter().any(|s| s.contains("sleep 123")) {
+        while !worldfs::holders::openers(&map).iter().any(|s| s.contains("sleep 123")) {
             assert!(t.elapsed().as_secs() < 5);
         }
     };

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use worldfs::codec::Block;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::luanti::unwritten;
+use worldfs::kinds::luanti::unwritten;
 use worldfs::store::memory::MemoryStore;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
@@ -69,7 +69,7 @@ fn a_group_that_cannot_be_written_at_unmount_is_kept_and_written_next_time() {
     let store = Arc::new(MemoryStore::with_blocks(sqlite.scan_after(None, 100_000).unwrap()));
     let w = worldfs::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, group_commit: Duration::from_secs(60), ..Options::default() };
-    let fs = WorldFs::with_store(w, Box::new(Shared(store.clone())), opts);
+    let fs = worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts);
     let origin = BlockPos::new(0, 0, 0);
     let before = store.get(origin).unwrap();
     write_node(&fs, "default:mese").expect("close accepts the change");

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::luanti::inode;
+use worldfs::kinds::luanti::inode;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
 
@@ -97,7 +97,7 @@ fn counted_core(world: &std::path::Path, cache: &std::path::Path) -> (WorldFs, A
     let store = w.open_store(false, true).unwrap();
     let calls = Arc::new(Calls::default());
     let opts = Options { read_only: false, index_dir: Some(cache.to_path_buf()), ttl: TTL, ..Options::default() };
-    (WorldFs::with_store(w, Box::new(Counting(store, calls.clone())), opts), calls)
+    (worldfs::open::world_with_store(w, Box::new(Counting(store, calls.clone())), opts), calls)
 }
 
 fn read_all(fs: &WorldFs, ino: u64) -> String {

@@ -3,6 +3,7 @@
 //! made before mounting.
 
 use crate::fs::{Options, WorldFs};
+use crate::open::open_path;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -148,7 +149,7 @@ fn serve(
     ready: &mut dyn FnMut(Result<(), String>),
 ) -> Result<(), String> {
     let signals = block_signals();
-    let fs = match WorldFs::open_path(world, kind, m.extra.clone(), m.fs.clone()) {
+    let fs = match open_path(world, kind, m.extra.clone(), m.fs.clone()) {
         Ok(fs) => Arc::new(fs),
         Err(e) => {
             ready(Err(e.clone()));
@@ -173,7 +174,7 @@ fn serve(
         if bg.guard.is_finished() {
             // Unmounted (from outside, or detached after a signal and the
             // last open file closed).
-            crate::luanti::guard::mark_exiting();
+            crate::holders::mark_exiting();
             let r = join_without_unmount(bg);
             if !finish(&fs) {
                 return r.and(Err("changes could not be written at unmount (see above)".into()));
@@ -190,7 +191,7 @@ fn serve(
                 "signal {sig} again: stopping now; files still open on {} lose their connection",
                 mountpoint.display()
             );
-            crate::luanti::guard::mark_exiting();
+            crate::holders::mark_exiting();
             if !finish(&fs) {
                 return Err("changes could not be written at unmount (see above)".into());
             }
@@ -349,7 +350,7 @@ pub fn mount(
         return Err("-o colors= is for Luanti worlds (their top.png and map/)".into());
     }
     // Check the world before detaching, so that errors reach the terminal.
-    drop(WorldFs::open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
+    drop(open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
     if foreground {
         return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
     }

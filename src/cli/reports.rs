@@ -27,7 +27,7 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
         bar.set_position(done);
     })?;
     bar.finish_and_clear();
-    let unwritten = crate::luanti::unwritten::find(&w.dir)?;
+    let unwritten = crate::kinds::luanti::unwritten::find(&w.dir)?;
     if json {
         let mut value = report.json(store.as_ref());
         value["unwritten"] = unwritten
@@ -121,7 +121,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
             return Ok(());
         }
     };
-    let who = crate::luanti::guard::openers_after_daemons_exit(&w.map_path());
+    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(
             "{} is open in {}; stop it (or unmount) first, or use --force",
@@ -131,9 +131,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     }
     let store = w.open_store(dry_run, !dry_run)?;
     if !force && !dry_run && w.backend() != "sqlite3" {
-        crate::luanti::guard::refuse_other_users(&*store)?;
+        crate::kinds::luanti::guard::refuse_other_users(&*store)?;
     }
-    let record_stores = crate::luanti::records::open_stores(&w, dry_run, !dry_run);
+    let record_stores = crate::kinds::luanti::records::open_stores(&w, dry_run, !dry_run);
     fn find<'a>(
         stores: &'a [(&'static str, Box<dyn crate::store::records::RecordStore>)],
         c: &str,
@@ -202,7 +202,7 @@ pub fn map(
     flat: bool,
     scale: usize,
 ) -> Result<(), String> {
-    use crate::luanti::draw::{self, Area, Columns};
+    use crate::kinds::luanti::draw::{self, Area, Columns};
     if !(1..=16).contains(&scale) {
         return Err(format!("--scale {scale}: a node is 1 to 16 pixels wide"));
     }

@@ -3,7 +3,6 @@
 //! The kinds name the failure, not an errno: the FUSE adapter turns them
 //! into errno in one table (`crate::fuse::errno_of`).
 
-use crate::store::StoreError;
 use std::fmt;
 
 /// Declares [`ErrorKind`] and the list of all its kinds, from one list so
@@ -163,16 +162,3 @@ impl fmt::Display for FsError {
 }
 
 impl std::error::Error for FsError {}
-
-impl From<StoreError> for FsError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Busy(_) => FsError::io(e.to_string()),
-            StoreError::ReadOnly => FsError::read_only(e.to_string()),
-            StoreError::Full(_) => FsError::no_space(e.to_string()),
-            // The file was edited from a copy that is no longer current.
-            StoreError::Conflict(_) => FsError::stale(e.to_string()),
-            StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
-        }
-    }
-}

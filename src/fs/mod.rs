@@ -3,8 +3,8 @@
 //! open handles and when they commit, and the names programs create. Plain
 //! Rust signatures, so that it is tested without mounting; the FUSE adapter
 //! (`fuse.rs`) only translates. What the files are comes from a [`Tree`]
-//! (`tree.rs`): a Luanti world (`crate::luanti`) or a one-file document
-//! (`crate::kinds`).
+//! (`tree.rs`) handed to [`WorldFs::new`] by the layer above, which knows
+//! the kinds of world; the core names none of them, nor any store.
 //!
 //! * `mod.rs`: the core's state, its own files, lookup/getattr/forget,
 //!   listings.
@@ -66,7 +66,7 @@ pub struct Options {
     /// write is made (zero: check before every write).
     pub guard_interval: Duration,
     /// Where the name index of a world is kept (None: the user's cache
-    /// directory, see `luanti::index::default_dir`).
+    /// directory, chosen by the tree that keeps one).
     pub index_dir: Option<std::path::PathBuf>,
     /// How long a name index of a map without a change counter (not
     /// SQLite) is trusted after it was built.
@@ -285,36 +285,6 @@ impl WorldFs {
             watch: watch::Watch::default(),
             mount_time: SystemTime::now(),
         }
-    }
-
-    /// Open a Luanti world directory with the map store its world.mt names.
-    /// A writable open is refused while another process has the map
-    /// database open, unless `opts.force`.
-    pub fn open_world(dir: &std::path::Path, opts: Options) -> std::result::Result<WorldFs, String> {
-        let services = Services::new();
-        let tree = crate::luanti::open_world_tree(dir, opts.clone(), services.clone())?;
-        Ok(WorldFs::new(tree, services, opts))
-    }
-
-    /// Open what `path` is (a Luanti world directory, or a file of a kind
-    /// `crate::kinds` knows; `kind` forces one). `extra`: mount options for
-    /// the kind.
-    pub fn open_path(
-        path: &std::path::Path,
-        kind: Option<&str>,
-        extra: Vec<(String, Option<String>)>,
-        opts: Options,
-    ) -> std::result::Result<WorldFs, String> {
-        let services = Services::new();
-        let tree = crate::kinds::open_mount(path, kind, extra, opts.clone(), services.clone())?;
-        Ok(WorldFs::new(tree, services, opts))
-    }
-
-    /// A world directory served from a given map store (tests wrap stores).
-    pub fn with_store(world: crate::world::World, store: Box<dyn crate::store::MapStore>, opts: Options) -> WorldFs {
-        let services = Services::new();
-        let tree = Arc::new(crate::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()).with_index());
-        WorldFs::new(tree, services, opts)
     }
 
     /// Where invalidations go (set once by the FUSE layer). Every inode

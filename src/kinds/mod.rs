@@ -7,72 +7,26 @@
 //! inodes, handles, scratch files, commit at close and `write-errors`.
 //!
 //! The Luanti world directory is the other kind of world: its blocks live
-//! in a database and number in the millions, so it has its own tree in
-//! `fs/` on top of `store/`.
+//! in a database and number in the millions, so it has its own tree
+//! (`crate::kinds::luanti`) on top of `store/`. Which kind a path is, `crate::open`
+//! decides.
 
 pub mod cubeset;
 pub mod doc_tree;
 pub mod files_tree;
 pub mod lua_escape;
+pub mod luanti;
 pub mod mcchunk;
 pub mod mts;
 pub mod text;
 pub mod twmap;
 pub mod we;
 
+pub use crate::view::doc_error::{DocError, DocResult};
+
 use crate::fs::{Options, Services, Tree};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Why a document could not be decoded, encoded or edited: what, where, why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DocError {
-    /// The file of the tree it concerns (`layers`, `groups/00_Game/...`), if any.
-    pub path: Option<String>,
-    /// 1-based line (of that file, or of a text document) it concerns, if any.
-    pub line: Option<usize>,
-    /// 1-based column, if any.
-    pub column: Option<usize>,
-    pub message: String,
-}
-
-impl DocError {
-    pub fn new(message: impl Into<String>) -> DocError {
-        DocError { path: None, line: None, column: None, message: message.into() }
-    }
-    pub fn at_line(line: usize, message: impl Into<String>) -> DocError {
-        DocError { line: Some(line), ..DocError::new(message) }
-    }
-    pub fn at(line: usize, column: usize, message: impl Into<String>) -> DocError {
-        DocError { line: Some(line), column: Some(column), ..DocError::new(message) }
-    }
-    /// The same error, said of file `path` (unless it already names one).
-    pub fn in_file(mut self, path: &str) -> DocError {
-        if self.path.is_none() {
-            self.path = Some(path.to_string());
-        }
-        self
-    }
-}
-
-impl fmt::Display for DocError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(p) = &self.path {
-            write!(f, "{p}: ")?;
-        }
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: ")?,
-            (Some(l), None) => write!(f, "line {l}: ")?,
-            _ => {}
-        }
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for DocError {}
-
-pub type DocResult<T> = Result<T, DocError>;
 
 /// One file or directory of a document's tree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -262,6 +216,29 @@ fn open_doc<D: Document>(
     Ok(doc_tree::DocTree::<D>::open(path, options, opts, services)?)
 }
 
+impl KindInfo {
+    /// Whether a file is of this kind, from its path and first 4 KiB.
+    pub fn sniffs(&self, path: &Path, head: &[u8]) -> bool {
+        (self.sniff)(path, head)
+    }
+
+    /// The `-o` options it understands.
+    pub fn mount_options(&self) -> &'static [&'static str] {
+        (self.options)()
+    }
+
+    /// Its tree for the file at `path`, with its `-o` options.
+    pub fn open(
+        &self,
+        path: &Path,
+        options: Vec<(String, Option<String>)>,
+        opts: Options,
+        services: Arc<Services>,
+    ) -> Result<Arc<dyn Tree>, String> {
+        (self.open)(path, options, opts, services)
+    }
+}
+
 /// The entry of a one-file kind.
 pub fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
     KindInfo { name: D::NAME, what, sniff: D::sniff, options: D::options, open: open_doc::<D> }
@@ -277,95 +254,4 @@ pub fn kinds() -> Vec<KindInfo> {
         doc_kind::<cubeset::Cubeset>("Cuberite prefab set (.cubeset)"),
         doc_kind::<mcchunk::McChunk>("Minecraft chunk data, 1.9-1.12 or 1.16 (.dump with its .meta)"),
     ]
-}
-
-/// The kind name of a Luanti world directory.
-pub const LUANTI: &str = "luanti";
-
-/// Open what `path` is (or what `kind` says it is) as a tree to mount.
-/// `extra`: the mount options the core did not know, for the kind.
-pub fn open_mount(
-    path: &Path,
-    kind: Option<&str>,
-    extra: Vec<(String, Option<String>)>,
-    opts: Options,
-    services: Arc<Services>,
-) -> Result<Arc<dyn Tree>, String> {
-    let all = kinds();
-    let names = || std::iter::once(LUANTI).chain(all.iter().map(|k| k.name)).collect::<Vec<_>>().join(", ");
-    if kind == Some(LUANTI) || (kind.is_none() && path.is_dir()) {
-        if let Some((k, _)) = extra.first() {
-            return Err(format!("unknown mount option '{k}'"));
-        }
-        return crate::luanti::open_world_tree(path, opts, services);
-    }
-    let info = match kind {
-        Some(name) => all
-            .iter()
-            .find(|k| k.name == name)
-            .ok_or_else(|| format!("-t {name}: no such kind of world (kinds: {})", names()))?,
-        None => {
-            let head = read_head(path)?;
-            all.iter().find(|k| (k.sniff)(path, &head)).ok_or_else(|| {
-                format!(
-                    "{}: not a kind of world worldfs knows (a Luanti world is a directory with world.mt; \
-                     files: {}); name one with -t KIND",
-                    path.display(),
-                    all.iter().map(|k| format!("{} ({})", k.name, k.what)).collect::<Vec<_>>().join(", ")
-                )
-            })?
-        }
-    };
-    if path.is_dir() {
-        return Err(format!("{}: a {} is a file, not a directory", path.display(), info.name));
-    }
-    let known = (info.options)();
-    if let Some((k, _)) = extra.iter().find(|(k, _)| !known.contains(&k.as_str())) {
-        return Err(format!(
-            "unknown mount option '{k}' (a {} mount takes: {})",
-            info.name,
-            if known.is_empty() { "none of its own".to_string() } else { known.join(", ") }
-        ));
-    }
-    (info.open)(path, extra, opts, services)
-}
-
-/// The first 4 KiB of a file, for sniffing.
-fn read_head(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut head = vec![0; 4096];
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-    head.truncate(n);
-    Ok(head)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errors_say_what_where_why() {
-        let e = DocError::at(3, 7, "unknown character 'q' (not in the legend)").in_file("layers");
-        assert_eq!(e.to_string(), "layers: line 3, column 7: unknown character 'q' (not in the legend)");
-        assert_eq!(DocError::at_line(2, "x").in_file("a").in_file("b").to_string(), "a: line 2: x");
-        assert_eq!(DocError::new("truncated").to_string(), "truncated");
-    }
-
-    #[test]
-    fn complete_lines_count_the_lines_that_say_something() {
-        assert!(complete_lines(b"1 2 3\n", 1));
-        assert!(complete_lines(b"# size\n1 2 3\n\n", 1));
-        assert!(!complete_lines(b"1 2 3", 1), "the line is not ended yet");
-        assert!(!complete_lines(b"min 0 0 0\n", 2));
-        assert!(complete_lines(b"min 0 0 0\nmax 1 1 1\n", 2));
-        assert!(!complete_lines(b"\n", 1));
-    }
 }

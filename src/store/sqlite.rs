@@ -5,7 +5,7 @@
 //! tools are left alone: writes UPDATE the data column in place and only
 //! INSERT rows that do not exist.
 
-use super::sqlite_pool::Pool;
+use super::sqlite_pool::{Pool, backend};
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError, journal};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -44,21 +44,6 @@ fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path)?;
     Ok((m.dev(), m.ino()))
-}
-
-pub(super) fn backend(e: rusqlite::Error) -> StoreError {
-    if let rusqlite::Error::SqliteFailure(f, ref m) = e {
-        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) {
-            return StoreError::Busy(m.clone().unwrap_or_else(|| f.to_string()));
-        }
-        if f.code == rusqlite::ErrorCode::ReadOnly {
-            return StoreError::ReadOnly;
-        }
-        if f.code == rusqlite::ErrorCode::DiskFull {
-            return StoreError::Full(m.clone().unwrap_or_else(|| f.to_string()));
-        }
-    }
-    StoreError::Backend(e.to_string())
 }
 
 impl SqliteStore {

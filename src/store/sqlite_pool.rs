@@ -24,6 +24,23 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// A SQLite error as a store's error: busy and locked, read-only and a
+/// full disk keep their meaning.
+pub(super) fn backend(e: rusqlite::Error) -> StoreError {
+    if let rusqlite::Error::SqliteFailure(f, ref m) = e {
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) {
+            return StoreError::Busy(m.clone().unwrap_or_else(|| f.to_string()));
+        }
+        if f.code == rusqlite::ErrorCode::ReadOnly {
+            return StoreError::ReadOnly;
+        }
+        if f.code == rusqlite::ErrorCode::DiskFull {
+            return StoreError::Full(m.clone().unwrap_or_else(|| f.to_string()));
+        }
+    }
+    StoreError::Backend(e.to_string())
+}
+
 /// How long a read transaction may stay open.
 pub const READ_HOLD: Duration = Duration::from_millis(5);
 
@@ -134,7 +151,7 @@ impl Pool {
             return Err(StoreError::Backend("could not end a read transaction".into()));
         }
         if p.reading.is_none() {
-            p.conn.execute_batch("BEGIN").map_err(super::sqlite::backend)?;
+            p.conn.execute_batch("BEGIN").map_err(backend)?;
             p.reading = Some((Instant::now(), writes));
         }
         let r = f(&p.conn);
@@ -221,7 +238,6 @@ impl Drop for Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::sqlite::backend;
     use rusqlite::{OptionalExtension, params};
     use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@
 //! place air", the schematic gets `air` with probability 0: placing it
 //! leaves the world as it is there. Pure: blocks come from a closure.
 
-use super::{NodeBox, block_node};
+use super::node_box::{NodeBox, block_node};
 use crate::codec::Block;
 use crate::kinds::mts::codec::{PROB_ALWAYS, Schematic};
 use crate::store::BlockPos;

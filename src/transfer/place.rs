@@ -24,8 +24,8 @@
 //! are not stored (its voxel manipulator cannot write them); here such
 //! blocks are created (see [`new_block`]).
 
+use super::node_box::{block_node, block_of};
 use super::rotate::{NodeDefs, Rotation, rotate_param2};
-use super::{block_node, block_of};
 use crate::codec::Block;
 use crate::codec::nodemeta::MetaEntry;
 use crate::kinds::mts::codec::{FORCE_PLACE, PROB_MASK, Schematic};

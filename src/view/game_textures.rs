@@ -8,7 +8,7 @@
 //!
 //! Not pure: it reads the game's texture files (once per name).
 
-use super::picture::{Rgba, decode_png};
+use super::pixels::{Rgba, decode_png};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -28,7 +28,7 @@
 //! values, so boxes with more than 90 different labels still draw.
 //! Pure functions.
 
-use crate::kinds::{DocError, DocResult};
+use super::doc_error::{DocError, DocResult};
 use std::collections::HashMap;
 
 /// Which way rows run inside a level.

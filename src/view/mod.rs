@@ -4,12 +4,14 @@
 //! one directory per node with metadata (see [`MetaFile`]).
 
 pub mod decimal;
+pub mod doc_error;
 pub mod escape;
 pub mod game_textures;
 pub mod layers;
 mod objects;
 pub mod parse;
 pub mod picture;
+pub mod pixels;
 pub mod render;
 pub mod tiles;
 

@@ -7,9 +7,11 @@ use crate::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
 use crate::store::BlockPos;
 use std::io::Write;
 
-/// The content of one file of a decodable block directory.
-pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Vec<u8> {
-    match file {
+/// The content of one file of a decodable block directory; None for
+/// `schematic.mts`, which the layer that knows schematics makes
+/// (`crate::kinds::luanti::cache::render_block_file`).
+pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Option<Vec<u8>> {
+    Some(match file {
         BlockFile::Info => render_info(block, blob.len()),
         BlockFile::Names => render_names(block),
         BlockFile::Nodes => render_nodes(pos, block),
@@ -20,10 +22,10 @@ pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockF
         BlockFile::Timers => render_timers(pos, block),
         BlockFile::Objects => render_objects(block),
         BlockFile::Raw => blob.to_vec(),
-        BlockFile::Schematic => crate::transfer::block_to_mts(block),
+        BlockFile::Schematic => return None,
         BlockFile::Top => super::picture::block_top_png(block, super::picture::colors()),
         BlockFile::Error => Vec::new(),
-    }
+    })
 }
 
 fn yes_no(b: bool) -> &'static str {

@@ -23,8 +23,8 @@ use crate::codec::itemstring::ItemStack;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::nodemeta::{MetaEntry, MetaVar};
 use crate::store::BlockPos;
+use crate::transfer::node_box::{NodeBox, block_node};
 use crate::transfer::place::NodeWrite;
-use crate::transfer::{NodeBox, block_node};
 
 /// An exported box and what the caller should say about it.
 #[derive(Clone, Debug)]

@@ -58,14 +58,14 @@ pub fn take(path: &Path) -> std::io::Result<File> {
 
 /// `take`, but when the lock is held by a worldfs daemon whose mount is
 /// gone (`umount; mount` at once), wait for it to exit as the map's other
-/// holder checks do (src/luanti/guard.rs), then take it. Anyone else (a
+/// holder checks do (src/kinds/luanti/guard.rs), then take it. Anyone else (a
 /// running server) gets the lock error at once. The LOCK's holder is found
 /// by who has the file open: worldfs's own lock is an open-file-description
 /// lock, whose owner neither F_GETLK nor /proc/locks names (pid -1).
 pub fn take_after_exiting_daemons(path: &Path) -> std::io::Result<File> {
     match take(path) {
         Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-            if crate::luanti::guard::openers_after_daemons_exit(path).is_empty() {
+            if crate::holders::openers_after_daemons_exit(path).is_empty() {
                 take(path)
             } else {
                 Err(e)

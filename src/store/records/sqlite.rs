@@ -9,7 +9,7 @@ use crate::codec::jsonish::HighBytes;
 use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::{ListRows, Player, inventory_text};
 use crate::store::journal::{self, RecordDates};
-use crate::store::sqlite::backend;
+use crate::store::sqlite_pool::backend;
 use crate::store::{Note, Result, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 use std::path::{Path, PathBuf};

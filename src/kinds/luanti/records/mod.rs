@@ -14,7 +14,7 @@ pub mod views;
 use crate::fs::{FsError, Options, Result, Services, Tree};
 use crate::kinds::files_tree::{FilesTree, Home, Stored};
 use crate::kinds::{Context, DocError};
-use crate::luanti::guard::ServerGuard;
+use crate::kinds::luanti::guard::ServerGuard;
 use crate::store::Note;
 use crate::store::records::RecordStore;
 use crate::view::escape;

@@ -23,6 +23,16 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// The content of one file of a decodable block directory: the view
+/// renders it, except `schematic.mts`, which is captured as a schematic
+/// would be from the world (`crate::transfer`).
+pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Vec<u8> {
+    match view::render_block_file(pos, block, blob, file) {
+        Some(content) => content,
+        None => crate::transfer::block_to_mts(block),
+    }
+}
+
 /// Serials increase with time: a load whose serial is larger started after
 /// one with a smaller serial was made.
 fn next_serial() -> u64 {
@@ -163,7 +173,7 @@ impl Loaded {
         match f {
             BlockFile::Nodes | BlockFile::Layers | BlockFile::Param0 | BlockFile::Param1 | BlockFile::Param2 => {
                 let b = self.decoded()?;
-                return Some(Arc::new(view::render_block_file(self.pos, &b, &self.blob, f)));
+                return Some(Arc::new(render_block_file(self.pos, &b, &self.blob, f)));
             }
             BlockFile::Raw => return Some(Arc::new(self.blob.clone())),
             _ => {}
@@ -175,7 +185,7 @@ impl Loaded {
         let content = match (&self.error, f) {
             (Some(e), BlockFile::Error) => format!("block {} cannot be decoded: {e}\n", self.pos).into_bytes(),
             (Some(_), _) => self.blob.clone(),
-            (None, _) => view::render_block_file(self.pos, &*self.decoded()?, &self.blob, f),
+            (None, _) => render_block_file(self.pos, &*self.decoded()?, &self.blob, f),
         };
         Some(
             slot.get_or_init(|| {

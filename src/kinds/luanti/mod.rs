@@ -19,6 +19,7 @@
 //! * `guard.rs`: refusing writes while a server has the map open.
 //! * `index.rs`: the world's index of node names (find/, names, typos).
 //! * `find.rs`: `find/` and `names` in the mount, and world-wide renames.
+//! * `store_error.rs`: a store's failures as the core's errors.
 
 pub mod cache;
 mod commit;
@@ -35,6 +36,7 @@ mod names;
 mod queue;
 pub mod records;
 mod serialized;
+mod store_error;
 mod table;
 mod tree;
 pub mod unwritten;
@@ -55,7 +57,7 @@ use table::{InodeTable, TableKey};
 
 /// The text of `MNT/README`: the short layout section of docs/layout.md.
 pub fn readme_text() -> &'static str {
-    const DOC: &str = include_str!("../../docs/layout.md");
+    const DOC: &str = include_str!("../../../docs/layout.md");
     const START: &str = "<!-- readme:start -->\n";
     const END: &str = "<!-- readme:end -->";
     // Found once: every stat of README would otherwise search the guide.
@@ -247,7 +249,7 @@ impl LuantiTree {
             }
         }
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
-            let who = guard::openers_after_daemons_exit(&world.map_path());
+            let who = crate::holders::openers_after_daemons_exit(&world.map_path());
             if !who.is_empty() {
                 return Err(format!(
                     "{} is open in {} (a running server would overwrite changes made through \

@@ -1,0 +1,19 @@
+//! What a store's failure is for the filesystem core: the errno a program
+//! gets and the message it sees. Here, where the stores and the core meet,
+//! because the core names no store.
+
+use crate::fs::FsError;
+use crate::store::StoreError;
+
+impl From<StoreError> for FsError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Busy(_) => FsError::io(e.to_string()),
+            StoreError::ReadOnly => FsError::read_only(e.to_string()),
+            StoreError::Full(_) => FsError::new(libc::ENOSPC, e.to_string()),
+            // The file was edited from a copy that is no longer current.
+            StoreError::Conflict(_) => FsError::new(libc::ESTALE, e.to_string()),
+            StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
+        }
+    }
+}

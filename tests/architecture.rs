@@ -1,0 +1,100 @@
+//! The layers of docs/design.md hold: no circle among the files of src/,
+//! no import running up from a layer to one above it
+//! (`contrib/import-graph.py`), and the filesystem core names no kind of
+//! world and no store.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn import_graph(args: &[&str]) -> Output {
+    Command::new("python3")
+        .arg(root().join("contrib/import-graph.py"))
+        .args(args)
+        .output()
+        .expect("python3 runs contrib/import-graph.py")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn the_import_graph_has_no_circle_and_no_import_running_up() {
+    let o = import_graph(&["--check"]);
+    let out = text(&o);
+    assert!(o.status.success(), "contrib/import-graph.py --check:\n{out}");
+    assert!(out.contains("0 circles, 0 imports running up, 0 files in no layer"), "{out}");
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// `grep -r 'crate::kinds\|crate::luanti' src/fs`, and the stores: the
+/// core is handed a tree by the layer above and knows nothing else.
+#[test]
+fn the_core_names_no_kind_of_world_and_no_store() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/fs"), &mut files);
+    assert!(files.len() > 5, "the core's files: {files:?}");
+    let mut found = Vec::new();
+    for f in &files {
+        for (n, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            if ["crate::kinds", "crate::luanti", "crate::store", "crate::world", "crate::open"]
+                .iter()
+                .any(|name| line.contains(name))
+            {
+                found.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "the core names a kind of world or a store:\n{}", found.join("\n"));
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// The check fails where it should: a circle between two files of a layer
+/// and an import from the codecs up to the views, however it is written
+/// (`use crate::`, a path in code, `super::`, through a `pub use`).
+#[test]
+fn the_script_finds_circles_and_imports_running_up() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path();
+    write(src, "lib.rs", "pub mod codec;\npub mod store;\npub mod view;\n");
+    write(src, "codec/mod.rs", "pub mod a;\npub mod b;\npub use a::Thing;\n");
+    write(src, "codec/a.rs", "use super::b::Other; // crate::view::Nothing in a comment\npub struct Thing;\n");
+    write(src, "codec/b.rs", "pub struct Other;\nfn f() { let _ = crate::codec::Thing; }\n");
+    write(src, "store/mod.rs", "use crate::codec::a::Thing;\n");
+    write(src, "view/mod.rs", "pub fn shown() {}\n#[cfg(test)]\nmod tests { use super::shown; }\n");
+    let clean = import_graph(&["--check", "--src", src.to_str().unwrap()]);
+    assert!(!clean.status.success(), "{}", text(&clean));
+    let out = text(&clean);
+    assert!(out.contains("circle of 2 files: src/codec/a.rs, src/codec/b.rs"), "{out}");
+    assert!(out.contains("0 imports running up"), "the comment is no import: {out}");
+
+    write(src, "codec/b.rs", "pub struct Other;\nfn f() { crate::view::shown(); }\n");
+    let up = import_graph(&["--check", "--src", src.to_str().unwrap()]);
+    let out = text(&up);
+    assert!(!up.status.success(), "{out}");
+    assert!(out.contains("0 circles, 1 imports running up"), "{out}");
+    assert!(out.contains("up: src/codec/b.rs (codec) -> src/view/mod.rs (view) via crate::view::shown"), "{out}");
+
+    write(src, "codec/b.rs", "pub struct Other;\n");
+    let fixed = import_graph(&["--check", "--src", src.to_str().unwrap()]);
+    assert!(fixed.status.success(), "{}", text(&fixed));
+}
