@@ -333,7 +333,7 @@ fn real_sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, std::path::P
     }
     let file = dir.path().join(src.file_name().unwrap());
     let opts = Options { read_only: false, ..Options::default() };
-    let fs = WorldFs::open_path(&file, None, Vec::new(), opts).unwrap();
+    let fs = worldfs::open::open_path(&file, None, Vec::new(), opts).unwrap();
     Some((dir, file, fs))
 }
 

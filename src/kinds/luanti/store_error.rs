@@ -10,9 +10,9 @@ impl From<StoreError> for FsError {
         match e {
             StoreError::Busy(_) => FsError::io(e.to_string()),
             StoreError::ReadOnly => FsError::read_only(e.to_string()),
-            StoreError::Full(_) => FsError::new(libc::ENOSPC, e.to_string()),
+            StoreError::Full(_) => FsError::no_space(e.to_string()),
             // The file was edited from a copy that is no longer current.
-            StoreError::Conflict(_) => FsError::new(libc::ESTALE, e.to_string()),
+            StoreError::Conflict(_) => FsError::stale(e.to_string()),
             StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
         }
     }
