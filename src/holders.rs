@@ -29,10 +29,14 @@ pub fn openers(path: &Path) -> Vec<String> {
 /// worldfs daemon whose mount is gone to close the map: after `umount` the
 /// mount is gone at once, but its daemon still writes what it held and
 /// closes the map a moment later, so `umount; mount` would be refused.
-const DAEMON_EXIT_WAIT: Duration = Duration::from_secs(10);
+/// Generous: on a loaded machine writing what it held can take seconds,
+/// and an exiting daemon always ends.
+const DAEMON_EXIT_WAIT: Duration = Duration::from_secs(30);
 /// How long a worldfs daemon not (yet) marked as exiting is waited for: it
-/// notices the unmount within 200 ms.
-const DAEMON_NOTICE_WAIT: Duration = Duration::from_millis(600);
+/// polls for the unmount every 200 ms, but on a loaded machine (CI saw it)
+/// it can be scheduled much later. A daemon whose mount is alive is thus
+/// refused after this wait, not at once.
+const DAEMON_NOTICE_WAIT: Duration = Duration::from_secs(4);
 
 /// The name a worldfs daemon gives itself once its mount is gone
 /// (`/proc/PID/comm`, at most 15 bytes).

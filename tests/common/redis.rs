@@ -25,9 +25,19 @@ impl Redis {
     /// the server can be killed and restarted with its data.
     pub fn start_with(password: Option<&str>, persistent: bool) -> Redis {
         let dir = tempfile::tempdir().unwrap();
-        let port = crate::common::server::free_port();
-        let child = spawn(port, dir.path(), password, persistent);
-        Redis { child, port, dir, password: password.map(str::to_string), persistent }
+        // A port found free can be taken by another test's server before
+        // ours binds it: then ours exits and the port answers for another
+        // process. Try another port until our own server answers.
+        for _ in 0..5 {
+            let port = crate::common::server::free_port();
+            let mut child = spawn(port, dir.path(), password, persistent);
+            if answers_ping(&mut child, port) {
+                return Redis { child, port, dir, password: password.map(str::to_string), persistent };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("redis-server did not start on any of 5 free ports");
     }
 
     /// SIGKILL the server (a crash).
@@ -60,6 +70,21 @@ fn spawn(port: u16, dir: &std::path::Path, password: Option<&str>, persistent: b
         std::thread::sleep(Duration::from_millis(20));
     }
     child
+}
+
+/// Whether `child` is still running and a PING on `port` is answered by a
+/// Redis server (`+PONG`, or `-NOAUTH` when a password is set).
+fn answers_ping(child: &mut Child, port: u16) -> bool {
+    use std::io::{Read, Write};
+    if !matches!(child.try_wait(), Ok(None)) {
+        return false;
+    }
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut reply = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read(&mut reply).is_ok_and(|n| reply[..n].starts_with(b"+PONG") || reply[..n].starts_with(b"-NOAUTH"))
+        && matches!(child.try_wait(), Ok(None))
 }
 
 impl Drop for Redis {
