@@ -240,6 +240,20 @@ fn open_leveldb_records(
     Ok(Box::new(leveldb::LevelDbRecords::new(place.dir, c, read_only, journal)))
 }
 
+/// Open the store of `collection` for the world in `dir`, as world.mt says
+/// (see [`BACKENDS`]).
+pub fn open_record_store(
+    dir: &Path,
+    settings: &dyn Fn(&str) -> Option<String>,
+    has_world_mt: bool,
+    collection: Collection,
+    read_only: bool,
+    journal: Option<&Path>,
+) -> std::result::Result<Box<dyn RecordStore>, String> {
+    let place = WorldPlace { dir, setting: settings, has_world_mt };
+    open_records(&place, collection, read_only, journal)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

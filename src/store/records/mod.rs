@@ -101,16 +101,3 @@ pub(crate) fn conflict(what: &str, name: &str) -> StoreError {
     ))
 }
 
-/// Open the store of `collection` for the world in `dir`, as world.mt says
-/// (see [`super::backends`]).
-pub fn open(
-    dir: &Path,
-    settings: &dyn Fn(&str) -> Option<String>,
-    has_world_mt: bool,
-    collection: Collection,
-    read_only: bool,
-    journal: Option<&Path>,
-) -> std::result::Result<Box<dyn RecordStore>, String> {
-    let place = super::backends::WorldPlace { dir, setting: settings, has_world_mt };
-    super::backends::open_records(&place, collection, read_only, journal)
-}
