@@ -13,8 +13,9 @@
 //! kernel's guest halt polling (`cpuidle-haltpoll`), which some VMs turn
 //! off, done for the duration of a burst of requests.
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
 
@@ -149,7 +150,7 @@ impl Awake {
 
     fn spawn(&self, cpu: usize) {
         let s = &self.shared;
-        let _g = s.spawn_lock.lock().unwrap();
+        let _g = s.spawn_lock.lock();
         let n = s.count.load(Ordering::Acquire);
         if s.slots[cpu].thread.get().is_some() || n >= MAX_SPINNERS || s.stop.load(Ordering::SeqCst) {
             return;
@@ -160,7 +161,7 @@ impl Awake {
         let _ = s.slots[cpu].thread.set(handle.thread().clone());
         s.cpus[n].store(cpu, Ordering::Relaxed);
         s.count.store(n + 1, Ordering::Release);
-        self.threads.lock().unwrap().push(handle);
+        self.threads.lock().push(handle);
     }
 
     /// CPUs that have a spinner.
@@ -188,7 +189,7 @@ impl Awake {
                 t.unpark();
             }
         }
-        for h in self.threads.lock().unwrap().drain(..) {
+        for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }
     }

@@ -47,9 +47,9 @@ pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
             }
         })
         .expect("start invalidation thread");
-    let tx = std::sync::Mutex::new(tx);
+    let tx = parking_lot::Mutex::new(tx);
     fs.set_invalidator(Box::new(move |list| {
-        let _ = tx.lock().unwrap().send(list);
+        let _ = tx.lock().send(list);
     }));
 }
 

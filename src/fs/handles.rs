@@ -145,7 +145,7 @@ enum Job {
 impl WorldFs {
     fn new_handle(&self, h: Handle) -> u64 {
         let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.handles.lock().unwrap().insert(fh, h);
+        self.handles.lock().insert(fh, h);
         fh
     }
 
@@ -155,7 +155,7 @@ impl WorldFs {
             Target::Readme => Ok(Arc::new(self.readme())),
             Target::WriteErrors => Ok(Arc::new(self.write_errors().concat().into_bytes())),
             Target::Scratch(s) => {
-                let ns = self.ns.lock().unwrap();
+                let ns = self.ns.lock();
                 Ok(Arc::new(ns.scratch.get(s).ok_or_else(FsError::not_found)?.data.clone()))
             }
             Target::Tree(t) => self.tree.read(t),
@@ -188,8 +188,8 @@ impl WorldFs {
         }
         match target {
             Target::Scratch(s) => {
-                let mut ns = self.ns.lock().unwrap();
-                let mut reads = self.reads.lock().unwrap();
+                let mut ns = self.ns.lock();
+                let mut reads = self.reads.lock();
                 if trunc {
                     // New content, from what the opener read.
                     let (bases, group_bases) = reads.made_by(caller);
@@ -226,7 +226,7 @@ impl WorldFs {
             Target::Tree(t) if !write && !trunc => {
                 let (content, keep_cache) = self.tree.open_read(t)?;
                 if !self.opts.read_only {
-                    self.reads.lock().unwrap().record(caller, t, content.clone());
+                    self.reads.lock().record(caller, t, content.clone());
                 }
                 Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
             }
@@ -269,7 +269,7 @@ impl WorldFs {
     /// (within the TTL) are served from that copy, so a file read in several
     /// requests is one version of it even while it changes.
     pub fn read_unopened(&self, ino: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let mut unopened = self.unopened.lock().unwrap();
+        let mut unopened = self.unopened.lock();
         if offset > 0
             && let Some((at, content)) = unopened.get(&ino)
             && at.elapsed() <= self.opts.ttl
@@ -283,7 +283,7 @@ impl WorldFs {
         }
         let content = self.content_of(target)?;
         if content.len() as u64 > offset + size as u64 {
-            unopened = self.unopened.lock().unwrap();
+            unopened = self.unopened.lock();
             if unopened.len() >= UNOPENED_MAX {
                 unopened.clear();
             }
@@ -293,12 +293,12 @@ impl WorldFs {
     }
 
     pub fn read(&self, fh: u64, offset: u64, size: u32) -> Result<Vec<u8>> {
-        let handles = self.handles.lock().unwrap();
+        let handles = self.handles.lock();
         match handles.get(&fh).ok_or_else(FsError::bad_handle)? {
             Handle::Read { content } => Ok(slice(content, offset, size)),
             Handle::Write { buf, .. } => Ok(slice(buf, offset, size)),
             Handle::Scratch { ino, .. } => {
-                let ns = self.ns.lock().unwrap();
+                let ns = self.ns.lock();
                 Ok(slice(&ns.scratch.get(*ino).ok_or_else(FsError::bad_handle)?.data, offset, size))
             }
         }
@@ -308,7 +308,7 @@ impl WorldFs {
         if let Some(ino) = self.whole_content_write(fh, offset, data) {
             self.judge_at_write(fh, ino, data)?;
         }
-        let mut handles = self.handles.lock().unwrap();
+        let mut handles = self.handles.lock();
         match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
             Handle::Read { .. } => Err(FsError::bad_handle()),
             Handle::Write { ino, buf, pending, append, .. } => {
@@ -323,7 +323,7 @@ impl WorldFs {
                 Ok(data.len() as u32)
             }
             Handle::Scratch { ino, append, pending, .. } => {
-                let mut ns = self.ns.lock().unwrap();
+                let mut ns = self.ns.lock();
                 match ns.scratch.edit(*ino, |f| write_into(&mut f.data, offset, data, *append)) {
                     None => Err(FsError::bad_handle()),
                     Some(Err(())) => {
@@ -346,7 +346,7 @@ impl WorldFs {
     /// does: the buffer then holds exactly `data`, and the tree says
     /// nothing more could make it valid (`Tree::complete`).
     fn whole_content_write(&self, fh: u64, offset: u64, data: &[u8]) -> Option<u64> {
-        let handles = self.handles.lock().unwrap();
+        let handles = self.handles.lock();
         match handles.get(&fh)? {
             Handle::Write { ino, buf, append, .. } => {
                 let replaces = if *append { buf.is_empty() } else { offset == 0 && buf.len() <= data.len() };
@@ -363,7 +363,7 @@ impl WorldFs {
     fn judge_at_write(&self, fh: u64, ino: u64, data: &[u8]) -> Result<()> {
         match self.tree.check_content(ino, data) {
             Err(e) if e.kind == ErrorKind::Invalid => {
-                if let Some(Handle::Write { pending, .. }) = self.handles.lock().unwrap().get_mut(&fh) {
+                if let Some(Handle::Write { pending, .. }) = self.handles.lock().get_mut(&fh) {
                     // The change ends here: the file stays as it was.
                     pending.refused();
                 }
@@ -377,7 +377,7 @@ impl WorldFs {
     /// ENOSPC when buffers and scratch files would hold more than the
     /// mount allows (`Options::write_buffers`).
     fn charge(&self, grow: usize) -> Result<()> {
-        let scratch = self.ns.lock().unwrap().scratch.bytes();
+        let scratch = self.ns.lock().scratch.bytes();
         let held = self.buffered.load(Ordering::Relaxed);
         if grow > 0 && held + scratch + grow > self.opts.write_buffers {
             return Err(self.over_budget(held + scratch));
@@ -404,7 +404,7 @@ impl WorldFs {
     /// (see `Pending::commit_on`).
     fn commit_handle(&self, fh: u64, when: When) -> Result<()> {
         let job = {
-            let mut handles = self.handles.lock().unwrap();
+            let mut handles = self.handles.lock();
             match handles.get_mut(&fh).ok_or_else(FsError::bad_handle)? {
                 Handle::Read { .. } => None,
                 Handle::Write { ino, buf, base, pending, .. } => {
@@ -422,7 +422,7 @@ impl WorldFs {
                     }
                 }
                 Handle::Scratch { ino, pending, .. } => {
-                    let is_pending = self.ns.lock().unwrap().scratch.get(*ino).is_some_and(|f| f.pending);
+                    let is_pending = self.ns.lock().scratch.get(*ino).is_some_and(|f| f.pending);
                     // Only a pending scratch file has anything to commit.
                     (is_pending && pending.commit_on(when)).then_some(Job::Pending(*ino))
                 }
@@ -437,7 +437,7 @@ impl WorldFs {
                 // tree may show what was written normalized: a field's
                 // newline).
                 let shown = self.tree.read(ino).ok();
-                if let Some(Handle::Write { base, .. }) = self.handles.lock().unwrap().get_mut(&fh) {
+                if let Some(Handle::Write { base, .. }) = self.handles.lock().get_mut(&fh) {
                     *base = shown.or_else(|| Some(Arc::new(content)));
                 }
                 Ok(())
@@ -461,12 +461,12 @@ impl WorldFs {
     /// pipeline may open its file after the writer made the scratch file).
     /// The newest read of each file replaces an older one.
     fn take_writer_group_reads(&self, fh: u64) {
-        let (ino, group) = match self.handles.lock().unwrap().get(&fh) {
+        let (ino, group) = match self.handles.lock().get(&fh) {
             Some(Handle::Scratch { ino, writer_group: Some(g), .. }) => (*ino, *g),
             _ => return,
         };
-        let mut ns = self.ns.lock().unwrap();
-        let read = self.reads.lock().unwrap().of_group(group);
+        let mut ns = self.ns.lock();
+        let read = self.reads.lock().of_group(group);
         ns.scratch.note(ino, |f| f.group_bases.extend(read));
     }
 
@@ -481,7 +481,7 @@ impl WorldFs {
     /// does not wait for release); it is logged and kept in write-errors.
     pub fn release(&self, fh: u64) -> Result<()> {
         let r = self.commit_handle(fh, When::Release);
-        let h = self.handles.lock().unwrap().remove(&fh);
+        let h = self.handles.lock().remove(&fh);
         match h {
             Some(Handle::Scratch { ino, .. }) => self.drop_orphan(ino),
             Some(Handle::Write { buf, .. }) => self.credit(buf.len()),
@@ -495,10 +495,10 @@ impl WorldFs {
     /// Returns one line per thing that had something to commit, saying
     /// what became of it.
     pub fn shutdown(&self) -> Vec<String> {
-        let fhs: Vec<u64> = self.handles.lock().unwrap().keys().copied().collect();
+        let fhs: Vec<u64> = self.handles.lock().keys().copied().collect();
         let mut report = Vec::new();
         for fh in fhs {
-            let ino = match self.handles.lock().unwrap().get(&fh) {
+            let ino = match self.handles.lock().get(&fh) {
                 Some(Handle::Write { ino, pending, .. }) if pending.dirty || pending.truncated => *ino,
                 _ => continue,
             };
@@ -535,7 +535,7 @@ impl WorldFs {
             }
             let mut handled = false;
             if let Some(fh) = fh {
-                let mut handles = self.handles.lock().unwrap();
+                let mut handles = self.handles.lock();
                 if let Some(Handle::Write { buf, pending, .. }) = handles.get_mut(&fh) {
                     // An explicit ftruncate is a change, committed at the
                     // next flush (O_TRUNC at open arrives inside OPEN, with
@@ -553,7 +553,7 @@ impl WorldFs {
             if !handled {
                 match target {
                     Target::Scratch(s) => {
-                        let mut ns = self.ns.lock().unwrap();
+                        let mut ns = self.ns.lock();
                         match ns.scratch.edit(s, |f| f.data.resize(size, 0)) {
                             None => return Err(FsError::not_found()),
                             Some(Err(())) => {
@@ -578,11 +578,11 @@ impl WorldFs {
             }
         }
         if let (Some(mode), Target::Scratch(s)) = (mode, target) {
-            let _ = self.ns.lock().unwrap().scratch.edit(s, |f| f.mode = (mode & 0o7777) as u16);
+            let _ = self.ns.lock().scratch.edit(s, |f| f.mode = (mode & 0o7777) as u16);
         }
         let mut attr = self.getattr(ino)?;
         if let Some(fh) = fh
-            && let Some(Handle::Write { buf, .. }) = self.handles.lock().unwrap().get(&fh)
+            && let Some(Handle::Write { buf, .. }) = self.handles.lock().get(&fh)
         {
             attr.size = buf.len() as u64;
         }
@@ -594,7 +594,7 @@ impl WorldFs {
     pub fn getattr_open(&self, ino: u64, fh: Option<u64>) -> Result<Attr> {
         let mut attr = self.getattr(ino)?;
         if let Some(fh) = fh
-            && let Some(Handle::Write { buf, .. }) = self.handles.lock().unwrap().get(&fh)
+            && let Some(Handle::Write { buf, .. }) = self.handles.lock().get(&fh)
         {
             attr.size = buf.len() as u64;
         }
@@ -605,7 +605,7 @@ impl WorldFs {
     /// or written, not yet committed): what its writer wrote so far, as on
     /// any filesystem. The kernel's fstat asks without a handle.
     pub(super) fn size_being_written(&self, t: u64) -> Option<u64> {
-        let handles = self.handles.lock().unwrap();
+        let handles = self.handles.lock();
         let mut changing: Vec<(u64, usize)> = handles
             .iter()
             .filter_map(|(&fh, h)| match h {

@@ -31,11 +31,12 @@ pub use provenance::Caller;
 pub use tree::{NewName, ROOT, Services, Tree};
 
 use namespace::Namespace;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 #[derive(Clone, Debug)]
@@ -293,7 +294,7 @@ impl WorldFs {
         let weak = Arc::downgrade(self);
         self.services.set_invalidator(Box::new(move |mut list: Vec<Inval>| {
             if let Some(fs) = weak.upgrade() {
-                let ns = fs.ns.lock().unwrap();
+                let ns = fs.ns.lock();
                 let extra: Vec<Inval> = list
                     .iter()
                     .filter_map(|i| match i {
@@ -394,7 +395,7 @@ impl WorldFs {
         if !is_core(ino) {
             return Ok(Target::Tree(ino));
         }
-        let ns = self.ns.lock().unwrap();
+        let ns = self.ns.lock();
         if let Some(t) = ns.alias(ino) {
             return Ok(Target::Tree(t));
         }
@@ -431,7 +432,7 @@ impl WorldFs {
                 Ok(a)
             }
             Target::Scratch(s) => {
-                let ns = self.ns.lock().unwrap();
+                let ns = self.ns.lock();
                 let f = ns.scratch.get(s).ok_or_else(FsError::not_found)?;
                 let mut a = Attr::new(ino, Kind::File, f.data.len() as u64, Access::Normal, f.mtime, &self.opts);
                 a.perm = f.mode & 0o7777;
@@ -478,7 +479,7 @@ impl WorldFs {
                 Ok(a)
             }
             Err(e) if e.kind == ErrorKind::NotFound => {
-                let ino = self.ns.lock().unwrap().scratch.lookup(dir, name).ok_or(e)?;
+                let ino = self.ns.lock().scratch.lookup(dir, name).ok_or(e)?;
                 let a = self.core_attr(Target::Scratch(ino), ino)?;
                 self.remember(ino);
                 Ok(a)
@@ -496,7 +497,7 @@ impl WorldFs {
     /// The kernel was handed `ino` once more.
     fn remember(&self, ino: u64) {
         if is_core(ino) {
-            self.ns.lock().unwrap().remember(ino);
+            self.ns.lock().remember(ino);
         } else {
             self.tree.remember(ino);
         }
@@ -509,7 +510,7 @@ impl WorldFs {
             self.tree.forget(ino, n);
             return;
         }
-        let dropped = self.ns.lock().unwrap().forget(ino, n);
+        let dropped = self.ns.lock().forget(ino, n);
         if let Some(target) = dropped {
             // The alias held a reference of its own to its target.
             self.tree.forget(target, 1);
@@ -559,7 +560,7 @@ impl WorldFs {
                 own.push((WRITE_ERRORS_COOKIE, "write-errors".into(), Target::WriteErrors, WRITE_ERRORS));
             }
         }
-        let scratch = self.ns.lock().unwrap().scratch.children(dir);
+        let scratch = self.ns.lock().scratch.children(dir);
         for (i, (name, s)) in scratch.into_iter().enumerate() {
             // A pending name the tree has taken meanwhile is listed once.
             if self.tree.lookup(dir, &name).is_err() {
@@ -595,7 +596,7 @@ impl WorldFs {
             Ok(Target::WriteErrors) => "write-errors".into(),
             Ok(Target::Tree(t)) => self.tree.path(t),
             Ok(Target::Scratch(s)) => {
-                let ns = self.ns.lock().unwrap();
+                let ns = self.ns.lock();
                 match ns.scratch.get(s) {
                     Some(f) => {
                         let dir = self.tree.path(f.parent);

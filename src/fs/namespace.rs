@@ -91,7 +91,7 @@ impl WorldFs {
         match self.tree.lookup(dir, name) {
             Ok(a) => Ok(Target::Tree(a.ino)),
             Err(e) if e.kind == ErrorKind::NotFound => {
-                self.ns.lock().unwrap().scratch.lookup(dir, name).map(Target::Scratch).ok_or(e)
+                self.ns.lock().scratch.lookup(dir, name).map(Target::Scratch).ok_or(e)
             }
             Err(e) => Err(e),
         }
@@ -110,8 +110,8 @@ impl WorldFs {
     fn new_scratch(&self, dir: u64, name: &[u8], mode: u32, maker: Option<Caller>) -> Result<u64> {
         Self::check_name(name)?;
         let kind = self.tree.new_name(dir, name)?;
-        let (bases, group_bases) = maker.map(|c| self.reads.lock().unwrap().made_by(c)).unwrap_or_default();
-        let mut ns = self.ns.lock().unwrap();
+        let (bases, group_bases) = maker.map(|c| self.reads.lock().made_by(c)).unwrap_or_default();
+        let mut ns = self.ns.lock();
         let ino = ns.new_ino();
         ns.scratch.insert(
             ino,
@@ -189,8 +189,8 @@ impl WorldFs {
     /// Drop a scratch file that was unlinked while open, once it is closed.
     /// (Locks: handles before the namespace, as everywhere.)
     pub(super) fn drop_orphan(&self, ino: u64) {
-        let handles = self.handles.lock().unwrap();
-        let mut ns = self.ns.lock().unwrap();
+        let handles = self.handles.lock();
+        let mut ns = self.ns.lock();
         if ns.scratch.get(ino).is_some_and(|f| f.parent == 0) && !Self::scratch_open_in(&handles, ino) {
             ns.scratch.remove(ino);
         }
@@ -200,9 +200,9 @@ impl WorldFs {
     fn remove_scratch(&self, ino: u64) {
         // Both locks at once, so that a release between the check and the
         // removal cannot leave an orphan nobody drops.
-        let handles = self.handles.lock().unwrap();
+        let handles = self.handles.lock();
         let open = Self::scratch_open_in(&handles, ino);
-        let mut ns = self.ns.lock().unwrap();
+        let mut ns = self.ns.lock();
         if open {
             // An orphan: parent 0 is no directory, and it becomes nothing.
             ns.scratch.rename(ino, 0, &ino.to_le_bytes());
@@ -217,7 +217,7 @@ impl WorldFs {
     fn became(&self, ino: u64, target: u64) {
         self.remove_scratch(ino);
         self.tree.remember(target);
-        let old = self.ns.lock().unwrap().add_alias(ino, target);
+        let old = self.ns.lock().add_alias(ino, target);
         if let Some(old) = old {
             self.tree.forget(old, 1);
         }
@@ -320,7 +320,7 @@ impl WorldFs {
                         self.remove_scratch(d);
                     }
                     let ino = self.new_scratch(dst_dir, newname_b, 0o644, None)?;
-                    let _ = self.ns.lock().unwrap().scratch.edit(ino, |f| {
+                    let _ = self.ns.lock().scratch.edit(ino, |f| {
                         f.data = content;
                         f.pending = false;
                     });
@@ -341,7 +341,7 @@ impl WorldFs {
     /// tree (or a pending name) it is a write of that file (validated, then
     /// committed); anything else is a plain scratch rename.
     fn rename_scratch(&self, ino: u64, dst_dir: u64, newname: &[u8], dst: Option<Target>) -> Result<()> {
-        let data = || self.ns.lock().unwrap().scratch.get(ino).map(|f| f.data.clone()).ok_or_else(FsError::not_found);
+        let data = || self.ns.lock().scratch.get(ino).map(|f| f.data.clone()).ok_or_else(FsError::not_found);
         match dst {
             Some(Target::Tree(t)) => {
                 if self.tree.getattr(t)?.kind == super::Kind::Dir {
@@ -350,7 +350,7 @@ impl WorldFs {
                 self.tree.check_writable(t)?;
                 // Made from what `t` showed when its writer read it: if it
                 // shows something else now, the rename would undo that.
-                let base = self.ns.lock().unwrap().scratch.get(ino).and_then(|f| f.base_of(t));
+                let base = self.ns.lock().scratch.get(ino).and_then(|f| f.base_of(t));
                 let r = self.tree.write(t, &data()?, base.as_deref().map(Vec::as_slice));
                 let r = r.map_err(|e| self.explain_stale_rename(ino, e));
                 self.recorded(|| self.path(t), r)?;
@@ -371,7 +371,7 @@ impl WorldFs {
                 if let Some(Target::Scratch(d)) = dst {
                     self.remove_scratch(d);
                 }
-                let mut ns = self.ns.lock().unwrap();
+                let mut ns = self.ns.lock();
                 ns.scratch.rename(ino, dst_dir, newname);
                 let _ = ns.scratch.edit(ino, |f| f.pending = false);
                 Ok(())
@@ -385,7 +385,7 @@ impl WorldFs {
         if e.kind != ErrorKind::Stale {
             return e;
         }
-        let mut ns = self.ns.lock().unwrap();
+        let mut ns = self.ns.lock();
         let name = ns.scratch.get(ino).map(|f| escape_name(&f.name)).unwrap_or_default();
         let now = std::time::Instant::now();
         let retried = ns.scratch.get(ino).and_then(|f| f.stale_at).is_some_and(|t| now - t < Duration::from_secs(1));
@@ -406,7 +406,7 @@ impl WorldFs {
     /// A written pending scratch file becomes part of the world.
     pub(super) fn commit_pending(&self, ino: u64) -> Result<()> {
         let (parent, name, data) = {
-            let ns = self.ns.lock().unwrap();
+            let ns = self.ns.lock();
             let f = ns.scratch.get(ino).ok_or_else(FsError::not_found)?;
             (f.parent, f.name.clone(), f.data.clone())
         };

@@ -9,7 +9,8 @@
 //! reads without handles, and the FUSE-facing API.
 
 use super::{Attr, DirEntry, Inval, Result};
-use std::sync::{Arc, Mutex, OnceLock};
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock};
 
 /// Inodes whose top four bits are this belong to the core (README,
 /// write-errors, scratch files); a tree never hands them out.
@@ -55,7 +56,7 @@ impl Services {
         // One line each, whatever names the message quotes.
         let line = super::error::one_line(&line);
         log::warn!("{line}");
-        let mut errors = self.errors.lock().unwrap();
+        let mut errors = self.errors.lock();
         errors.push_back(format!("{} {line}\n", crate::time::format_utc(crate::time::now_secs())));
         while errors.len() > WRITE_ERRORS_KEPT {
             errors.pop_front();
@@ -66,7 +67,7 @@ impl Services {
 
     /// The lines of MNT/write-errors, oldest first.
     pub fn write_errors(&self) -> Vec<String> {
-        self.errors.lock().unwrap().iter().cloned().collect()
+        self.errors.lock().iter().cloned().collect()
     }
 
     /// Tell the kernel (after the current reply) that these changed.

@@ -8,8 +8,9 @@
 //! a reply made from the old content may still be on its way, and cached
 //! blocks are trusted for one TTL after their last check.
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Mutex, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
 /// At most this many files are kept until told (16 bytes each here); past
@@ -33,7 +34,7 @@ impl Watch {
         if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
         }
-        let mut h = self.handed.lock().unwrap();
+        let mut h = self.handed.lock();
         if h.len() >= HANDED_MAX && !h.contains(&ino) {
             return false;
         }
@@ -44,16 +45,16 @@ impl Watch {
     /// The kernel dropped `ino`: nothing to invalidate for it any more.
     pub fn forget(&self, ino: u64) {
         if self.active.load(std::sync::atomic::Ordering::Relaxed) {
-            self.handed.lock().unwrap().remove(&ino);
+            self.handed.lock().remove(&ino);
         }
     }
 
     fn take(&self) -> Vec<u64> {
-        self.handed.lock().unwrap().drain().collect()
+        self.handed.lock().drain().collect()
     }
 
     pub fn len(&self) -> usize {
-        self.handed.lock().unwrap().len()
+        self.handed.lock().len()
     }
 }
 

@@ -14,10 +14,11 @@
 use super::{DocError, Document, Entry};
 use crate::fs::{Access, Attr, DirEntry, ErrorKind, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::view::escape;
+use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 /// One stored version of an item, as its home reads it.
@@ -285,7 +286,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
     }
 
     fn lock(&self) -> MutexGuard<'_, State<D, H::Stamp>> {
-        self.state.lock().unwrap()
+        self.state.lock()
     }
 
     /// The current version of item `name`: the cached one within the TTL
@@ -455,7 +456,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
         if self.opts.read_only {
             return Err(FsError::read_only("the mount is read-only (-o ro)"));
         }
-        let _one = self.commit.lock().unwrap();
+        let _one = self.commit.lock();
         self.home.before_change()?;
         let current = self.current(&mut self.lock(), name, true)?.map(|v| (v.bytes.clone(), v.doc.clone()));
         if let (Some(w), Some((_, doc))) = (write, &current) {

@@ -31,11 +31,12 @@ pub mod lock;
 
 use super::journal::{self, Fingerprint};
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use parking_lot::Mutex;
 use rusty_leveldb::{DB, DBIterator, LdbIterator, Options, WriteBatch};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, mpsc};
+use std::sync::mpsc;
 
 type Job = Box<dyn FnOnce(&mut Engine) + Send>;
 
@@ -467,7 +468,7 @@ impl LevelDbStore {
         let job: Job = Box::new(move |e| {
             let _ = tx.send(f(e));
         });
-        let sent = self.jobs.lock().unwrap().as_ref().map(|j| j.send(job).is_ok()).unwrap_or(false);
+        let sent = self.jobs.lock().as_ref().map(|j| j.send(job).is_ok()).unwrap_or(false);
         if !sent {
             return Err(backend(format!("{}: the database thread has ended", self.dir.display())));
         }
@@ -479,7 +480,7 @@ impl Drop for LevelDbStore {
     fn drop(&mut self) {
         // Close the database (its thread ends with the channel) before the
         // lock goes.
-        self.jobs.lock().unwrap().take();
+        self.jobs.lock().take();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -6,8 +6,8 @@
 //! first; an undo journal recorded in the same transaction.
 
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// One journaled transaction: what it was, and each block's bytes before.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,14 +36,14 @@ impl MemoryStore {
     /// A store holding `blocks`.
     pub fn with_blocks(blocks: impl IntoIterator<Item = (BlockPos, Vec<u8>)>) -> MemoryStore {
         let s = MemoryStore::new();
-        s.blocks.lock().unwrap().extend(blocks);
+        s.blocks.lock().extend(blocks);
         s
     }
 
     /// From now on every transaction asks `rule` whether it fails (and
     /// with what); nothing of a failed transaction is applied.
     pub fn fail_when(&self, rule: impl FnMut(&[Change]) -> Option<StoreError> + Send + 'static) {
-        *self.fail.lock().unwrap() = Some(Box::new(rule));
+        *self.fail.lock() = Some(Box::new(rule));
     }
 
     /// The next `n` transactions fail with `error`, then they succeed.
@@ -59,26 +59,26 @@ impl MemoryStore {
 
     /// Transactions succeed again.
     pub fn heal(&self) {
-        *self.fail.lock().unwrap() = None;
+        *self.fail.lock() = None;
     }
 
     /// Every block, in key order.
     pub fn snapshot(&self) -> BTreeMap<BlockPos, Vec<u8>> {
-        self.blocks.lock().unwrap().clone()
+        self.blocks.lock().clone()
     }
 
     pub fn journal(&self) -> Vec<MemoryJournalEntry> {
-        self.journal.lock().unwrap().clone()
+        self.journal.lock().clone()
     }
 
     /// A change made by "another process": not journaled, no failure rule.
     pub fn put_behind_the_back(&self, pos: BlockPos, blob: Vec<u8>) {
-        self.blocks.lock().unwrap().insert(pos, blob);
+        self.blocks.lock().insert(pos, blob);
         self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn after(&self, after: Option<BlockPos>, limit: usize) -> Vec<(BlockPos, Vec<u8>)> {
-        let blocks = self.blocks.lock().unwrap();
+        let blocks = self.blocks.lock();
         let range = match after {
             Some(p) => blocks.range((std::ops::Bound::Excluded(p), std::ops::Bound::Unbounded)),
             None => blocks.range(..),
@@ -93,7 +93,7 @@ impl MapStore for MemoryStore {
     }
 
     fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
-        Ok(self.blocks.lock().unwrap().get(&pos).filter(|b| !b.is_empty()).cloned())
+        Ok(self.blocks.lock().get(&pos).filter(|b| !b.is_empty()).cloned())
     }
 
     fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
@@ -108,12 +108,12 @@ impl MapStore for MemoryStore {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
-        if let Some(rule) = self.fail.lock().unwrap().as_mut()
+        if let Some(rule) = self.fail.lock().as_mut()
             && let Some(e) = rule(changes)
         {
             return Err(e);
         }
-        let mut blocks = self.blocks.lock().unwrap();
+        let mut blocks = self.blocks.lock();
         if let Some(e) = super::unmet_expectation(changes, |p| Ok(blocks.get(&p).cloned()))? {
             return Err(e);
         }
@@ -125,13 +125,13 @@ impl MapStore for MemoryStore {
                 Change::Expect(..) => {}
             }
         }
-        self.journal.lock().unwrap().push(MemoryJournalEntry { what: note.what.clone(), before });
+        self.journal.lock().push(MemoryJournalEntry { what: note.what.clone(), before });
         self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 
     fn count(&self) -> Result<u64> {
-        Ok(self.blocks.lock().unwrap().len() as u64)
+        Ok(self.blocks.lock().len() as u64)
     }
 
     fn is_read_only(&self) -> bool {

@@ -7,9 +7,9 @@
 //! this file only stores.
 
 use super::{Result, StoreError};
+use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 fn backend(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(format!("name index: {e}"))
@@ -77,7 +77,7 @@ impl IndexFile {
     }
 
     pub fn stamp(&self) -> Result<Option<Stamp>> {
-        let c = self.conn.lock().unwrap();
+        let c = self.conn.lock();
         c.query_row("SELECT map, version, built_ms FROM stamp WHERE one = 1", [], |r| {
             Ok(Stamp { map: r.get(0)?, version: r.get::<_, Option<i64>>(1)?.map(|v| v as u64), built_ms: r.get(2)? })
         })
@@ -87,7 +87,7 @@ impl IndexFile {
 
     /// Replace the whole index (one transaction; overrides are dropped).
     pub fn replace(&self, stamp: &Stamp, names: &[NameRow]) -> Result<()> {
-        let mut c = self.conn.lock().unwrap();
+        let mut c = self.conn.lock();
         let tx = c.transaction().map_err(backend)?;
         tx.execute_batch("DELETE FROM names; DELETE FROM overrides; DELETE FROM stamp;").map_err(backend)?;
         tx.execute(
@@ -108,12 +108,12 @@ impl IndexFile {
 
     /// Forget everything (the next use builds afresh).
     pub fn clear(&self) -> Result<()> {
-        self.conn.lock().unwrap().execute_batch("DELETE FROM stamp;").map_err(backend)
+        self.conn.lock().execute_batch("DELETE FROM stamp;").map_err(backend)
     }
 
     /// Replace the rows of names `gone` and `rows` (one transaction).
     pub fn update_names(&self, gone: &[Vec<u8>], rows: &[NameRow]) -> Result<()> {
-        let mut c = self.conn.lock().unwrap();
+        let mut c = self.conn.lock();
         let tx = c.transaction().map_err(backend)?;
         for name in gone {
             tx.execute("DELETE FROM names WHERE name = ?1", params![name]).map_err(backend)?;
@@ -130,7 +130,7 @@ impl IndexFile {
 
     /// Every name with its counts (postings left out).
     pub fn names(&self) -> Result<Vec<NameRow>> {
-        let c = self.conn.lock().unwrap();
+        let c = self.conn.lock();
         let mut st = c.prepare("SELECT name, blocks, nodes FROM names ORDER BY name").map_err(backend)?;
         st.query_map([], |r| {
             Ok(NameRow {
@@ -146,14 +146,14 @@ impl IndexFile {
 
     /// The encoded block list of one name.
     pub fn postings(&self, name: &[u8]) -> Result<Option<Vec<u8>>> {
-        let c = self.conn.lock().unwrap();
+        let c = self.conn.lock();
         c.query_row("SELECT postings FROM names WHERE name = ?1", params![name], |r| r.get(0))
             .optional()
             .map_err(backend)
     }
 
     pub fn overrides(&self) -> Result<Vec<Override>> {
-        let c = self.conn.lock().unwrap();
+        let c = self.conn.lock();
         let mut st = c.prepare("SELECT packed, base, now FROM overrides").map_err(backend)?;
         st.query_map([], |r| Ok(Override { packed: r.get::<_, i64>(0)? as u64, base: r.get(1)?, now: r.get(2)? }))
             .and_then(|rows| rows.collect())
@@ -165,7 +165,6 @@ impl IndexFile {
     pub fn restamp(&self, map: &str, version: Option<u64>) -> Result<()> {
         self.conn
             .lock()
-            .unwrap()
             .execute("UPDATE stamp SET map = ?1, version = ?2", params![map, version.map(|v| v as i64)])
             .map(drop)
             .map_err(backend)
@@ -174,7 +173,7 @@ impl IndexFile {
     /// Record blocks changed through a mount, and the map version the
     /// index is now current with (one transaction).
     pub fn put_overrides(&self, rows: &[Override], version: Option<u64>) -> Result<()> {
-        let mut c = self.conn.lock().unwrap();
+        let mut c = self.conn.lock();
         let tx = c.transaction().map_err(backend)?;
         {
             let mut ins = tx

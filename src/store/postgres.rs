@@ -12,9 +12,9 @@
 
 use super::journal;
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use parking_lot::Mutex;
 use postgres::{Client, NoTls};
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 pub struct PgStore {
     conninfo: String,
@@ -160,7 +160,7 @@ impl PgStore {
     /// Run `f` on the connection, connecting first when needed; a lost
     /// connection is dropped so that the next call connects again.
     fn with<T>(&self, f: impl FnOnce(&mut Client, bool) -> std::result::Result<T, postgres::Error>) -> Result<T> {
-        let mut guard = self.client.lock().unwrap();
+        let mut guard = self.client.lock();
         if guard.as_ref().is_none_or(|c| c.is_closed()) {
             let mut c = connect(&self.conninfo)?;
             if self.read_only {
@@ -315,7 +315,7 @@ impl MapStore for PgStore {
             }
             tx.commit()?;
             let end = c.query_one(WAL_POSITION, &[])?.get::<_, i64>(0) as u64;
-            *self.last_commit.lock().unwrap() = Some((start, end));
+            *self.last_commit.lock() = Some((start, end));
             Ok(Ok(()))
         });
         let r = match r {
@@ -349,7 +349,7 @@ impl MapStore for PgStore {
     }
 
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
-        *self.last_commit.lock().unwrap()
+        *self.last_commit.lock()
     }
 
     /// Sessions on this database that are not worldfs's: a Luanti server

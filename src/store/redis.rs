@@ -11,9 +11,9 @@
 
 use super::journal;
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use parking_lot::Mutex;
 use redis::Commands;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub struct RedisStore {
@@ -72,7 +72,7 @@ impl RedisStore {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T> {
-        let mut guard = self.conn.lock().unwrap();
+        let mut guard = self.conn.lock();
         if guard.is_none() {
             let client = redis::Client::open(self.url.as_str()).map_err(classify)?;
             let c = client
@@ -94,7 +94,7 @@ impl RedisStore {
     }
 
     fn sorted_keys(&self, fresh: bool) -> Result<Vec<BlockPos>> {
-        let mut k = self.keys.lock().unwrap();
+        let mut k = self.keys.lock();
         if !fresh
             && let Some((at, keys)) = &*k
             && at.elapsed() < KEYS_TTL
@@ -243,7 +243,7 @@ impl MapStore for RedisStore {
                 Err(e) => Err(e),
             }
         });
-        *self.keys.lock().unwrap() = None;
+        *self.keys.lock() = None;
         r?
     }
 

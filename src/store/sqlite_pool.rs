@@ -18,9 +18,10 @@
 //!   the write.
 
 use super::{Result, StoreError};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use rusqlite::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -83,7 +84,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Idle> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+        self.idle.lock()
     }
 }
 
@@ -214,13 +215,15 @@ fn janitor(shared: &Shared) {
             }
             None => true,
         });
-        idle = match next {
-            Some(due) => shared.wake.wait_timeout(idle, due.saturating_duration_since(now)).unwrap().0,
+        match next {
+            Some(due) => {
+                shared.wake.wait_for(&mut idle, due.saturating_duration_since(now));
+            }
             None => {
                 idle.janitor_asleep = true;
-                shared.wake.wait(idle).unwrap()
+                shared.wake.wait(&mut idle);
             }
-        };
+        }
     }
 }
 

@@ -80,7 +80,7 @@ pub struct Colors {
 
 struct Textures {
     game: super::game_textures::GameTextures,
-    seen: std::sync::RwLock<HashMap<Vec<u8>, Option<Rgba>>>,
+    seen: parking_lot::RwLock<HashMap<Vec<u8>, Option<Rgba>>>,
 }
 
 impl std::fmt::Debug for Colors {
@@ -142,10 +142,10 @@ impl Colors {
             return *c;
         }
         if let Some(t) = &self.textures {
-            let known = t.seen.read().unwrap_or_else(|e| e.into_inner()).get(name).copied();
+            let known = t.seen.read().get(name).copied();
             let c = known.unwrap_or_else(|| {
                 let c = t.game.color(name);
-                t.seen.write().unwrap_or_else(|e| e.into_inner()).insert(name.to_vec(), c);
+                t.seen.write().insert(name.to_vec(), c);
                 c
             });
             if let Some(c) = c {

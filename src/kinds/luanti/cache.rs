@@ -18,9 +18,10 @@
 use crate::codec::{Block, DecodeError};
 use crate::store::{BlockPos, MapStore, StoreError};
 use crate::view::{self, BlockFile};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The content of one file of a decodable block directory: the view
@@ -113,7 +114,7 @@ impl Loaded {
         if self.error.is_some() {
             return None;
         }
-        let mut slot = self.block.lock().unwrap();
+        let mut slot = self.block.lock();
         if let Some(b) = &*slot {
             return Some(b.clone());
         }
@@ -125,7 +126,7 @@ impl Loaded {
 
     /// Let the decoding go (it is made again on demand).
     fn drop_decoded(&self) {
-        *self.block.lock().unwrap() = None;
+        *self.block.lock() = None;
     }
 
     /// The files this block directory has, in listing order.
@@ -204,7 +205,7 @@ impl Loaded {
 
     /// Approximate memory held by the decoding (0 when it was dropped).
     fn decoded_cost(&self) -> usize {
-        match &*self.block.lock().unwrap() {
+        match &*self.block.lock() {
             Some(b) => {
                 4096 * 4
                     + b.metadata.entries.iter().map(|e| e.inventory.len() + 64 * e.vars.len()).sum::<usize>()
@@ -329,7 +330,7 @@ impl BlockCache {
     /// would otherwise hide the commit from later reads for the TTL.
     pub fn get(&self, pos: BlockPos, store: &dyn MapStore) -> Result<Option<Arc<Loaded>>, StoreError> {
         let (cached, removals) = {
-            let mut inner = self.inner.lock().unwrap();
+            let mut inner = self.inner.lock();
             inner.touch(pos);
             let cached =
                 inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl, s.data_version));
@@ -354,7 +355,7 @@ impl BlockCache {
         let serial = next_serial();
         // Read outside the lock; decoding can take a while.
         let Some(blob) = store.get(pos)? else {
-            let mut inner = self.inner.lock().unwrap();
+            let mut inner = self.inner.lock();
             if inner.map.get(&pos).is_some_and(|s| s.loaded.serial < serial) {
                 inner.remove(pos);
             }
@@ -367,7 +368,7 @@ impl BlockCache {
             return Ok(Some(loaded));
         }
         let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), Block::decode(&blob)));
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         let newer = inner.map.get(&pos).map(|s| s.loaded.clone()).filter(|l| l.serial > serial);
         match newer {
             // Cached since this read started (by a commit or a later load).
@@ -384,7 +385,7 @@ impl BlockCache {
 
     /// A cached entry was found current at `data_version`.
     fn mark_checked(&self, loaded: &Arc<Loaded>, data_version: Option<u64>) {
-        if let Some(slot) = self.inner.lock().unwrap().map.get_mut(&loaded.pos)
+        if let Some(slot) = self.inner.lock().map.get_mut(&loaded.pos)
             && Arc::ptr_eq(&slot.loaded, loaded)
         {
             slot.checked = Instant::now();
@@ -394,7 +395,7 @@ impl BlockCache {
 
     /// Put a block in the cache (after loading it or committing it).
     pub fn insert(&self, loaded: Arc<Loaded>) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         self.insert_locked(&mut inner, loaded, None);
     }
 
@@ -418,27 +419,27 @@ impl BlockCache {
 
     /// Forget a block (it was deleted).
     pub fn remove(&self, pos: BlockPos) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.remove(pos);
         inner.removals += 1;
     }
 
     /// Whether the block is cached (without touching it).
     pub fn peek(&self, pos: BlockPos) -> Option<Arc<Loaded>> {
-        self.inner.lock().unwrap().map.get(&pos).map(|s| s.loaded.clone())
+        self.inner.lock().map.get(&pos).map(|s| s.loaded.clone())
     }
 
     pub fn bytes(&self) -> usize {
-        self.inner.lock().unwrap().bytes
+        self.inner.lock().bytes
     }
 
     /// Bytes counted for decodings.
     pub fn decoded_bytes(&self) -> usize {
-        self.inner.lock().unwrap().decoded_bytes
+        self.inner.lock().decoded_bytes
     }
 
     pub fn len(&self) -> usize {
-        self.inner.lock().unwrap().map.len()
+        self.inner.lock().map.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -494,7 +495,7 @@ mod tests {
         }
         fn get(&self, _: BlockPos) -> Result<Option<Vec<u8>>, StoreError> {
             self.entered.send(()).unwrap();
-            self.go.lock().unwrap().recv().unwrap();
+            self.go.lock().recv().unwrap();
             Ok(Some(self.blob.clone()))
         }
         fn list_after(&self, _: Option<BlockPos>, _: usize) -> Result<Vec<BlockPos>, StoreError> {
@@ -606,7 +607,7 @@ mod tests {
         assert!(cache.bytes() <= 2 << 20, "{}", cache.bytes());
         assert!(cache.decoded_bytes() <= (2 << 20) / 4, "{}", cache.decoded_bytes());
         let first = cache.peek(BlockPos::new(0, 0, 0)).unwrap();
-        assert!(first.block.lock().unwrap().is_none(), "the oldest decoding was dropped");
+        assert!(first.block.lock().is_none(), "the oldest decoding was dropped");
         assert_eq!(*first.decoded().unwrap(), Block::decode(&first.blob).unwrap());
         assert_eq!(first.file_size(BlockFile::Nodes), Some(first.file(BlockFile::Nodes).unwrap().len()));
         // Read again (within the TTL): from the cache, no store read.

@@ -252,7 +252,7 @@ impl LuantiTree {
         mode: Mode,
         edit: impl FnOnce(&mut Block) -> Result<()>,
     ) -> Result<()> {
-        let _lock = self.commit_lock.lock().unwrap();
+        let _lock = self.commit_lock.lock();
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         let Some(orig) = loaded.decoded() else {
@@ -402,7 +402,7 @@ impl LuantiTree {
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
     /// none of the engine's rules.
     fn commit_raw(&self, pos: BlockPos, content: &[u8], base: Option<&[u8]>, what: &str, mode: Mode) -> Result<()> {
-        let _lock = self.commit_lock.lock().unwrap();
+        let _lock = self.commit_lock.lock();
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         if loaded.blob == content {
@@ -460,7 +460,7 @@ impl LuantiTree {
 
     /// Everything the kernel may hold about a block that just changed.
     fn after_commit_kernel(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
-        self.changed.lock().unwrap().insert(pos, SystemTime::now());
+        self.changed.lock().insert(pos, SystemTime::now());
         let mut inv = vec![Inval::Inode(Node::BlockDir(pos).ino()), Inval::Inode(Node::MetaRoot(pos).ino())];
         let dir = Node::BlockDir(pos).ino();
         for f in BlockFile::DECODED.iter().chain(&[BlockFile::Error]) {
@@ -473,7 +473,7 @@ impl LuantiTree {
             |b: Option<&Block>| -> Vec<MetaEntry> { b.map(|b| b.metadata.entries.clone()).unwrap_or_default() };
         let (old_e, new_e) = (entries(old), entries(new));
         let meta_root = Node::MetaRoot(pos).ino();
-        let table = self.table.lock().unwrap();
+        let table = self.table.lock();
         for e in old_e.iter().chain(&new_e) {
             let p16 = e.pos;
             inv.push(Inval::Inode(Node::MetaDir(pos, p16).ino()));
@@ -499,7 +499,7 @@ impl LuantiTree {
             }
         }
         drop(table);
-        if let Some(inos) = self.served.lock().unwrap().remove(&pos) {
+        if let Some(inos) = self.served.lock().remove(&pos) {
             inv.extend(inos.into_keys().map(Inval::Inode));
         }
         inv.sort_by_key(|i| format!("{i:?}"));
@@ -518,7 +518,7 @@ impl LuantiTree {
     }
 
     pub(super) fn create_block(&self, pos: BlockPos) -> Result<()> {
-        let _lock = self.commit_lock.lock().unwrap();
+        let _lock = self.commit_lock.lock();
         self.check_guard()?;
         self.flush_queue()?;
         limits::check_new_block(pos).map_err(FsError::invalid)?;
@@ -535,7 +535,7 @@ impl LuantiTree {
     }
 
     pub(super) fn delete_block(&self, pos: BlockPos) -> Result<()> {
-        let _lock = self.commit_lock.lock().unwrap();
+        let _lock = self.commit_lock.lock();
         self.check_guard()?;
         self.flush_queue()?;
         let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
@@ -605,7 +605,7 @@ impl LuantiTree {
         // One at a time: two closes of the same file must not interleave
         // their compare-write-rename (the loser could fail after its content
         // was installed, or rename a file the winner is still writing).
-        let _lock = self.commit_lock.lock().unwrap();
+        let _lock = self.commit_lock.lock();
         let path = self.world.dir.join(name);
         let now = std::fs::read(&path).ok();
         if now.as_deref() == Some(content) {

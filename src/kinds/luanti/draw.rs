@@ -7,8 +7,8 @@ use crate::codec::NodeIds;
 use crate::store::{BlockPos, MapStore, Result};
 use crate::view::picture::{self, Colors};
 use crate::view::tiles::Bounds;
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Every block column of a world: (x, z) in blocks -> its ys, highest first.
@@ -107,7 +107,7 @@ pub fn draw(
                     let (queue, finished) = (&queue, &finished);
                     s.spawn(move || {
                         loop {
-                            let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                            let next = queue.lock().next();
                             let Some((bz, top, strip, bxs)) = next else { return Ok(()) };
                             for bx in bxs {
                                 draw_column(store, cols, colors, area, shading, bx, bz, top, strip)?;

@@ -171,7 +171,7 @@ impl LuantiTree {
         if self.opts.read_only {
             return Err(FsError::read_only("the mount is read-only (-o ro)"));
         }
-        let _lock = self.commit_lock.lock().unwrap();
+        let _lock = self.commit_lock.lock();
         self.check_guard()?;
         self.flush_queue()?;
         // Never the kept index: a block it misses would keep the old name.
@@ -246,13 +246,13 @@ impl LuantiTree {
             );
             let mut inval = Vec::new();
             let now = std::time::SystemTime::now();
-            let mut changed = self.changed.lock().unwrap();
+            let mut changed = self.changed.lock();
             for (pos, _, _) in &edits {
                 self.cache.remove(*pos);
                 changed.insert(*pos, now);
             }
             drop(changed);
-            let mut served = self.served.lock().unwrap();
+            let mut served = self.served.lock();
             for (pos, _, _) in &edits {
                 if let Some(inos) = served.remove(pos) {
                     inval.extend(inos.into_keys().map(Inval::Inode));

@@ -4,8 +4,9 @@
 //! file is found in /proc by `crate::holders`.
 
 use crate::holders::openers;
+use parking_lot::{Condvar, Mutex};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Checks, at most every `interval`, that nobody else has the map open.
@@ -48,7 +49,7 @@ impl ServerGuard {
             return Vec::new();
         }
         let (lock, done) = &*self.state;
-        let mut scan = lock.lock().unwrap();
+        let mut scan = lock.lock();
         if let Some((at, who)) = &scan.last
             && at.elapsed() < self.interval
         {
@@ -61,7 +62,7 @@ impl ServerGuard {
                 let at = Instant::now();
                 let who = openers(&path);
                 let (lock, done) = &*state;
-                let mut scan = lock.lock().unwrap();
+                let mut scan = lock.lock();
                 scan.last = Some((at, who));
                 scan.running = false;
                 done.notify_all();
@@ -72,7 +73,7 @@ impl ServerGuard {
                 return openers(&self.path);
             }
         }
-        let (scan, timeout) = done.wait_timeout_while(scan, WAIT, |s| s.running).unwrap();
+        let timeout = done.wait_while_for(&mut scan, |s| s.running, WAIT);
         if timeout.timed_out() {
             log::debug!("the scan for other openers of the map is slow; using the previous result");
         }

@@ -27,8 +27,9 @@
 use crate::codec::{Block, NodeCounts};
 use crate::store::name_index::{IndexFile, NameRow, Override, Stamp};
 use crate::store::{BlockPos, MapStore};
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The names of a block with how many of its nodes have each.
@@ -301,7 +302,7 @@ impl NameIndex {
     /// Make sure the index describes the map as it is now (loading it from
     /// the file or building it), and run `f` on its state.
     fn current<T>(&self, store: &dyn MapStore, f: impl FnOnce(&mut State) -> T) -> Result<T, String> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         let due = st.checked.is_none_or(|t| t.elapsed() >= self.ttl);
         if st.valid && due {
             st.checked = Some(Instant::now());
@@ -368,7 +369,7 @@ impl NameIndex {
     /// index is built afresh): for writes, which must reach every block
     /// whatever the kept index says.
     pub fn fresh_blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
-        self.load_or_build(store, &mut self.state.lock().unwrap(), true)?;
+        self.load_or_build(store, &mut self.state.lock(), true)?;
         self.blocks_with(store, name)
     }
 
@@ -430,7 +431,7 @@ impl NameIndex {
     /// A block changed through this mount (`None`: absent). Kept as an
     /// override; nothing to do while the index is not built.
     pub fn changed(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         if !st.valid {
             return;
         }
@@ -446,7 +447,7 @@ impl NameIndex {
         drop(st);
         if let Err(e) = self.file.put_overrides(&[row], version) {
             log::warn!("name index: {e}; it will be built again");
-            self.state.lock().unwrap().valid = false;
+            self.state.lock().valid = false;
         }
     }
 
@@ -456,7 +457,7 @@ impl NameIndex {
     /// version by one; PostgreSQL's WAL position by what the commit wrote,
     /// so there the store says where its own commit began and ended.
     pub fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         if !st.valid {
             return;
         }
@@ -480,7 +481,7 @@ impl NameIndex {
         drop(st);
         if let Err(e) = self.file.restamp(&map, version) {
             log::warn!("name index: {e}; it will be built again");
-            self.state.lock().unwrap().valid = false;
+            self.state.lock().valid = false;
         }
     }
 
@@ -488,7 +489,7 @@ impl NameIndex {
     /// (by this mount, with the map otherwise as the index describes it):
     /// the two names' rows are merged, without a scan.
     pub fn renamed(&self, from: &[u8], to: &[u8]) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.state.lock();
         if !st.valid {
             return;
         }
@@ -542,12 +543,12 @@ impl NameIndex {
 
     /// Forget the index (the next use builds it again).
     pub fn invalidate(&self) {
-        self.state.lock().unwrap().valid = false;
+        self.state.lock().valid = false;
     }
 
     /// A stable number for a name (for inodes), and back.
     pub fn number(&self, name: &[u8]) -> u32 {
-        let mut n = self.numbers.lock().unwrap();
+        let mut n = self.numbers.lock();
         if let Some(&i) = n.0.get(name) {
             return i;
         }
@@ -558,7 +559,7 @@ impl NameIndex {
     }
 
     pub fn name_of(&self, number: u32) -> Option<Vec<u8>> {
-        self.numbers.lock().unwrap().1.get(number as usize).cloned()
+        self.numbers.lock().1.get(number as usize).cloned()
     }
 }
 

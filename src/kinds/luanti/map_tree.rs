@@ -10,8 +10,9 @@ use super::{LuantiTree, draw};
 use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree};
 use crate::view::picture;
 use crate::view::tiles::{self, Bounds, MAX_Z, TILE};
+use parking_lot::Mutex;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long the column list and drawn tiles are trusted.
@@ -96,7 +97,7 @@ impl MapTree {
     }
 
     fn columns(&self) -> Result<Arc<Columns>> {
-        let mut c = self.columns.lock().unwrap();
+        let mut c = self.columns.lock();
         if let Some(cols) = &*c
             && cols.at.elapsed() < FRESH
         {
@@ -118,7 +119,7 @@ impl MapTree {
     /// A tile's PNG, drawn or from the cache.
     fn tile(&self, z: u8, tx: i64, ty: i64) -> Result<Arc<Vec<u8>>> {
         {
-            let mut c = self.cache.lock().unwrap();
+            let mut c = self.cache.lock();
             c.tick += 1;
             let tick = c.tick;
             if let Some((png, at, t)) = c.tiles.get_mut(&(z, tx, ty))
@@ -131,7 +132,7 @@ impl MapTree {
         let cols = self.columns()?;
         let pixels = if z == MAX_Z { self.draw_detail(&cols, tx, ty)? } else { self.draw_coarse(&cols, z, tx, ty)? };
         let png = Arc::new(picture::encode_png(TILE as u32, TILE as u32, &pixels));
-        let mut c = self.cache.lock().unwrap();
+        let mut c = self.cache.lock();
         c.tick += 1;
         let tick = c.tick;
         c.bytes += png.len();

@@ -50,8 +50,9 @@ use crate::store::{BlockPos, MapStore, parse_triple};
 use crate::view::{self, escape};
 use crate::world::World;
 use cache::{BlockCache, Loaded};
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 use table::{InodeTable, TableKey};
 
@@ -324,11 +325,11 @@ impl LuantiTree {
     }
 
     fn table_key(&self, id: u64) -> Result<TableKey> {
-        self.table.lock().unwrap().get(id).cloned().ok_or_else(FsError::not_found)
+        self.table.lock().get(id).cloned().ok_or_else(FsError::not_found)
     }
 
     fn table_node(&self, key: TableKey) -> Node {
-        Node::Table(self.table.lock().unwrap().id(key))
+        Node::Table(self.table.lock().id(key))
     }
 
     fn node(&self, ino: u64) -> Result<Node> {
@@ -360,7 +361,7 @@ impl LuantiTree {
             | Node::FieldsDir(p, _)
             | Node::MetaFile(p, _, _) => Some(*p),
             Node::NodeFile([x, y, z]) => BlockPos::of_node(*x, *y, *z),
-            Node::Table(id) => match self.table.lock().unwrap().get(*id) {
+            Node::Table(id) => match self.table.lock().get(*id) {
                 Some(TableKey::Field { pos, .. }) => Some(*pos),
                 _ => None,
             },
@@ -375,7 +376,7 @@ impl LuantiTree {
     /// large: the kernel's own caches expire after the TTL anyway.
     fn record_served(&self, node: &Node, serial: u64) -> Option<u64> {
         let pos = self.block_of(node)?;
-        let mut served = self.served.lock().unwrap();
+        let mut served = self.served.lock();
         if served.len() >= SERVED_MAX && !served.contains_key(&pos) {
             served.clear();
         }
@@ -415,7 +416,7 @@ impl LuantiTree {
     /// read-only mount, where the kernel keeps pages across opens.
     fn mtime_of(&self, node: &Node, version: u32) -> SystemTime {
         let base = match self.block_of(node) {
-            Some(p) => self.changed.lock().unwrap().get(&p).copied().unwrap_or(self.mount_time),
+            Some(p) => self.changed.lock().get(&p).copied().unwrap_or(self.mount_time),
             None => self.mount_time,
         };
         let secs = base.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -427,7 +428,7 @@ impl LuantiTree {
     /// user only, never writable.
     fn is_auth(&self, node: &Node) -> bool {
         matches!(node, Node::Table(id)
-            if matches!(self.table.lock().unwrap().get(*id), Some(TableKey::WorldFile(n)) if AUTH_FILES.contains(&n.as_str())))
+            if matches!(self.table.lock().get(*id), Some(TableKey::WorldFile(n)) if AUTH_FILES.contains(&n.as_str())))
     }
 
     /// Attributes of a node whose content has `version` (see `mtime_of`).
@@ -564,7 +565,7 @@ impl LuantiTree {
                 )
             ),
             Node::FindLink(n, p) => format!("{}/{p}", self.describe(&Node::FindName(*n))),
-            Node::Table(id) => match self.table.lock().unwrap().get(*id) {
+            Node::Table(id) => match self.table.lock().get(*id) {
                 Some(TableKey::WorldFile(n)) => n.clone(),
                 Some(TableKey::Field { pos, p16, key }) => format!(
                     "blocks/{pos}/meta/{}/fields/{}",
@@ -580,7 +581,7 @@ impl LuantiTree {
     /// Counting scans the whole index (a second on millions of blocks), so
     /// the figure is reused for a minute.
     fn cached_count(&self) -> u64 {
-        let mut c = self.block_count.lock().unwrap();
+        let mut c = self.block_count.lock();
         match *c {
             Some((at, n)) if at.elapsed() < Duration::from_secs(60) => n,
             _ => {

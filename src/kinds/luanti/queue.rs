@@ -18,8 +18,8 @@
 //! group is wholly there or wholly absent.
 
 use crate::store::{BlockPos, Change, MapStore, Note, StoreError};
+use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Write a group at once when it holds this many blocks.
@@ -60,7 +60,7 @@ impl CommitQueue {
 
     /// The newest bytes of a block not yet in the store.
     pub fn get(&self, pos: BlockPos) -> Option<Vec<u8>> {
-        let inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock();
         if inner.pending.is_empty() {
             return None;
         }
@@ -68,12 +68,12 @@ impl CommitQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.inner.lock().unwrap().pending.len()
+        self.inner.lock().pending.len()
     }
 
     /// Queue a block's new bytes.
     pub fn push(&self, pos: BlockPos, blob: Vec<u8>, what: &str) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         inner.generation += 1;
         let generation = inner.generation;
         inner.oldest.get_or_insert_with(Instant::now);
@@ -93,9 +93,9 @@ impl CommitQueue {
     /// Write everything pending now, in one transaction. `check` runs first
     /// (the server guard) and can refuse.
     pub fn flush(&self, store: &dyn MapStore, check: impl Fn() -> Result<(), String>) -> Result<usize, String> {
-        let _one = self.flushing.lock().unwrap();
+        let _one = self.flushing.lock();
         let batch: Vec<(BlockPos, Vec<u8>, u64, Vec<String>)> = {
-            let inner = self.inner.lock().unwrap();
+            let inner = self.inner.lock();
             inner.pending.iter().map(|(p, e)| (*p, e.blob.clone(), e.generation, e.what.clone())).collect()
         };
         if batch.is_empty() {
@@ -105,7 +105,7 @@ impl CommitQueue {
             let changes: Vec<Change> = batch.iter().map(|(p, b, _, _)| Change::Put(*p, b.clone())).collect();
             store.apply(&changes, &Note::new(describe(&batch))).map_err(|e: StoreError| e.to_string())
         });
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         match &result {
             Ok(()) => {
                 for (p, _, generation, _) in &batch {
@@ -124,7 +124,7 @@ impl CommitQueue {
     /// For the writer thread: wait until a group is due (or `max_wait`
     /// passes). Returns whether something is pending.
     pub fn wait_due(&self, max_wait: Duration) -> bool {
-        let inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock();
         let due = |i: &Inner| {
             i.pending.len() >= MAX_PENDING_BLOCKS
                 || i.oldest.is_some_and(|t| {
@@ -136,19 +136,19 @@ impl CommitQueue {
         if due(&inner) {
             return true;
         }
-        let (inner, _) = self.wake.wait_timeout(inner, max_wait).unwrap();
+        self.wake.wait_for(&mut inner, max_wait);
         due(&inner)
     }
 
     /// Every change not yet written: (block, new bytes, what was written).
     pub fn pending(&self) -> Vec<(BlockPos, Vec<u8>, String)> {
-        let inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock();
         inner.pending.iter().map(|(p, e)| (*p, e.blob.clone(), e.what.join(", "))).collect()
     }
 
     /// The last failure, if the pending changes could not be written.
     pub fn failing(&self) -> Option<String> {
-        self.inner.lock().unwrap().failing.clone()
+        self.inner.lock().failing.clone()
     }
 }
 

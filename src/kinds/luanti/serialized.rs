@@ -11,7 +11,7 @@
 //! other processes.
 
 use crate::store::{BlockPos, Change, MapStore, Note, Result};
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub struct Serialized {
     inner: Box<dyn MapStore>,
@@ -24,11 +24,11 @@ impl Serialized {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, ()> {
-        self.lock.read().unwrap_or_else(|e| e.into_inner())
+        self.lock.read()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, ()> {
-        self.lock.write().unwrap_or_else(|e| e.into_inner())
+        self.lock.write()
     }
 }
 

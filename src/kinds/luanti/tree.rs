@@ -150,7 +150,7 @@ impl Tree for LuantiTree {
 
     fn remember(&self, ino: u64) {
         if let Some(Node::Table(id)) = Node::from_ino(ino) {
-            self.table.lock().unwrap().remember(id);
+            self.table.lock().remember(id);
         }
     }
 
@@ -158,7 +158,7 @@ impl Tree for LuantiTree {
     /// handed out afresh at the next lookup).
     fn forget(&self, ino: u64, n: u64) {
         let Some(Node::Table(id)) = Node::from_ino(ino) else { return };
-        let mut table = self.table.lock().unwrap();
+        let mut table = self.table.lock();
         if table.forget(id, n).is_some() {
             table.remove(id);
         }

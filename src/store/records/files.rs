@@ -11,8 +11,8 @@ use crate::codec::auth::AuthEntry;
 use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::Player;
 use crate::store::{Note, Result, StoreError, journal};
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 pub struct FileRecords {
     collection: Collection,
@@ -232,7 +232,7 @@ impl RecordStore for FileRecords {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
-        let _one = self.lock.lock().unwrap();
+        let _one = self.lock.lock();
         let now = self.read(name)?;
         if now.as_deref() != expect {
             return Err(conflict(self.collection.name(), name));

@@ -9,9 +9,9 @@
 use super::{Collection, RecordDates, RecordStore, conflict};
 use crate::store::leveldb::{lock, open_db};
 use crate::store::{Note, Result, StoreError, journal};
+use parking_lot::Mutex;
 use rusty_leveldb::{LdbIterator, WriteBatch};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 pub struct LevelDbRecords {
     collection: Collection,
@@ -63,7 +63,7 @@ impl RecordStore for LevelDbRecords {
     }
 
     fn names(&self) -> Result<Vec<String>> {
-        let _one = self.one.lock().unwrap();
+        let _one = self.one.lock();
         let Some(mut db) = self.read_db()? else { return Ok(Vec::new()) };
         let mut it = db.new_iter().map_err(backend)?;
         it.seek_to_first();
@@ -81,7 +81,7 @@ impl RecordStore for LevelDbRecords {
     }
 
     fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
-        let _one = self.one.lock().unwrap();
+        let _one = self.one.lock();
         let Some(mut db) = self.read_db()? else { return Ok(None) };
         Ok(db.get(name.as_bytes()).map(|b| b.to_vec()).filter(|v| !v.is_empty()))
     }
@@ -97,7 +97,7 @@ impl RecordStore for LevelDbRecords {
         if self.read_only {
             return Err(StoreError::ReadOnly);
         }
-        let _one = self.one.lock().unwrap();
+        let _one = self.one.lock();
         if !self.exists() {
             return Err(StoreError::Backend(format!(
                 "{} does not exist yet (the server makes it when the first player joins)",

@@ -100,4 +100,3 @@ pub(crate) fn conflict(what: &str, name: &str) -> StoreError {
         "{what} {name} was changed by someone else since it was read; nothing written: read it again and redo the change"
     ))
 }
-

@@ -13,10 +13,10 @@ use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::{ListRows, Player, inventory_text};
 use crate::store::journal::{self, RecordDates};
 use crate::store::{Note, Result, StoreError};
+use parking_lot::Mutex;
 use postgres::{Client, NoTls, Transaction};
 use rusqlite::types::Value;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 const PLAYERS_DDL: &str = "
 CREATE TABLE IF NOT EXISTS player (name VARCHAR(60) NOT NULL, pitch NUMERIC(15, 7) NOT NULL,
@@ -76,7 +76,7 @@ impl PgRecords {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T>) -> Result<T> {
-        let mut guard = self.client.lock().unwrap();
+        let mut guard = self.client.lock();
         if guard.as_ref().is_none_or(|c| c.is_closed()) {
             let mut c = Client::connect(&self.conninfo, NoTls).map_err(classify)?;
             if !self.read_only {

@@ -11,9 +11,9 @@ use crate::codec::player::{ListRows, Player, inventory_text};
 use crate::store::journal::{self, RecordDates};
 use crate::store::sqlite_pool::backend;
 use crate::store::{Note, Result, StoreError};
+use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// The tables as the 5.6.1 engine creates them (types of before 5.12; the
@@ -84,7 +84,7 @@ impl SqliteRecords {
     /// Run `f` on the connection; None when the file does not exist and
     /// `create` is false (nothing stored yet).
     fn with<T>(&self, create: bool, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<Option<T>> {
-        let mut guard = self.conn.lock().unwrap();
+        let mut guard = self.conn.lock();
         if guard.is_none() {
             if !self.path.exists() && !create {
                 return Ok(None);

@@ -13,14 +13,15 @@ pub mod views;
 
 use crate::fs::{FsError, Options, Result, Services, Tree};
 use crate::kinds::files_tree::{FilesTree, Home, Stored};
-use crate::kinds::{Context, DocError};
 use crate::kinds::luanti::guard::ServerGuard;
+use crate::kinds::{Context, DocError};
 use crate::store::Note;
 use crate::store::records::RecordStore;
 use crate::view::escape;
+use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 pub use views::RecordView;
 
 /// The home of one collection's records: its store, and the files a
@@ -105,7 +106,7 @@ impl<V: RecordView> Home<V> for RecordSet<V> {
         let mut names = Vec::new();
         for stored in self.store.names()? {
             let shown = shown_name(&stored);
-            if shown != stored && self.warned.lock().unwrap().insert(stored.clone()) {
+            if shown != stored && self.warned.lock().insert(stored.clone()) {
                 self.services.report(format!(
                     "{collection}: warning: a record is named {stored:?}, which the engine's own checks refuse; \
                      it is shown as {collection}/{shown}"
