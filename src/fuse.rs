@@ -89,6 +89,34 @@ fn errno(op: &str, e: &FsError) -> Errno {
     Errno::from_i32(errno_of(e.kind))
 }
 
+/// Run one request. A panic in it (a bug) costs that request only: it is
+/// caught here and logged, and the request is answered EIO (its reply,
+/// dropped unsent while the panic unwinds, sends EIO itself: fuser's `Drop`
+/// for replies). Uncaught, it would end the fuser thread serving the
+/// request, and the mount with it for the first thread. The locks it held
+/// are parking_lot's, which a panic does not poison, so later requests run
+/// on (see "Panics and locks" in docs/design.md). Returns whether the
+/// request ran to its end.
+pub fn run_request(op: &str, request: impl FnOnce()) -> bool {
+    // Unwind safety: what a panic can leave half-changed under a lock is
+    // listed in docs/design.md; each is repaired or harmless.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(request)) {
+        Ok(()) => true,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("no message");
+            log::error!(
+                "{op}: internal error (a panic: {}); the request failed with EIO",
+                crate::fs::error::one_line(what)
+            );
+            false
+        }
+    }
+}
+
 fn file_attr(a: &Attr) -> FileAttr {
     FileAttr {
         ino: INodeNo(a.ino),
@@ -180,49 +208,57 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.arrived(req);
-        match self.fs.lookup(parent.0, name) {
-            // A negative entry (inode 0) lets the kernel answer repeated
-            // lookups of a missing name itself for the TTL. Not under node/,
-            // where a name can appear through another directory (mkdir of
-            // its block) without an invalidation for it.
-            Err(e) if e.kind == ErrorKind::NotFound && self.fs.negative_entries(parent.0) => {
-                let mut attr = file_attr(&Attr {
-                    ino: 0,
-                    kind: Kind::File,
-                    size: 0,
-                    perm: 0,
-                    nlink: 0,
-                    mtime: SystemTime::UNIX_EPOCH,
-                    uid: 0,
-                    gid: 0,
-                });
-                attr.ino = INodeNo(0);
-                reply.entry(&self.fs.ttl(), &attr, Generation(0));
+        run_request("lookup", || {
+            self.arrived(req);
+            match self.fs.lookup(parent.0, name) {
+                // A negative entry (inode 0) lets the kernel answer repeated
+                // lookups of a missing name itself for the TTL. Not under node/,
+                // where a name can appear through another directory (mkdir of
+                // its block) without an invalidation for it.
+                Err(e) if e.kind == ErrorKind::NotFound && self.fs.negative_entries(parent.0) => {
+                    let mut attr = file_attr(&Attr {
+                        ino: 0,
+                        kind: Kind::File,
+                        size: 0,
+                        perm: 0,
+                        nlink: 0,
+                        mtime: SystemTime::UNIX_EPOCH,
+                        uid: 0,
+                        gid: 0,
+                    });
+                    attr.ino = INodeNo(0);
+                    reply.entry(&self.fs.ttl(), &attr, Generation(0));
+                }
+                r => self.entry(reply, r, "lookup"),
             }
-            r => self.entry(reply, r, "lookup"),
-        }
+        });
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        self.arrived(req);
-        match self.fs.readlink(ino.0) {
-            Ok(target) => reply.data(&target),
-            Err(e) => reply.error(errno("readlink", &e)),
-        }
+        run_request("readlink", || {
+            self.arrived(req);
+            match self.fs.readlink(ino.0) {
+                Ok(target) => reply.data(&target),
+                Err(e) => reply.error(errno("readlink", &e)),
+            }
+        });
     }
 
     fn forget(&self, req: &Request, ino: INodeNo, nlookup: u64) {
-        self.arrived(req);
-        self.fs.forget(ino.0, nlookup);
+        run_request("forget", || {
+            self.arrived(req);
+            self.fs.forget(ino.0, nlookup);
+        });
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        self.arrived(req);
-        match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
-            Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
-            Err(e) => reply.error(errno("getattr", &e)),
-        }
+        run_request("getattr", || {
+            self.arrived(req);
+            match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
+                Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
+                Err(e) => reply.error(errno("getattr", &e)),
+            }
+        });
     }
 
     fn setattr(
@@ -243,11 +279,13 @@ impl Filesystem for FuseAdapter {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        self.arrived(req);
-        match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
-            Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
-            Err(e) => reply.error(errno("setattr", &e)),
-        }
+        run_request("setattr", || {
+            self.arrived(req);
+            match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
+                Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
+                Err(e) => reply.error(errno("setattr", &e)),
+            }
+        });
     }
 
     fn mknod(
@@ -260,23 +298,31 @@ impl Filesystem for FuseAdapter {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.arrived(req);
-        self.entry(reply, self.fs.mknod(parent.0, name, mode), "mknod");
+        run_request("mknod", || {
+            self.arrived(req);
+            self.entry(reply, self.fs.mknod(parent.0, name, mode), "mknod");
+        });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
-        self.arrived(req);
-        self.entry(reply, self.fs.mkdir(parent.0, name), "mkdir");
+        run_request("mkdir", || {
+            self.arrived(req);
+            self.entry(reply, self.fs.mkdir(parent.0, name), "mkdir");
+        });
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.arrived(req);
-        self.empty(reply, self.fs.unlink(parent.0, name), "unlink");
+        run_request("unlink", || {
+            self.arrived(req);
+            self.empty(reply, self.fs.unlink(parent.0, name), "unlink");
+        });
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.arrived(req);
-        self.empty(reply, self.fs.rmdir(parent.0, name), "rmdir");
+        run_request("rmdir", || {
+            self.arrived(req);
+            self.empty(reply, self.fs.rmdir(parent.0, name), "rmdir");
+        });
     }
 
     fn rename(
@@ -289,34 +335,38 @@ impl Filesystem for FuseAdapter {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        self.arrived(req);
-        self.empty(reply, self.fs.rename(parent.0, name, newparent.0, newname, flags.bits()), "rename");
+        run_request("rename", || {
+            self.arrived(req);
+            self.empty(reply, self.fs.rename(parent.0, name, newparent.0, newname, flags.bits()), "rename");
+        });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.arrived(req);
-        if self.fs.opens_are_local() {
-            // The kernel remembers ENOSYS: no more OPEN, FLUSH or RELEASE
-            // round trips on this mount (two or three of a file's five).
-            reply.error(Errno::ENOSYS);
-            return;
-        }
-        match self.fs.open_by(ino.0, flags.0, Self::caller(req)) {
-            Ok(o) => {
-                let mut f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
-                if o.direct_io {
-                    f |= FopenFlags::FOPEN_DIRECT_IO;
-                }
-                // A file opened only for reading has nothing to commit at
-                // close: the kernel then skips the FLUSH request, one of
-                // the five synchronous round trips of `cat FILE`.
-                if flags.0 & libc::O_ACCMODE == libc::O_RDONLY && flags.0 & libc::O_TRUNC == 0 {
-                    f |= FopenFlags::FOPEN_NOFLUSH;
-                }
-                reply.opened(FileHandle(o.fh), f)
+        run_request("open", || {
+            self.arrived(req);
+            if self.fs.opens_are_local() {
+                // The kernel remembers ENOSYS: no more OPEN, FLUSH or RELEASE
+                // round trips on this mount (two or three of a file's five).
+                reply.error(Errno::ENOSYS);
+                return;
             }
-            Err(e) => reply.error(errno("open", &e)),
-        }
+            match self.fs.open_by(ino.0, flags.0, Self::caller(req)) {
+                Ok(o) => {
+                    let mut f = if o.keep_cache { FopenFlags::FOPEN_KEEP_CACHE } else { FopenFlags::empty() };
+                    if o.direct_io {
+                        f |= FopenFlags::FOPEN_DIRECT_IO;
+                    }
+                    // A file opened only for reading has nothing to commit at
+                    // close: the kernel then skips the FLUSH request, one of
+                    // the five synchronous round trips of `cat FILE`.
+                    if flags.0 & libc::O_ACCMODE == libc::O_RDONLY && flags.0 & libc::O_TRUNC == 0 {
+                        f |= FopenFlags::FOPEN_NOFLUSH;
+                    }
+                    reply.opened(FileHandle(o.fh), f)
+                }
+                Err(e) => reply.error(errno("open", &e)),
+            }
+        });
     }
 
     fn create(
@@ -329,13 +379,15 @@ impl Filesystem for FuseAdapter {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        self.arrived(req);
-        match self.fs.create_by(parent.0, name, mode, flags, Self::caller(req)) {
-            Ok((a, o)) => {
-                reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
+        run_request("create", || {
+            self.arrived(req);
+            match self.fs.create_by(parent.0, name, mode, flags, Self::caller(req)) {
+                Ok((a, o)) => {
+                    reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
+                }
+                Err(e) => reply.error(errno("create", &e)),
             }
-            Err(e) => reply.error(errno("create", &e)),
-        }
+        });
     }
 
     fn read(
@@ -349,15 +401,17 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        self.arrived(req);
-        let r = match fh.0 {
-            0 => self.fs.read_unopened(ino.0, offset, size),
-            fh => self.fs.read(fh, offset, size),
-        };
-        match r {
-            Ok(data) => reply.data(&data),
-            Err(e) => reply.error(errno("read", &e)),
-        }
+        run_request("read", || {
+            self.arrived(req);
+            let r = match fh.0 {
+                0 => self.fs.read_unopened(ino.0, offset, size),
+                fh => self.fs.read(fh, offset, size),
+            };
+            match r {
+                Ok(data) => reply.data(&data),
+                Err(e) => reply.error(errno("read", &e)),
+            }
+        });
     }
 
     fn write(
@@ -372,30 +426,36 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        self.arrived(req);
-        match self.fs.write(fh.0, offset, data) {
-            Ok(n) => reply.written(n),
-            Err(e) => reply.error(errno("write", &e)),
-        }
+        run_request("write", || {
+            self.arrived(req);
+            match self.fs.write(fh.0, offset, data) {
+                Ok(n) => reply.written(n),
+                Err(e) => reply.error(errno("write", &e)),
+            }
+        });
     }
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        self.arrived(req);
-        if fh.0 == 0 {
-            // A file the kernel opened itself (see `open`): nothing to
-            // commit, and ENOSYS stops further FLUSH requests.
-            reply.error(Errno::ENOSYS);
-            return;
-        }
-        self.empty(reply, self.fs.flush(fh.0, req.pid()), "flush");
+        run_request("flush", || {
+            self.arrived(req);
+            if fh.0 == 0 {
+                // A file the kernel opened itself (see `open`): nothing to
+                // commit, and ENOSYS stops further FLUSH requests.
+                reply.error(Errno::ENOSYS);
+                return;
+            }
+            self.empty(reply, self.fs.flush(fh.0, req.pid()), "flush");
+        });
     }
 
     fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        self.arrived(req);
-        match fh.0 {
-            0 => reply.ok(), // opened by the kernel itself: nothing to write
-            fh => self.empty(reply, self.fs.fsync(fh), "fsync"),
-        }
+        run_request("fsync", || {
+            self.arrived(req);
+            match fh.0 {
+                0 => reply.ok(), // opened by the kernel itself: nothing to write
+                fh => self.empty(reply, self.fs.fsync(fh), "fsync"),
+            }
+        });
     }
 
     fn release(
@@ -408,73 +468,89 @@ impl Filesystem for FuseAdapter {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.arrived(req);
-        match fh.0 {
-            0 => reply.ok(), // opened by the kernel itself (see `open`)
-            fh => self.empty(reply, self.fs.release(fh), "release"),
-        }
+        run_request("release", || {
+            self.arrived(req);
+            match fh.0 {
+                0 => reply.ok(), // opened by the kernel itself (see `open`)
+                fh => self.empty(reply, self.fs.release(fh), "release"),
+            }
+        });
     }
 
     fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        self.arrived(req);
-        // Every directory change is committed before it is answered.
-        reply.ok();
+        run_request("fsyncdir", || {
+            self.arrived(req);
+            // Every directory change is committed before it is answered.
+            reply.ok();
+        });
     }
 
     fn opendir(&self, req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        self.arrived(req);
-        if self.local_opendir {
-            // Listings keep no per-handle state (a cookie says where to
-            // resume), so there is nothing to open: the kernel remembers
-            // ENOSYS and stops sending OPENDIR and RELEASEDIR, two of the
-            // four round trips of listing a small directory (`ls -R`, `find`).
-            reply.error(Errno::ENOSYS);
-        } else {
-            reply.opened(FileHandle(0), FopenFlags::empty());
-        }
+        run_request("opendir", || {
+            self.arrived(req);
+            if self.local_opendir {
+                // Listings keep no per-handle state (a cookie says where to
+                // resume), so there is nothing to open: the kernel remembers
+                // ENOSYS and stops sending OPENDIR and RELEASEDIR, two of the
+                // four round trips of listing a small directory (`ls -R`, `find`).
+                reply.error(Errno::ENOSYS);
+            } else {
+                reply.opened(FileHandle(0), FopenFlags::empty());
+            }
+        });
     }
 
     fn readdir(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        self.arrived(req);
-        let r = self
-            .fs
-            .readdir(ino.0, offset, false, &mut |e, _| reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name));
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno("readdir", &e)),
-        }
+        run_request("readdir", || {
+            self.arrived(req);
+            let r = self.fs.readdir(ino.0, offset, false, &mut |e, _| {
+                reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name)
+            });
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno("readdir", &e)),
+            }
+        });
     }
 
     fn readdirplus(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        self.arrived(req);
-        let r = self.fs.readdir(ino.0, offset, true, &mut |e, a| {
-            let a = a.expect("readdirplus gives attributes");
-            // One TTL for the name and the attributes here: a file's size
-            // may change from outside, a directory's attributes may not.
-            let ttl = self.fs.attr_ttl(a);
-            reply.add(INodeNo(e.ino), e.offset, &e.name, &ttl, &file_attr(a), Generation(0))
+        run_request("readdirplus", || {
+            self.arrived(req);
+            let r = self.fs.readdir(ino.0, offset, true, &mut |e, a| {
+                let a = a.expect("readdirplus gives attributes");
+                // One TTL for the name and the attributes here: a file's size
+                // may change from outside, a directory's attributes may not.
+                let ttl = self.fs.attr_ttl(a);
+                reply.add(INodeNo(e.ino), e.offset, &e.name, &ttl, &file_attr(a), Generation(0))
+            });
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(errno("readdirplus", &e)),
+            }
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(errno("readdirplus", &e)),
-        }
     }
 
     fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        self.arrived(req);
-        let blocks = self.fs.block_count();
-        reply.statfs(blocks, 0, 0, blocks, 0, 4096, 255, 4096);
+        run_request("statfs", || {
+            self.arrived(req);
+            let blocks = self.fs.block_count();
+            reply.statfs(blocks, 0, 0, blocks, 0, 4096, 255, 4096);
+        });
     }
 
     fn getxattr(&self, req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: ReplyXattr) {
-        self.arrived(req);
-        // ENOSYS is remembered by the kernel: no more xattr round trips.
-        reply.error(Errno::ENOSYS);
+        run_request("getxattr", || {
+            self.arrived(req);
+            // ENOSYS is remembered by the kernel: no more xattr round trips.
+            reply.error(Errno::ENOSYS);
+        });
     }
 
     fn listxattr(&self, req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
-        self.arrived(req);
-        reply.error(Errno::ENOSYS);
+        run_request("listxattr", || {
+            self.arrived(req);
+            reply.error(Errno::ENOSYS);
+        });
     }
 
     fn setxattr(
@@ -487,9 +563,11 @@ impl Filesystem for FuseAdapter {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        self.arrived(req);
-        // Editors copy ACLs onto the files they write; there are none here.
-        reply.error(Errno::ENOSYS);
+        run_request("setxattr", || {
+            self.arrived(req);
+            // Editors copy ACLs onto the files they write; there are none here.
+            reply.error(Errno::ENOSYS);
+        });
     }
 
     fn ioctl(
@@ -503,15 +581,19 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: fuser::ReplyIoctl,
     ) {
-        self.arrived(req);
-        // sed and python ask whether a file is a terminal (TCGETS).
-        reply.error(Errno::ENOTTY);
+        run_request("ioctl", || {
+            self.arrived(req);
+            // sed and python ask whether a file is a terminal (TCGETS).
+            reply.error(Errno::ENOTTY);
+        });
     }
 
     fn symlink(&self, req: &Request, _parent: INodeNo, _name: &OsStr, _target: &std::path::Path, reply: ReplyEntry) {
-        self.arrived(req);
-        // emacs makes its lock files as symlinks; it carries on without.
-        reply.error(Errno::EPERM);
+        run_request("symlink", || {
+            self.arrived(req);
+            // emacs makes its lock files as symlinks; it carries on without.
+            reply.error(Errno::EPERM);
+        });
     }
 }
 

@@ -84,11 +84,12 @@ impl RedisStore {
             redis::cmd("CLIENT").arg("SETNAME").arg(CLIENT_NAME).query::<()>(&mut c).map_err(classify)?;
             *guard = Some(c);
         }
-        let r = f(guard.as_mut().expect("connected above"));
-        if let Err(e) = &r
-            && (e.is_io_error() || e.is_connection_dropped())
-        {
-            *guard = None;
+        // Out of its slot while it runs: a connection whose request panics
+        // (perhaps still WATCHing the map) is dropped, not used again.
+        let mut conn = guard.take().expect("connected above");
+        let r = f(&mut conn);
+        if !matches!(&r, Err(e) if e.is_io_error() || e.is_connection_dropped()) {
+            *guard = Some(conn);
         }
         r.map_err(classify)
     }
