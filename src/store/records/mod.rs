@@ -12,7 +12,7 @@ pub mod sqlite;
 
 use super::{Note, Result, StoreError};
 use crate::store::journal::RecordDates;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Collection {
