@@ -187,3 +187,49 @@ fn mts_with_a_bad_zlib_checksum_is_refused() {
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
+
+/// A cubeset whose BlockDefinitions give a meta of 16 decoded, and its
+/// piece's `legend` then refused its own content ("meta '16' is not a
+/// number 0 to 15"): what is shown could not be written back. The
+/// definitions are now held to the legend's ranges at decode, with the
+/// line named.
+#[test]
+fn a_cubeset_meta_out_of_range_is_refused_at_decode() {
+    use worldfs::kinds::cubeset::Cubeset;
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-0f58d1e0dad9ceea6d0f9ed3a401dd6e92147aa5");
+    let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("meta 16 decoded") };
+    assert!(e.to_string().contains("meta 16 is not 0 to 15"), "{e}");
+    // The same set with the meta in range decodes, and every file takes
+    // its own content back.
+    let fixed = String::from_utf8_lossy(data).replace("g:171:16", "g:171:15");
+    let doc = Cubeset::decode(fixed.as_bytes(), &Context::default()).expect("meta 15 decodes");
+    let mut d = Cubeset::decode(fixed.as_bytes(), &Context::default()).unwrap();
+    for e in doc.entries().into_iter().filter(|e| !e.dir && e.writable) {
+        let c = doc.render(&e.path).unwrap();
+        d.apply(&e.path, &c).unwrap_or_else(|err| panic!("{}: its own content refused: {err}", e.path));
+    }
+}
+
+/// Chunk data whose palette held a state twice (real servers' chunks do:
+/// a Hypixel chunk among the samples) re-encoded with every block pointing
+/// at the state's first copy, so the bytes changed. Which copy each block
+/// points at is now kept. A VarInt not in its shortest form (`80 00` for
+/// 0), which would re-encode shorter, is refused, naming the byte.
+#[test]
+fn a_chunk_re_encodes_to_its_bytes_when_its_palette_repeats_a_state() {
+    use worldfs::kinds::mcchunk::codec::{Chunk, Layout, Shape};
+    let data = include_bytes!("../fuzz/regressions/mcchunk/mcchunk-crash-42e1675064b2cec1ad3fe148347756f4efaacd35");
+    let [l, mask, rest @ ..] = &data[..] else { unreachable!() };
+    let layout = if l & 1 == 0 { Layout::Spanning } else { Layout::Padded };
+    let shape = Shape { layout, bitmap: *mask as u32 & 0x3f, sky_light: l & 2 == 0, biomes: l & 4 == 0 };
+    let chunk = Chunk::decode(rest, shape).expect("it decodes");
+    let palette = &chunk.sections[0].palette;
+    assert!((1..palette.len()).any(|i| palette[..i].contains(&palette[i])), "the sample repeats a state");
+    assert!(chunk.encode(shape).unwrap() == rest, "re-encoding changed the bytes");
+    // One padded section: block count, 4 bits, a palette length of `80 00`.
+    let padded = [0u8, 0, 4, 0x80, 0x00];
+    let e = Chunk::decode(&padded, Shape { layout: Layout::Padded, bitmap: 1, sky_light: false, biomes: false })
+        .unwrap_err();
+    assert!(e.contains("shortest form"), "{e}");
+}

@@ -5,10 +5,12 @@
 
 use std::fmt;
 
-/// Declares [`ErrorKind`] and the list of all its kinds, from one list so
-/// that no kind can be left out of [`ErrorKind::ALL`].
+/// Declares [`ErrorKind`], the list of all its kinds and the constructors
+/// of [`FsError`] (`=> name` for a constructor taking the message, `=>
+/// name("message")` for one with a fixed message), from one list so that
+/// no kind can be left out of [`ErrorKind::ALL`].
 macro_rules! error_kinds {
-    ($($(#[$doc:meta])* $kind:ident,)*) => {
+    ($($(#[$doc:meta])* $kind:ident $(=> $ctor:ident $(($msg:literal))?)?,)*) => {
         /// What went wrong, in the words of the core.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum ErrorKind {
@@ -19,40 +21,57 @@ macro_rules! error_kinds {
             /// Every kind, in declaration order.
             pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind,)*];
         }
+
+        impl FsError {
+            $($(constructor!($kind, $ctor $(, $msg)?);)?)*
+        }
+    };
+}
+
+macro_rules! constructor {
+    ($kind:ident, $ctor:ident, $msg:literal) => {
+        pub fn $ctor() -> Self {
+            Self::new(ErrorKind::$kind, $msg)
+        }
+    };
+    ($kind:ident, $ctor:ident) => {
+        pub fn $ctor(why: impl Into<String>) -> Self {
+            Self::new(ErrorKind::$kind, why)
+        }
     };
 }
 
 error_kinds! {
     /// No such file or directory (or it vanished meanwhile).
-    NotFound,
+    NotFound => not_found("no such file or directory"),
     /// A directory was expected.
-    NotDir,
+    NotDir => not_dir("not a directory"),
     /// A file was expected, the name is a directory.
-    IsDir,
+    IsDir => is_dir("is a directory"),
     /// The mount, the file or the database does not take changes.
-    ReadOnly,
+    ReadOnly => read_only,
     /// The operation is not one this file or directory allows.
-    NotPermitted,
+    NotPermitted => perm,
     /// The operating system denied access to a file worldfs uses.
     Denied,
     /// The content or the name is not valid here.
-    Invalid,
+    Invalid => invalid,
     /// A database or a file failed to read or write.
-    Io,
+    Io => io,
     /// No open file has that handle.
-    BadHandle,
+    BadHandle => bad_handle("unknown file handle"),
     /// No space is left (a full disk, a quota, or the mount's write budget).
-    NoSpace,
+    NoSpace => no_space,
     /// The file would be larger than allowed.
-    TooLarge,
+    TooLarge => too_large,
     /// The change was made from a copy that is no longer current.
-    Stale,
+    Stale => stale,
     /// The name exists already.
-    Exists,
+    Exists => exists,
     /// Someone else holds the world (a running server).
-    Busy,
+    Busy => busy,
     /// A rename between places that cannot exchange names.
-    AcrossBoundary,
+    AcrossBoundary => across_boundary,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,48 +87,6 @@ pub type Result<T> = std::result::Result<T, FsError>;
 impl FsError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         FsError { kind, message: message.into(), reported: false }
-    }
-    pub fn not_found() -> Self {
-        Self::new(ErrorKind::NotFound, "no such file or directory")
-    }
-    pub fn not_dir() -> Self {
-        Self::new(ErrorKind::NotDir, "not a directory")
-    }
-    pub fn is_dir() -> Self {
-        Self::new(ErrorKind::IsDir, "is a directory")
-    }
-    pub fn read_only(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::ReadOnly, why)
-    }
-    pub fn perm(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::NotPermitted, why)
-    }
-    pub fn invalid(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Invalid, why)
-    }
-    pub fn io(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Io, why)
-    }
-    pub fn bad_handle() -> Self {
-        Self::new(ErrorKind::BadHandle, "unknown file handle")
-    }
-    pub fn stale(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Stale, why)
-    }
-    pub fn exists(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Exists, why)
-    }
-    pub fn busy(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::Busy, why)
-    }
-    pub fn no_space(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::NoSpace, why)
-    }
-    pub fn too_large(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::TooLarge, why)
-    }
-    pub fn across_boundary(why: impl Into<String>) -> Self {
-        Self::new(ErrorKind::AcrossBoundary, why)
     }
     /// A failed file operation, keeping its kind: a full disk or quota is
     /// NoSpace, a read-only filesystem ReadOnly, a denied access Denied, a

@@ -198,8 +198,17 @@ fn read_definitions(t: &Table) -> DocResult<Vec<Def>> {
                 s.parse::<i64>()
                     .map_err(|_| err(format!("definition '{l}': '{s}' is not a number (block ids are numeric)")))
             };
+            // The ranges the legend file takes, so that what is shown can be
+            // written back (Cuberite keeps a meta in 4 bits and asserts).
+            let id = num(parts[1])?;
+            if !(0..=4095).contains(&id) {
+                return Err(err(format!("definition '{l}': block id {id} is not 0 to 4095")));
+            }
             let meta = if parts.len() > 2 { num(parts[2])? } else { 0 };
-            defs.push(Def { ch, id: num(parts[1])?, meta });
+            if !(0..=15).contains(&meta) {
+                return Err(err(format!("definition '{l}': meta {meta} is not 0 to 15 (a block's meta is 4 bits)")));
+            }
+            defs.push(Def { ch, id, meta });
         }
     }
     Ok(defs)

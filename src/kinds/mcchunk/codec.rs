@@ -42,6 +42,11 @@ pub struct Section {
     pub palette: Vec<u32>,
     /// 4096 global block-state ids (id * 16 + meta before 1.13).
     pub states: Vec<u32>,
+    /// Each block's palette index as stored, when known: a palette may
+    /// hold a state twice (real servers' chunks do), and which copy a
+    /// block points at is kept so that the chunk re-encodes to its bytes.
+    /// Empty after an edit, or in the direct form: a state's first place.
+    pub entries: Vec<u32>,
     /// 2048 bytes each (Spanning layout).
     pub block_light: Vec<u8>,
     pub sky_light: Vec<u8>,
@@ -75,8 +80,14 @@ impl Reader<'_> {
     }
     fn varint(&mut self, what: &str) -> Result<u32, String> {
         let mut v: u32 = 0;
+        let start = self.pos;
         for i in 0..5 {
             let b = self.take(1, what)?[0];
+            // Only the shortest form re-encodes to the same bytes (and the
+            // fifth byte has room for 4 bits of a u32).
+            if (i > 0 && b == 0) || (i == 4 && b > 0x0f) {
+                return Err(format!("byte {start}: {what} is not a VarInt in its shortest form"));
+            }
             v |= ((b & 0x7f) as u32) << (7 * i);
             if b & 0x80 == 0 {
                 return Ok(v);
@@ -196,10 +207,10 @@ impl Chunk {
             let raw = r.take(longs_n * 8, &what("packed blocks"))?;
             let longs: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8"))).collect();
             let entries = unpack(&longs, eff, shape.layout);
-            let states = if direct {
-                entries
+            let (states, entries) = if direct {
+                (entries, Vec::new())
             } else {
-                entries
+                let states = entries
                     .iter()
                     .map(|&e| {
                         palette
@@ -207,7 +218,8 @@ impl Chunk {
                             .copied()
                             .ok_or_else(|| format!("section {y}: entry {e} is past its palette of {n}"))
                     })
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, _>>()?;
+                (states, entries)
             };
             let (mut block_light, mut sky_light) = (Vec::new(), Vec::new());
             if shape.layout == Layout::Spanning {
@@ -216,7 +228,7 @@ impl Chunk {
                     sky_light = r.take(2048, &what("sky light"))?.to_vec();
                 }
             }
-            sections.push(Section { y, bits, palette, states, block_light, sky_light, block_count });
+            sections.push(Section { y, bits, palette, states, entries, block_light, sky_light, block_count });
         }
         let biomes = if shape.biomes && shape.layout == Layout::Spanning {
             r.take(256, "the biomes")?.to_vec()
@@ -254,7 +266,11 @@ impl Chunk {
             } else {
                 s.states
                     .iter()
-                    .map(|st| s.palette.iter().position(|p| p == st).map(|i| i as u32))
+                    .enumerate()
+                    .map(|(i, st)| match s.entries.get(i) {
+                        Some(&e) if s.palette.get(e as usize) == Some(st) => Some(e),
+                        _ => s.palette.iter().position(|p| p == st).map(|i| i as u32),
+                    })
                     .collect::<Option<_>>()
                     .ok_or_else(|| format!("section {}: a state missing from its palette", s.y))?
             };
@@ -299,7 +315,15 @@ impl Section {
             fits_direct(self.y)?;
         } else {
             match palette_after(&self.palette, self.bits, &self.states, &states) {
-                Some((palette, bits)) => (self.palette, self.bits) = (palette, bits),
+                Some((palette, bits)) => {
+                    // Unchanged blocks keep their entries while the palette
+                    // only grew at its end; made again, every block takes
+                    // its state's first place, as in the game.
+                    if !palette.starts_with(&self.palette) {
+                        self.entries.clear();
+                    }
+                    (self.palette, self.bits) = (palette, bits)
+                }
                 None if layout == Layout::Padded => {
                     return Err(format!(
                         "section {}: {} different blocks need the direct form, which this does not write for 1.16",
@@ -309,6 +333,7 @@ impl Section {
                 }
                 None => {
                     fits_direct(self.y)?;
+                    self.entries.clear();
                     (self.palette, self.bits) = (Vec::new(), DIRECT_BITS)
                 }
             }
@@ -409,6 +434,7 @@ mod tests {
             bits: 4,
             palette: vec![0],
             states: vec![0; 4096],
+            entries: vec![],
             block_light: vec![],
             sky_light: vec![],
             block_count: 0,

@@ -6,11 +6,11 @@
 //! journal names a change that did not happen, which `worldfs undo` sees
 //! as a record changed since (a conflict), never as a silent loss.
 
-use super::{Collection, RecordDates, RecordStore, conflict};
+use super::{Collection, RecordDates, RecordStore, write_unless_changed};
 use crate::codec::auth::AuthEntry;
 use crate::codec::mod_storage::ModStorage;
 use crate::codec::player::Player;
-use crate::store::{Note, Result, StoreError, journal};
+use crate::store::{Note, Result, StoreError};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 
@@ -234,16 +234,8 @@ impl RecordStore for FileRecords {
         }
         let _one = self.lock.lock();
         let now = self.read(name)?;
-        if now.as_deref() != expect {
-            return Err(conflict(self.collection.name(), name));
-        }
-        let Some(j) = &self.journal else { return self.write(name, new) };
-        let pending = journal::Pending::records(j, note, self.collection.name(), &[(name, now, new, None)])?;
-        let written = self.write(name, new);
-        if written.is_ok() {
-            pending.kept();
-        }
-        written
+        let journal = self.journal.as_deref();
+        write_unless_changed(self.collection, journal, note, name, (now, expect, new), || self.write(name, new))
     }
 
     fn is_read_only(&self) -> bool {

@@ -6,9 +6,9 @@
 //! read-only store does), a change under the engine's own lock on `LOCK`,
 //! as one synced batch, journaled first and taken back if the batch fails.
 
-use super::{Collection, RecordDates, RecordStore, conflict};
+use super::{Collection, RecordDates, RecordStore, write_unless_changed};
 use crate::store::leveldb::{lock, open_db};
-use crate::store::{Note, Result, StoreError, journal};
+use crate::store::{Note, Result, StoreError};
 use parking_lot::Mutex;
 use rusty_leveldb::{LdbIterator, WriteBatch};
 use std::path::{Path, PathBuf};
@@ -111,25 +111,15 @@ impl RecordStore for LevelDbRecords {
         })?;
         let (mut db, _) = open_db(&self.dir, false).map_err(StoreError::Backend)?;
         let now = db.get(name.as_bytes()).map(|b| b.to_vec()).filter(|v| !v.is_empty());
-        if now.as_deref() != expect {
-            return Err(conflict(self.collection.name(), name));
-        }
-        let pending = match &self.journal {
-            Some(j) => Some(journal::Pending::records(j, note, self.collection.name(), &[(name, now, new, None)])?),
-            None => None,
-        };
-        let mut batch = WriteBatch::default();
-        match new {
-            Some(v) => batch.put(name.as_bytes(), v),
-            None => batch.delete(name.as_bytes()),
-        }
-        let r = db.write(batch, true).and_then(|_| db.close()).map_err(backend);
-        if r.is_ok()
-            && let Some(p) = pending
-        {
-            p.kept();
-        }
-        r
+        let journal = self.journal.as_deref();
+        write_unless_changed(self.collection, journal, note, name, (now, expect, new), || {
+            let mut batch = WriteBatch::default();
+            match new {
+                Some(v) => batch.put(name.as_bytes(), v),
+                None => batch.delete(name.as_bytes()),
+            }
+            db.write(batch, true).and_then(|_| db.close()).map_err(backend)
+        })
     }
 
     fn is_read_only(&self) -> bool {

@@ -12,7 +12,7 @@ pub mod sqlite;
 
 use super::{Note, Result, StoreError};
 use crate::store::journal::RecordDates;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Collection {
@@ -92,6 +92,37 @@ pub trait RecordStore: Send + Sync {
     fn watched(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+}
+
+/// The end of a `restore` that keeps its own journal beside the store
+/// (file and LevelDB records), called holding the record's lock with what
+/// the store holds `now`: refused when that is not what the writer read
+/// (`expect`); else the journal entry first, then `write`, and the entry
+/// kept only if the write succeeded.
+pub(crate) fn write_unless_changed(
+    collection: Collection,
+    journal: Option<&Path>,
+    note: &Note,
+    name: &str,
+    (now, expect, new): (Option<Vec<u8>>, Option<&[u8]>, Option<&[u8]>),
+    write: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if now.as_deref() != expect {
+        return Err(conflict(collection.name(), name));
+    }
+    let pending = match journal {
+        Some(j) => {
+            Some(crate::store::journal::Pending::records(j, note, collection.name(), &[(name, now, new, None)])?)
+        }
+        None => None,
+    };
+    let written = write();
+    if written.is_ok()
+        && let Some(p) = pending
+    {
+        p.kept();
+    }
+    written
 }
 
 /// The refusal when a record changed since it was read.

@@ -29,19 +29,23 @@ pub trait RecordView: Document + Clone {
     fn create(name: &str) -> Result<Self, String>;
 }
 
-/// A record's edit judged on a copy (the record itself is shared).
-fn check_on_copy<V: RecordView>(v: &V, path: &str, content: &[u8]) -> DocResult<()> {
-    v.clone().apply(path, content)
-}
+/// The `Document` methods every record has alike: an edit is judged on a
+/// copy (the record itself is shared), and a record's directories are
+/// fixed (none made, none removed inside it).
+macro_rules! record_rules {
+    () => {
+        fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
+            self.clone().apply(path, content)
+        }
 
-/// The refusal of mkdir inside a record.
-fn no_directories_inside(path: &str) -> DocResult<()> {
-    Err(DocError::new("no directories can be made inside a record").in_file(path))
-}
+        fn mkdir(&mut self, path: &str) -> DocResult<()> {
+            Err(DocError::new("no directories can be made inside a record").in_file(path))
+        }
 
-/// The refusal of rmdir inside a record.
-fn part_of_the_record(path: &str) -> DocResult<()> {
-    Err(DocError::new("this directory is part of the record").in_file(path))
+        fn rmdir(&mut self, path: &str) -> DocResult<()> {
+            Err(DocError::new("this directory is part of the record").in_file(path))
+        }
+    };
 }
 
 /// The refusal of removing a file every record has.
@@ -219,17 +223,7 @@ impl Document for Player {
         meta_key(path).is_some()
     }
 
-    fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
-        check_on_copy(self, path, content)
-    }
-
-    fn mkdir(&mut self, path: &str) -> DocResult<()> {
-        no_directories_inside(path)
-    }
-
-    fn rmdir(&mut self, path: &str) -> DocResult<()> {
-        part_of_the_record(path)
-    }
+    record_rules!();
 
     /// A one-line file's line with its newline is all of it.
     fn complete(&self, path: &str, content: &[u8]) -> bool {
@@ -323,17 +317,7 @@ impl Document for AuthEntry {
         Ok(())
     }
 
-    fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
-        check_on_copy(self, path, content)
-    }
-
-    fn mkdir(&mut self, path: &str) -> DocResult<()> {
-        no_directories_inside(path)
-    }
-
-    fn rmdir(&mut self, path: &str) -> DocResult<()> {
-        part_of_the_record(path)
-    }
+    record_rules!();
 
     fn remove(&mut self, path: &str) -> DocResult<()> {
         part_of_every_record(path)
@@ -391,17 +375,7 @@ impl Document for ModStorage {
         self.entries.remove(&key).map(|_| ()).ok_or_else(|| DocError::new("no such key").in_file(path))
     }
 
-    fn check_content(&self, path: &str, content: &[u8]) -> DocResult<()> {
-        check_on_copy(self, path, content)
-    }
-
-    fn mkdir(&mut self, path: &str) -> DocResult<()> {
-        no_directories_inside(path)
-    }
-
-    fn rmdir(&mut self, path: &str) -> DocResult<()> {
-        part_of_the_record(path)
-    }
+    record_rules!();
 
     fn is_empty(&self) -> bool {
         self.entries.is_empty()
