@@ -94,6 +94,10 @@ pub trait RecordStore: Send + Sync {
     }
 }
 
+/// A record as the store holds it now, as the writer read it (`expect`),
+/// and as it is to be (`new`; None: removed).
+type Versions<'a> = (Option<Vec<u8>>, Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// The end of a `restore` that keeps its own journal beside the store
 /// (file and LevelDB records), called holding the record's lock with what
 /// the store holds `now`: refused when that is not what the writer read
@@ -104,7 +108,7 @@ pub(crate) fn write_unless_changed(
     journal: Option<&Path>,
     note: &Note,
     name: &str,
-    (now, expect, new): (Option<Vec<u8>>, Option<&[u8]>, Option<&[u8]>),
+    (now, expect, new): Versions,
     write: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     if now.as_deref() != expect {
