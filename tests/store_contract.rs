@@ -67,6 +67,26 @@ fn contract(name: &str, s: Subject) {
         let scanned = st.scan_after(None, 100).unwrap();
         assert_eq!(scanned.into_iter().collect::<BTreeMap<_, _>>(), model, "{name}: scan");
     }
+    // Several blocks at once: in the order asked, absent ones None.
+    let asked = [p(1, 2, -3), p(5, 5, 5), p(-2048, -2048, -2048), p(1, 2, -3)];
+    let many = st.get_many(&asked).unwrap();
+    assert_eq!(many, asked.iter().map(|q| model.get(q).cloned()).collect::<Vec<_>>(), "{name}: get_many");
+    assert!(st.get_many(&[]).unwrap().is_empty(), "{name}");
+    // A block with its neighbours: the block itself when it exists, and
+    // only stored blocks with their true blobs, each once.
+    for (pos, limit) in [(p(1, 2, -3), 1), (p(1, -1, 3), 4), (p(1, 0, 0), 64), (p(2047, 2047, 2047), 64)] {
+        let near = st.get_near(pos, limit).unwrap();
+        assert!(near.len() <= limit.max(1) + 1, "{name}: {} near {pos} (limit {limit})", near.len());
+        assert_eq!(near.iter().find(|(q, _)| *q == pos).map(|(_, b)| b), model.get(&pos), "{name}: near {pos}");
+        for (q, b) in &near {
+            assert_eq!(Some(b), model.get(q), "{name}: near {pos}: {q}");
+        }
+        let mut qs: Vec<_> = near.iter().map(|(q, _)| *q).collect();
+        qs.sort();
+        qs.dedup();
+        assert_eq!(qs.len(), near.len(), "{name}: near {pos}: a block twice");
+    }
+    assert!(st.get_near(p(5, 5, 5), 64).unwrap().iter().all(|(q, _)| model.contains_key(q)), "{name}");
     let all = st.list_after(None, 100).unwrap();
     for (i, from) in all.iter().enumerate() {
         assert_eq!(st.list_after(Some(*from), 100).unwrap(), all[i + 1..].to_vec(), "{name}: resume after {from}");
