@@ -209,6 +209,46 @@ fn postgresql_int4_and_smallint() {
     }
 }
 
+/// PostgreSQL's data version moves with commits only: reads that prune
+/// pages full of dead row versions, and VACUUM, write WAL but change no
+/// row, and must not look like another process's change (issue 28: with
+/// the WAL position as the version, the mount built its name index again
+/// from a whole-world scan on almost every write).
+#[test]
+fn postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum() {
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum", "pg", &why);
+        return;
+    }
+    use worldfs::store::postgres::PgStore;
+    let pg = common::pg::Pg::start();
+    pg_blocks(&pg, "mt", "INT");
+    // No autovacuum: its ANALYZE is a commit (of statistics), at a time
+    // of its own choosing.
+    pg.sql("mt", "ALTER TABLE blocks SET (autovacuum_enabled = false)");
+    let store = PgStore::open(&pg.conninfo("mt"), false).unwrap();
+    // Many versions of a few rows on one page: the next reads prune it.
+    for i in 0..200u32 {
+        let blob = vec![(i % 250) as u8 + 1; 300];
+        store.apply(&[Change::Put(p(0, 0, (i % 4) as i16), blob)], &Note::new("churn")).unwrap();
+    }
+    let v0 = store.data_version().expect("a data version");
+    for _ in 0..20 {
+        for z in 0..4 {
+            store.get(p(0, 0, z)).unwrap().unwrap();
+        }
+        store.get_near(p(0, 0, 2), 64).unwrap();
+        store.scan_after(None, 100).unwrap();
+    }
+    pg.sql("mt", "VACUUM blocks");
+    assert_eq!(store.data_version(), Some(v0), "reads and VACUUM moved the data version");
+    // The store's own commit: its start is the version before, its end the one after.
+    store.apply(&[Change::Put(p(0, 0, 9), b"nine".to_vec())], &Note::new("one more")).unwrap();
+    let v1 = store.data_version().unwrap();
+    assert_ne!(v1, v0, "a commit left the data version alone");
+    assert_eq!(store.last_commit_versions(), Some((v0, v1)));
+}
+
 #[test]
 fn postgresql_lost_connection_writes_nothing_and_reconnects() {
     if let Some(why) = common::pg::unavailable() {
