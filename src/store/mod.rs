@@ -137,6 +137,23 @@ pub trait MapStore: Send + Sync {
     /// Like `list_after`, with the blobs.
     fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>>;
 
+    /// The blobs of several blocks (None: absent), in the order asked; on
+    /// a database server in one round trip.
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        positions.iter().map(|p| self.get(*p)).collect()
+    }
+
+    /// The block at `pos` (absent from the answer if it does not exist)
+    /// and up to `limit` stored blocks near it, read together: on a
+    /// database server one round trip, so that a walk over `blocks/` (in
+    /// name order, which is not the key order) costs one query per run of
+    /// neighbours, not one per block. Empty blobs are left out, as by
+    /// `get`. Stores on local files answer the block alone (the default).
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let _ = limit;
+        Ok(self.get(pos)?.map(|blob| vec![(pos, blob)]).unwrap_or_default())
+    }
+
     /// Apply all changes in one transaction: all or nothing. Expectations
     /// ([`Change::Expect`]) are checked first, inside the transaction. When
     /// the store keeps an undo journal, the previous bytes of every changed
@@ -158,7 +175,7 @@ pub trait MapStore: Send + Sync {
 
     /// The data version at the start of this store's last commit and just
     /// after it, for stores whose version moves by an amount no one can
-    /// foretell (PostgreSQL's WAL position): how a mount tells its own
+    /// foretell (PostgreSQL's, a hash of its snapshot): how a mount tells its own
     /// commit from another process's. None: a commit moves `data_version`
     /// by exactly one (SQLite's change counter, LevelDB's).
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
@@ -189,6 +206,12 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
         (**self).scan_after(after, limit)
+    }
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        (**self).get_many(positions)
+    }
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        (**self).get_near(pos, limit)
     }
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
         (**self).apply(changes, note)

@@ -24,12 +24,25 @@ pub struct PgStore {
     client: Mutex<Option<Client>>,
     /// Whether the coordinate columns are smallint (5.12+) or int4.
     small: bool,
-    /// The WAL position at the start of this store's last commit and just
+    /// The data version at the start of this store's last commit and just
     /// after it (`last_commit_versions`).
     last_commit: Mutex<Option<(u64, u64)>>,
 }
 
-const WAL_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8";
+/// The cluster's MVCC snapshot (lowest running transaction, next
+/// transaction id, the ones running): two equal snapshots see the same
+/// rows, and any commit in between changes it. The WAL position, used
+/// before, also moves when a read prunes a page or vacuum runs, so a
+/// mount took its own reads for another process's commit and built its
+/// name index again on almost every write (issue 28).
+const SNAPSHOT: &str = "SELECT txid_current_snapshot()::text";
+
+/// The data version: a 64-bit FNV-1a hash of the snapshot's text (stable
+/// across builds: the name index keeps it in its file).
+fn snapshot_version(c: &mut impl postgres::GenericClient) -> std::result::Result<u64, postgres::Error> {
+    let text: String = c.query_one(SNAPSHOT, &[])?.get(0);
+    Ok(text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)))
+}
 
 /// A connection string for messages: the password left out.
 fn redacted(conninfo: &str) -> String {
@@ -200,31 +213,78 @@ fn refs(k: &[Box<dyn postgres::types::ToSql + Sync>]) -> Vec<&(dyn postgres::typ
     k.iter().map(|b| b.as_ref()).collect()
 }
 
-/// Blocks after `after` in (x, y, z) order, with or without their data.
+/// Where a page of blocks starts.
+#[derive(Clone, Copy)]
+enum PageStart {
+    First,
+    After(BlockPos),
+    AtOrAfter(BlockPos),
+}
+
+/// Blocks from `from` in (x, y, z) order, with or without their data.
 fn page(
     c: &mut Client,
     small: bool,
-    after: Option<BlockPos>,
+    from: PageStart,
     limit: usize,
     data: bool,
 ) -> std::result::Result<Vec<postgres::Row>, postgres::Error> {
     let cols = if data { "posX, posY, posZ, data" } else { "posX, posY, posZ" };
     let limit = limit.min(i64::MAX as usize) as i64;
-    match after {
-        None => c.query(&format!("SELECT {cols} FROM blocks ORDER BY posX, posY, posZ LIMIT $1"), &[&limit]),
-        Some(p) => {
-            let k = key(p, small);
-            let mut args = refs(&k);
-            args.push(&limit);
-            c.query(
-                &format!(
-                    "SELECT {cols} FROM blocks WHERE (posX, posY, posZ) > ($1, $2, $3) \
-                     ORDER BY posX, posY, posZ LIMIT $4"
-                ),
-                &args,
-            )
+    let (p, op) = match from {
+        PageStart::First => {
+            return c.query(&format!("SELECT {cols} FROM blocks ORDER BY posX, posY, posZ LIMIT $1"), &[&limit]);
+        }
+        PageStart::After(p) => (p, ">"),
+        PageStart::AtOrAfter(p) => (p, ">="),
+    };
+    let k = key(p, small);
+    let mut args = refs(&k);
+    args.push(&limit);
+    c.query(
+        &format!(
+            "SELECT {cols} FROM blocks WHERE (posX, posY, posZ) {op} ($1, $2, $3) \
+             ORDER BY posX, posY, posZ LIMIT $4"
+        ),
+        &args,
+    )
+}
+
+/// Positions per query: three parameters each, and a statement takes at
+/// most 65 535.
+const POSITIONS_PER_QUERY: usize = 1000;
+
+/// The stored blocks among `positions` (one query per thousand), with row
+/// locks for a transaction's change when `lock`.
+fn select_blocks(
+    c: &mut impl postgres::GenericClient,
+    small: bool,
+    positions: &[BlockPos],
+    lock: bool,
+) -> std::result::Result<std::collections::HashMap<BlockPos, Vec<u8>>, postgres::Error> {
+    let mut found = std::collections::HashMap::new();
+    for chunk in positions.chunks(POSITIONS_PER_QUERY) {
+        let keys: Vec<_> = chunk.iter().map(|p| key(*p, small)).collect();
+        let args: Vec<_> = keys.iter().flat_map(|k| refs(k)).collect();
+        let tuples: Vec<String> =
+            (0..chunk.len()).map(|i| format!("(${}, ${}, ${})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
+        let sql = format!(
+            "SELECT posX, posY, posZ, data FROM blocks WHERE (posX, posY, posZ) IN ({}){}",
+            tuples.join(", "),
+            if lock { " FOR UPDATE" } else { "" }
+        );
+        for r in c.query(&sql, &args)? {
+            let data: Vec<u8> = r.get(3);
+            if !data.is_empty() {
+                found.insert(row_pos(&r, small), data);
+            }
         }
     }
+    Ok(found)
+}
+
+fn after(p: Option<BlockPos>) -> PageStart {
+    p.map_or(PageStart::First, PageStart::After)
 }
 
 impl MapStore for PgStore {
@@ -244,15 +304,40 @@ impl MapStore for PgStore {
         })
     }
 
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
-        self.with(|c, small| Ok(page(c, small, after, limit, false)?.iter().map(|r| row_pos(r, small)).collect()))
+    fn list_after(&self, a: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        self.with(|c, small| Ok(page(c, small, after(a), limit, false)?.iter().map(|r| row_pos(r, small)).collect()))
     }
 
-    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
         self.with(|c, small| {
-            Ok(page(c, small, after, limit, true)?
+            Ok(page(c, small, after(a), limit, true)?
                 .iter()
                 .map(|r| (row_pos(r, small), r.get::<_, Vec<u8>>(3)))
+                .collect())
+        })
+    }
+
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        if positions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = self.with(|c, small| select_blocks(c, small, positions, false))?;
+        Ok(positions.iter().map(|p| found.get(p).cloned()).collect())
+    }
+
+    /// One key-ordered page that starts a little before `pos` in its
+    /// column (x, y): a walk in name order reads a column's blocks out of
+    /// key order, from either side of the first one read. At most
+    /// `limit / 2` positions lie between the start and `pos`, so `pos` is
+    /// always within the page.
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let back = (limit / 2).min(i16::MAX as usize) as i16;
+        let from = BlockPos::new(pos.x, pos.y, pos.z.saturating_sub(back));
+        self.with(|c, small| {
+            Ok(page(c, small, PageStart::AtOrAfter(from), limit.max(1), true)?
+                .iter()
+                .map(|r| (row_pos(r, small), r.get::<_, Vec<u8>>(3)))
+                .filter(|(_, d)| !d.is_empty())
                 .collect())
         })
     }
@@ -266,18 +351,13 @@ impl MapStore for PgStore {
         let mut pending: Option<journal::Pending> = None;
         let r = self.with(|c, small| {
             let mut tx = c.transaction()?;
-            // Taken before the row locks, which write WAL themselves.
-            let start = tx.query_one(WAL_POSITION, &[])?.get::<_, i64>(0) as u64;
-            let mut before: Vec<(BlockPos, Option<Vec<u8>>)> = Vec::new();
-            for ch in changes {
-                let k = key(ch.pos(), small);
-                let row = tx.query_opt(
-                    "SELECT data FROM blocks WHERE posX = $1 AND posY = $2 AND posZ = $3 FOR UPDATE",
-                    &refs(&k),
-                )?;
-                before.push((ch.pos(), row.map(|r| r.get::<_, Vec<u8>>(0)).filter(|d| !d.is_empty())));
-            }
-            let now = |p: BlockPos| before.iter().find(|(q, _)| *q == p).and_then(|(_, b)| b.clone());
+            // Taken before the row locks, which give the transaction its id.
+            let start = snapshot_version(&mut tx)?;
+            let mut positions: Vec<BlockPos> = changes.iter().map(|ch| ch.pos()).collect();
+            positions.sort();
+            positions.dedup();
+            let before = select_blocks(&mut tx, small, &positions, true)?;
+            let now = |p: BlockPos| before.get(&p).cloned();
             if let Some(refusal) = super::unmet_expectation(changes, |p| Ok(now(p))).expect("reads above") {
                 return Ok(Err(refusal));
             }
@@ -314,7 +394,7 @@ impl MapStore for PgStore {
                 }
             }
             tx.commit()?;
-            let end = c.query_one(WAL_POSITION, &[])?.get::<_, i64>(0) as u64;
+            let end = snapshot_version(c)?;
             *self.last_commit.lock() = Some((start, end));
             Ok(Ok(()))
         });
@@ -340,12 +420,11 @@ impl MapStore for PgStore {
         self.read_only
     }
 
-    /// The position of the cluster's write-ahead log: every commit that
-    /// changes a row moves it (other databases' too, which only costs a
-    /// re-read). The insert position is taken, as a commit is visible only
-    /// after its record is inserted. None on a standby or without access.
+    /// The hash of the cluster's snapshot (`SNAPSHOT`): every commit
+    /// changes it (other databases' too, which only costs a re-read), reads
+    /// and vacuum do not. None without access.
     fn data_version(&self) -> Option<u64> {
-        self.with(|c, _| c.query_one(WAL_POSITION, &[])).ok().map(|r| r.get::<_, i64>(0) as u64)
+        self.with(|c, _| snapshot_version(c)).ok()
     }
 
     fn last_commit_versions(&self) -> Option<(u64, u64)> {

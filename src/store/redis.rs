@@ -14,6 +14,7 @@ use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
 use parking_lot::Mutex;
 use redis::Commands;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub struct RedisStore {
@@ -24,7 +25,10 @@ pub struct RedisStore {
     journal: Option<PathBuf>,
     conn: Mutex<Option<redis::Connection>>,
     /// The sorted positions, and when they were read.
-    keys: Mutex<Option<(Instant, Vec<BlockPos>)>>,
+    keys: Mutex<Option<(Instant, Arc<Vec<BlockPos>>)>>,
+    /// The last sorted positions read, kept past writes and the TTL: only
+    /// a hint of which fields `get_near` asks for with the one it needs.
+    near_hint: Mutex<Option<Arc<Vec<BlockPos>>>>,
 }
 
 /// The name our connections carry in `CLIENT LIST`.
@@ -60,6 +64,7 @@ impl RedisStore {
             journal: None,
             conn: Mutex::new(None),
             keys: Mutex::new(None),
+            near_hint: Mutex::new(None),
         };
         s.with(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(s)
@@ -94,7 +99,8 @@ impl RedisStore {
         r.map_err(classify)
     }
 
-    fn sorted_keys(&self, fresh: bool) -> Result<Vec<BlockPos>> {
+    /// Shared, not copied: a listing asks for it once a page.
+    fn sorted_keys(&self, fresh: bool) -> Result<Arc<Vec<BlockPos>>> {
         let mut k = self.keys.lock();
         if !fresh
             && let Some((at, keys)) = &*k
@@ -126,7 +132,9 @@ impl RedisStore {
             );
         }
         keys.sort();
+        let keys = Arc::new(keys);
         *k = Some((Instant::now(), keys.clone()));
+        *self.near_hint.lock() = Some(keys.clone());
         Ok(keys)
     }
 }
@@ -175,6 +183,35 @@ impl MapStore for RedisStore {
         let fields: Vec<String> = positions.iter().map(|p| field(*p)).collect();
         let values: Vec<Option<Vec<u8>>> = self.with(|c| redis::cmd("HMGET").arg(&self.hash).arg(&fields).query(c))?;
         Ok(positions.into_iter().zip(values).filter_map(|(p, v)| v.filter(|d| !d.is_empty()).map(|d| (p, d))).collect())
+    }
+
+    /// With the positions of the last listing as a hint (the hash has no
+    /// order to ask by), the fields around `pos` in one HMGET; without
+    /// one, `pos` alone. Whatever the hint misses is only not read ahead.
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let hint = self.near_hint.lock().clone();
+        let mut positions = match hint {
+            Some(keys) => {
+                let at = keys.partition_point(|k| *k < pos);
+                let from = at.saturating_sub(limit / 2);
+                keys[from..].iter().take(limit).copied().collect()
+            }
+            None => Vec::new(),
+        };
+        if !positions.contains(&pos) {
+            positions.push(pos);
+        }
+        let values = self.get_many(&positions)?;
+        Ok(positions.into_iter().zip(values).filter_map(|(p, v)| v.map(|d| (p, d))).collect())
+    }
+
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        if positions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fields: Vec<String> = positions.iter().map(|p| field(*p)).collect();
+        let values: Vec<Option<Vec<u8>>> = self.with(|c| redis::cmd("HMGET").arg(&self.hash).arg(&fields).query(c))?;
+        Ok(values.into_iter().map(|v| v.filter(|d| !d.is_empty())).collect())
     }
 
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {

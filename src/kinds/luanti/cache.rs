@@ -14,6 +14,15 @@
 //! by the store's data version when it has one (nothing was committed
 //! since the entry was read: one `pread`), otherwise by fetching the blob
 //! and comparing. So changes made by another process show up.
+//!
+//! On a database server each of those is a round trip, so two more rules:
+//! a data version read is used again for a quarter of the TTL, and an
+//! entry counts as checked from when its version was read, not from when
+//! it was used (so an outside change still shows within the TTL); and a
+//! block not cached is read with its neighbours (`MapStore::get_near`),
+//! which wait undecoded in a small side buffer (an eighth of the budget)
+//! for a TTL, so that a walk over `blocks/` costs one query per run of
+//! blocks.
 
 use crate::codec::{Block, DecodeError};
 use crate::store::{BlockPos, MapStore, StoreError};
@@ -216,9 +225,31 @@ impl Loaded {
     }
 }
 
+/// A data version of the store and when it was read.
+#[derive(Clone, Copy)]
+struct Seen {
+    version: Option<u64>,
+    at: Instant,
+}
+
+/// A neighbour read with a block that was asked for, not decoded yet.
+struct Ahead {
+    blob: Vec<u8>,
+    /// Taken before it was read, as for a block read alone.
+    serial: u64,
+    removals: u64,
+    /// The data version read before it was.
+    seen: Seen,
+}
+
+/// Blocks asked for around a block that is not cached.
+const NEAR_BLOCKS: usize = 64;
+
 struct Slot {
     loaded: Arc<Loaded>,
     tick: u64,
+    /// When it was last known current: its data version's reading (or the
+    /// commit that stored it).
     checked: Instant,
     /// The store's data version read before the blob was (see `get`).
     data_version: Option<u64>,
@@ -242,6 +273,11 @@ struct Inner {
     decoded_bytes: usize,
     /// Counts `BlockCache::remove` calls (deleted blocks).
     removals: u64,
+    /// Counts `BlockCache::insert` calls (commits).
+    inserts: u64,
+    /// Blocks read ahead (`get_near`), none of them in `map`.
+    ahead: HashMap<BlockPos, Ahead>,
+    ahead_bytes: usize,
 }
 
 impl Inner {
@@ -286,6 +322,37 @@ impl Inner {
         }
     }
 
+    /// A block read ahead, if it is still within the TTL of its reading.
+    fn take_ahead(&mut self, pos: BlockPos, ttl: Duration) -> Option<Ahead> {
+        let a = self.ahead.remove(&pos)?;
+        self.ahead_bytes -= a.blob.len();
+        (a.seen.at.elapsed() <= ttl).then_some(a)
+    }
+
+    fn put_ahead(&mut self, pos: BlockPos, a: Ahead, cap: usize, ttl: Duration) {
+        if self.map.contains_key(&pos) {
+            return; // cached entries are checked by their own version
+        }
+        self.ahead_bytes += a.blob.len();
+        if let Some(old) = self.ahead.insert(pos, a) {
+            self.ahead_bytes -= old.blob.len();
+        }
+        if self.ahead_bytes > cap {
+            self.ahead.retain(|_, a| a.seen.at.elapsed() <= ttl);
+            self.ahead_bytes = self.ahead.values().map(|a| a.blob.len()).sum();
+        }
+        if self.ahead_bytes > cap {
+            self.ahead.clear();
+            self.ahead_bytes = 0;
+        }
+    }
+
+    fn drop_ahead(&mut self, pos: BlockPos) {
+        if let Some(a) = self.ahead.remove(&pos) {
+            self.ahead_bytes -= a.blob.len();
+        }
+    }
+
     fn evict(&mut self, cap: usize, decoded_cap: usize) {
         while self.decoded_bytes > decoded_cap && self.decoded.len() > 1 {
             let Some((_, pos)) = self.decoded.pop_first() else { break };
@@ -309,11 +376,34 @@ pub struct BlockCache {
     inner: Mutex<Inner>,
     cap_bytes: usize,
     ttl: Duration,
+    /// The last data version read (used again for `ttl / 4`).
+    seen: Mutex<Option<Seen>>,
 }
 
 impl BlockCache {
     pub fn new(cap_bytes: usize, ttl: Duration) -> BlockCache {
-        BlockCache { inner: Mutex::new(Inner::default()), cap_bytes, ttl }
+        BlockCache { inner: Mutex::new(Inner::default()), cap_bytes, ttl, seen: Mutex::new(None) }
+    }
+
+    /// What blocks read ahead may take, besides the budget.
+    fn ahead_cap(&self) -> usize {
+        self.cap_bytes / 8
+    }
+
+    /// The store's data version, read at most every quarter TTL: an entry
+    /// tagged with it counts as checked from when it was read, so reusing
+    /// it keeps outside changes within the TTL.
+    fn data_version(&self, store: &dyn MapStore) -> Seen {
+        let reuse = self.ttl / 4;
+        if let Some(seen) = *self.seen.lock()
+            && seen.at.elapsed() < reuse
+        {
+            return seen;
+        }
+        let at = Instant::now();
+        let seen = Seen { version: store.data_version(), at };
+        *self.seen.lock() = Some(seen);
+        seen
     }
 
     /// What decodings may take of the budget.
@@ -329,32 +419,40 @@ impl BlockCache {
     /// overlapped the commit) but not cached over the newer entry, which
     /// would otherwise hide the commit from later reads for the TTL.
     pub fn get(&self, pos: BlockPos, store: &dyn MapStore) -> Result<Option<Arc<Loaded>>, StoreError> {
-        let (cached, removals) = {
+        let (cached, removals, inserts, ahead) = {
             let mut inner = self.inner.lock();
             inner.touch(pos);
             let cached =
                 inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl, s.data_version));
             self.evict(&mut inner);
-            (cached, inner.removals)
+            let ahead = if cached.is_none() { inner.take_ahead(pos, self.ttl) } else { None };
+            (cached, inner.removals, inner.inserts, ahead)
         };
         if let Some((loaded, true, _)) = &cached {
             return Ok(Some(loaded.clone()));
         }
+        if let Some(a) = ahead {
+            return Ok(Some(self.keep(pos, a.blob, a.serial, a.removals, a.seen)));
+        }
         // Read before the blob: a commit that ends after this read changes
         // the version, so an entry tagged with it is current for as long as
         // the version stays the same.
-        let data_version = store.data_version();
+        let seen = self.data_version(store);
         if let Some((loaded, _, Some(tag))) = &cached
-            && data_version == Some(*tag)
+            && seen.version == Some(*tag)
         {
-            self.mark_checked(loaded, data_version);
+            self.mark_checked(loaded, seen);
             return Ok(Some(loaded.clone()));
         }
         // Taken before reading: anything cached with a larger serial was
         // made after this read started.
         let serial = next_serial();
         // Read outside the lock; decoding can take a while.
-        let Some(blob) = store.get(pos)? else {
+        let blob = match &cached {
+            Some(_) => store.get(pos)?,
+            None => self.get_near(pos, store, (serial, removals, inserts), seen)?,
+        };
+        let Some(blob) = blob else {
             let mut inner = self.inner.lock();
             if inner.map.get(&pos).is_some_and(|s| s.loaded.serial < serial) {
                 inner.remove(pos);
@@ -364,51 +462,81 @@ impl BlockCache {
         if let Some((loaded, _, _)) = cached
             && loaded.blob == blob
         {
-            self.mark_checked(&loaded, data_version);
+            self.mark_checked(&loaded, seen);
             return Ok(Some(loaded));
         }
+        Ok(Some(self.keep(pos, blob, serial, removals, seen)))
+    }
+
+    /// Read `pos` with its neighbours; these wait in the side buffer,
+    /// unless a commit or a removal ran meanwhile (`since`: the serial and
+    /// the counts taken before the read), which they might predate.
+    fn get_near(
+        &self,
+        pos: BlockPos,
+        store: &dyn MapStore,
+        since: (u64, u64, u64),
+        seen: Seen,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let (serial, removals, inserts) = since;
+        let mut near = store.get_near(pos, NEAR_BLOCKS)?;
+        let own = near.iter().position(|(p, _)| *p == pos).map(|i| near.swap_remove(i).1);
+        let mut inner = self.inner.lock();
+        if inner.removals == removals && inner.inserts == inserts {
+            for (p, blob) in near {
+                inner.put_ahead(p, Ahead { blob, serial, removals, seen }, self.ahead_cap(), self.ttl);
+            }
+        }
+        Ok(own)
+    }
+
+    /// Decode and cache a blob read from the store (unless a commit or a
+    /// removal since the read began makes it unsafe to).
+    fn keep(&self, pos: BlockPos, blob: Vec<u8>, serial: u64, removals: u64, seen: Seen) -> Arc<Loaded> {
         let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), Block::decode(&blob)));
         let mut inner = self.inner.lock();
         let newer = inner.map.get(&pos).map(|s| s.loaded.clone()).filter(|l| l.serial > serial);
         match newer {
             // Cached since this read started (by a commit or a later load).
-            Some(l) if l.blob == loaded.blob => Ok(Some(l)),
-            Some(_) => Ok(Some(loaded)),
+            Some(l) if l.blob == loaded.blob => l,
+            Some(_) => loaded,
             // A removal since (rmdir) may concern this block: do not cache.
-            None if inner.removals != removals => Ok(Some(loaded)),
+            None if inner.removals != removals => loaded,
             None => {
-                self.insert_locked(&mut inner, loaded.clone(), data_version);
-                Ok(Some(loaded))
+                self.insert_locked(&mut inner, loaded.clone(), seen);
+                loaded
             }
         }
     }
 
-    /// A cached entry was found current at `data_version`.
-    fn mark_checked(&self, loaded: &Arc<Loaded>, data_version: Option<u64>) {
+    /// A cached entry was found current at `seen`.
+    fn mark_checked(&self, loaded: &Arc<Loaded>, seen: Seen) {
         if let Some(slot) = self.inner.lock().map.get_mut(&loaded.pos)
             && Arc::ptr_eq(&slot.loaded, loaded)
         {
-            slot.checked = Instant::now();
-            slot.data_version = data_version;
+            slot.checked = seen.at;
+            slot.data_version = seen.version;
         }
     }
 
     /// Put a block in the cache (after loading it or committing it).
     pub fn insert(&self, loaded: Arc<Loaded>) {
         let mut inner = self.inner.lock();
-        self.insert_locked(&mut inner, loaded, None);
+        inner.inserts += 1;
+        self.insert_locked(&mut inner, loaded, Seen { version: None, at: Instant::now() });
     }
 
-    fn insert_locked(&self, inner: &mut Inner, loaded: Arc<Loaded>, data_version: Option<u64>) {
+    fn insert_locked(&self, inner: &mut Inner, loaded: Arc<Loaded>, seen: Seen) {
         let pos = loaded.pos;
         inner.remove(pos);
+        inner.drop_ahead(pos);
         inner.tick += 1;
         let tick = inner.tick;
         inner.order.insert(tick, pos);
-        inner.map.insert(
-            pos,
-            Slot { loaded, tick, checked: Instant::now(), data_version, cost: 0, decoded_cost: 0, decoded_tick: None },
-        );
+        let (checked, data_version) = (seen.at, seen.version);
+        inner
+            .map
+            .insert(pos, Slot { loaded, tick, checked, data_version, cost: 0, decoded_cost: 0, decoded_tick: None });
         inner.account(pos);
         self.evict(inner);
     }
@@ -421,6 +549,7 @@ impl BlockCache {
     pub fn remove(&self, pos: BlockPos) {
         let mut inner = self.inner.lock();
         inner.remove(pos);
+        inner.drop_ahead(pos);
         inner.removals += 1;
     }
 
@@ -653,6 +782,86 @@ mod tests {
             cache.get(p, &store).unwrap().unwrap();
         }
         assert_eq!(store.gets.load(Ordering::SeqCst), 3);
+    }
+
+    /// Like a database server: `get_near` answers a page of neighbours in
+    /// one call; every call to the store is counted.
+    struct Server {
+        inner: SqliteStore,
+        calls: AtomicUsize,
+        versions: AtomicUsize,
+    }
+
+    impl MapStore for Server {
+        fn describe(&self) -> String {
+            "server".into()
+        }
+        fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>, StoreError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.inner.get(pos)
+        }
+        fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let before = self.inner.list_after(None, usize::MAX)?.into_iter().rfind(|p| *p < pos);
+            self.inner.scan_after(before, limit)
+        }
+        fn list_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<BlockPos>, StoreError> {
+            self.inner.list_after(a, n)
+        }
+        fn scan_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
+            self.inner.scan_after(a, n)
+        }
+        fn apply(&self, c: &[Change], n: &crate::store::Note) -> Result<(), StoreError> {
+            self.inner.apply(c, n)
+        }
+        fn count(&self) -> Result<u64, StoreError> {
+            self.inner.count()
+        }
+        fn is_read_only(&self) -> bool {
+            false
+        }
+        fn data_version(&self) -> Option<u64> {
+            self.versions.fetch_add(1, Ordering::SeqCst);
+            self.inner.data_version()
+        }
+    }
+
+    /// A walk reads runs of neighbours in one call each and the data
+    /// version once for many blocks; a commit or a removal of a block read
+    /// ahead is never hidden by the copy read ahead.
+    #[test]
+    fn a_walk_reads_neighbours_together_and_commits_win_over_them() {
+        let d = tempfile::tempdir().unwrap();
+        let inner = counting(&d, 300, true).inner;
+        let store = Server { inner, calls: AtomicUsize::new(0), versions: AtomicUsize::new(0) };
+        let cache = BlockCache::new(8 << 20, Duration::from_secs(60));
+        for i in 0..200 {
+            cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
+        }
+        let calls = store.calls.load(Ordering::SeqCst);
+        assert!(calls <= 200 / (NEAR_BLOCKS / 2) + 1, "{calls} store calls for 200 blocks");
+        assert!(store.versions.load(Ordering::SeqCst) <= calls, "a data version per call at most");
+        // Block 250 waits read ahead; a commit of it wins over that copy.
+        cache.get(BlockPos::new(230, 0, 0), &store).unwrap().unwrap();
+        let p = BlockPos::new(250, 0, 0);
+        let mut b = Block::new_air(29);
+        b.flags = 1;
+        let new = b.encode().unwrap();
+        store.apply(&[Change::Put(p, new.clone())], &crate::store::Note::default()).unwrap();
+        cache.insert(Arc::new(Loaded::new(p, new.clone())));
+        assert_eq!(cache.get(p, &store).unwrap().unwrap().blob, new);
+        // So does a removal: block 251 is read again, and found gone.
+        let q = BlockPos::new(251, 0, 0);
+        store.apply(&[Change::Delete(q)], &crate::store::Note::default()).unwrap();
+        cache.remove(q);
+        assert!(cache.get(q, &store).unwrap().is_none());
+        // Without a TTL nothing read ahead is used.
+        let cache = BlockCache::new(8 << 20, Duration::ZERO);
+        let before = store.calls.load(Ordering::SeqCst);
+        for i in 0..10 {
+            cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
+        }
+        assert_eq!(store.calls.load(Ordering::SeqCst) - before, 10);
     }
 
     #[test]

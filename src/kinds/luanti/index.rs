@@ -249,12 +249,15 @@ impl NameIndex {
         }
     }
 
-    /// The fingerprint again with the blocks sampled before read one by one
+    /// The fingerprint again with the blocks sampled before read together
     /// (equal to `fingerprint` while they are unchanged): a recheck or a
     /// commit of this mount reads those few blocks, never a page of the
     /// map (on Redis a page means every key).
     fn fingerprint_of_sample(&self, store: &dyn MapStore, sample: &[BlockPos]) -> String {
-        self.print_of(sample.iter().map(|p| (*p, store.get(*p))))
+        match store.get_many(sample) {
+            Ok(blobs) => self.print_of(sample.iter().copied().zip(blobs.into_iter().map(Ok))),
+            Err(e) => self.print_of(sample.iter().map(|p| (*p, Err(e.clone())))),
+        }
     }
 
     fn print_of(&self, blocks: impl Iterator<Item = (BlockPos, crate::store::Result<Option<Vec<u8>>>)>) -> String {
@@ -454,7 +457,7 @@ impl NameIndex {
     /// This mount wrote one transaction: the map's data version went from
     /// `before` to `after`. If that is all that happened since the index
     /// was current, it stays current. A commit moves SQLite's and LevelDB's
-    /// version by one; PostgreSQL's WAL position by what the commit wrote,
+    /// version by one; PostgreSQL's (a hash of its snapshot) unforeseeably,
     /// so there the store says where its own commit began and ended.
     pub fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
         let mut st = self.state.lock();

@@ -57,6 +57,16 @@ impl MapStore for Serialized {
         self.inner.scan_after(after, limit)
     }
 
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        let _r = self.read();
+        self.inner.get_many(positions)
+    }
+
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let _r = self.read();
+        self.inner.get_near(pos, limit)
+    }
+
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
         let _w = self.write();
         self.inner.apply(changes, note)
