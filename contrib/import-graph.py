@@ -39,7 +39,7 @@ LAYERS = [
     ("store", ["store/", "world.rs", "scan.rs"]),
     ("view", ["view/"]),
     ("fs", ["fs/"]),
-    ("kinds", ["kinds/", "transfer.rs", "transfer/", "open.rs", "undo.rs", "check.rs", "demo.rs"]),
+    ("kinds", ["kinds/", "open.rs", "undo.rs", "check.rs", "demo.rs"]),
     ("adapter", ["fuse.rs", "cli/", "main.rs", "lib.rs"]),
 ]
 

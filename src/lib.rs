@@ -19,7 +19,6 @@ pub mod open;
 pub mod scan;
 pub mod store;
 pub mod time;
-pub mod transfer;
 pub mod undo;
 pub mod view;
 pub mod world;

@@ -20,11 +20,11 @@ use std::path::Path;
 use worldfs::codec::Block;
 use worldfs::codec::inventory::Inventory;
 use worldfs::kinds::mts::{MtsDocument, Schematic};
+use worldfs::kinds::transfer::rotate::ParamType2;
+use worldfs::kinds::transfer::{self, ImportOptions, NodeBox};
 use worldfs::kinds::{Context, Document};
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, MapStore};
-use worldfs::transfer::rotate::ParamType2;
-use worldfs::transfer::{self, ImportOptions, NodeBox};
 
 const LUA: &str = include_str!("fixtures/oracle/schematic.lua");
 
@@ -363,7 +363,7 @@ fn place_like_the_server(w: &Path, samples: &Path) {
     }
     let out = run_tasks(by_server.path(), &format!("{reg}{tasks}nodedefs nodedefs.txt\n"), false);
     assert!(out.iter().any(|l| l == "done"));
-    let defs = worldfs::transfer::rotate::NodeDefs::parse(
+    let defs = worldfs::kinds::transfer::rotate::NodeDefs::parse(
         &std::fs::read_to_string(by_server.path().join("nodedefs.txt")).unwrap(),
     )
     .unwrap();

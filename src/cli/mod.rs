@@ -249,20 +249,20 @@ pub fn main() -> ExitCode {
             reports::prune(&world, before, max_mb).map(|_| true)
         }
         Command::Export { world, from, to, out, sparse } => (|| {
-            let (a, b) = (crate::transfer::parse_pos(&from)?, crate::transfer::parse_pos(&to)?);
-            crate::transfer::export(&world, a, b, &out, sparse)
+            let (a, b) = (crate::kinds::transfer::parse_pos(&from)?, crate::kinds::transfer::parse_pos(&to)?);
+            crate::kinds::transfer::export(&world, a, b, &out, sparse)
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
         Command::Import { world, file, at, rotate, force, nodedefs } => (|| {
             let defs = match nodedefs {
-                Some(p) => Some(crate::transfer::rotate::NodeDefs::parse(
+                Some(p) => Some(crate::kinds::transfer::rotate::NodeDefs::parse(
                     &std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
                 )?),
                 None => None,
             };
-            let opts = crate::transfer::ImportOptions { rotate, force, nodedefs: defs };
-            crate::transfer::import(&world, &file, crate::transfer::parse_pos(&at)?, &opts)
+            let opts = crate::kinds::transfer::ImportOptions { rotate, force, nodedefs: defs };
+            crate::kinds::transfer::import(&world, &file, crate::kinds::transfer::parse_pos(&at)?, &opts)
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),

@@ -19,6 +19,7 @@ pub mod luanti;
 pub mod mcchunk;
 pub mod mts;
 pub mod text;
+pub mod transfer;
 pub mod twmap;
 pub mod we;
 

@@ -35,11 +35,11 @@ use std::time::{Duration, Instant};
 
 /// The content of one file of a decodable block directory: the view
 /// renders it, except `schematic.mts`, which is captured as a schematic
-/// would be from the world (`crate::transfer`).
+/// would be from the world (`crate::kinds::transfer`).
 pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Vec<u8> {
     match view::render_block_file(pos, block, blob, file) {
         Some(content) => content,
-        None => crate::transfer::block_to_mts(block),
+        None => crate::kinds::transfer::block_to_mts(block),
     }
 }
 

@@ -22,9 +22,9 @@ use crate::codec::inventory::{Inventory, InventoryList};
 use crate::codec::itemstring::ItemStack;
 use crate::codec::jsonish::HighBytes;
 use crate::codec::nodemeta::{MetaEntry, MetaVar};
+use crate::kinds::transfer::node_box::{NodeBox, block_node};
+use crate::kinds::transfer::place::NodeWrite;
 use crate::store::BlockPos;
-use crate::transfer::node_box::{NodeBox, block_node};
-use crate::transfer::place::NodeWrite;
 
 /// An exported box and what the caller should say about it.
 #[derive(Clone, Debug)]
@@ -149,7 +149,7 @@ pub fn writes(f: &WeFile, at: [i32; 3]) -> Result<Vec<NodeWrite>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::place::apply_writes;
+    use crate::kinds::transfer::place::apply_writes;
     use std::collections::BTreeMap;
 
     #[test]
