@@ -668,6 +668,14 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
         let what = format!("write {}", self.full(&path));
         let r = self.change(name, &what, Some(WriteOf { rest, content, base }), |d| {
             let mut d = d.ok_or_else(FsError::not_found)?;
+            // A record's file opened before its key was deleted or renamed
+            // does not bring it back (as a node's metadata fields do not).
+            if H::MANY && d.render(rest).is_err() {
+                return Err(FsError::new(
+                    ErrorKind::NotFound,
+                    format!("{what}: the key was deleted or renamed meanwhile"),
+                ));
+            }
             d.apply(rest, content).map_err(|e| doc_err(e.in_file(rest)))?;
             Ok(Some(d))
         });
