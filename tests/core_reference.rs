@@ -1056,8 +1056,8 @@ fn check_shown(r: &Real, m: &mut Model, at: &str) {
         m.read_failures_before = r.store.read_failures();
         read_step(r, m, &Op::Read { file }, &format!("{at}: {}", file.path()));
     }
-    for blk in 0..3 {
-        read_step(r, m, &Op::Lookup { blk }, &format!("{at}: blocks/{}", BLOCKS[blk]));
+    for (blk, name) in BLOCKS.iter().enumerate() {
+        read_step(r, m, &Op::Lookup { blk }, &format!("{at}: blocks/{name}"));
     }
     let dir = ino_of(&r.fs, &format!("mod_storage/{MOD}"));
     match dir {
