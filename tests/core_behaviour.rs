@@ -233,24 +233,90 @@ fn a_document_file_truncated_and_closed_unwritten_fails_at_that_close() {
 /// Found by the reference model: a mod storage key opened for writing,
 /// then removed (`rm`), came back when the old handle was closed. A file
 /// opened before its key was deleted does not bring it back (as a node's
-/// metadata fields do not).
+/// metadata fields do not), whether the mod keeps other keys or has none
+/// left.
 #[test]
 fn a_handle_opened_before_its_key_was_removed_does_not_bring_it_back() {
-    let (world, fs) = demo();
-    let storage = ino_of(&fs, "mod_storage").unwrap();
-    let dir = fs.mkdir(storage, OsStr::new("refmod")).unwrap().ino;
-    let (_, o) = fs.create(dir, OsStr::new("k"), 0o100644, libc::O_WRONLY | libc::O_CREAT, PID).unwrap();
-    fs.write(o.fh, 0, b"v1").unwrap();
+    for others in [&[][..], &["other"][..]] {
+        let (world, fs) = demo();
+        for key in others.iter().chain(["k"].iter()) {
+            put_key(&fs, key, b"v1");
+        }
+        let o = fs.open(ino_of(&fs, "mod_storage/refmod/k").unwrap(), libc::O_WRONLY | libc::O_TRUNC, PID).unwrap();
+        fs.unlink(ino_of(&fs, "mod_storage/refmod").unwrap(), OsStr::new("k")).unwrap();
+        fs.write(o.fh, 0, b"v2").unwrap();
+        let e = fs.flush(o.fh, PID).expect_err("the key is gone");
+        assert_eq!(e.kind, ErrorKind::NotFound, "other keys {others:?}: {e:?}");
+        let _ = fs.release(o.fh);
+        let looked_up = ino_of(&fs, "mod_storage/refmod/k").map(|_| ()).map_err(|e| e.kind);
+        assert_eq!(looked_up, Err(ErrorKind::NotFound), "other keys {others:?}");
+        assert_eq!(stored_key(world.path(), "k"), None, "other keys {others:?}: no key k stored");
+        for key in others {
+            assert_eq!(stored_key(world.path(), key).as_deref(), Some(&b"v1"[..]), "{key} is kept");
+        }
+    }
+}
+
+/// `printf VALUE > mod_storage/refmod/KEY` (the mod's directory made
+/// first when it is missing).
+fn put_key(fs: &WorldFs, key: &str, value: &[u8]) {
+    if ino_of(fs, "mod_storage/refmod").is_err() {
+        fs.mkdir(ino_of(fs, "mod_storage").unwrap(), OsStr::new("refmod")).unwrap();
+    }
+    let dir = ino_of(fs, "mod_storage/refmod").unwrap();
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC;
+    let (_, o) = fs.create(dir, OsStr::new(key), 0o100644, flags, PID).unwrap();
+    fs.write(o.fh, 0, value).unwrap();
     fs.flush(o.fh, PID).unwrap();
     fs.release(o.fh).unwrap();
-    let o = fs.open(ino_of(&fs, "mod_storage/refmod/k").unwrap(), libc::O_WRONLY | libc::O_TRUNC, PID).unwrap();
-    fs.unlink(dir, OsStr::new("k")).unwrap();
-    fs.write(o.fh, 0, b"v2").unwrap();
-    let e = fs.flush(o.fh, PID).expect_err("the key is gone");
-    assert_eq!(e.kind, ErrorKind::NotFound, "{e:?}");
-    let _ = fs.release(o.fh);
-    assert_eq!(ino_of(&fs, "mod_storage/refmod/k").map(|_| ()).map_err(|e| e.kind), Err(ErrorKind::NotFound));
-    let conn = rusqlite::Connection::open(world.path().join("mod_storage.sqlite")).unwrap();
-    let n: i64 = conn.query_row("SELECT count(*) FROM entries WHERE modname = 'refmod'", [], |r| r.get(0)).unwrap();
-    assert_eq!(n, 0, "no key stored");
+}
+
+/// Key `key` of mod `refmod` as mod_storage.sqlite holds it (read here,
+/// not by the core).
+fn stored_key(world: &std::path::Path, key: &str) -> Option<Vec<u8>> {
+    let conn = rusqlite::Connection::open(world.join("mod_storage.sqlite")).unwrap();
+    let sql = "SELECT value FROM entries WHERE modname = 'refmod' AND key = CAST(?1 AS BLOB)";
+    conn.query_row(sql, [key], |r| r.get(0)).ok()
+}
+
+/// A key's handle refused as stale at a close (the key was changed by
+/// someone else since the handle read it) stays refused: what it is given
+/// afterwards (a write, an ftruncate) is not committed at its release over
+/// the other change. (The reference model checked this sequence: ModPut,
+/// Open, Write, another writer, Flush, Write, Truncate, Release.)
+#[test]
+fn a_key_handle_refused_as_stale_never_commits_over_the_other_change() {
+    let (world, fs) = demo();
+    put_key(&fs, "k", b"x y");
+    let ino = ino_of(&fs, "mod_storage/refmod/k").unwrap();
+    let o = fs.open(ino, libc::O_WRONLY, PID).unwrap();
+    fs.write(o.fh, 0, b"mine").unwrap();
+    write(&fs, "mod_storage/refmod/k", libc::O_TRUNC, b"theirs").unwrap();
+    let e = fs.flush(o.fh, PID).expect_err("the key changed since the handle read it");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e:?}");
+    fs.write(o.fh, 0, b"v1").unwrap();
+    fs.setattr(ino, Some(o.fh), Some(2), None).unwrap();
+    let e = fs.release(o.fh).expect_err("still made from the key as it was");
+    assert_eq!(e.kind, ErrorKind::Stale, "{e:?}");
+    assert_eq!(stored_key(world.path(), "k").as_deref(), Some(&b"theirs"[..]));
+    assert_eq!(read(&fs, "mod_storage/refmod/k"), b"theirs");
+}
+
+/// A key's handle whose content someone else stored meanwhile has nothing
+/// to write at its close, and goes on from the key as it is then (as a
+/// world's files do): a later change through it is committed. This is the
+/// sequence the reference model first took for a stale commit.
+#[test]
+fn a_key_handle_whose_content_was_stored_meanwhile_goes_on_from_the_key() {
+    let (world, fs) = demo();
+    put_key(&fs, "k", b"x y");
+    let ino = ino_of(&fs, "mod_storage/refmod/k").unwrap();
+    let o = fs.open(ino, libc::O_WRONLY, PID).unwrap();
+    fs.write(o.fh, 0, b"hello\n").unwrap();
+    write(&fs, "mod_storage/refmod/k", libc::O_TRUNC, b"hello\n").unwrap();
+    fs.flush(o.fh, PID).expect("the key holds what the handle holds");
+    fs.write(o.fh, 0, b"v1").unwrap();
+    fs.setattr(ino, Some(o.fh), Some(2), None).unwrap();
+    fs.release(o.fh).expect("made from the key as it is");
+    assert_eq!(stored_key(world.path(), "k").as_deref(), Some(&b"v1"[..]));
 }

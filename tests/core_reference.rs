@@ -16,7 +16,7 @@
 //! removed; injected store failures; remounts (every handle released, the
 //! cores dropped, new ones opened on the same store and files).
 //!
-//! The checks: every call returns what the model says (errno included);
+//! The checks: every call returns what the model says (the error's kind included);
 //! after every step the map's own bytes, decoded here, hold what the model
 //! holds (so every close() or rename() that returned 0 is in the store and
 //! every refused one changed nothing); after every remount the new cores
@@ -34,18 +34,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use worldfs::codec::Block;
 use worldfs::codec::block::node_index;
-use worldfs::fs::{FsError, Options, ROOT, WorldFs};
+use worldfs::fs::{ErrorKind, FsError, Options, ROOT, WorldFs};
 use worldfs::kinds::mts::Schematic;
 use worldfs::store::BlockPos;
 
 /// The writer's process id (a reader uses another).
 const PID: u32 = 4242;
 const READER: u32 = 7;
-/// The model's answer when any errno is right.
-const ANY_ERROR: i32 = -1;
-/// The model's answer when success and any errno are right (nothing is
-/// written either way; the checks of the store still apply).
-const ANY_OUTCOME: i32 = -2;
 const NODES: usize = 4096;
 /// Blocks the test writes (the last is absent from the demo world).
 const BLOCKS: [&str; 3] = ["0,0,0", "1,-1,1", "0,1,0"];
@@ -62,6 +57,24 @@ const KEY_VALUES: [&[u8]; 3] = [b"v1", b"hello\n", b"x y"];
 /// The schematic's size and node count.
 const DOC_SIZE: [u16; 3] = [2, 2, 2];
 const DOC_NODES: usize = 8;
+
+/// The model's answer to a refused call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Want {
+    /// This kind of error.
+    Is(ErrorKind),
+    /// Any error is right.
+    AnyError,
+    /// Success and any error are right (nothing is written either way; the
+    /// checks of the store still apply).
+    AnyOutcome,
+}
+
+impl From<ErrorKind> for Want {
+    fn from(kind: ErrorKind) -> Want {
+        Want::Is(kind)
+    }
+}
 
 /// A file the model knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,14 +305,14 @@ impl World {
         }
     }
 
-    /// Give `f` new content: its effect, or the errno of the refusal
+    /// Give `f` new content: its effect, or the kind of the refusal
     /// (nothing changed then).
-    fn apply(&mut self, names: &mut Names, f: FileSel, content: &[u8]) -> Result<Effect, i32> {
-        let now = self.shown(names, f).ok_or(libc::ENOENT)?;
+    fn apply(&mut self, names: &mut Names, f: FileSel, content: &[u8]) -> Result<Effect, ErrorKind> {
+        let now = self.shown(names, f).ok_or(ErrorKind::NotFound)?;
         match f {
             FileSel::Param { blk, two } => {
                 if content.len() != NODES {
-                    return Err(libc::EINVAL);
+                    return Err(ErrorKind::Invalid);
                 }
                 let b = self.blocks.get_mut(&block_pos(blk)).unwrap();
                 *(if two { &mut b.p2 } else { &mut b.p1 }) = content.to_vec();
@@ -307,18 +320,18 @@ impl World {
             FileSel::Node(n) => {
                 let (pos, i) = node_place(n);
                 let b = self.blocks.get_mut(&pos).unwrap();
-                let (id, p1, p2) = parse_node_line(names, b, i, content).ok_or(libc::EINVAL)?;
+                let (id, p1, p2) = parse_node_line(names, b, i, content).ok_or(ErrorKind::Invalid)?;
                 (b.ids[i], b.p1[i], b.p2[i]) = (id, p1, p2);
             }
             FileSel::Key(k) => {
                 if content.is_empty() {
-                    return Err(libc::EINVAL);
+                    return Err(ErrorKind::Invalid);
                 }
                 self.keys.insert(KEYS[k].to_string(), content.to_vec());
             }
             FileSel::Doc { two } => {
                 if content.len() != DOC_NODES {
-                    return Err(libc::EINVAL);
+                    return Err(ErrorKind::Invalid);
                 }
                 self.doc[two as usize] = content.to_vec();
             }
@@ -331,13 +344,13 @@ impl World {
     }
 
     /// `mv find/A find/B`: every block holding A.
-    fn find_rename(&mut self, names: &mut Names, from: &str, to: &str) -> Result<Effect, i32> {
+    fn find_rename(&mut self, names: &mut Names, from: &str, to: &str) -> Result<Effect, ErrorKind> {
         let from = names.id(from);
         if !self.blocks.values().any(|b| b.ids.contains(&from)) {
-            return Err(libc::ENOENT);
+            return Err(ErrorKind::NotFound);
         }
         if !valid_node_name(to) {
-            return Err(libc::EINVAL);
+            return Err(ErrorKind::Invalid);
         }
         let to = names.id(to);
         for b in self.blocks.values_mut() {
@@ -425,11 +438,14 @@ impl Model {
 
     /// Change the world with `change` if it is accepted and its map
     /// transaction (if any) goes through.
-    fn change(&mut self, change: impl FnOnce(&mut World, &mut Names) -> Result<Effect, i32>) -> Result<(), i32> {
+    fn change(
+        &mut self,
+        change: impl FnOnce(&mut World, &mut Names) -> Result<Effect, ErrorKind>,
+    ) -> Result<(), ErrorKind> {
         let mut next = self.world.clone();
         let effect = change(&mut next, &mut self.names)?;
         if effect == Effect::Map && !self.transaction_passes() {
-            return Err(libc::EIO);
+            return Err(ErrorKind::Io);
         }
         for (pos, b) in &next.blocks {
             if self.world.blocks.get(pos) != Some(b) {
@@ -447,24 +463,20 @@ impl Model {
 
     /// What committing handle `h` does (the core's write of a tree file
     /// with a base).
-    fn commit(&mut self, h: usize) -> Result<(), i32> {
+    fn commit(&mut self, h: usize) -> Result<(), Want> {
         let hd = self.handles[h].clone();
         // A file that is gone is not written; which check says so first
         // (its content's, its existence's) is the tree's business.
-        let now = self.shown(hd.file).ok_or(ANY_ERROR)?;
-        let stale = hd.base.as_ref().is_some_and(|b| *b != now);
-        if hd.buf == now && stale && matches!(hd.file, FileSel::Key(_)) {
-            // The record trees check the base before the content (ESTALE
-            // where the others see nothing to write): nothing is written
-            // either way.
-            return Err(ANY_OUTCOME);
-        }
+        let now = self.shown(hd.file).ok_or(Want::AnyError)?;
+        // Content the file already shows is nothing to write, whoever put
+        // it there: the handle goes on from the file as it is (for every
+        // kind of file, records included).
         if hd.buf == now {
             self.handles[h].base = Some(now);
             return Ok(());
         }
         if hd.base.as_ref().is_some_and(|b| *b != now) {
-            return Err(libc::ESTALE);
+            return Err(Want::Is(ErrorKind::Stale));
         }
         self.change(|w, n| w.apply(n, hd.file, &hd.buf))?;
         self.handles[h].base = self.shown(hd.file);
@@ -544,7 +556,7 @@ impl Real {
     /// exists only while mkdir made it).
     fn mod_dir(&self, m: &mut Model, at: &str) -> Result<u64, FsError> {
         match ino_of(&self.fs, &format!("mod_storage/{MOD}")) {
-            Err(e) if e.errno == libc::ENOENT => {
+            Err(e) if e.kind == ErrorKind::NotFound => {
                 assert!(m.world.keys.is_empty(), "{at}: the mod's directory is missing, keys {:?}", m.world.keys);
                 let ino = self.fs.mkdir(ino_of(&self.fs, "mod_storage")?, OsStr::new(MOD))?.ino;
                 m.mod_dir_made = true;
@@ -568,8 +580,8 @@ fn read_whole(fs: &WorldFs, ino: u64) -> Result<Vec<u8>, FsError> {
     data
 }
 
-fn errno_of<T>(r: &Result<T, FsError>) -> Result<(), i32> {
-    r.as_ref().map(|_| ()).map_err(|e| e.errno)
+fn kind_of<T>(r: &Result<T, FsError>) -> Result<(), ErrorKind> {
+    r.as_ref().map(|_| ()).map_err(|e| e.kind)
 }
 
 /// A write's offset and bytes for `file` (see `Op::Write`).
@@ -646,8 +658,22 @@ impl Model {
 /// model accepted it (or said Ok where a check could not be made), and the
 /// model goes back to `saved`. The checks after the step then find the
 /// store as it was.
-fn judge(r: &Real, m: &mut Model, got: Result<(), i32>, want: Result<(), i32>, saved: Saved, at: &str) {
-    if got == want || (want == Err(ANY_ERROR) && got.is_err()) || want == Err(ANY_OUTCOME) {
+fn judge<W: Into<Want>>(
+    r: &Real,
+    m: &mut Model,
+    got: Result<(), ErrorKind>,
+    want: Result<(), W>,
+    saved: Saved,
+    at: &str,
+) {
+    let want = want.map_err(Into::into);
+    let agrees = match want {
+        Ok(()) => got.is_ok(),
+        Err(Want::Is(kind)) => got == Err(kind),
+        Err(Want::AnyError) => got.is_err(),
+        Err(Want::AnyOutcome) => true,
+    };
+    if agrees {
         return;
     }
     let handles: Vec<String> = saved
@@ -677,8 +703,8 @@ fn open_step(r: &Real, m: &mut Model, file: FileSel, trunc: bool, at: &str) {
     let shown = m.shown(file);
     let flags = libc::O_WRONLY | if trunc { libc::O_TRUNC } else { 0 };
     let got = r.file_ino(file).and_then(|ino| r.core(file).open(ino, flags, PID).map(|o| (ino, o.fh)));
-    let want = if shown.is_some() { Ok(()) } else { Err(libc::ENOENT) };
-    judge(r, m, errno_of(&got), want, saved, at);
+    let want = if shown.is_some() { Ok(()) } else { Err(ErrorKind::NotFound) };
+    judge(r, m, kind_of(&got), want, saved, at);
     if let (Ok((ino, fh)), Some(content)) = (got, shown) {
         let (buf, base) = if trunc { (Vec::new(), None) } else { (content.clone(), Some(content)) };
         m.handles.push(Handle { fh, ino, file, buf, base, dirty: false, truncated: trunc, flushes: 0 });
@@ -692,7 +718,7 @@ fn write_step(r: &Real, m: &mut Model, h: usize, sel: usize, small: bool, at: &s
     let hd = m.handles[i].clone();
     let (offset, data) = payload(hd.file, sel, small);
     let judged_now = offset == 0 && hd.buf.len() <= data.len() && complete(hd.file, &data);
-    let refused = judged_now && m.world.clone().apply(&mut m.names, hd.file, &data) == Err(libc::EINVAL);
+    let refused = judged_now && m.world.clone().apply(&mut m.names, hd.file, &data) == Err(ErrorKind::Invalid);
     let got = r.core(hd.file).write(hd.fh, offset, &data);
     let fired = r.store.read_failures() > m.read_failures_before;
     let hd = &mut m.handles[i];
@@ -706,7 +732,7 @@ fn write_step(r: &Real, m: &mut Model, h: usize, sel: usize, small: bool, at: &s
             hd.dirty = true;
         }
         Err(e) => {
-            assert!(refused && e.errno == libc::EINVAL, "{at}: {e:?}");
+            assert!(refused && e.kind == ErrorKind::Invalid, "{at}: {e:?}");
             // The change ends here: nothing left to commit.
             hd.dirty = false;
         }
@@ -753,9 +779,9 @@ fn commit_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
     let want = if commits {
         m.commit(i)
     } else if first_close_of_truncated && gone {
-        Err(ANY_OUTCOME)
+        Err(Want::AnyOutcome)
     } else if first_close_of_truncated {
-        Err(libc::EINVAL)
+        Err(Want::Is(ErrorKind::Invalid))
     } else {
         Ok(())
     };
@@ -767,7 +793,7 @@ fn commit_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
     if matches!(op, Op::Release { .. }) {
         m.handles.remove(i);
     }
-    judge(r, m, errno_of(&got), want, saved, at);
+    judge(r, m, kind_of(&got), want, saved, at);
 }
 
 /// Read a file, or look up a block: what the model shows.
@@ -775,8 +801,8 @@ fn read_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
     let fired = |m: &Model| r.store.read_failures() > m.read_failures_before;
     if let Op::Lookup { blk } = *op {
         let got = ino_of(&r.fs, &format!("blocks/{}", BLOCKS[blk]));
-        let want = if m.world.blocks.contains_key(&block_pos(blk)) { Ok(()) } else { Err(libc::ENOENT) };
-        assert!(errno_of(&got) == want || fired(m), "{at}: {got:?}");
+        let want = if m.world.blocks.contains_key(&block_pos(blk)) { Ok(()) } else { Err(ErrorKind::NotFound) };
+        assert!(kind_of(&got) == want || fired(m), "{at}: {got:?}");
         return;
     }
     let Op::Read { file } = *op else { unreachable!() };
@@ -789,7 +815,7 @@ fn read_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
             let changing = m.handles.iter().any(|h| h.file == file && (h.dirty || h.truncated));
             assert!(changing || size as usize == data.len(), "{at}: size {size} for {} bytes", data.len());
         }
-        (Err(e), None) => assert!(e.errno == libc::ENOENT || fired(m), "{at}: {e:?}"),
+        (Err(e), None) => assert!(e.kind == ErrorKind::NotFound || fired(m), "{at}: {e:?}"),
         (Err(e), Some(_)) => assert!(fired(m), "{at}: {e:?}"),
         (Ok((_, data)), None) => panic!("{at}: read {:?}, the model has no such file", short(&data)),
     }
@@ -813,7 +839,7 @@ fn node_write_step(r: &Real, m: &mut Model, node: usize, line: usize, at: &str) 
         let released = r.fs.release(fh);
         written.and(closed).and(released)
     });
-    judge(r, m, errno_of(&got), want, saved, at);
+    judge(r, m, kind_of(&got), want, saved, at);
 }
 
 /// `printf VALUE > mod_storage/refmod/K`, or `rm` of the key.
@@ -838,13 +864,13 @@ fn key_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
             (got, want)
         }
         Op::ModUnlink { key } => {
-            let want = m.change(|w, _| w.keys.remove(KEYS[key]).map(|_| Effect::Other).ok_or(libc::ENOENT));
+            let want = m.change(|w, _| w.keys.remove(KEYS[key]).map(|_| Effect::Other).ok_or(ErrorKind::NotFound));
             let dir = ino_of(&r.fs, &format!("mod_storage/{MOD}"));
             (dir.and_then(|dir| r.fs.unlink(dir, OsStr::new(KEYS[key]))), want)
         }
         _ => unreachable!(),
     };
-    judge(r, m, errno_of(&got.0), got.1, saved, at);
+    judge(r, m, kind_of(&got.0), got.1, saved, at);
 }
 
 /// `sed -i`: read the file, write a scratch file beside it, close it and
@@ -885,7 +911,7 @@ fn scratch_step(r: &Real, m: &mut Model, file: FileSel, sel: usize, at: &str) {
         core.release(o.fh)?;
         core.rename(dir, OsStr::new(&scratch), dir, OsStr::new(name), 0)
     });
-    judge(r, m, errno_of(&got), want, saved, at);
+    judge(r, m, kind_of(&got), want, saved, at);
 }
 
 /// `mv find/A find/B`, mkdir and rmdir of blocks.
@@ -900,7 +926,7 @@ fn map_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
         Op::Mkdir { blk } => {
             let want = m.change(|w, n| {
                 if w.blocks.contains_key(&block_pos(blk)) {
-                    return Err(libc::EEXIST);
+                    return Err(ErrorKind::Exists);
                 }
                 // All air, lit by full sunlight.
                 let air = BlockState { ids: vec![n.id("air"); NODES], p1: vec![0x0f; NODES], p2: vec![0; NODES] };
@@ -911,13 +937,14 @@ fn map_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
             (ino_of(&r.fs, "blocks").and_then(|d| r.fs.mkdir(d, name)).map(|_| ()), want)
         }
         Op::Rmdir { blk } => {
-            let want = m.change(|w, _| w.blocks.remove(&block_pos(blk)).map(|_| Effect::Map).ok_or(libc::ENOENT));
+            let want =
+                m.change(|w, _| w.blocks.remove(&block_pos(blk)).map(|_| Effect::Map).ok_or(ErrorKind::NotFound));
             let name = OsStr::new(BLOCKS[blk]);
             (ino_of(&r.fs, "blocks").and_then(|d| r.fs.rmdir(d, name)), want)
         }
         _ => return,
     };
-    judge(r, m, errno_of(&got), want, saved, at);
+    judge(r, m, kind_of(&got), want, saved, at);
 }
 
 /// One step, checked.
@@ -1065,7 +1092,7 @@ fn check_shown(r: &Real, m: &mut Model, at: &str) {
             let want: BTreeSet<String> = m.world.keys.keys().cloned().collect();
             assert_eq!(listing(&r.fs, dir), want, "{at}: the mod's keys");
         }
-        Err(e) => assert!(e.errno == libc::ENOENT && m.world.keys.is_empty(), "{at}: {e:?}"),
+        Err(e) => assert!(e.kind == ErrorKind::NotFound && m.world.keys.is_empty(), "{at}: {e:?}"),
     }
     // find/ lists the names the map holds.
     let held: BTreeSet<u16> = m.world.blocks.values().flat_map(|b| b.ids.iter().copied()).collect();

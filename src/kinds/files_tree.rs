@@ -670,7 +670,9 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
             let mut d = d.ok_or_else(FsError::not_found)?;
             // A record's file opened before its key was deleted or renamed
             // does not bring it back (as a node's metadata fields do not).
-            if H::MANY && d.render(rest).is_err() {
+            // `check_writable` looked before the commit lock; this looks at
+            // the item as it is now, so an `rm` in between is seen too.
+            if H::MANY && !d.entries().iter().any(|e| e.path == rest) {
                 return Err(FsError::new(
                     ErrorKind::NotFound,
                     format!("{what}: the key was deleted or renamed meanwhile"),
