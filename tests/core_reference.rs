@@ -1130,8 +1130,10 @@ fn run(ops: Vec<Op>) {
 }
 
 /// Failing cases are kept next to this file (and run first from then on).
+/// `cases` a CI run; PROPTEST_CASES=N runs N instead (longer local runs).
 fn config(cases: u32) -> ProptestConfig {
     let persistence = proptest::test_runner::FileFailurePersistence::SourceParallel("proptest-regressions");
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(cases);
     ProptestConfig { cases, failure_persistence: Some(Box::new(persistence)), ..ProptestConfig::default() }
 }
 
