@@ -13,8 +13,10 @@
 //! (valid or not), ftruncate, flush, fsync and release; reads; lookups;
 //! `sed -i`-style scratch files renamed over files; `mv find/A find/B`;
 //! mkdir and rmdir of blocks; `echo ... > node/X,Y,Z`; keys written and
-//! removed; injected store failures; remounts (every handle released, the
-//! cores dropped, new ones opened on the same store and files).
+//! removed, or moved aside to a backup name and back (a second property,
+//! so that the seeds kept for the first still make the same sequences);
+//! injected store failures; remounts (every handle released, the cores
+//! dropped, new ones opened on the same store and files).
 //!
 //! The checks: every call returns what the model says (the error's kind included);
 //! after every step the map's own bytes, decoded here, hold what the model
@@ -191,6 +193,16 @@ enum Op {
         after: usize,
     },
     Remount,
+    /// `mv mod_storage/refmod/K mod_storage/refmod/.K.bak`: the key leaves
+    /// the world, its value lives on in a scratch file (an editor's backup).
+    KeyAway {
+        key: usize,
+    },
+    /// `mv mod_storage/refmod/.K.bak mod_storage/refmod/K`: the backup
+    /// becomes the key again (over what it holds now, if anything).
+    KeyBack {
+        key: usize,
+    },
 }
 
 fn file_sel() -> impl Strategy<Value = FileSel> {
@@ -224,6 +236,18 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..3usize).prop_map(|after| Op::FailApply { after }),
         1 => (0..6usize).prop_map(|after| Op::FailRead { after }),
         1 => Just(Op::Remount),
+    ]
+}
+
+/// The operations of `op` and keys moved aside and back (a strategy of its
+/// own, so that the seeds kept for `op` still make the same sequences).
+fn op_with_key_moves() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        16 => op(),
+        // keys written more often, so that there is something to move
+        2 => (0..2usize, 0..3usize).prop_map(|(key, value)| Op::ModPut { key, value }),
+        2 => (0..2usize).prop_map(|key| Op::KeyAway { key }),
+        2 => (0..2usize).prop_map(|key| Op::KeyBack { key }),
     ]
 }
 
@@ -417,6 +441,9 @@ struct Model {
     next_scratch: u32,
     /// The store's count of injected read failures when the step began.
     read_failures_before: usize,
+    /// Keys moved aside (`KeyAway`): their values in scratch files, until
+    /// moved back or unmounted.
+    backups: BTreeMap<usize, Vec<u8>>,
 }
 
 impl Model {
@@ -947,6 +974,38 @@ fn map_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
     judge(r, m, kind_of(&got), want, saved, at);
 }
 
+/// A key moved aside to its backup (`away`), or its backup moved back.
+fn key_move_step(r: &Real, m: &mut Model, key: usize, away: bool, at: &str) {
+    let saved = m.save();
+    let backup = format!(".{}.bak", KEYS[key]);
+    let (from, to) = if away { (KEYS[key], backup.as_str()) } else { (backup.as_str(), KEYS[key]) };
+    let moved = if away { m.world.keys.get(KEYS[key]).cloned() } else { m.backups.get(&key).cloned() };
+    let want = match moved.clone() {
+        None => Err(ErrorKind::NotFound),
+        Some(value) => m.change(|w, _| {
+            if away {
+                w.keys.remove(KEYS[key]);
+            } else {
+                w.keys.insert(KEYS[key].to_string(), value);
+            }
+            Ok(Effect::Other)
+        }),
+    };
+    let dir = ino_of(&r.fs, &format!("mod_storage/{MOD}"));
+    let got = dir.and_then(|d| r.fs.rename(d, OsStr::new(from), d, OsStr::new(to), 0));
+    if got.is_ok() {
+        match (away, moved) {
+            (true, Some(value)) => {
+                m.backups.insert(key, value);
+            }
+            _ => {
+                m.backups.remove(&key);
+            }
+        }
+    }
+    judge(r, m, kind_of(&got), want, saved, at);
+}
+
 /// One step, checked.
 fn step(r: &mut Real, m: &mut Model, op: &Op, at: &str) {
     if let Op::Remount = op {
@@ -970,6 +1029,7 @@ fn step(r: &mut Real, m: &mut Model, op: &Op, at: &str) {
             r.store.fail_apply_after(after);
         }
         Op::FailRead { after } => r.store.fail_read_after(after),
+        Op::KeyAway { key } | Op::KeyBack { key } => key_move_step(r, m, key, matches!(op, Op::KeyAway { .. }), at),
         Op::Remount => unreachable!(),
     }
     if r.store.read_failures() > m.read_failures_before {
@@ -993,6 +1053,7 @@ fn remount(r: &mut Real, m: &mut Model, at: &str) {
     }
     (r.fs, r.doc) = Real::cores(r.world.path(), &r.store, &r.doc_file);
     m.mod_dir_made = false;
+    m.backups.clear();
     check_shown(r, m, at);
 }
 
@@ -1114,6 +1175,7 @@ fn initial_model(r: &Real) -> Model {
         touched: BTreeSet::new(),
         next_scratch: 0,
         read_failures_before: 0,
+        backups: BTreeMap::new(),
     }
 }
 
@@ -1142,6 +1204,16 @@ proptest! {
 
     #[test]
     fn the_whole_core_behaves_like_the_model(ops in proptest::collection::vec(op(), 1..40)) {
+        run(ops);
+    }
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// Keys moved aside to a backup name and back, among everything else.
+    #[test]
+    fn keys_moved_aside_and_back_behave_like_the_model(ops in proptest::collection::vec(op_with_key_moves(), 1..40)) {
         run(ops);
     }
 }
