@@ -1,7 +1,8 @@
 //! Writing through the mount with real tools (vim, nano, sed -i, perl -pi,
-//! python3, > and >>, truncate, cp, tee, dd), checked in the database; bad
-//! inputs refused with the block unchanged; the guard against a running
-//! server.
+//! python3, > and >>, truncate, cp, tee, dd), checked in the database; the
+//! guard against a running server. (Bad inputs, unchanged content, copies
+//! of `raw` and the world's text files are checked on the core, in
+//! tests/core_behaviour.rs.)
 
 mod common;
 
@@ -217,112 +218,6 @@ fn keys_metadata_nodes_timers_objects_and_blocks() {
     assert_eq!(errors.lines().filter(|l| !l.contains(": warning: ")).count(), 2, "{errors}");
 }
 
-/// Copying a build: a block's raw blob does not hold its position, so
-/// copying `raw` into a new block copies everything.
-#[test]
-fn copying_blocks_through_raw() {
-    require_fuse!("copying_blocks_through_raw");
-    let world = common::demo_world();
-    let m = Mounted::new(world.path(), &[]);
-    m.ok("for x in 0 1; do mkdir $MNT/blocks/$((x+5)),0,0 && cp $MNT/blocks/$x,0,0/raw $MNT/blocks/$((x+5)),0,0/raw; done");
-    for x in [0, 1] {
-        let src = db_blob(world.path(), BlockPos::new(x, 0, 0)).unwrap();
-        assert_eq!(db_blob(world.path(), BlockPos::new(x + 5, 0, 0)).unwrap(), src);
-    }
-    // the copied chest is at the same place inside its block
-    assert_eq!(m.ok("cat $MNT/node/83,1,3"), "default:chest 0 0\n");
-    assert!(m.ok("cat $MNT/blocks/5,0,0/meta/83,1,3/inventory").contains("default:apple 12"));
-    assert_eq!(m.refusals(), "");
-}
-
-#[test]
-fn unchanged_content_is_never_rewritten() {
-    require_fuse!("unchanged_content_is_never_rewritten");
-    let world = common::demo_world();
-    let before = db_blob(world.path(), ORIGIN).unwrap();
-    let m = Mounted::new(world.path(), &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let t = tmp.path().display();
-    m.ok(&format!(
-        "cd $MNT/blocks/0,0,0 && for f in info names nodes param0 param1 param2 timers objects raw \
-         meta/3,1,3/inventory meta/3,1,3/private meta/3,2,8/fields/text; do \
-         cp $f {t}/x && cp {t}/x $f; done; sed -i 's/x/x/' names; touch nodes; : >> timers"
-    ));
-    assert_eq!(db_blob(world.path(), ORIGIN).unwrap(), before, "stored bytes changed");
-}
-
-/// Each bad input is refused (EINVAL at close), recorded in write-errors,
-/// and the stored block keeps its exact bytes.
-#[test]
-fn bad_inputs_are_refused_and_change_nothing() {
-    require_fuse!("bad_inputs_are_refused_and_change_nothing");
-    let world = common::demo_world();
-    let m = Mounted::new(world.path(), &[]);
-    let inv = format!("{CHEST}/inventory");
-    let good_inv = m.ok(&format!("cat $MNT/{inv}"));
-    let nodes = m.ok("cat $MNT/blocks/0,0,0/nodes");
-    let names = m.ok("cat $MNT/blocks/0,0,0/names");
-    let raw = std::fs::read(m.path("blocks/0,0,0/raw")).unwrap();
-    let cases: Vec<(&str, String, Vec<u8>)> = vec![
-        (
-            "inventory without EndInventory",
-            inv.clone(),
-            good_inv.replace("EndInventory\n", "").replace("EndInventoryList", "EndInventoryList\n").into(),
-        ),
-        ("item count 0", inv.clone(), good_inv.replace("apple 12", "apple 0").into()),
-        ("item count 70000", inv.clone(), good_inv.replace("apple 12", "apple 70000").into()),
-        ("too many slots", inv.clone(), good_inv.replace("Empty\n", "Empty\nEmpty\n").into()),
-        ("too few slots", inv.clone(), good_inv.replacen("Empty\n", "", 1).into()),
-        ("no Width", inv.clone(), good_inv.replace("Width 0\n", "").into()),
-        ("unknown keyword", inv.clone(), good_inv.replacen("Empty", "Nothing", 1).into()),
-        ("bad escape", inv.clone(), good_inv.replace("\\u0002Demo", "\\qDemo").into()),
-        ("CRLF line ends", inv.clone(), good_inv.replace('\n', "\r\n").into()),
-        ("unterminated quote", inv.clone(), good_inv.replace("blade\\u0003\"", "blade").into()),
-        ("text after item metadata", inv.clone(), good_inv.replace("blade\\u0003\"", "blade\\u0003\" extra").into()),
-        (
-            "unnamed id",
-            "blocks/0,0,0/names".into(),
-            names.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>().into(),
-        ),
-        ("duplicate id", "blocks/0,0,0/names".into(), format!("{names}0 default:stone\n").into()),
-        ("non-UTF-8 name", "blocks/0,0,0/names".into(), [names.as_bytes(), b"9 caf\xe9\n"].concat()),
-        ("duplicate node", "blocks/0,0,0/nodes".into(), nodes.replacen("1 0 0 ", "0 0 0 ", 1).into()),
-        ("missing nodes", "blocks/0,0,0/nodes".into(), nodes[..nodes.len() / 2].to_string().into()),
-        ("node outside the block", "blocks/0,0,0/nodes".into(), nodes.replacen("0 0 0 ", "99 0 0 ", 1).into()),
-        ("param2 300", "blocks/0,0,0/nodes".into(), nodes.replacen(" 0 0\n", " 0 300\n", 1).into()),
-        ("param0 wrong size", "blocks/0,0,0/param0".into(), vec![0; 100]),
-        ("param0 unknown id", "blocks/0,0,0/param0".into(), vec![0x7f; 8192]),
-        ("param1 wrong size", "blocks/0,0,0/param1".into(), vec![0; 4095]),
-        ("info key twice", "blocks/0,0,0/info".into(), b"timestamp = 1\ntimestamp = 2\n".to_vec()),
-        ("unknown info key", "blocks/0,0,0/info".into(), b"colour = blue\n".to_vec()),
-        ("unwritable version", "blocks/0,0,0/info".into(), b"version = 21\n".to_vec()),
-        ("timer timeout 0", "blocks/0,0,0/timers".into(), b"1 1 1 0 0\n".to_vec()),
-        ("duplicate timer", "blocks/0,0,0/timers".into(), b"1 1 1 5 0\n1 1 1 6 0\n".to_vec()),
-        ("garbage object", "blocks/0,0,0/objects".into(), b"a cow at 1,2,3\n".to_vec()),
-        (
-            "object in a never-activated block",
-            "blocks/0,0,0/objects".into(),
-            b"object type=1 1,1,1 data=\"x\"\n".to_vec(),
-        ),
-        ("truncated raw blob", "blocks/0,0,0/raw".into(), raw[..raw.len() - 10].to_vec()),
-        ("private names no field", format!("{CHEST}/private"), b"nosuchfield\n".to_vec()),
-        ("unmapped placeholder", "node/1,1,1".into(), b"?77\n".to_vec()),
-        ("oversized value", format!("{SIGN}/fields/text"), vec![b'x'; (64 << 20) + 2]),
-    ];
-    assert!(cases.len() >= 25);
-    let before = db_blob(world.path(), ORIGIN).unwrap();
-    for (what, rel, content) in &cases {
-        let r = write_py(&m, rel, content);
-        assert_eq!(r, "ERR EINVAL", "{what}: {rel} was not refused");
-        assert_eq!(db_blob(world.path(), ORIGIN).unwrap(), before, "{what}: the block changed");
-    }
-    let errors = m.ok("cat $MNT/write-errors");
-    assert_eq!(errors.lines().count(), cases.len(), "{errors}");
-    assert!(errors.contains("blocks/0,0,0/meta/3,1,3/inventory: line 3: bad item at column"), "{errors}");
-    // The files still show the stored state.
-    assert_eq!(m.ok(&format!("cat $MNT/{inv}")), good_inv);
-}
-
 /// A process holding the map database (a running server) blocks writable
 /// mounts, and blocks writes made after it appears.
 #[test]
@@ -422,25 +317,6 @@ fn real_world_blocks_of_old_versions_are_edited_in_place() {
             "{errors}"
         );
     }
-}
-
-/// The world's own text files are replaced atomically, through the mount.
-#[test]
-fn world_text_files_are_written_atomically() {
-    require_fuse!("world_text_files_are_written_atomically");
-    let world = common::demo_world();
-    let m = Mounted::new(world.path(), &[]);
-    m.ok("sed -i 's/^creative_mode = true/creative_mode = false/' $MNT/world.mt");
-    m.ok("echo 'server_announce = false' >> $MNT/world.mt");
-    let text = std::fs::read_to_string(world.path().join("world.mt")).unwrap();
-    assert!(text.contains("creative_mode = false\n") && text.ends_with("server_announce = false\n"), "{text}");
-    // no temporary file left in the world directory
-    let names: Vec<String> =
-        std::fs::read_dir(world.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    assert!(names.iter().all(|n| !n.contains("worldfs-") || n == "worldfs-journal.sqlite"), "{names:?}");
-    // scratch files at the top never reach the world directory
-    m.ok("echo hi > $MNT/notes.txt && cat $MNT/notes.txt && rm $MNT/notes.txt");
-    assert!(!world.path().join("notes.txt").exists());
 }
 
 /// A database that stays locked past the busy timeout: the commit fails

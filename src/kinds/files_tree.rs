@@ -668,6 +668,16 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
         let what = format!("write {}", self.full(&path));
         let r = self.change(name, &what, Some(WriteOf { rest, content, base }), |d| {
             let mut d = d.ok_or_else(FsError::not_found)?;
+            // A record's file opened before its key was deleted or renamed
+            // does not bring it back (as a node's metadata fields do not).
+            // `check_writable` looked before the commit lock; this looks at
+            // the item as it is now, so an `rm` in between is seen too.
+            if H::MANY && !d.entries().iter().any(|e| e.path == rest) {
+                return Err(FsError::new(
+                    ErrorKind::NotFound,
+                    format!("{what}: the key was deleted or renamed meanwhile"),
+                ));
+            }
             d.apply(rest, content).map_err(|e| doc_err(e.in_file(rest)))?;
             Ok(Some(d))
         });

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod core_fs;
 pub mod leveldb;
 pub mod mount;
 pub mod pg;
