@@ -121,7 +121,8 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.pos.checked_add(n).filter(|e| *e <= self.b.len());
-        let end = end.ok_or_else(|| format!("byte {}: the data ends inside a tag ({n} more bytes needed)", self.pos))?;
+        let end =
+            end.ok_or_else(|| format!("byte {}: the data ends inside a tag ({n} more bytes needed)", self.pos))?;
         let s = &self.b[self.pos..end];
         self.pos = end;
         Ok(s)

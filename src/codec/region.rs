@@ -27,13 +27,18 @@ pub struct RawChunk {
 
 /// Where each present chunk is: (header index, first sector, sector count).
 pub fn locations(file: &[u8]) -> Result<Vec<(usize, usize, usize)>, String> {
-    if file.is_empty() {
+    locations_of(file, file.len())
+}
+
+/// [`locations`] from the first 8 KiB of a file of `len` bytes.
+pub fn locations_of(file: &[u8], len: usize) -> Result<Vec<(usize, usize, usize)>, String> {
+    if len == 0 {
         return Ok(Vec::new()); // the game leaves empty region files
     }
-    if file.len() < 2 * SECTOR {
-        return Err(format!("{} bytes: shorter than the 8192-byte header", file.len()));
+    if len < 2 * SECTOR || file.len() < 2 * SECTOR {
+        return Err(format!("{len} bytes: shorter than the 8192-byte header"));
     }
-    let sectors = file.len().div_ceil(SECTOR);
+    let sectors = len.div_ceil(SECTOR);
     let mut used: Vec<(usize, usize, usize)> = Vec::new();
     for i in 0..1024 {
         let e = &file[4 * i..4 * i + 4];

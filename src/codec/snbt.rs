@@ -54,13 +54,15 @@ pub fn quote(v: &str) -> String {
     s
 }
 
-fn float_text(v: f64, suffix: char) -> String {
+/// `shortest`: the value's shortest text that reads back exactly (its own
+/// width's `{:?}`).
+fn float_text(v: f64, shortest: String, suffix: char) -> String {
     if v.is_nan() {
         format!("NaN{suffix}")
     } else if v.is_infinite() {
         format!("{}Infinity{suffix}", if v < 0.0 { "-" } else { "" })
     } else {
-        format!("{v:?}{suffix}")
+        format!("{shortest}{suffix}")
     }
 }
 
@@ -103,8 +105,8 @@ fn write_tag(s: &mut String, t: &Tag, level: Option<usize>) {
         Tag::Short(v) => s.push_str(&format!("{v}s")),
         Tag::Int(v) => s.push_str(&v.to_string()),
         Tag::Long(v) => s.push_str(&format!("{v}L")),
-        Tag::Float(v) => s.push_str(&float_text(*v as f64, 'f')),
-        Tag::Double(v) => s.push_str(&float_text(*v, 'd')),
+        Tag::Float(v) => s.push_str(&float_text(*v as f64, format!("{v:?}"), 'f')),
+        Tag::Double(v) => s.push_str(&float_text(*v, format!("{v:?}"), 'd')),
         Tag::String(v) => s.push_str(&quote(v)),
         Tag::ByteArray(v) => write_list(s, "B; ", v, |s, b| s.push_str(&format!("{b}b"))),
         Tag::IntArray(v) => write_list(s, "I; ", v, |s, b| s.push_str(&b.to_string())),
@@ -234,11 +236,9 @@ impl Parser<'_> {
         loop {
             self.skip_ws();
             let at = self.pos;
-            let key = match self.peek() {
-                Some(b'"' | b'\'') => self.quoted()?,
-                _ => self.bare(),
-            };
-            if key.is_empty() {
+            let quoted = matches!(self.peek(), Some(b'"' | b'\''));
+            let key = if quoted { self.quoted()? } else { self.bare() };
+            if key.is_empty() && !quoted {
                 return Err(self.error("a key expected"));
             }
             if c.get(&key).is_some() {
@@ -305,13 +305,22 @@ impl Parser<'_> {
         let want = |at: usize, what: &str| (at, format!("[{}; ...] holds {what}", kind as char));
         Ok(match kind {
             b'B' => Tag::ByteArray(
-                items.into_iter().map(|(at, v)| if let Tag::Byte(b) = v { Ok(b) } else { Err(want(at, "bytes (1b)")) }).collect::<Result<_, _>>()?,
+                items
+                    .into_iter()
+                    .map(|(at, v)| if let Tag::Byte(b) = v { Ok(b) } else { Err(want(at, "bytes (1b)")) })
+                    .collect::<Result<_, _>>()?,
             ),
             b'I' => Tag::IntArray(
-                items.into_iter().map(|(at, v)| if let Tag::Int(b) = v { Ok(b) } else { Err(want(at, "ints (1)")) }).collect::<Result<_, _>>()?,
+                items
+                    .into_iter()
+                    .map(|(at, v)| if let Tag::Int(b) = v { Ok(b) } else { Err(want(at, "ints (1)")) })
+                    .collect::<Result<_, _>>()?,
             ),
             _ => Tag::LongArray(
-                items.into_iter().map(|(at, v)| if let Tag::Long(b) = v { Ok(b) } else { Err(want(at, "longs (1L)")) }).collect::<Result<_, _>>()?,
+                items
+                    .into_iter()
+                    .map(|(at, v)| if let Tag::Long(b) = v { Ok(b) } else { Err(want(at, "longs (1L)")) })
+                    .collect::<Result<_, _>>()?,
             ),
         })
     }
@@ -365,7 +374,10 @@ impl Parser<'_> {
             return Err(self.error(&format!("unexpected '{}'", self.s[self.pos] as char)));
         }
         number(&word).ok_or_else(|| {
-            self.error_at(at, &format!("'{word}' is not a number with its type (1b, 2s, 3, 4L, 0.5f, 0.5d); quote text"))
+            self.error_at(
+                at,
+                &format!("'{word}' is not a number with its type (1b, 2s, 3, 4L, 0.5f, 0.5d); quote text"),
+            )
         })
     }
 }
@@ -397,7 +409,12 @@ fn number(w: &str) -> Option<Tag> {
         Some('b') => body.parse().ok().map(Tag::Byte),
         Some('s') => body.parse().ok().map(Tag::Short),
         Some('l') => body.parse().ok().map(Tag::Long),
-        Some('f') => float(body).map(|v| Tag::Float(v as f32)),
+        // Read as f32 itself: through f64 a value could round twice.
+        Some('f') => match float(body) {
+            Some(v) if !v.is_finite() => Some(Tag::Float(v as f32)),
+            Some(_) => body.parse::<f32>().ok().map(Tag::Float),
+            None => None,
+        },
         Some('d') => float(body).map(Tag::Double),
         Some(_) => None,
         None if int_like => body.parse().ok().map(Tag::Int),
@@ -436,7 +453,8 @@ mod tests {
     use super::*;
 
     fn sample() -> Compound {
-        let inner = Compound(vec![("id".into(), Tag::String("minecraft:stone".into())), ("Count".into(), Tag::Byte(3))]);
+        let inner =
+            Compound(vec![("id".into(), Tag::String("minecraft:stone".into())), ("Count".into(), Tag::Byte(3))]);
         Compound(vec![
             ("b".into(), Tag::Byte(-3)),
             ("s".into(), Tag::Short(300)),
@@ -449,8 +467,14 @@ mod tests {
             ("ba".into(), Tag::ByteArray(vec![1, -1])),
             ("ia".into(), Tag::IntArray(vec![])),
             ("la".into(), Tag::LongArray(vec![-5])),
-            ("items".into(), Tag::List(List { elem: 10, items: vec![Tag::Compound(inner.clone()), Tag::Compound(inner)] })),
-            ("nested".into(), Tag::List(List { elem: 9, items: vec![Tag::List(List { elem: 3, items: vec![Tag::Int(1)] })] })),
+            (
+                "items".into(),
+                Tag::List(List { elem: 10, items: vec![Tag::Compound(inner.clone()), Tag::Compound(inner)] }),
+            ),
+            (
+                "nested".into(),
+                Tag::List(List { elem: 9, items: vec![Tag::List(List { elem: 3, items: vec![Tag::Int(1)] })] }),
+            ),
             ("empty".into(), Tag::Compound(Compound::default())),
         ])
     }
@@ -459,12 +483,15 @@ mod tests {
     fn text_round_trip_keeps_every_type() {
         let text = to_snbt(&sample());
         assert_eq!(parse(&text).unwrap(), sample(), "{text}");
-        assert!(text.contains("    b: -3b,\n"), "{text}");
+        assert!(text.contains("    b: -3b,\n") && text.contains("f: 0.1f,"), "{text}");
     }
 
     #[test]
     fn bad_text_says_where() {
-        assert_eq!(parse("{a: 1,\n b: x}").unwrap_err(), "line 2, column 5: 'x' is not a number with its type (1b, 2s, 3, 4L, 0.5f, 0.5d); quote text");
+        assert_eq!(
+            parse("{a: 1,\n b: x}").unwrap_err(),
+            "line 2, column 5: 'x' is not a number with its type (1b, 2s, 3, 4L, 0.5f, 0.5d); quote text"
+        );
         assert!(parse("{a: [1, 2b]}").unwrap_err().contains("one type"));
         assert!(parse("{a: 1, a: 2}").unwrap_err().contains("twice"));
         assert!(parse("{a: 300b}").is_err());
