@@ -283,9 +283,52 @@ fn writes_are_refused_while_a_game_holds_session_lock() {
     let (code, _, err) = m.sh("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
     assert_ne!(code, 0, "a write while the lock is held: {err}");
     assert_eq!(std::fs::read(&region).unwrap(), before, "the region file is unchanged");
+    let level = std::fs::read(w.path().join("level.dat")).unwrap();
+    let rename = "sed -i 's/^        LevelName: .*/        LevelName: \"renamed\",/' $MNT/level";
+    assert_ne!(m.sh(rename).0, 0, "level while the lock is held");
+    assert_eq!(std::fs::read(w.path().join("level.dat")).unwrap(), level, "level.dat is unchanged");
     holder.kill().unwrap();
     holder.wait().unwrap();
     m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
     assert_ne!(std::fs::read(&region).unwrap(), before, "written once the game is gone");
+    m.ok(rename);
     m.unmount();
+    // The independent reader finds the new name (amulet-nbt, when there).
+    let read = Command::new("python3")
+        .args(["-c", "import amulet_nbt,sys; print(amulet_nbt.load(sys.argv[1]).compound['Data']['LevelName'].py_str)"])
+        .arg(w.path().join("level.dat"))
+        .output()
+        .unwrap();
+    if read.status.success() {
+        assert_eq!(String::from_utf8_lossy(&read.stdout), "renamed\n");
+    } else {
+        common::skip(
+            "minecraft::writes_are_refused_while_a_game_holds_session_lock",
+            "python3",
+            "amulet-nbt is missing",
+        );
+    }
+}
+
+#[test]
+fn a_damaged_chunk_is_refused_and_the_others_still_read() {
+    require_fuse!("minecraft::a_damaged_chunk_is_refused_and_the_others_still_read");
+    let w = world_copy();
+    // Damage the zlib stream of chunk 1,3 (r.0.0.mca): its checksum fails.
+    let path = w.path().join("region/r.0.0.mca");
+    let mut file = std::fs::read(&path).unwrap();
+    let offset = 4096 * u32::from_be_bytes([0, file[4 * 97], file[4 * 97 + 1], file[4 * 97 + 2]]) as usize;
+    for b in &mut file[offset + 100..offset + 140] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&path, &file).unwrap();
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let (code, _, err) = m.sh("cat $MNT/chunks/1,3/info");
+    assert_ne!(code, 0, "a damaged chunk reads: {err}");
+    assert!(m.log_text().contains("chunk 1,3") || err.contains("error"), "{err}\n{}", m.log_text());
+    assert!(m.ok("cat $MNT/chunks/-8,-12/info").contains("data_version = 2845"));
+    let (code, _, _) = m.sh("echo minecraft:stone > $MNT/block/17,40,53");
+    assert_ne!(code, 0, "a block of the damaged chunk cannot be written");
+    m.unmount();
+    assert_eq!(std::fs::read(&path).unwrap(), file, "the damaged file is left as it was");
 }

@@ -15,11 +15,11 @@ pub mod section;
 
 use crate::fs::union::{Mounted, Union};
 use crate::fs::{FsError, Options, Result, Services, Tree};
-use crate::kinds::doc_tree::{DocTree, write_atomically};
+use crate::kinds::doc_tree::write_atomically;
 use crate::kinds::files_tree::{FilesTree, Home, Stored};
 use crate::kinds::{Context, Document};
 use level::{LevelDoc, PlayerDoc};
-use regions::{ChunkHome, Regions, check_session_lock};
+use regions::{ChunkHome, FileStamp, Regions, check_session_lock, stamp_of};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -44,7 +44,12 @@ pub fn open_world_tree(
     if !is_java_world(dir) {
         return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", dir.display()));
     }
-    let level = DocTree::<LevelDoc>::open(&dir.join("level.dat"), Vec::new(), opts.clone(), services.clone())?;
+    let level_home = LevelHome { path: dir.join("level.dat"), world: dir.to_path_buf(), force: opts.force };
+    let stored =
+        level_home.load("").map_err(|e| e.message)?.ok_or_else(|| format!("{}: no level.dat", dir.display()))?;
+    let level = FilesTree::with_home(0, level_home, opts.clone(), services.clone());
+    level.prime("", stored);
+    let level = Arc::new(level);
     let regions = Arc::new(Regions { world: dir.to_path_buf(), lock: Default::default() });
     regions.chunk_names().map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
@@ -124,6 +129,51 @@ impl Home<PlayerDoc> for PlayerHome {
         }
         write_atomically(&path, new)?;
         Ok(None)
+    }
+    fn before_change(&self) -> Result<()> {
+        if self.force { Ok(()) } else { check_session_lock(&self.world) }
+    }
+}
+
+/// `level.dat`, the root's one document; written like a player's file.
+struct LevelHome {
+    path: PathBuf,
+    world: PathBuf,
+    force: bool,
+}
+
+impl Home<LevelDoc> for LevelHome {
+    type Stamp = Option<FileStamp>;
+    const MANY: bool = false;
+
+    fn describe(&self) -> String {
+        format!("Minecraft Java world {}", self.world.display())
+    }
+    fn readme(&self, doc: Option<&LevelDoc>) -> String {
+        doc.map(LevelDoc::readme).unwrap_or_default()
+    }
+    fn stamp(&self, _name: &str) -> Result<Option<Self::Stamp>> {
+        Ok(Some(stamp_of(&self.path)))
+    }
+    fn load(&self, name: &str) -> Result<Option<Stored<LevelDoc, Self::Stamp>>> {
+        let stamp = stamp_of(&self.path);
+        let bytes = std::fs::read(&self.path).map_err(|e| FsError::io(format!("{}: {e}", self.path.display())))?;
+        let doc = self.decode(name, &bytes)?;
+        Ok(Some(Stored { bytes, doc, stamp }))
+    }
+    fn decode(&self, _name: &str, bytes: &[u8]) -> Result<LevelDoc> {
+        LevelDoc::decode(bytes, &Context::default()).map_err(|e| FsError::io(format!("{}: {e}", self.path.display())))
+    }
+    fn store(&self, _name: &str, old: Option<&[u8]>, new: Option<&[u8]>, _what: &str) -> Result<Option<Self::Stamp>> {
+        let (Some(old), Some(new)) = (old, new) else {
+            return Err(FsError::perm("level.dat cannot be deleted here"));
+        };
+        self.before_change()?;
+        if std::fs::read(&self.path).ok().as_deref() != Some(old) {
+            return Err(FsError::stale("level.dat changed on disk meanwhile; read it again"));
+        }
+        write_atomically(&self.path, new)?;
+        Ok(Some(stamp_of(&self.path)))
     }
     fn before_change(&self) -> Result<()> {
         if self.force { Ok(()) } else { check_session_lock(&self.world) }

@@ -23,7 +23,7 @@ pub struct FileStamp {
     mtime_ns: i128,
 }
 
-fn stamp_of(path: &Path) -> Option<FileStamp> {
+pub fn stamp_of(path: &Path) -> Option<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some(FileStamp {
