@@ -221,7 +221,7 @@ impl Home<ChunkDoc> for ChunkHome {
     }
 
     fn stamp(&self, name: &str) -> Result<Option<Self::Stamp>> {
-        let (x, z) = parse_name(name).ok_or_else(|| FsError::not_found())?;
+        let (x, z) = parse_name(name).ok_or_else(FsError::not_found)?;
         Ok(Some(stamp_of(&self.regions.file_of(x, z))))
     }
 
@@ -238,7 +238,7 @@ impl Home<ChunkDoc> for ChunkHome {
     }
 
     fn store(&self, name: &str, old: Option<&[u8]>, new: Option<&[u8]>, _what: &str) -> Result<Option<Self::Stamp>> {
-        let (x, z) = parse_name(name).ok_or_else(|| FsError::not_found())?;
+        let (x, z) = parse_name(name).ok_or_else(FsError::not_found)?;
         let (Some(old), Some(new)) = (old, new) else {
             return Err(FsError::perm("chunks cannot be made or deleted here"));
         };

@@ -1,8 +1,8 @@
 //! Anvil paletted containers, pure: a palette of tags and indices into it,
 //! packed in longs. 1.13 to 1.15 let an index span two longs; 1.16+ pad
-//! each long (the top bits unused). Blocks are 4096 indices, y*256 + z*16
-//! + x, at least 4 bits; 1.18+ biomes 64 (4x4x4), at least 1 bit, and a
-//! container whose palette is one entry stores no data at all.
+//! each long (the top bits unused). Blocks are 4096 indices (at
+//! y * 256 + z * 16 + x), at least 4 bits; 1.18+ biomes 64 (4x4x4), at
+//! least 1 bit, and a container whose palette is one entry stores no data.
 
 use crate::codec::nbt::{Compound, List, Tag};
 
@@ -99,12 +99,21 @@ impl Container {
             None => return Err(format!("a palette of {} entries and no data", pal.len())),
             Some(d) => d,
         };
-        let bits = (1..=32u8)
+        // The width the game writes for this palette; else (an old or odd
+        // writer) the narrowest that the palette allows and the length
+        // says. Several widths can make the same number of padded longs.
+        let need = bits_for(pal.len(), 1);
+        let bits = std::iter::once(bits_for(pal.len(), shape.min_bits))
+            .chain(need..=32)
             .find(|b| longs_needed(shape.n, *b, shape.packing) == data.len())
-            .ok_or_else(|| format!("{} longs of data fit no width for {} entries", data.len(), shape.n))?;
-        if bits < bits_for(pal.len(), 1) {
-            return Err(format!("{bits}-bit data for a palette of {} entries", pal.len()));
-        }
+            .ok_or_else(|| {
+                format!(
+                    "{} longs of data fit no width for {} entries of a {}-entry palette",
+                    data.len(),
+                    shape.n,
+                    pal.len()
+                )
+            })?;
         let indices = unpack(data, bits, shape.n, shape.packing);
         if let Some((i, v)) = indices.iter().enumerate().find(|(_, v)| **v as usize >= pal.len()) {
             return Err(format!("entry {i} is palette index {v}, the palette has {}", pal.len()));
@@ -219,6 +228,21 @@ mod tests {
             assert_eq!(unpack(&longs, 6, 4096, p), values);
         }
         assert_eq!((bits_for(1, 4), bits_for(17, 4), bits_for(2, 1), bits_for(5, 1)), (4, 5, 1, 3));
+    }
+
+    #[test]
+    fn the_width_is_the_palettes_where_lengths_are_ambiguous() {
+        // 64 biomes: 3 and 4 bits both take 4 padded longs.
+        let shape = Shape { n: 64, min_bits: 1, packing: Packing::Padded, single_without_data: true };
+        let values: Vec<u32> = (0..64).map(|i| i % 9).collect();
+        let palette = List { elem: 8, items: (0..9).map(|i| Tag::String(format!("b{i}"))).collect() };
+        let c = Container::decode(&palette, Some(&pack(&values, 4, Packing::Padded)), shape).unwrap();
+        assert_eq!(c.indices, values);
+        let short = List { elem: 8, items: palette.items[..3].to_vec() };
+        assert!(
+            Container::decode(&short, Some(&pack(&values, 4, Packing::Padded)), shape).unwrap_err().contains("index")
+        );
+        assert!(Container::decode(&palette, Some(&[0; 3]), shape).unwrap_err().contains("fit no width"));
     }
 
     #[test]
