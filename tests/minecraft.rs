@@ -233,6 +233,18 @@ fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() 
     m.ok("echo 'minecraft:oak_stairs[facing=east,half=top]' > $MNT/block/17,40,53");
     let items = format!("$MNT/chunks/{chest_chunk}/block_entities/{chest_pos}/items");
     m.ok(&format!("sed -i '$a 26 7 minecraft:diamond' {items}"));
+    // vim then changes the count (as a user would, in place).
+    let count = if common::mount::which("vim").is_some() {
+        let home = tempfile::tempdir().unwrap();
+        m.ok(&format!(
+            "HOME={} TERM=dumb vim -es -c '%s/^26 7 /26 9 /' -c wq {items} </dev/null >/dev/null 2>&1; true",
+            home.path().display()
+        ));
+        9
+    } else {
+        common::skip("minecraft::block_and_chest_edits (vim part)", "vim", "vim not installed");
+        7
+    };
     assert_eq!(m.ok("cat $MNT/block/-128,-64,-192"), "minecraft:gold_block\n");
     let (code, _, _) = m.sh("echo minecraft:Not-A-Block > $MNT/block/17,41,53");
     assert_ne!(code, 0, "a bad block state is refused");
@@ -249,8 +261,8 @@ fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() 
     assert_eq!(block(&after, "1,3", 2, 8 * 256 + 5 * 16 + 1), "minecraft:oak_stairs[facing=east,half=top]");
     let new_chest = after.iter().find(|l| l.starts_with(&format!("be {chest_chunk} {chest_pos} "))).unwrap();
     let want = match old_items {
-        "-" | "(none)" => "26:7:minecraft:diamond".to_string(),
-        old => format!("{old};26:7:minecraft:diamond"),
+        "-" | "(none)" => format!("26:{count}:minecraft:diamond"),
+        old => format!("{old};26:{count}:minecraft:diamond"),
     };
     assert_eq!(new_chest.split(' ').nth(4).unwrap(), want);
     // Every other block of the edited sections is as it was.
