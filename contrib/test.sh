@@ -54,6 +54,19 @@ if ! python3 -c 'import twmap, numpy' >/dev/null 2>&1; then
     fi
 fi
 
+# anvil-parser2 (MIT), the independent reader of Minecraft Java worlds in
+# tests/minecraft.rs (tests/scripts/mc_oracle.py), and amulet-nbt (its NBT
+# reader for level.dat and player files): run, never linked.
+if ! python3 -c 'import anvil, amulet_nbt' >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "installing: anvil-parser2 amulet-nbt (pip)"
+        python3 -m pip install -q anvil-parser2 amulet-nbt 2>/dev/null ||
+            python3 -m pip install -q --break-system-packages anvil-parser2 amulet-nbt
+    else
+        echo "note: anvil-parser2 is missing (pip install anvil-parser2 amulet-nbt); tests/minecraft.rs's oracle will be skipped"
+    fi
+fi
+
 # prismarine-chunk (PrismarineJS, MIT), the oracle of tests/mcchunk.rs,
 # from the npm registry into target/npm-oracle (never linked or shipped).
 if [ ! -d target/npm-oracle/node_modules/prismarine-chunk ] && command -v npm >/dev/null; then

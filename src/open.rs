@@ -1,6 +1,7 @@
 //! Opening what a path is: the one place that knows both the filesystem
 //! core and every kind of world. It picks the kind (a Luanti world
-//! directory, or a one-file kind of [`crate::kinds::kinds`]), builds its
+//! directory, a Minecraft Java world directory: level.dat and region/, or
+//! a one-file kind of [`crate::kinds::kinds`]), builds its
 //! tree, and hands the core ([`WorldFs`]) that tree, so the core names no
 //! kind of world and no store.
 
@@ -55,7 +56,20 @@ pub fn open_mount(
     services: Arc<Services>,
 ) -> Result<Arc<dyn Tree>, String> {
     let all = crate::kinds::kinds();
-    let names = || std::iter::once(LUANTI).chain(all.iter().map(|k| k.name)).collect::<Vec<_>>().join(", ");
+    let names = || {
+        [LUANTI, crate::kinds::minecraft::NAME]
+            .into_iter()
+            .chain(all.iter().map(|k| k.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let java = kind.is_none() && path.is_dir() && crate::kinds::minecraft::is_java_world(path);
+    if kind == Some(crate::kinds::minecraft::NAME) || java {
+        if let Some((k, _)) = extra.first() {
+            return Err(format!("unknown mount option '{k}' (a minecraft mount takes none of its own)"));
+        }
+        return crate::kinds::minecraft::open_world_tree(path, opts, services);
+    }
     if kind == Some(LUANTI) || (kind.is_none() && path.is_dir()) {
         if let Some((k, _)) = extra.first() {
             return Err(format!("unknown mount option '{k}'"));

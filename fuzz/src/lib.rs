@@ -42,6 +42,9 @@ pub use pictures::pictures;
 mod mcchunk;
 pub use mcchunk::mcchunk;
 
+mod minecraft;
+pub use minecraft::{mc_nbt, mc_region};
+
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 
 /// `WORLDFS_FUZZ_LOSSLESS=1` adds the strongest block property: the input's

@@ -9,9 +9,12 @@ pub mod itemstring;
 pub mod jsonish;
 pub mod legacy_meta;
 pub mod mod_storage;
+pub mod nbt;
 pub mod nodemeta;
 pub mod objects;
 pub mod player;
+pub mod region;
+pub mod snbt;
 
 pub use block::{Block, MappingEntry, NodeCounts, NodeIds};
 pub use bytes::DecodeError;

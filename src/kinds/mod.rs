@@ -8,8 +8,9 @@
 //!
 //! The Luanti world directory is the other kind of world: its blocks live
 //! in a database and number in the millions, so it has its own tree
-//! (`crate::kinds::luanti`) on top of `store/`. Which kind a path is, `crate::open`
-//! decides.
+//! (`crate::kinds::luanti`) on top of `store/`. A Minecraft Java world
+//! directory (`crate::kinds::minecraft`) is a third: its chunks are
+//! documents in region files. Which kind a path is, `crate::open` decides.
 
 pub mod cubeset;
 pub mod doc_tree;
@@ -17,6 +18,7 @@ pub mod files_tree;
 pub mod lua_escape;
 pub mod luanti;
 pub mod mcchunk;
+pub mod minecraft;
 pub mod mts;
 pub mod text;
 pub mod transfer;

@@ -228,13 +228,15 @@ fn is_air(layout: Layout, table: Option<&StateTable>, state: u32) -> bool {
     }
 }
 
-fn render_light(light: &[u8], y0: u8) -> String {
+/// A section's light as 16 `y=N` levels of 16 rows of 16 hex digits
+/// (`y0`: the section's index; negative in 1.18+ worlds).
+pub(crate) fn render_light(light: &[u8], y0: i64) -> String {
     let mut s = String::new();
     for y in 0..16 {
         if y > 0 {
             s.push('\n');
         }
-        s.push_str(&format!("y={}\n", 16 * y0 as usize + y));
+        s.push_str(&format!("y={}\n", 16 * y0 + y as i64));
         for z in 0..16 {
             for x in 0..16 {
                 s.push(char::from_digit(nibble(light, y * 256 + z * 16 + x) as u32, 16).expect("a nibble"));
@@ -245,7 +247,8 @@ fn render_light(light: &[u8], y0: u8) -> String {
     s
 }
 
-fn parse_light(text: &str, y0: u8) -> DocResult<Vec<u8>> {
+/// Read back [`render_light`]'s text.
+pub(crate) fn parse_light(text: &str, y0: i64) -> DocResult<Vec<u8>> {
     let mut light = vec![0u8; 2048];
     let mut level: Option<usize> = None;
     let mut rows = 0;
@@ -261,12 +264,12 @@ fn parse_light(text: &str, y0: u8) -> DocResult<Vec<u8>> {
             {
                 return Err(DocError::at_line(
                     i + 1,
-                    format!("level y={} has {rows} rows, 16 expected", 16 * y0 as usize + prev),
+                    format!("level y={} has {rows} rows, 16 expected", 16 * y0 + prev as i64),
                 ));
             }
-            let y: usize = v.parse().map_err(|_| DocError::at_line(i + 1, format!("'{t}' is not y=N")))?;
-            let l = y
-                .checked_sub(16 * y0 as usize)
+            let y: i64 = v.parse().map_err(|_| DocError::at_line(i + 1, format!("'{t}' is not y=N")))?;
+            let l = usize::try_from(y - 16 * y0)
+                .ok()
                 .filter(|l| *l < 16)
                 .ok_or_else(|| DocError::at_line(i + 1, format!("y={y} is not in this section")))?;
             if seen[l] {
@@ -295,7 +298,7 @@ fn parse_light(text: &str, y0: u8) -> DocResult<Vec<u8>> {
         rows += 1;
     }
     if let Some(l) = seen.iter().position(|s| !s) {
-        return Err(DocError::new(format!("level y={} is missing", 16 * y0 as usize + l)));
+        return Err(DocError::new(format!("level y={} is missing", 16 * y0 + l as i64)));
     }
     if rows != 16 {
         return Err(DocError::new("the last level does not have 16 rows"));
@@ -382,8 +385,8 @@ impl Document for McChunk {
                             .collect();
                         layers::render(&Self::frame(s.y), b.entries(), |x, y, z| idx[y * 256 + z * 16 + x])
                     }
-                    "block_light" => render_light(&s.block_light, s.y),
-                    "sky_light" => render_light(&s.sky_light, s.y),
+                    "block_light" => render_light(&s.block_light, s.y as i64),
+                    "sky_light" => render_light(&s.sky_light, s.y as i64),
                     _ => return Err(DocError::new("no such file")),
                 }
             }
@@ -445,8 +448,8 @@ impl Document for McChunk {
                     s.set_states(states, layout, |st| is_air(layout, table, st)).map_err(DocError::new)?;
                 }
             }
-            "block_light" => s.block_light = parse_light(text, s.y)?,
-            "sky_light" if self.shape.sky_light => s.sky_light = parse_light(text, s.y)?,
+            "block_light" => s.block_light = parse_light(text, s.y as i64)?,
+            "sky_light" if self.shape.sky_light => s.sky_light = parse_light(text, s.y as i64)?,
             _ => return Err(DocError::new("this file cannot be written")),
         }
         Ok(())

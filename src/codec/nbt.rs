@@ -1,0 +1,391 @@
+//! Minecraft's NBT (Named Binary Tag), Java edition: big-endian, strings in
+//! Java's modified UTF-8. Pure and strict: a root that is not a compound,
+//! a length past the end, an unknown tag type, a bad string or bytes left
+//! after the root are errors naming the byte offset. Compounds keep their
+//! order, so decoding then encoding gives back the same bytes.
+
+/// One tag's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tag {
+    Byte(i8),
+    Short(i16),
+    Int(i32),
+    Long(i64),
+    Float(f32),
+    Double(f64),
+    ByteArray(Vec<i8>),
+    String(String),
+    List(List),
+    Compound(Compound),
+    IntArray(Vec<i32>),
+    LongArray(Vec<i64>),
+}
+
+/// A list: its element type is kept even when it is empty (the game writes
+/// empty lists with different types, and a rewrite must not change them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct List {
+    pub elem: u8,
+    pub items: Vec<Tag>,
+}
+
+/// A compound's entries in stored order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Compound(pub Vec<(String, Tag)>);
+
+impl Compound {
+    pub fn get(&self, key: &str) -> Option<&Tag> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Tag> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+    /// Set `key` (in place if present, else appended).
+    pub fn insert(&mut self, key: &str, value: Tag) {
+        match self.get_mut(key) {
+            Some(v) => *v = value,
+            None => self.0.push((key.to_string(), value)),
+        }
+    }
+    pub fn remove(&mut self, key: &str) -> Option<Tag> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+    pub fn compound(&self, key: &str) -> Option<&Compound> {
+        match self.get(key) {
+            Some(Tag::Compound(c)) => Some(c),
+            _ => None,
+        }
+    }
+    pub fn compound_mut(&mut self, key: &str) -> Option<&mut Compound> {
+        match self.get_mut(key) {
+            Some(Tag::Compound(c)) => Some(c),
+            _ => None,
+        }
+    }
+    pub fn list(&self, key: &str) -> Option<&List> {
+        match self.get(key) {
+            Some(Tag::List(l)) => Some(l),
+            _ => None,
+        }
+    }
+    pub fn string(&self, key: &str) -> Option<&str> {
+        match self.get(key) {
+            Some(Tag::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+    /// An integer tag of any width.
+    pub fn int(&self, key: &str) -> Option<i64> {
+        self.get(key).and_then(Tag::as_int)
+    }
+}
+
+impl Tag {
+    /// The type id written before it.
+    pub fn type_id(&self) -> u8 {
+        match self {
+            Tag::Byte(_) => 1,
+            Tag::Short(_) => 2,
+            Tag::Int(_) => 3,
+            Tag::Long(_) => 4,
+            Tag::Float(_) => 5,
+            Tag::Double(_) => 6,
+            Tag::ByteArray(_) => 7,
+            Tag::String(_) => 8,
+            Tag::List(_) => 9,
+            Tag::Compound(_) => 10,
+            Tag::IntArray(_) => 11,
+            Tag::LongArray(_) => 12,
+        }
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Tag::Byte(v) => Some(*v as i64),
+            Tag::Short(v) => Some(*v as i64),
+            Tag::Int(v) => Some(*v as i64),
+            Tag::Long(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// Deepest nesting accepted (the game's own limit is 512).
+pub const MAX_DEPTH: usize = 512;
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.b.len());
+        let end =
+            end.ok_or_else(|| format!("byte {}: the data ends inside a tag ({n} more bytes needed)", self.pos))?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        Ok(self.take(N)?.try_into().expect("N bytes"))
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    /// A length: non-negative, and `size` bytes each must still be there
+    /// (so a corrupt length cannot make us allocate gigabytes).
+    fn len(&mut self, size: usize) -> Result<usize, String> {
+        let at = self.pos;
+        let n = i32::from_be_bytes(self.array()?);
+        let n = usize::try_from(n).map_err(|_| format!("byte {at}: negative length {n}"))?;
+        if n.saturating_mul(size) > self.b.len() - self.pos {
+            return Err(format!("byte {at}: length {n} runs past the end of the data"));
+        }
+        Ok(n)
+    }
+    fn string(&mut self) -> Result<String, String> {
+        let at = self.pos;
+        let n = u16::from_be_bytes(self.array()?) as usize;
+        let bytes = self.take(n)?;
+        from_mutf8(bytes).map_err(|e| format!("byte {at}: {e}"))
+    }
+
+    fn payload(&mut self, t: u8, depth: usize) -> Result<Tag, String> {
+        if depth > MAX_DEPTH {
+            return Err(format!("byte {}: nested deeper than {MAX_DEPTH}", self.pos));
+        }
+        Ok(match t {
+            1 => Tag::Byte(self.u8()? as i8),
+            2 => Tag::Short(i16::from_be_bytes(self.array()?)),
+            3 => Tag::Int(i32::from_be_bytes(self.array()?)),
+            4 => Tag::Long(i64::from_be_bytes(self.array()?)),
+            5 => Tag::Float(f32::from_be_bytes(self.array()?)),
+            6 => Tag::Double(f64::from_be_bytes(self.array()?)),
+            7 => {
+                let n = self.len(1)?;
+                Tag::ByteArray(self.take(n)?.iter().map(|b| *b as i8).collect())
+            }
+            8 => Tag::String(self.string()?),
+            9 => {
+                let at = self.pos;
+                let elem = self.u8()?;
+                if elem > 12 {
+                    return Err(format!("byte {at}: unknown list element type {elem}"));
+                }
+                let n = self.len(if elem == 0 { 0 } else { 1 })?;
+                if elem == 0 && n > 0 {
+                    return Err(format!("byte {at}: a list of {n} end tags"));
+                }
+                let items = (0..n).map(|_| self.payload(elem, depth + 1)).collect::<Result<_, _>>()?;
+                Tag::List(List { elem, items })
+            }
+            10 => Tag::Compound(self.compound(depth + 1)?),
+            11 => {
+                let n = self.len(4)?;
+                Tag::IntArray((0..n).map(|_| self.array().map(i32::from_be_bytes)).collect::<Result<_, _>>()?)
+            }
+            12 => {
+                let n = self.len(8)?;
+                Tag::LongArray((0..n).map(|_| self.array().map(i64::from_be_bytes)).collect::<Result<_, _>>()?)
+            }
+            _ => return Err(format!("byte {}: unknown tag type {t}", self.pos - 1)),
+        })
+    }
+
+    fn compound(&mut self, depth: usize) -> Result<Compound, String> {
+        let mut c = Compound::default();
+        loop {
+            let t = self.u8()?;
+            if t == 0 {
+                return Ok(c);
+            }
+            if t > 12 {
+                return Err(format!("byte {}: unknown tag type {t}", self.pos - 1));
+            }
+            let name = self.string()?;
+            let v = self.payload(t, depth)?;
+            c.0.push((name, v));
+        }
+    }
+}
+
+/// A whole NBT file (uncompressed): the root's name and compound.
+pub fn decode(bytes: &[u8]) -> Result<(String, Compound), String> {
+    let mut r = Reader { b: bytes, pos: 0 };
+    let t = r.u8()?;
+    if t != 10 {
+        return Err(format!("byte 0: the root tag is type {t}, not a compound (10)"));
+    }
+    let name = r.string()?;
+    let c = r.compound(1)?;
+    if r.pos != bytes.len() {
+        return Err(format!("byte {}: {} bytes after the root tag", r.pos, bytes.len() - r.pos));
+    }
+    Ok((name, c))
+}
+
+/// The bytes of a whole NBT file (uncompressed). Fails only on a string
+/// longer than NBT's 65535 bytes or a list whose items differ in type.
+pub fn encode(name: &str, root: &Compound) -> Result<Vec<u8>, String> {
+    let mut out = vec![10];
+    put_string(&mut out, name)?;
+    put_compound(&mut out, root)?;
+    Ok(out)
+}
+
+fn put_string(out: &mut Vec<u8>, s: &str) -> Result<(), String> {
+    let b = to_mutf8(s);
+    let n = u16::try_from(b.len()).map_err(|_| format!("a string of {} bytes: NBT strings hold 65535", b.len()))?;
+    out.extend(n.to_be_bytes());
+    out.extend(b);
+    Ok(())
+}
+
+fn put_len(out: &mut Vec<u8>, n: usize) -> Result<(), String> {
+    let n = i32::try_from(n).map_err(|_| format!("{n} items: more than NBT can count"))?;
+    out.extend(n.to_be_bytes());
+    Ok(())
+}
+
+fn put_compound(out: &mut Vec<u8>, c: &Compound) -> Result<(), String> {
+    for (k, v) in &c.0 {
+        out.push(v.type_id());
+        put_string(out, k)?;
+        put_payload(out, v)?;
+    }
+    out.push(0);
+    Ok(())
+}
+
+fn put_payload(out: &mut Vec<u8>, t: &Tag) -> Result<(), String> {
+    match t {
+        Tag::Byte(v) => out.push(*v as u8),
+        Tag::Short(v) => out.extend(v.to_be_bytes()),
+        Tag::Int(v) => out.extend(v.to_be_bytes()),
+        Tag::Long(v) => out.extend(v.to_be_bytes()),
+        Tag::Float(v) => out.extend(v.to_be_bytes()),
+        Tag::Double(v) => out.extend(v.to_be_bytes()),
+        Tag::ByteArray(v) => {
+            put_len(out, v.len())?;
+            out.extend(v.iter().map(|b| *b as u8));
+        }
+        Tag::String(s) => put_string(out, s)?,
+        Tag::List(l) => {
+            if let Some(bad) = l.items.iter().find(|i| i.type_id() != l.elem) {
+                return Err(format!("a list of type {} holds a tag of type {}", l.elem, bad.type_id()));
+            }
+            out.push(l.elem);
+            put_len(out, l.items.len())?;
+            for i in &l.items {
+                put_payload(out, i)?;
+            }
+        }
+        Tag::Compound(c) => put_compound(out, c)?,
+        Tag::IntArray(v) => {
+            put_len(out, v.len())?;
+            v.iter().for_each(|i| out.extend(i.to_be_bytes()));
+        }
+        Tag::LongArray(v) => {
+            put_len(out, v.len())?;
+            v.iter().for_each(|i| out.extend(i.to_be_bytes()));
+        }
+    }
+    Ok(())
+}
+
+/// Java's modified UTF-8: NUL as C0 80, characters past U+FFFF as two
+/// 3-byte surrogates. An unpaired surrogate has no Rust string: refused.
+pub fn from_mutf8(b: &[u8]) -> Result<String, String> {
+    if let Ok(s) = std::str::from_utf8(b)
+        && !s.contains('\0')
+    {
+        return Ok(s.to_string());
+    }
+    let mut units: Vec<u16> = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let bad = |i: usize| format!("bad modified UTF-8 at string byte {i}");
+    while i < b.len() {
+        let c = b[i];
+        let cont = |k: usize| b.get(i + k).filter(|x| *x & 0xC0 == 0x80).map(|x| (*x & 0x3F) as u16);
+        let (unit, n) = match c {
+            0x01..=0x7F => (c as u16, 1),
+            0xC0..=0xDF => (((c & 0x1F) as u16) << 6 | cont(1).ok_or_else(|| bad(i))?, 2),
+            0xE0..=0xEF => {
+                (((c & 0x0F) as u16) << 12 | cont(1).ok_or_else(|| bad(i))? << 6 | cont(2).ok_or_else(|| bad(i))?, 3)
+            }
+            _ => return Err(bad(i)),
+        };
+        units.push(unit);
+        i += n;
+    }
+    String::from_utf16(&units).map_err(|_| "a string with an unpaired surrogate".to_string())
+}
+
+pub fn to_mutf8(s: &str) -> Vec<u8> {
+    if !s.contains('\0') && s.chars().all(|c| (c as u32) < 0x10000) {
+        return s.as_bytes().to_vec();
+    }
+    let mut out = Vec::with_capacity(s.len() + 8);
+    for unit in s.encode_utf16() {
+        match unit {
+            0x01..=0x7F => out.push(unit as u8),
+            0 | 0x80..=0x7FF => {
+                out.push(0xC0 | (unit >> 6) as u8);
+                out.push(0x80 | (unit & 0x3F) as u8);
+            }
+            _ => {
+                out.push(0xE0 | (unit >> 12) as u8);
+                out.push(0x80 | ((unit >> 6) & 0x3F) as u8);
+                out.push(0x80 | (unit & 0x3F) as u8);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Compound {
+        Compound(vec![
+            ("b".into(), Tag::Byte(-3)),
+            ("s".into(), Tag::Short(300)),
+            ("l".into(), Tag::Long(-1)),
+            ("f".into(), Tag::Float(0.5)),
+            ("n\0ul 😀".into(), Tag::String("é\0😀".into())),
+            ("e".into(), Tag::List(List { elem: 10, items: vec![] })),
+            ("la".into(), Tag::LongArray(vec![1, i64::MIN])),
+            ("c".into(), Tag::Compound(Compound(vec![("ia".into(), Tag::IntArray(vec![7]))]))),
+        ])
+    }
+
+    #[test]
+    fn round_trip_keeps_order_types_and_modified_utf8() {
+        let bytes = encode("root", &sample()).unwrap();
+        let (name, c) = decode(&bytes).unwrap();
+        assert_eq!((name.as_str(), &c), ("root", &sample()));
+        assert_eq!(encode("root", &c).unwrap(), bytes);
+        // NUL is C0 80 on disk, the emoji two 3-byte surrogates.
+        assert!(bytes.windows(2).any(|w| w == [0xC0, 0x80]));
+        assert!(bytes.windows(3).any(|w| w == [0xED, 0xA0, 0xBD]));
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_its_offset() {
+        let bytes = encode("", &sample()).unwrap();
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(decode(&extra).unwrap_err().contains("after the root"));
+        assert!(decode(&[8, 0, 0]).unwrap_err().contains("not a compound"));
+        // A list claiming 2^31-1 longs in a few bytes.
+        let huge = [10, 0, 0, 12, 0, 1, b'x', 0x7f, 0xff, 0xff, 0xff, 0];
+        assert!(decode(&huge).unwrap_err().contains("past the end"));
+        let unpaired = [10, 0, 0, 8, 0, 1, b'x', 0, 3, 0xED, 0xA0, 0xBD, 0];
+        assert!(decode(&unpaired).unwrap_err().contains("surrogate"));
+    }
+}

@@ -1,0 +1,254 @@
+//! The chunks of a Java world's `region/` directory as a many-item
+//! [`Home`]: each present chunk is an item named `X,Z` (chunk
+//! coordinates). A changed chunk is written by rewriting its region file
+//! (every other chunk's stored bytes kept as they are) to a temporary file,
+//! fsync, rename over the old one, fsync of the directory: a crash leaves
+//! the old file or the new one. A chunk too long for the file goes to
+//! `c.X.Z.mcc` first. Refused while a game holds `session.lock`.
+
+use super::chunk::ChunkDoc;
+use crate::codec::region::{self, RawChunk};
+use crate::fs::{FsError, Result};
+use crate::kinds::doc_tree::write_atomically;
+use crate::kinds::files_tree::{Home, Stored};
+use crate::kinds::{Context, Document};
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+
+/// What identifies one version of a region file (and its chunk's `.mcc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+pub fn stamp_of(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(FileStamp {
+        ino: m.ino(),
+        size: m.size(),
+        mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+    })
+}
+
+/// A Java world's region files, shared by `chunks/` and `block/`.
+pub struct Regions {
+    pub world: PathBuf,
+    /// One change at a time (a change rewrites a whole region file).
+    pub lock: Mutex<()>,
+}
+
+/// Chunk coordinates from an item name `X,Z`.
+pub fn parse_name(name: &str) -> Option<(i64, i64)> {
+    let (x, z) = name.split_once(',')?;
+    let (x, z): (i64, i64) = (x.parse().ok()?, z.parse().ok()?);
+    (format!("{x},{z}") == name).then_some((x, z))
+}
+
+/// Region coordinates from `X.Z` (of `r.X.Z.mca`).
+fn region_xz(name: &str) -> Option<(i64, i64)> {
+    let (x, z) = name.split_once('.')?;
+    let (x, z): (i64, i64) = (x.parse().ok()?, z.parse().ok()?);
+    (format!("{x}.{z}") == name).then_some((x, z))
+}
+
+impl Regions {
+    fn dir(&self) -> PathBuf {
+        self.world.join("region")
+    }
+    fn file_of(&self, x: i64, z: i64) -> PathBuf {
+        self.dir().join(format!("r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)))
+    }
+    fn mcc_of(&self, x: i64, z: i64) -> PathBuf {
+        self.dir().join(format!("c.{x}.{z}.mcc"))
+    }
+    fn index(x: i64, z: i64) -> usize {
+        (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize
+    }
+
+    /// The present chunks' names, sorted by (x, z).
+    pub fn chunk_names(&self) -> std::result::Result<Vec<String>, String> {
+        let dir = self.dir();
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+            let Some((rx, rz)) = name.strip_prefix("r.").and_then(|n| n.strip_suffix(".mca")).and_then(region_xz)
+            else {
+                continue;
+            };
+            let path = dir.join(&name);
+            let (head, len) = read_head(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            for (i, _, _) in region::locations_of(&head, len).map_err(|e| format!("{}: {e}", path.display()))? {
+                out.push((rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64));
+            }
+        }
+        out.sort();
+        Ok(out.into_iter().map(|(x, z)| format!("{x},{z}")).collect())
+    }
+
+    /// The stored NBT bytes of chunk (x, z) (None: not present).
+    pub fn read_chunk(&self, x: i64, z: i64) -> std::result::Result<Option<Vec<u8>>, String> {
+        let path = self.file_of(x, z);
+        let file = match std::fs::read(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let at = |e: String| format!("{}: chunk {x},{z}: {e}", path.display());
+        let Some(mut raw) = region::raw_chunk(&file, Self::index(x, z)).map_err(at)? else { return Ok(None) };
+        if raw.external {
+            let mcc = self.mcc_of(x, z);
+            raw.data = std::fs::read(&mcc).map_err(|e| format!("{}: {e}", mcc.display()))?;
+        }
+        region::decompress(&raw).map(Some).map_err(at)
+    }
+
+    /// Replace chunk (x, z)'s NBT with `new`, if it is still `old`.
+    /// The caller holds `lock` and has checked `session.lock`.
+    pub fn write_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
+        let path = self.file_of(x, z);
+        let io = |e: String| FsError::io(format!("{}: {e}; the region file is unchanged", path.display()));
+        let file = std::fs::read(&path).map_err(|e| io(e.to_string()))?;
+        let mut chunks = region::all_chunks(&file).map_err(io)?;
+        let i = Self::index(x, z);
+        let now = crate::time::now_secs() as u32;
+        let slot = chunks.iter().position(|c| c.0 == i);
+        let current = match slot {
+            Some(_) => Some(self.read_chunk(x, z).map_err(io)?.unwrap_or_default()),
+            None => None,
+        };
+        if current.as_deref() != Some(old) {
+            return Err(FsError::stale(format!("chunk {x},{z} changed on disk meanwhile; read it again")));
+        }
+        let k = slot.expect("present");
+        let compression = match chunks[k].1.compression {
+            c @ (1 | 3) => c,
+            _ => 2,
+        };
+        let was_external = chunks[k].1.external;
+        chunks[k].1 = RawChunk { compression, ..region::compress(new, now) };
+        if compression != 2 {
+            chunks[k].1.data = recompress(new, compression);
+        }
+        for (j, c) in chunks.iter_mut() {
+            if c.external && *j != i {
+                let mcc = self.mcc_of(x - x.rem_euclid(32) + (*j % 32) as i64, z - z.rem_euclid(32) + (*j / 32) as i64);
+                c.data = std::fs::read(&mcc).map_err(|e| io(format!("{}: {e}", mcc.display())))?;
+            }
+        }
+        let (bytes, external) = region::build(&chunks);
+        for (j, data) in &external {
+            if *j == i {
+                write_atomically(&self.mcc_of(x, z), data)?;
+            }
+        }
+        write_atomically(&path, &bytes)?;
+        if was_external && !external.iter().any(|(j, _)| *j == i) {
+            let _ = std::fs::remove_file(self.mcc_of(x, z));
+        }
+        Ok(())
+    }
+}
+
+fn recompress(nbt: &[u8], compression: u8) -> Vec<u8> {
+    match compression {
+        1 => {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(nbt).expect("writing to memory");
+            e.finish().expect("writing to memory")
+        }
+        _ => nbt.to_vec(),
+    }
+}
+
+/// A region file's header and its length (listing reads no chunk).
+fn read_head(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(8192);
+    let f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len() as usize;
+    f.take(8192).read_to_end(&mut head)?;
+    Ok((head, len))
+}
+
+/// Refuse a change while a game holds `session.lock`: 1.15+ hold a lock on
+/// the file (Java's FileChannel.tryLock, an fcntl lock); older versions
+/// only write a timestamp into it, which cannot tell a running game.
+pub fn check_session_lock(world: &Path) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let path = world.join("session.lock");
+    let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open(&path) else { return Ok(()) };
+    // SAFETY: a zeroed flock is a valid argument for F_GETLK.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: fd is open for the call; fl is a valid flock.
+    let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut fl) };
+    if r == 0 && fl.l_type != libc::F_UNLCK as libc::c_short {
+        return Err(FsError::busy(format!(
+            "{} is locked by process {}: a game or server has this world open; stop it to edit (nothing was changed)",
+            path.display(),
+            fl.l_pid
+        )));
+    }
+    Ok(())
+}
+
+/// `chunks/` of a Java world: each chunk a directory `X,Z`.
+pub struct ChunkHome {
+    pub regions: std::sync::Arc<Regions>,
+    /// Write even while session.lock is held (`-o force`).
+    pub force: bool,
+}
+
+impl Home<ChunkDoc> for ChunkHome {
+    type Stamp = Option<FileStamp>;
+    const MANY: bool = true;
+
+    fn describe(&self) -> String {
+        format!("Minecraft Java region files in {}", self.regions.dir().display())
+    }
+
+    fn label(&self) -> &'static str {
+        "chunks"
+    }
+
+    fn names(&self) -> Result<Vec<String>> {
+        self.regions.chunk_names().map_err(FsError::io)
+    }
+
+    fn stamp(&self, name: &str) -> Result<Option<Self::Stamp>> {
+        let (x, z) = parse_name(name).ok_or_else(FsError::not_found)?;
+        Ok(Some(stamp_of(&self.regions.file_of(x, z))))
+    }
+
+    fn load(&self, name: &str) -> Result<Option<Stored<ChunkDoc, Self::Stamp>>> {
+        let Some((x, z)) = parse_name(name) else { return Ok(None) };
+        let stamp = stamp_of(&self.regions.file_of(x, z));
+        let Some(bytes) = self.regions.read_chunk(x, z).map_err(FsError::io)? else { return Ok(None) };
+        let doc = self.decode(name, &bytes)?;
+        Ok(Some(Stored { bytes, doc, stamp }))
+    }
+
+    fn decode(&self, name: &str, bytes: &[u8]) -> Result<ChunkDoc> {
+        ChunkDoc::decode(bytes, &Context::default()).map_err(|e| FsError::io(format!("chunk {name}: {e}")))
+    }
+
+    fn store(&self, name: &str, old: Option<&[u8]>, new: Option<&[u8]>, _what: &str) -> Result<Option<Self::Stamp>> {
+        let (x, z) = parse_name(name).ok_or_else(FsError::not_found)?;
+        let (Some(old), Some(new)) = (old, new) else {
+            return Err(FsError::perm("chunks cannot be made or deleted here"));
+        };
+        let _one = self.regions.lock.lock();
+        self.before_change()?;
+        self.regions.write_chunk(x, z, old, new)?;
+        Ok(Some(stamp_of(&self.regions.file_of(x, z))))
+    }
+
+    fn before_change(&self) -> Result<()> {
+        if self.force { Ok(()) } else { check_session_lock(&self.regions.world) }
+    }
+}

@@ -1,0 +1,350 @@
+//! Minecraft Java worlds (level.dat + region/): real chunks of 1.15, 1.17.1
+//! and 1.18 (tests/data/minecraft/README.md) mounted and read back by an
+//! independent reader, anvil-parser2 (tests/scripts/mc_oracle.py, Python,
+//! never linked): every section's blocks and every block entity agree,
+//! chunks decode and encode back byte for byte, and edits through the
+//! mount (`echo`, `sed -i`) are what the reader then finds, with every
+//! other chunk unchanged; a game holding session.lock refuses them.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use worldfs::codec::{nbt, region};
+use worldfs::kinds::Document;
+use worldfs::kinds::minecraft::chunk::ChunkDoc;
+use worldfs::view::layers::{self, Frame, Rows};
+
+fn sample() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/querz")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn world_copy() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&sample(), d.path());
+    d
+}
+
+/// Every stored chunk's decompressed NBT, by `X,Z`.
+fn all_chunks(world: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(world.join("region")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        let (rx, rz) = name.strip_prefix("r.").unwrap().strip_suffix(".mca").unwrap().split_once('.').unwrap();
+        let (rx, rz): (i64, i64) = (rx.parse().unwrap(), rz.parse().unwrap());
+        let file = std::fs::read(&p).unwrap();
+        for (i, raw) in region::all_chunks(&file).unwrap() {
+            let key = format!("{},{}", rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64);
+            out.insert(key, region::decompress(&raw).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_chunk_decodes_and_encodes_back_byte_for_byte() {
+    let chunks = all_chunks(&sample());
+    assert_eq!(chunks.len(), 4, "the sample's chunks: {:?}", chunks.keys());
+    for (key, bytes) in &chunks {
+        let (name, root) = nbt::decode(bytes).unwrap();
+        assert_eq!(&nbt::encode(&name, &root).unwrap(), bytes, "chunk {key}");
+        // Every writable file written back as shown changes nothing.
+        let mut doc = ChunkDoc::decode(bytes, &Default::default()).unwrap();
+        let writable: Vec<String> =
+            doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+        assert!(writable.iter().any(|p| p.ends_with("/blocks")), "chunk {key}: {writable:?}");
+        for path in &writable {
+            let shown = doc.render(path).unwrap();
+            doc.apply(path, &shown).unwrap_or_else(|e| panic!("chunk {key} {path}: {e}"));
+        }
+        assert_eq!(&doc.encode().unwrap(), bytes, "chunk {key} after writing every file back");
+    }
+}
+
+#[test]
+fn a_changed_block_is_packed_as_the_format_wants() {
+    // Each format's chunk: set a block to a state new to its palette, so
+    // that the palette grows and the section is packed again.
+    for (key, bytes) in all_chunks(&sample()) {
+        let mut doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+        let (cx, cz): (i64, i64) = {
+            let (x, z) = key.split_once(',').unwrap();
+            (x.parse().unwrap(), z.parse().unwrap())
+        };
+        let (x, y, z) = (16 * cx + 3, 17, 16 * cz + 5);
+        let state = worldfs::kinds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
+        doc.set_block(x, y, z, state.clone()).unwrap();
+        let again = ChunkDoc::decode(&doc.encode().unwrap(), &Default::default()).unwrap();
+        assert_eq!(again.block_at(x, y, z).unwrap(), Some(state), "chunk {key}");
+        assert_eq!(
+            again.block_at(x + 1, y, z).unwrap(),
+            ChunkDoc::decode(&bytes, &Default::default()).unwrap().block_at(x + 1, y, z).unwrap(),
+            "chunk {key}: the neighbour"
+        );
+    }
+}
+
+/// Why the Python reader cannot run here, if it cannot.
+fn oracle_missing() -> Option<String> {
+    let ok = Command::new("python3").args(["-c", "import anvil"]).output().map(|o| o.status.success());
+    (!ok.unwrap_or(false)).then(|| "python3 with anvil-parser2 (pip install anvil-parser2)".to_string())
+}
+
+fn oracle(world: &Path, only: &[&str]) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_oracle.py");
+    let out = Command::new("python3").arg(script).arg(world).args(only).output().unwrap();
+    assert!(out.status.success(), "mc_oracle.py: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect()
+}
+
+/// A block state with its properties sorted (the reader sorts them).
+fn canonical(label: &str) -> String {
+    match label.split_once('[') {
+        Some((name, rest)) => {
+            let mut props: Vec<&str> = rest.trim_end_matches(']').split(',').collect();
+            props.sort();
+            format!("{name}[{}]", props.join(","))
+        }
+        None => label.to_string(),
+    }
+}
+
+/// A section's blocks as the mount shows them, y*256 + z*16 + x.
+fn mounted_blocks(text: &str, cx: i64, y: i64, cz: i64) -> Vec<String> {
+    let frame = Frame { size: [16, 16, 16], origin: [16 * cx, 16 * y, 16 * cz], rows: Rows::ZAscending };
+    let d = layers::parse(&frame, text).unwrap();
+    (0..4096).map(|i| canonical(&d.legend[d.at(i % 16, i / 256, i / 16 % 16)].label)).collect()
+}
+
+/// Items text as the reader prints them: `slot:count:id;...`.
+fn items_as_oracle(text: &str) -> String {
+    let items: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split(' ').take(3).collect::<Vec<_>>().join(":"))
+        .collect();
+    if items.is_empty() { "(none)".into() } else { items.join(";") }
+}
+
+fn check_mount_against_oracle(m: &common::mount::Mounted, lines: &[String]) -> usize {
+    let mut checked = 0;
+    for line in lines {
+        let f: Vec<&str> = line.splitn(4, ' ').collect();
+        match f[0] {
+            "chunk" => assert!(m.path(&format!("chunks/{}/info", f[1])).is_file(), "{line}"),
+            "section" => {
+                let (cx, cz) = f[1].split_once(',').unwrap();
+                let (cx, cz, y): (i64, i64, i64) = (cx.parse().unwrap(), cz.parse().unwrap(), f[2].parse().unwrap());
+                let text = std::fs::read_to_string(m.path(&format!("chunks/{}/sections/{y}/blocks", f[1]))).unwrap();
+                let want: Vec<&str> = f[3].split(' ').collect();
+                let got = mounted_blocks(&text, cx, y, cz);
+                assert_eq!(got.len(), want.len());
+                for i in 0..4096 {
+                    assert_eq!(got[i], want[i], "chunk {} section {y} block {i}", f[1]);
+                }
+                checked += 1;
+            }
+            "be" => {
+                let rest: Vec<&str> = f[3].split(' ').collect();
+                let dir = format!("chunks/{}/block_entities/{}", f[1], f[2]);
+                assert_eq!(std::fs::read_to_string(m.path(&format!("{dir}/id"))).unwrap().trim(), rest[0], "{line}");
+                let items = std::fs::read_to_string(m.path(&format!("{dir}/items")));
+                match rest[1] {
+                    "-" => assert!(
+                        items.map_or(true, |t| items_as_oracle(&t) == "(none)"),
+                        "{line}: the mount shows items"
+                    ),
+                    want => assert_eq!(items_as_oracle(&items.unwrap()), want, "{line}"),
+                }
+                checked += 1;
+            }
+            _ => panic!("unknown oracle line {line}"),
+        }
+    }
+    checked
+}
+
+#[test]
+fn the_mount_agrees_with_anvil_parser_on_every_section_and_block_entity() {
+    require_fuse!("minecraft::the_mount_agrees_with_anvil_parser");
+    if let Some(why) = oracle_missing() {
+        common::skip("minecraft::the_mount_agrees_with_anvil_parser", "python3", &why);
+        return;
+    }
+    let w = world_copy();
+    let lines = oracle(w.path(), &[]);
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let listed = m.ok("ls $MNT/chunks | sort");
+    let mut want: Vec<&str> =
+        lines.iter().filter_map(|l| l.strip_prefix("chunk ")).map(|l| l.split(' ').next().unwrap()).collect();
+    want.sort();
+    assert_eq!(listed.lines().collect::<Vec<_>>(), want);
+    let checked = check_mount_against_oracle(&m, &lines);
+    assert!(checked > 60, "only {checked} sections and block entities compared");
+    assert!(m.ok("cat $MNT/level").contains("LevelName: "), "level as SNBT");
+    // Every writable file written back as it reads: no chunk changes.
+    m.ok("for f in $MNT/level $MNT/chunks/*/sections/*/* $MNT/chunks/*/block_entities/*/*; do \
+          [ -w \"$f\" ] || continue; cat \"$f\" > /tmp/$$.mc; cat /tmp/$$.mc > \"$f\"; done; rm -f /tmp/$$.mc");
+    m.unmount();
+    assert_eq!(hashes(&oracle(w.path(), &[])), hashes(&lines), "a no-op rewrite changed a chunk");
+}
+
+fn hashes(lines: &[String]) -> BTreeMap<String, String> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("chunk "))
+        .map(|l| {
+            let (k, h) = l.split_once(' ').unwrap();
+            (k.to_string(), h.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() {
+    require_fuse!("minecraft::block_and_chest_edits");
+    if let Some(why) = oracle_missing() {
+        common::skip("minecraft::block_and_chest_edits", "python3", &why);
+        return;
+    }
+    let w = world_copy();
+    let before = oracle(w.path(), &[]);
+    let chest =
+        before.iter().find(|l| l.starts_with("be ") && l.contains(" minecraft:chest ")).expect("a chest").clone();
+    let f: Vec<&str> = chest.split(' ').collect();
+    let (chest_chunk, chest_pos, old_items) = (f[1], f[2], f[4]);
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    // A 1.18 block below y 0, a 1.15 block; a chest gains an item.
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    m.ok("echo 'minecraft:oak_stairs[facing=east,half=top]' > $MNT/block/17,40,53");
+    let items = format!("$MNT/chunks/{chest_chunk}/block_entities/{chest_pos}/items");
+    m.ok(&format!("sed -i '$a 26 7 minecraft:diamond' {items}"));
+    // vim then changes the count (as a user would, in place).
+    let count = if common::mount::which("vim").is_some() {
+        let home = tempfile::tempdir().unwrap();
+        m.ok(&format!(
+            "HOME={} TERM=dumb vim -es -c '%s/^26 7 /26 9 /' -c wq {items} </dev/null >/dev/null 2>&1; true",
+            home.path().display()
+        ));
+        9
+    } else {
+        common::skip("minecraft::block_and_chest_edits (vim part)", "vim", "vim not installed");
+        7
+    };
+    assert_eq!(m.ok("cat $MNT/block/-128,-64,-192"), "minecraft:gold_block\n");
+    let (code, _, _) = m.sh("echo minecraft:Not-A-Block > $MNT/block/17,41,53");
+    assert_ne!(code, 0, "a bad block state is refused");
+    m.unmount();
+    let after = oracle(w.path(), &[]);
+    let (hb, ha) = (hashes(&before), hashes(&after));
+    let changed: Vec<&String> = hb.keys().filter(|k| hb[*k] != ha[*k]).collect();
+    assert_eq!(changed, vec!["-65,-42", "-8,-12", "1,3"], "only the edited chunks change");
+    let block = |lines: &[String], key: &str, y: i64, i: usize| -> String {
+        let l = lines.iter().find(|l| l.starts_with(&format!("section {key} {y} "))).unwrap();
+        l.splitn(4, ' ').nth(3).unwrap().split(' ').nth(i).unwrap().to_string()
+    };
+    assert_eq!(block(&after, "-8,-12", -4, 0), "minecraft:gold_block");
+    assert_eq!(block(&after, "1,3", 2, 8 * 256 + 5 * 16 + 1), "minecraft:oak_stairs[facing=east,half=top]");
+    let new_chest = after.iter().find(|l| l.starts_with(&format!("be {chest_chunk} {chest_pos} "))).unwrap();
+    let want = match old_items {
+        "-" | "(none)" => format!("26:{count}:minecraft:diamond"),
+        old => format!("{old};26:{count}:minecraft:diamond"),
+    };
+    assert_eq!(new_chest.split(' ').nth(4).unwrap(), want);
+    // Every other block of the edited sections is as it was.
+    for (key, y, i) in [("-8,-12", -4, 0usize), ("1,3", 2, 8 * 256 + 5 * 16 + 1)] {
+        let row = |lines: &[String]| -> Vec<String> {
+            let l = lines.iter().find(|l| l.starts_with(&format!("section {key} {y} "))).unwrap();
+            l.splitn(4, ' ').nth(3).unwrap().split(' ').map(String::from).collect()
+        };
+        let (b, a) = (row(&before), row(&after));
+        assert_eq!((0..4096).filter(|k| *k != i && b[*k] != a[*k]).count(), 0, "chunk {key} section {y}");
+    }
+}
+
+#[test]
+fn writes_are_refused_while_a_game_holds_session_lock() {
+    require_fuse!("minecraft::writes_are_refused_while_a_game_holds_session_lock");
+    let w = world_copy();
+    let lock = w.path().join("session.lock");
+    std::fs::write(&lock, "☃").unwrap();
+    let region = w.path().join("region/r.-1.-1.mca");
+    let before = std::fs::read(&region).unwrap();
+    // What the game does: hold an fcntl lock on session.lock (flock's
+    // `-o`-less form would be BSD locks; Java's tryLock is fcntl).
+    let mut holder = Command::new("python3")
+        .args(["-c", "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"])
+        .arg(&lock)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line, "held\n");
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let (code, _, err) = m.sh("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    assert_ne!(code, 0, "a write while the lock is held: {err}");
+    assert_eq!(std::fs::read(&region).unwrap(), before, "the region file is unchanged");
+    let level = std::fs::read(w.path().join("level.dat")).unwrap();
+    let rename = "sed -i 's/^        LevelName: .*/        LevelName: \"renamed\",/' $MNT/level";
+    assert_ne!(m.sh(rename).0, 0, "level while the lock is held");
+    assert_eq!(std::fs::read(w.path().join("level.dat")).unwrap(), level, "level.dat is unchanged");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    assert_ne!(std::fs::read(&region).unwrap(), before, "written once the game is gone");
+    m.ok(rename);
+    m.unmount();
+    // The independent reader finds the new name (amulet-nbt, when there).
+    let read = Command::new("python3")
+        .args(["-c", "import amulet_nbt,sys; print(amulet_nbt.load(sys.argv[1]).compound['Data']['LevelName'].py_str)"])
+        .arg(w.path().join("level.dat"))
+        .output()
+        .unwrap();
+    if read.status.success() {
+        assert_eq!(String::from_utf8_lossy(&read.stdout), "renamed\n");
+    } else {
+        common::skip(
+            "minecraft::writes_are_refused_while_a_game_holds_session_lock",
+            "python3",
+            "amulet-nbt is missing",
+        );
+    }
+}
+
+#[test]
+fn a_damaged_chunk_is_refused_and_the_others_still_read() {
+    require_fuse!("minecraft::a_damaged_chunk_is_refused_and_the_others_still_read");
+    let w = world_copy();
+    // Damage the zlib stream of chunk 1,3 (r.0.0.mca): its checksum fails.
+    let path = w.path().join("region/r.0.0.mca");
+    let mut file = std::fs::read(&path).unwrap();
+    let offset = 4096 * u32::from_be_bytes([0, file[4 * 97], file[4 * 97 + 1], file[4 * 97 + 2]]) as usize;
+    for b in &mut file[offset + 100..offset + 140] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&path, &file).unwrap();
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let (code, _, err) = m.sh("cat $MNT/chunks/1,3/info");
+    assert_ne!(code, 0, "a damaged chunk reads: {err}");
+    assert!(m.log_text().contains("chunk 1,3") || err.contains("error"), "{err}\n{}", m.log_text());
+    assert!(m.ok("cat $MNT/chunks/-8,-12/info").contains("data_version = 2845"));
+    let (code, _, _) = m.sh("echo minecraft:stone > $MNT/block/17,40,53");
+    assert_ne!(code, 0, "a block of the damaged chunk cannot be written");
+    m.unmount();
+    assert_eq!(std::fs::read(&path).unwrap(), file, "the damaged file is left as it was");
+}
