@@ -252,20 +252,53 @@ impl LuantiTree {
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
             let who = crate::holders::openers_after_daemons_exit(&world.map_path());
             if !who.is_empty() {
-                return Err(format!(
+                let why = format!(
                     "{} is open in {} (a running server would overwrite changes made through \
-                     the mount); stop it, mount read-only with -o ro, or use --force",
+                     the mount)",
                     world.map_path().display(),
                     who.join(", ")
-                ));
+                );
+                return LuantiTree::open_live(world, opts, services, why);
             }
         }
         let store = world.open_store(opts.read_only, opts.journal)?;
         if !opts.read_only && !opts.force && world.backend() != "sqlite3" {
-            guard::refuse_other_users(&*store)?;
+            if let Err(why) = guard::refuse_other_users(&*store) {
+                drop(store);
+                return LuantiTree::open_live(world, opts, services, why);
+            }
         }
         replay_unwritten(&world, &*store, opts.read_only)?;
         let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
+        tree.start_background();
+        Ok(tree)
+    }
+
+    /// A writable mount of a map a server holds (`why`): through the
+    /// server when it runs the worldfs_live mod (`store::live`), else
+    /// refused with how to make it possible.
+    fn open_live(
+        world: World,
+        opts: Options,
+        services: Arc<Services>,
+        why: String,
+    ) -> std::result::Result<Arc<LuantiTree>, String> {
+        let state = crate::store::live::server_state(&world.dir);
+        let crate::store::live::ServerState::Running { version, .. } = &state else {
+            return Err(format!(
+                "{why}; {}. Stop it, mount read-only with -o ro, use --force, or let the server apply the \
+                 changes: `worldfs live install {}` and restart the server once",
+                state.why_not(),
+                world.dir.display()
+            ));
+        };
+        log::info!("{why}; it runs worldfs_live ({version}): changes go through the server");
+        let db = world.open_store(true, false)?;
+        let store = crate::store::live::LiveStore::new(&world.dir, db);
+        let mut tree = LuantiTree::new(world, Box::new(store), opts, services).with_index();
+        // The server holds the map by design: the guard would refuse every write.
+        tree.guard = guard::ServerGuard::new(tree.world.map_path(), false);
+        let tree = Arc::new(tree);
         tree.start_background();
         Ok(tree)
     }
