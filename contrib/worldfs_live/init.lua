@@ -161,9 +161,12 @@ local function parse(text)
   return req
 end
 
+-- Whether param1 of a node is light, which the server recomputes (so the
+-- value the mount showed may be older): paramtype "light", or a light
+-- source (the lighting code writes those too).
 local function light_param1(name)
   local def = core.registered_nodes[name]
-  return def ~= nil and def.paramtype == "light"
+  return def ~= nil and (def.paramtype == "light" or (def.light_source or 0) > 0)
 end
 
 -- Node names a request may place: registered nodes only (the server would

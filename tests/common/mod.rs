@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod leveldb;
+pub mod live;
 pub mod mount;
 pub mod pg;
 pub mod redis;

@@ -249,6 +249,13 @@ impl LuantiTree {
                 ));
             }
         }
+        // A server running the mod is asked first: it opens the map only
+        // when it first loads a block, so the holders may not show it yet.
+        let live =
+            matches!(crate::store::live::server_state(&world.dir), crate::store::live::ServerState::Running { .. });
+        if !opts.read_only && !opts.force && live {
+            return LuantiTree::open_live(world, opts, services, "a server runs this world".into());
+        }
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
             let who = crate::holders::openers_after_daemons_exit(&world.map_path());
             if !who.is_empty() {

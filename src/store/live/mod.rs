@@ -94,11 +94,12 @@ impl LiveStore {
                     )));
                 }
             };
-            let made = match c {
-                Change::Put(_, blob) => request::block_change(&mut out, pos, &old, &decode(pos, blob)?),
-                _ => Ok(request::block_delete(&mut out, pos, &old)),
-            };
-            made.map_err(StoreError::Refused)?;
+            match c {
+                Change::Put(_, blob) => {
+                    request::block_change(&mut out, pos, &old, &decode(pos, blob)?).map_err(StoreError::Refused)?
+                }
+                _ => request::block_delete(&mut out, pos, &old),
+            }
         }
         if out.len() == before {
             return Ok(String::new());

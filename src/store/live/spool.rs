@@ -58,7 +58,8 @@ impl ServerState {
 
 #[derive(serde::Deserialize)]
 struct Heartbeat {
-    protocol: u32,
+    /// A number (Lua's JSON writer writes 1 as 1.0).
+    protocol: f64,
     version: String,
     save_interval: f64,
     #[serde(default)]
@@ -75,7 +76,7 @@ pub fn server_state(world: &Path) -> ServerState {
     match serde_json::from_slice::<Heartbeat>(&text) {
         Ok(h) if h.stopped => ServerState::Stopped,
         Ok(_) if age > FRESH => ServerState::Silent(age),
-        Ok(h) if h.protocol == 1 => ServerState::Running { version: h.version, save_interval: h.save_interval },
+        Ok(h) if h.protocol == 1.0 => ServerState::Running { version: h.version, save_interval: h.save_interval },
         // Another protocol, or a file cut short: not a server we can talk to.
         _ => ServerState::Absent,
     }
@@ -195,7 +196,9 @@ mod tests {
         std::fs::write(dir.join(DIR).join("server.json"), json).unwrap();
     }
 
-    const RUNNING: &str = r#"{"protocol":1,"version":"5.6.1","time":1,"save_interval":5.3,"stopped":false}"#;
+    /// As the mod writes it (Lua's JSON writer).
+    const RUNNING: &str =
+        r#"{"protocol":1.0,"save_interval":5.2999999999999998,"stopped":false,"time":1795732290.0,"version":"5.6.1"}"#;
 
     #[test]
     fn heartbeat_states() {
@@ -203,6 +206,8 @@ mod tests {
         assert_eq!(server_state(d.path()), ServerState::Absent);
         beat(d.path(), RUNNING);
         assert_eq!(server_state(d.path()), ServerState::Running { version: "5.6.1".into(), save_interval: 5.3 });
+        beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);
+        assert_eq!(server_state(d.path()), ServerState::Absent, "another protocol");
         beat(d.path(), r#"{"protocol":1,"version":"5.6.1","time":1,"save_interval":5.3,"stopped":true}"#);
         assert_eq!(server_state(d.path()), ServerState::Stopped);
         beat(d.path(), RUNNING);
