@@ -75,6 +75,15 @@ fn edits_through_a_live_mount_are_in_the_game_at_close() {
     assert_eq!(peek, ["peek -10 -10 -10 none"], "the deleted block is gone from the game");
     assert!(!m.ok("ls $MNT/blocks").lines().any(|l| l == "-1,-1,-1"));
     assert_eq!(m.refusals(), "");
+    // A change made in the game shows through the mount within the map
+    // save interval (5.3 s) plus the TTL (1 s); a little more for a loaded machine.
+    assert_eq!(server.ask(&["set 8 3 5 default:dirt".into()], Duration::from_secs(10)), ["set 8 3 5"]);
+    let start = std::time::Instant::now();
+    while !m.ok("cat $MNT/node/8,3,5").starts_with("default:dirt ") {
+        assert!(start.elapsed() < Duration::from_millis(5300 + 1000 + 3000), "the in-game change does not show");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("an in-game change showed through the live mount after {:?}", start.elapsed());
     m.unmount();
 
     let status = server.stop();
@@ -138,4 +147,25 @@ fn without_the_mod_the_mount_is_refused_and_says_how_to_install_it() {
     assert_ne!(code, 0);
     assert!(err.contains("is open in pid") && err.contains("does not run the worldfs_live mod"), "{err}");
     assert!(err.contains(&format!("worldfs live install {}", world.path().display())), "{err}");
+}
+
+/// SIGKILL of the daemon leaves the server running and its world intact:
+/// what the mount applied stays, the spool holds nothing, and the server
+/// saves and stops cleanly.
+#[test]
+fn sigkill_of_the_daemon_leaves_the_server_running() {
+    require_fuse!("sigkill_of_the_daemon_leaves_the_server_running");
+    require_minetestserver!("sigkill_of_the_daemon_leaves_the_server_running");
+    let world = common::demo_world();
+    let mut server = LiveServer::start(world.path(), "", true);
+    let m = Mounted::new(world.path(), &[]);
+    m.ok("echo 'default:mese' > $MNT/node/5,3,5");
+    m.kill9();
+    assert!(server.node([5, 3, 5]).starts_with("default:mese "), "the server runs on with the change");
+    let spool = std::fs::read_dir(world.path().join("worldfs-live/requests")).unwrap().count();
+    assert_eq!(spool, 0, "no request left behind");
+    let status = server.stop();
+    assert!(status.success(), "server exit {status}");
+    let b = stored_block(world.path(), BlockPos::new(0, 0, 0)).unwrap();
+    assert_eq!(stored_name(&b, [5, 3, 5]), "default:mese");
 }

@@ -269,11 +269,13 @@ impl LuantiTree {
             }
         }
         let store = world.open_store(opts.read_only, opts.journal)?;
-        if !opts.read_only && !opts.force && world.backend() != "sqlite3" {
-            if let Err(why) = guard::refuse_other_users(&*store) {
-                drop(store);
-                return LuantiTree::open_live(world, opts, services, why);
-            }
+        if !opts.read_only
+            && !opts.force
+            && world.backend() != "sqlite3"
+            && let Err(why) = guard::refuse_other_users(&*store)
+        {
+            drop(store);
+            return LuantiTree::open_live(world, opts, services, why);
         }
         replay_unwritten(&world, &*store, opts.read_only)?;
         let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
