@@ -301,6 +301,7 @@ impl LuantiTree {
                 world.dir.display()
             ));
         };
+        crate::store::live::check_spool(&world.dir).map_err(|e| format!("{why}, with worldfs_live: {e}"))?;
         log::info!("{why}; it runs worldfs_live ({version}): changes go through the server");
         let db = world.open_store(true, false)?;
         let store = crate::store::live::LiveStore::new(&world.dir, db);

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use spool::{ServerState, server_state};
+pub use spool::{ServerState, check_spool, server_state};
 
 /// The most blocks one change may touch: the server applies a request in
 /// one step, which must stay short (world-wide changes live are not

@@ -82,6 +82,35 @@ pub fn server_state(world: &Path) -> ServerState {
     }
 }
 
+/// Whether this process may hand requests to the server of `world`, and
+/// nobody else may: the requests directory must be writable here and not
+/// writable by every user (the mod checks every request, but a request
+/// from anyone is still a change by anyone).
+pub fn check_spool(world: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = world.join(DIR).join("requests");
+    let meta = std::fs::metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.permissions().mode() & 0o002 != 0 {
+        return Err(format!(
+            "{} is writable by every user, so anyone could change the world through the server; \
+             `chmod o-w` it (the server's user and the mount's owner need to write there)",
+            dir.display()
+        ));
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        return Err(format!(
+            "{}: not writable by this user ({}); give the mount's owner write access (a group shared \
+             with the server's user)",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
 /// The request side of the spool of one world.
 pub struct Spool {
     world: PathBuf,
@@ -228,6 +257,18 @@ mod tests {
         assert!(matches!(&e, StoreError::Unreachable(m) if m.contains("withdrawn")), "{e}");
         let left: Vec<_> = std::fs::read_dir(d.path().join(DIR).join("requests")).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_spool_everyone_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        assert!(check_spool(d.path()).is_err(), "no spool");
+        beat(d.path(), RUNNING);
+        check_spool(d.path()).unwrap();
+        let dir = d.path().join(DIR).join("requests");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_spool(d.path()).unwrap_err().contains("writable by every user"));
     }
 
     #[test]
