@@ -121,6 +121,15 @@ fn an_in_game_change_since_the_read_gives_estale_and_a_stopped_server_an_error()
     let refusals = m.refusals();
     assert!(refusals.contains("node 6,3,5 is now default:dirt"), "{refusals}");
     assert!(server.node([6, 3, 5]).starts_with("default:dirt "), "the game keeps its change");
+    // What the server cannot be given is refused with the reason (EINVAL),
+    // and the game is unchanged.
+    let (code, _, err) = m.sh("echo 'nosuch:node' | tee $MNT/node/7,3,5 >/dev/null");
+    assert!(code != 0 && err.contains("Invalid argument"), "{err}");
+    assert!(m.refusals().contains("'nosuch:node' is not a registered node on this server"), "{}", m.refusals());
+    let (code, _, err) = m.sh("sed -i 's/^timestamp = .*/timestamp = 0/' $MNT/blocks/0,0,0/info");
+    assert!(code != 0 && err.contains("Invalid argument"), "{err}");
+    assert!(m.refusals().contains("its timestamp (info) cannot be changed while the server runs"), "{}", m.refusals());
+    assert!(server.node([7, 3, 5]).starts_with("air "));
 
     let status = server.stop();
     assert!(status.success(), "server exit {status}");
