@@ -3,6 +3,7 @@
 //! `fuse.worldfs`). Everything the binary does starts here.
 
 mod helper;
+mod live;
 mod mount;
 mod reports;
 
@@ -178,6 +179,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         nodedefs: Option<PathBuf>,
     },
+    /// Let a running server apply the changes of a writable mount.
+    Live {
+        #[command(subcommand)]
+        action: LiveAction,
+    },
     /// Maintain WORLD's undo journal.
     Journal {
         #[command(subcommand)]
@@ -189,6 +195,15 @@ pub enum Command {
     /// Write the man pages (worldfs.1 and one per command) into DIR, or print
     /// worldfs.1 when no DIR is given.
     Man { dir: Option<PathBuf> },
+}
+
+#[derive(Subcommand)]
+pub enum LiveAction {
+    /// Copy the worldfs_live mod into WORLD/worldmods/ (loaded at the
+    /// server's next start, without enabling). While the server runs it, a
+    /// writable mount of WORLD hands every change to the server, which
+    /// applies it in one step (docs/layout.md, "Live mounts").
+    Install { world: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -266,6 +281,9 @@ pub fn main() -> ExitCode {
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
+        Command::Live { action: LiveAction::Install { world } } => {
+            live::install(&world).map(|lines| lines.iter().for_each(|l| println!("{l}"))).map(|_| true)
+        }
         Command::Map { world, out, area, colors, flat, scale } => {
             reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat, scale).map(|_| true)
         }

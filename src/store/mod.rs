@@ -5,6 +5,7 @@
 pub mod backends;
 pub mod journal;
 pub mod leveldb;
+pub mod live;
 pub mod memory;
 pub mod name_index;
 mod pos;
@@ -96,6 +97,9 @@ pub enum StoreError {
     Unreachable(String),
     /// Anything else the database reports.
     Backend(String),
+    /// The change is not one this store can make (a running server
+    /// refusing it, say); nothing was written. The message says why.
+    Refused(String),
 }
 
 impl fmt::Display for StoreError {
@@ -107,6 +111,7 @@ impl fmt::Display for StoreError {
             StoreError::Conflict(m) => f.write_str(m),
             StoreError::Unreachable(m) => write!(f, "map database unreachable: {m}"),
             StoreError::Backend(m) => write!(f, "map database error: {m}"),
+            StoreError::Refused(m) => f.write_str(m),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod core_fs;
 pub mod leveldb;
+pub mod live;
 pub mod mount;
 pub mod pg;
 pub mod redis;

@@ -249,23 +249,66 @@ impl LuantiTree {
                 ));
             }
         }
+        // A server running the mod is asked first: it opens the map only
+        // when it first loads a block, so the holders may not show it yet.
+        let live =
+            matches!(crate::store::live::server_state(&world.dir), crate::store::live::ServerState::Running { .. });
+        if !opts.read_only && !opts.force && live {
+            return LuantiTree::open_live(world, opts, services, "a server runs this world".into());
+        }
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
             let who = crate::holders::openers_after_daemons_exit(&world.map_path());
             if !who.is_empty() {
-                return Err(format!(
+                let why = format!(
                     "{} is open in {} (a running server would overwrite changes made through \
-                     the mount); stop it, mount read-only with -o ro, or use --force",
+                     the mount)",
                     world.map_path().display(),
                     who.join(", ")
-                ));
+                );
+                return LuantiTree::open_live(world, opts, services, why);
             }
         }
         let store = world.open_store(opts.read_only, opts.journal)?;
-        if !opts.read_only && !opts.force && world.backend() != "sqlite3" {
-            guard::refuse_other_users(&*store)?;
+        if !opts.read_only
+            && !opts.force
+            && world.backend() != "sqlite3"
+            && let Err(why) = guard::refuse_other_users(&*store)
+        {
+            drop(store);
+            return LuantiTree::open_live(world, opts, services, why);
         }
         replay_unwritten(&world, &*store, opts.read_only)?;
         let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
+        tree.start_background();
+        Ok(tree)
+    }
+
+    /// A writable mount of a map a server holds (`why`): through the
+    /// server when it runs the worldfs_live mod (`store::live`), else
+    /// refused with how to make it possible.
+    fn open_live(
+        world: World,
+        opts: Options,
+        services: Arc<Services>,
+        why: String,
+    ) -> std::result::Result<Arc<LuantiTree>, String> {
+        let state = crate::store::live::server_state(&world.dir);
+        let crate::store::live::ServerState::Running { version, .. } = &state else {
+            return Err(format!(
+                "{why}; {}. Stop it, mount read-only with -o ro, use --force, or let the server apply the \
+                 changes: `worldfs live install {}` and restart the server once",
+                state.why_not(),
+                world.dir.display()
+            ));
+        };
+        crate::store::live::check_spool(&world.dir).map_err(|e| format!("{why}, with worldfs_live: {e}"))?;
+        log::info!("{why}; it runs worldfs_live ({version}): changes go through the server");
+        let db = world.open_store(true, false)?;
+        let store = crate::store::live::LiveStore::new(&world.dir, db);
+        let mut tree = LuantiTree::new(world, Box::new(store), opts, services).with_index();
+        // The server holds the map by design: the guard would refuse every write.
+        tree.guard = guard::ServerGuard::new(tree.world.map_path(), false);
+        let tree = Arc::new(tree);
         tree.start_background();
         Ok(tree)
     }

@@ -14,6 +14,7 @@ impl From<StoreError> for FsError {
             // The file was edited from a copy that is no longer current.
             StoreError::Conflict(_) => FsError::stale(e.to_string()),
             StoreError::Unreachable(_) | StoreError::Backend(_) => FsError::io(e.to_string()),
+            StoreError::Refused(_) => FsError::invalid(e.to_string()),
         }
     }
 }

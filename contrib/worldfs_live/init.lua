@@ -1,0 +1,375 @@
+-- worldfs_live: lets a worldfs mount change this world while the server
+-- runs (docs/layout.md, "Live mounts"). Installed by
+-- `worldfs live install WORLD` into WORLD/worldmods/; needs no insecure
+-- environment: it only reads and writes files in the world directory.
+--
+-- In <world>/worldfs-live/:
+--   server.json     the heartbeat, rewritten every 0.5 s while the server
+--                   runs ({"protocol":1,"version":...,"time":...,
+--                   "save_interval":...}; "stopped":true at shutdown)
+--   requests/ID.req a change, written by the mount (temporary file, then
+--                   renamed). Taken by removing it: a request the mount
+--                   withdrew (it removed it first) is never applied.
+--   replies/ID      the answer: "ok", "stale REASON" (what the change
+--                   replaces is no longer what the mount showed),
+--                   "invalid REASON" or "failed REASON".
+--
+-- A request is applied inside one server step, all or nothing: every
+-- precondition is checked before anything changes. Its lines (strings in
+-- hex, "-" when empty; positions are node positions):
+--   worldfs-live 1
+--   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
+--   meta X Y Z              then "old ..." and "new ..." lines, "endmeta"
+--     old field KEY VALUE | old list NAME SIZE WIDTH | old item LIST INDEX ITEM
+--     new field KEY VALUE PRIVATE | new list NAME SIZE WIDTH | new item LIST INDEX ITEM
+--   timer X Y Z TIMEOUT ELAPSED | notimer X Y Z
+--   delete BX BY BZ         then "dname ID NAME" lines and one "dids" line
+--                           (4096 ids, z*256 + y*16 + x): what the block holds
+--   end
+
+local world = core.get_worldpath()
+local dir = world .. "/worldfs-live"
+local requests = dir .. "/requests"
+local replies = dir .. "/replies"
+local HEARTBEAT = 0.5
+local LIMIT = 31007
+
+core.mkdir(dir)
+core.mkdir(requests)
+core.mkdir(replies)
+
+local function fail(kind, msg)
+  error({kind = kind, msg = msg}, 0)
+end
+
+local function unhex(s)
+  if s == nil then fail("invalid", "a line is missing a word") end
+  if s == "-" then return "" end
+  if #s % 2 == 1 or not s:match("^%x*$") then fail("invalid", "bad hex string " .. s:sub(1, 20)) end
+  return (s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+end
+
+local function hex(s)
+  if s == "" then return "-" end
+  return (s:gsub(".", function(c) return string.format("%02x", c:byte()) end))
+end
+
+local function int(s, lo, hi, what)
+  local n = tonumber(s)
+  if not n or n ~= math.floor(n) or n < lo or n > hi then
+    fail("invalid", what .. " " .. tostring(s) .. " is not a whole number in " .. lo .. ".." .. hi)
+  end
+  return n
+end
+
+local function num(s, what)
+  local n = tonumber(s)
+  if not n or n ~= n or n < 0 or n > 1e9 then fail("invalid", what .. " " .. tostring(s) .. " is not a time") end
+  return n
+end
+
+local function coord(w, i)
+  return {x = int(w[i], -LIMIT, LIMIT, "x"), y = int(w[i + 1], -LIMIT, LIMIT, "y"), z = int(w[i + 2], -LIMIT, LIMIT, "z")}
+end
+
+local function pos_text(p)
+  return p.x .. "," .. p.y .. "," .. p.z
+end
+
+local function words(line)
+  local w = {}
+  for word in line:gmatch("%S+") do w[#w + 1] = word end
+  return w
+end
+
+local function node_of(w, i)
+  return {name = unhex(w[i]), param1 = int(w[i + 1], 0, 255, "param1"), param2 = int(w[i + 2], 0, 255, "param2")}
+end
+
+-- One "old ..." or "new ..." line of a metadata change.
+local function meta_line(meta, w)
+  local side, what = w[1], w[2]
+  if side == "old" then
+    -- Compared as text, with items as the engine writes them.
+    if what == "item" then
+      local item = ItemStack(unhex(w[5])):to_string()
+      meta.old[#meta.old + 1] = "item " .. w[3] .. " " .. int(w[4], 1, 65535, "slot") .. " " .. hex(item)
+    elseif what == "field" or what == "list" then
+      meta.old[#meta.old + 1] = table.concat(w, " ", 2)
+    else
+      fail("invalid", "unknown line old " .. tostring(what))
+    end
+    return
+  end
+  local new = meta.new
+  if what == "field" then
+    local key = unhex(w[3])
+    new.fields[key] = unhex(w[4])
+    if w[5] == "1" then new.private[#new.private + 1] = key end
+  elseif what == "list" then
+    local l = {name = unhex(w[3]), size = int(w[4], 0, 65535, "list size"), width = int(w[5], 0, 65535, "width"), items = {}}
+    new.lists[#new.lists + 1] = l
+    new.by_name[l.name] = l
+  elseif what == "item" then
+    local l = new.by_name[unhex(w[3])]
+    if not l then fail("invalid", "an item of an undeclared list") end
+    l.items[int(w[4], 1, l.size, "slot")] = unhex(w[5])
+  else
+    fail("invalid", "unknown line new " .. tostring(what))
+  end
+end
+
+local function parse(text)
+  local lines = {}
+  for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+  if lines[1] ~= "worldfs-live 1" then fail("invalid", "not a worldfs-live 1 request") end
+  if lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
+  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}}
+  local meta, del
+  for i = 2, #lines - 1 do
+    local w = words(lines[i])
+    local k = w[1]
+    if meta and k ~= "old" and k ~= "new" and k ~= "endmeta" then fail("invalid", "meta without endmeta") end
+    if k == "node" then
+      req.nodes[#req.nodes + 1] = {pos = coord(w, 2), old = node_of(w, 5), new = node_of(w, 8)}
+    elseif k == "meta" then
+      meta = {pos = coord(w, 2), old = {}, new = {fields = {}, private = {}, lists = {}, by_name = {}}}
+    elseif k == "old" or k == "new" then
+      if not meta then fail("invalid", k .. " outside meta") end
+      meta_line(meta, w)
+    elseif k == "endmeta" then
+      req.metas[#req.metas + 1] = meta
+      meta = nil
+    elseif k == "timer" then
+      req.timers[#req.timers + 1] = {pos = coord(w, 2), timeout = num(w[5], "timeout"), elapsed = num(w[6], "elapsed")}
+    elseif k == "notimer" then
+      req.timers[#req.timers + 1] = {pos = coord(w, 2)}
+    elseif k == "delete" then
+      local b = {x = int(w[2], -2048, 2047, "bx"), y = int(w[3], -2048, 2047, "by"), z = int(w[4], -2048, 2047, "bz")}
+      del = {block = b, names = {}}
+      req.deletes[#req.deletes + 1] = del
+    elseif k == "dname" and del then
+      del.names[int(w[2], 0, 65535, "id")] = unhex(w[3])
+    elseif k == "dids" and del then
+      if #w ~= 4097 then fail("invalid", "dids needs 4096 ids") end
+      del.ids = w
+    else
+      fail("invalid", "unknown line " .. tostring(k))
+    end
+  end
+  if meta then fail("invalid", "meta without endmeta") end
+  return req
+end
+
+-- Whether param1 of a node is light, which the server recomputes (so the
+-- value the mount showed may be older): paramtype "light", or a light
+-- source (the lighting code writes those too).
+local function light_param1(name)
+  local def = core.registered_nodes[name]
+  return def ~= nil and (def.paramtype == "light" or (def.light_source or 0) > 0)
+end
+
+-- Node names a request may place: registered nodes only (the server would
+-- show anything else as an unknown node).
+local function check_name(n, pos)
+  if n.new.name ~= n.old.name and not core.registered_nodes[n.new.name] then
+    fail("invalid", "node " .. pos_text(pos) .. ": '" .. n.new.name .. "' is not a registered node on this server")
+  end
+end
+
+local function check_nodes(req)
+  for _, n in ipairs(req.nodes) do
+    check_name(n, n.pos)
+    core.load_area(n.pos)
+    local now = core.get_node_or_nil(n.pos)
+    if not now then fail("stale", "node " .. pos_text(n.pos) .. " could not be loaded") end
+    local same = now.name == n.old.name and now.param2 == n.old.param2
+      and (now.param1 == n.old.param1 or light_param1(now.name))
+    if not same then
+      fail("stale", "node " .. pos_text(n.pos) .. " is now " .. now.name .. " " .. now.param1 .. " " .. now.param2
+        .. " in the game, not " .. n.old.name .. " " .. n.old.param1 .. " " .. n.old.param2 .. " as the mount showed")
+    end
+  end
+end
+
+-- A node's metadata as sorted text lines, in the request's "old" form.
+local function meta_lines(pos)
+  local m = core.get_meta(pos)
+  local lines = {}
+  for k, v in pairs(m:to_table().fields) do lines[#lines + 1] = "field " .. hex(k) .. " " .. hex(v) end
+  local inv = m:get_inventory()
+  for name, _ in pairs(inv:get_lists()) do
+    local size = inv:get_size(name)
+    lines[#lines + 1] = "list " .. hex(name) .. " " .. size .. " " .. inv:get_width(name)
+    for i = 1, size do
+      local s = inv:get_stack(name, i)
+      if not s:is_empty() then lines[#lines + 1] = "item " .. hex(name) .. " " .. i .. " " .. hex(s:to_string()) end
+    end
+  end
+  table.sort(lines)
+  return lines
+end
+
+local function check_metas(req)
+  for _, meta in ipairs(req.metas) do
+    core.load_area(meta.pos)
+    local want = {}
+    for i, l in ipairs(meta.old) do want[i] = l end
+    table.sort(want)
+    local now = meta_lines(meta.pos)
+    if table.concat(now, "\n") ~= table.concat(want, "\n") then
+      fail("stale", "the metadata of node " .. pos_text(meta.pos) .. " was changed in the game since the mount read it")
+    end
+  end
+end
+
+local function block_area(b)
+  return {x = b.x * 16, y = b.y * 16, z = b.z * 16}, {x = b.x * 16 + 15, y = b.y * 16 + 15, z = b.z * 16 + 15}
+end
+
+local function check_deletes(req)
+  for _, d in ipairs(req.deletes) do
+    if not d.ids then fail("invalid", "delete without dids") end
+    local minp, maxp = block_area(d.block)
+    local vm = core.get_voxel_manip()
+    local emin, emax = vm:read_from_map(minp, maxp)
+    local area = VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+    local data = vm:get_data()
+    for i = 0, 4095 do
+      local x, y, z = i % 16, math.floor(i / 16) % 16, math.floor(i / 256)
+      local want = d.names[tonumber(d.ids[i + 2])]
+      local now = core.get_name_from_content_id(data[area:index(minp.x + x, minp.y + y, minp.z + z)])
+      if now ~= want then
+        fail("stale", "block " .. pos_text(d.block) .. " was changed in the game since the mount read it (node "
+          .. pos_text({x = minp.x + x, y = minp.y + y, z = minp.z + z}) .. " is " .. now .. ")")
+      end
+    end
+  end
+end
+
+-- Nodes through one VoxelManip per block over the changed nodes only.
+local function apply_nodes(nodes, side)
+  local blocks = {}
+  for _, n in ipairs(nodes) do
+    local k = pos_text({x = math.floor(n.pos.x / 16), y = math.floor(n.pos.y / 16), z = math.floor(n.pos.z / 16)})
+    local b = blocks[k] or {minp = vector.new(n.pos), maxp = vector.new(n.pos), list = {}}
+    b.minp = vector.new(math.min(b.minp.x, n.pos.x), math.min(b.minp.y, n.pos.y), math.min(b.minp.z, n.pos.z))
+    b.maxp = vector.new(math.max(b.maxp.x, n.pos.x), math.max(b.maxp.y, n.pos.y), math.max(b.maxp.z, n.pos.z))
+    b.list[#b.list + 1] = n
+    blocks[k] = b
+  end
+  for _, b in pairs(blocks) do
+    local vm = core.get_voxel_manip()
+    local emin, emax = vm:read_from_map(b.minp, b.maxp)
+    local area = VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+    local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
+    for _, n in ipairs(b.list) do
+      local i = area:indexp(n.pos)
+      local to, from = n[side], n[side == "new" and "old" or "new"]
+      if to.name ~= from.name then data[i] = core.get_content_id(to.name) end
+      p1[i], p2[i] = to.param1, to.param2
+    end
+    vm:set_data(data)
+    vm:set_light_data(p1)
+    vm:set_param2_data(p2)
+    vm:write_to_map(true)
+  end
+end
+
+local function apply_meta(meta)
+  local m = core.get_meta(meta.pos)
+  local new = meta.new
+  if next(new.fields) == nil and #new.lists == 0 then
+    m:from_table(nil)
+    return
+  end
+  local inv = {}
+  for _, l in ipairs(new.lists) do
+    local t = {}
+    for s = 1, l.size do t[s] = l.items[s] or "" end
+    inv[l.name] = t
+  end
+  m:from_table({fields = new.fields, inventory = inv})
+  local ref = m:get_inventory()
+  for _, l in ipairs(new.lists) do ref:set_width(l.name, l.width) end
+  if #new.private > 0 then m:mark_as_private(new.private) end
+end
+
+local function apply(req)
+  apply_nodes(req.nodes, "new")
+  for _, meta in ipairs(req.metas) do apply_meta(meta) end
+  for _, t in ipairs(req.timers) do
+    local timer = core.get_node_timer(t.pos)
+    if t.timeout then timer:set(t.timeout, t.elapsed) else timer:stop() end
+  end
+  for _, d in ipairs(req.deletes) do
+    local minp, maxp = block_area(d.block)
+    if not core.delete_area(minp, maxp) then error("core.delete_area failed for block " .. pos_text(d.block)) end
+  end
+end
+
+-- Check everything, then change everything; an error while changing puts
+-- the nodes back (the checks make that a bug, not a case).
+local function handle(text)
+  local req = parse(text)
+  check_nodes(req)
+  check_metas(req)
+  check_deletes(req)
+  local ok, err = pcall(apply, req)
+  if not ok then
+    pcall(apply_nodes, req.nodes, "old")
+    fail("failed", tostring(type(err) == "table" and err.msg or err))
+  end
+end
+
+local function answer(id, text)
+  local ok, err = pcall(handle, text)
+  if ok then return "ok\n" end
+  if type(err) == "table" then return err.kind .. " " .. err.msg:gsub("\n", " ") .. "\n" end
+  return "failed " .. tostring(err):gsub("\n", " ") .. "\n"
+end
+
+local function serve_requests()
+  local names = core.get_dir_list(requests, false) or {}
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local id = name:match("^([%w_%-]+)%.req$")
+    if id then
+      local path = requests .. "/" .. name
+      local f = io.open(path, "rb")
+      local text = f and f:read("*a")
+      if f then f:close() end
+      -- Taken by removing it; a request the mount withdrew is gone.
+      if text and os.remove(path) then
+        local reply = answer(id, text)
+        if reply ~= "ok\n" then core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply) end
+        core.safe_file_write(replies .. "/" .. id, reply)
+      end
+    end
+  end
+end
+
+local function heartbeat(stopped)
+  local save = tonumber(core.settings:get("server_map_save_interval")) or 5.3
+  core.safe_file_write(dir .. "/server.json", core.write_json({
+    protocol = 1,
+    version = core.get_version().string,
+    time = os.time(),
+    save_interval = save,
+    stopped = stopped,
+  }))
+end
+
+local since = HEARTBEAT
+core.register_globalstep(function(dtime)
+  since = since + dtime
+  if since >= HEARTBEAT then
+    since = 0
+    heartbeat(false)
+  end
+  serve_requests()
+end)
+
+core.register_on_shutdown(function()
+  heartbeat(true)
+end)

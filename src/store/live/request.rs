@@ -1,0 +1,245 @@
+//! A block change as a request to the worldfs_live mod (its format is
+//! described at the top of contrib/worldfs_live/init.lua): the nodes,
+//! metadata and timers that differ between what the mount showed and what
+//! it writes, each with the old value the mod checks before changing
+//! anything. Pure: bytes in, text out.
+
+use crate::codec::Block;
+use crate::codec::block::index_xyz;
+use crate::codec::inventory::Inventory;
+use crate::codec::jsonish::HighBytes;
+use crate::codec::nodemeta::MetaEntry;
+use crate::store::BlockPos;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The first line of every request.
+pub const HEADER: &str = "worldfs-live 1\n";
+
+fn hex(s: &[u8]) -> String {
+    if s.is_empty() {
+        return "-".into();
+    }
+    s.iter().fold(String::with_capacity(s.len() * 2), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+/// World node coordinates of in-block index `i` of block `pos`.
+fn node_at(pos: BlockPos, i: usize) -> String {
+    let (ox, oy, oz) = pos.origin();
+    let (x, y, z) = index_xyz(i);
+    format!("{} {} {}", ox + x as i32, oy + y as i32, oz + z as i32)
+}
+
+/// The request lines that turn block `pos` from `old` into `new` (appended
+/// to `out`); an error names what a running server cannot be given.
+pub fn block_change(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
+    unchanged_outside_nodes(pos, old, new)?;
+    node_lines(out, pos, old, new)?;
+    meta_lines(out, pos, old, new)?;
+    timer_lines(out, pos, old, new);
+    Ok(())
+}
+
+/// What only the server manages (or what the mod cannot set yet) must be
+/// as it was: refused with the reason otherwise, so nothing is silently
+/// dropped.
+fn unchanged_outside_nodes(pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
+    let what = if old.version != new.version {
+        "its version"
+    } else if old.flags != new.flags || old.lighting_complete != new.lighting_complete {
+        "its flags (info)"
+    } else if old.timestamp != new.timestamp {
+        "its timestamp (info)"
+    } else if old.objects != new.objects {
+        "its objects"
+    } else if old.trailing != new.trailing {
+        "its raw bytes"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "block {pos}: {what} cannot be changed while the server runs (a live mount changes nodes, metadata \
+         and timers); stop the server to change it"
+    ))
+}
+
+fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
+    let name = |b: &Block, i: usize| -> Result<Vec<u8>, String> {
+        let id = *b.param0.get(i).ok_or_else(|| format!("block {pos}: fewer than 4096 nodes"))?;
+        b.name_of(id).map(<[u8]>::to_vec).ok_or_else(|| format!("block {pos}: content id {id} has no name"))
+    };
+    for i in 0..4096 {
+        let (o, n) = (name(old, i)?, name(new, i)?);
+        let (p1, p2) = ((old.param1[i], old.param2[i]), (new.param1[i], new.param2[i]));
+        if o != n || p1 != p2 {
+            let _ =
+                writeln!(out, "node {} {} {} {} {} {} {}", node_at(pos, i), hex(&o), p1.0, p1.1, hex(&n), p2.0, p2.1);
+        }
+    }
+    Ok(())
+}
+
+fn meta_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
+    let entries =
+        |b: &Block| -> BTreeMap<u16, MetaEntry> { b.metadata.entries.iter().map(|e| (e.pos, e.clone())).collect() };
+    let (before, after) = (entries(old), entries(new));
+    let mut at: Vec<u16> = before.keys().chain(after.keys()).copied().collect();
+    at.sort_unstable();
+    at.dedup();
+    for p in at {
+        let (o, n) = (before.get(&p), after.get(&p));
+        if o == n {
+            continue;
+        }
+        let _ = writeln!(out, "meta {}", node_at(pos, p as usize));
+        if let Some(o) = o {
+            entry_lines(out, "old", o, false).map_err(|e| format!("block {pos}: stored metadata: {e}"))?;
+        }
+        if let Some(n) = n {
+            entry_lines(out, "new", n, true).map_err(|e| format!("block {pos}: new metadata: {e}"))?;
+        }
+        out.push_str("endmeta\n");
+    }
+    Ok(())
+}
+
+/// One metadata entry as "old"/"new" lines. The engine's view of a field
+/// is its last duplicate.
+fn entry_lines(out: &mut String, side: &str, e: &MetaEntry, private: bool) -> Result<(), String> {
+    let mut fields: BTreeMap<&[u8], (&[u8], bool)> = BTreeMap::new();
+    for v in &e.vars {
+        fields.insert(&v.key, (&v.value, v.private));
+    }
+    for (k, (v, p)) in fields {
+        let flag = if private { if p { " 1" } else { " 0" } } else { "" };
+        let _ = writeln!(out, "{side} field {} {}{flag}", hex(k), hex(v));
+    }
+    let inv = if e.inventory.is_empty() {
+        Inventory { lists: Vec::new() }
+    } else {
+        Inventory::parse_strict(&e.inventory).map_err(|e| format!("inventory: {e}"))?
+    };
+    for l in &inv.lists {
+        let _ = writeln!(out, "{side} list {} {} {}", hex(&l.name), l.slots.len(), l.width);
+        for (i, slot) in l.slots.iter().enumerate() {
+            if let Some(item) = slot {
+                let _ =
+                    writeln!(out, "{side} item {} {} {}", hex(&l.name), i + 1, hex(&item.serialize(HighBytes::Raw)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn timer_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) {
+    let timers =
+        |b: &Block| -> BTreeMap<u16, (i32, i32)> { b.timers.iter().map(|t| (t.pos, (t.timeout, t.elapsed))).collect() };
+    let (before, after) = (timers(old), timers(new));
+    for (p, t) in &after {
+        if before.get(p) != Some(t) {
+            let secs = |ms: i32| f64::from(ms) / 1000.0;
+            let _ = writeln!(out, "timer {} {} {}", node_at(pos, *p as usize), secs(t.0), secs(t.1));
+        }
+    }
+    for p in before.keys().filter(|p| !after.contains_key(p)) {
+        let _ = writeln!(out, "notimer {}", node_at(pos, *p as usize));
+    }
+}
+
+/// The request lines that delete block `pos`, which holds `old`: the mod
+/// deletes it only if the game still has these nodes there.
+pub fn block_delete(out: &mut String, pos: BlockPos, old: &Block) {
+    let _ = writeln!(out, "delete {} {} {}", pos.x, pos.y, pos.z);
+    for m in &old.mapping {
+        let _ = writeln!(out, "dname {} {}", m.id, hex(&m.name));
+    }
+    out.push_str("dids");
+    for id in &old.param0 {
+        let _ = write!(out, " {id}");
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::MappingEntry;
+    use crate::codec::nodemeta::MetaVar;
+
+    fn stone_block() -> Block {
+        let mut b = Block::new_air(29);
+        b.mapping.push(MappingEntry { id: 1, name: b"default:stone".to_vec() });
+        b
+    }
+
+    #[test]
+    fn only_changed_nodes_are_sent_with_their_old_values() {
+        let old = stone_block();
+        let mut new = old.clone();
+        new.param0[crate::codec::block::node_index(1, 2, 3)] = 1;
+        new.param2[0] = 4;
+        let mut out = String::new();
+        block_change(&mut out, BlockPos::new(1, 0, -1), &old, &new).unwrap();
+        let air = hex(b"air");
+        let stone = hex(b"default:stone");
+        assert_eq!(
+            out,
+            format!("node 16 0 -16 {air} 15 0 {air} 15 4\nnode 17 2 -13 {air} 15 0 {stone} 15 0\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn metadata_is_sent_whole_with_the_old_entry() {
+        let old = stone_block();
+        let mut new = old.clone();
+        let mut e = MetaEntry::new(0);
+        e.vars.push(MetaVar { key: b"text".to_vec(), value: b"hi".to_vec(), private: true });
+        e.inventory = b"List main 2\nWidth 1\nItem default:apple 3\nEmpty\nEndInventoryList\nEndInventory\n".to_vec();
+        new.metadata.entries.push(e);
+        let mut out = String::new();
+        block_change(&mut out, BlockPos::new(0, 0, 0), &old, &new).unwrap();
+        let want = format!(
+            "meta 0 0 0\nnew field {} {} 1\nnew list {} 2 1\nnew item {} 1 {}\nendmeta\n",
+            hex(b"text"),
+            hex(b"hi"),
+            hex(b"main"),
+            hex(b"main"),
+            hex(b"default:apple 3")
+        );
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn objects_and_info_cannot_change_live() {
+        let old = stone_block();
+        let mut new = old.clone();
+        new.timestamp = 5;
+        let e = block_change(&mut String::new(), BlockPos::new(0, 0, 0), &old, &new).unwrap_err();
+        assert!(e.contains("timestamp") && e.contains("stop the server"), "{e}");
+    }
+
+    #[test]
+    fn timers_set_and_stopped() {
+        let mut old = stone_block();
+        old.timers.push(crate::codec::objects::NodeTimer { pos: 1, timeout: 1000, elapsed: 0 });
+        let mut new = stone_block();
+        new.timers.push(crate::codec::objects::NodeTimer { pos: 2, timeout: 30000, elapsed: 1500 });
+        let mut out = String::new();
+        block_change(&mut out, BlockPos::new(0, 0, 0), &old, &new).unwrap();
+        assert_eq!(out, "timer 2 0 0 30 1.5\nnotimer 1 0 0\n");
+    }
+
+    #[test]
+    fn a_deletion_lists_every_node() {
+        let mut out = String::new();
+        block_delete(&mut out, BlockPos::new(-1, 2, 3), &stone_block());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "delete -1 2 3");
+        assert_eq!(lines[1], format!("dname 0 {}", hex(b"air")));
+        assert_eq!(lines[3].split(' ').count(), 4097);
+    }
+}

@@ -1,0 +1,145 @@
+//! A real server running in the background for the live-mount tests
+//! (tests/live_server.rs): Debian's minetestserver on a world with the
+//! worldfs_live mod (installed by `worldfs live install`) and a probe mod
+//! (tests/fixtures/live/probe.lua) that answers what the game sees now.
+//! One server process per test; it never restarts.
+
+use super::server::{free_port, minetestserver, tail};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+const PROBE_LUA: &str = include_str!("../fixtures/live/probe.lua");
+
+pub struct LiveServer {
+    child: Option<Child>,
+    pub world: PathBuf,
+    pub log: PathBuf,
+    _home: tempfile::TempDir,
+    seq: std::cell::Cell<u32>,
+}
+
+/// `worldfs ARGS...`: (exit code, stdout, stderr).
+pub fn worldfs(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldfs")).args(args).output().expect("run worldfs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+impl LiveServer {
+    /// Start the server on `world` with the settings `conf`; with the
+    /// worldfs_live mod when `live`. Returns once the probe answers (and,
+    /// with the mod, its heartbeat is there).
+    pub fn start(world: &Path, conf: &str, live: bool) -> LiveServer {
+        if live {
+            let (code, out, err) = worldfs(&["live".as_ref(), "install".as_ref(), world.as_os_str()]);
+            assert_eq!(code, 0, "worldfs live install: {out}{err}");
+            assert!(out.contains("worldfs_live installed in"), "{out}");
+        }
+        let probe = world.join("worldmods").join("worldfs_live_probe");
+        std::fs::create_dir_all(&probe).unwrap();
+        std::fs::write(probe.join("mod.conf"), "name = worldfs_live_probe\n").unwrap();
+        std::fs::write(probe.join("init.lua"), PROBE_LUA).unwrap();
+        let conf_path = world.join("worldfs_live_test.conf");
+        std::fs::write(
+            &conf_path,
+            format!("{conf}\nserver_announce = false\nbind_address = 127.0.0.1\nenable_rollback_recording = false\n"),
+        )
+        .unwrap();
+        let log = world.join("worldfs_live_test.log");
+        let home = tempfile::tempdir().unwrap();
+        let child = Command::new(minetestserver().expect("minetestserver is installed"))
+            .env("HOME", home.path())
+            .arg("--world")
+            .arg(world)
+            .arg("--config")
+            .arg(&conf_path)
+            .arg("--port")
+            .arg(free_port().to_string())
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(world.join("worldfs_live_test.stderr")).unwrap())
+            .spawn()
+            .expect("start minetestserver");
+        let s = LiveServer { child: Some(child), world: world.to_path_buf(), log, _home: home, seq: 0.into() };
+        // Loading a block makes the server open the map database (it does
+        // so at the first block, not at start).
+        s.ask(&["node 0 0 0".into()], Duration::from_secs(120));
+        if live {
+            assert!(world.join("worldfs-live/server.json").is_file(), "no heartbeat\n{}", tail(&s.log, 40));
+        }
+        s
+    }
+
+    /// The probe's answer to `lines` (see probe.lua), without the seq and
+    /// end lines; panics after `within`.
+    pub fn ask(&self, lines: &[String], within: Duration) -> Vec<String> {
+        self.seq.set(self.seq.get() + 1);
+        let seq = format!("seq {}", self.seq.get());
+        let input = self.world.join("worldfs_live_probe.in");
+        let tmp = self.world.join("worldfs_live_probe.in.tmp");
+        std::fs::write(&tmp, format!("{seq}\n{}", lines.iter().map(|l| format!("{l}\n")).collect::<String>())).unwrap();
+        std::fs::rename(&tmp, &input).unwrap();
+        let out = self.world.join("worldfs_live_probe.out");
+        let start = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            let got: Vec<String> = text.lines().map(String::from).collect();
+            if got.first() == Some(&seq) && got.last().map(String::as_str) == Some("end") {
+                return got[1..got.len() - 1].to_vec();
+            }
+            if let Some(child) = &self.child
+                && Path::new(&format!("/proc/{}", child.id())).exists()
+                && start.elapsed() < within
+            {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            panic!("the probe did not answer {seq} within {within:?}\n{}", tail(&self.log, 60));
+        }
+    }
+
+    /// What the game has at node `p` now: "NAME PARAM1 PARAM2".
+    pub fn node(&self, p: [i32; 3]) -> String {
+        let [x, y, z] = p;
+        let got = self.ask(&[format!("node {x} {y} {z}")], Duration::from_secs(10));
+        got[0].splitn(5, ' ').nth(4).unwrap_or_default().to_string()
+    }
+
+    /// The metadata lines ("field ..." and "item ...") of node `p` now.
+    pub fn meta(&self, p: [i32; 3]) -> Vec<String> {
+        let [x, y, z] = p;
+        self.ask(&[format!("meta {x} {y} {z}")], Duration::from_secs(10))
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Stop the server as an admin does (SIGTERM: it saves the map and
+    /// exits) and wait for it.
+    pub fn stop(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "the server did not stop\n{}", tail(&self.log, 40));
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+}
+
+impl Drop for LiveServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
