@@ -394,7 +394,14 @@ impl LevelDbStore {
             match lock::take_after_exiting_daemons(&lock_file) {
                 Ok(f) => Some(f),
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-                    let who = lock::holder(&lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
+                    let mut who = lock::holder(&lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
+                    // An open-file-description lock names no process: say
+                    // who has the file open.
+                    let openers =
+                        if who == "another process" { crate::holders::openers(&lock_file) } else { Vec::new() };
+                    if !openers.is_empty() {
+                        who = format!("{who} (the file is open in {})", openers.join(", "));
+                    }
                     return Err(format!(
                         "{} is locked by {who}, most likely a running server; LevelDB admits one process at a \
                          time: stop the server to write, or mount read-only (-o ro) to see the map as it is now",

@@ -63,17 +63,28 @@ pub fn take(path: &Path) -> std::io::Result<File> {
 /// by who has the file open: worldfs's own lock is an open-file-description
 /// lock, whose owner neither F_GETLK nor /proc/locks names (pid -1).
 pub fn take_after_exiting_daemons(path: &Path) -> std::io::Result<File> {
-    match take(path) {
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-            if crate::holders::openers_after_daemons_exit(path).is_empty() {
-                take(path)
-            } else {
-                Err(e)
+    let start = std::time::Instant::now();
+    loop {
+        match take(path) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
+                if !crate::holders::openers_after_daemons_exit(path).is_empty() {
+                    return Err(e);
+                }
+                // Nobody has the file open any more, yet the lock was held a
+                // moment ago: its holder was closing it (an exiting daemon
+                // between two looks at /proc). Try again, for a short while.
+                if start.elapsed() >= VANISHED_HOLDER_WAIT {
+                    return take(path);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
             }
+            taken => return taken,
         }
-        taken => taken,
     }
 }
+
+/// How long a lock whose holder cannot be seen is tried again.
+const VANISHED_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 #[cfg(test)]
 mod tests {
