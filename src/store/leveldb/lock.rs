@@ -67,14 +67,15 @@ pub fn take_after_exiting_daemons(path: &Path) -> std::io::Result<File> {
     loop {
         match take(path) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-                if !crate::holders::openers_after_daemons_exit(path).is_empty() {
-                    return Err(e);
-                }
-                // Nobody has the file open any more, yet the lock was held a
-                // moment ago: its holder was closing it (an exiting daemon
-                // between two looks at /proc). Try again, for a short while.
-                if start.elapsed() >= VANISHED_HOLDER_WAIT {
-                    return take(path);
+                let who = crate::holders::openers_after_daemons_exit(path);
+                // A holder can be fleeting: a process forked by a program
+                // that had the file open holds it until it runs a program of
+                // its own (on a loaded machine longer than the two looks of
+                // `openers`); and one that closed the file between two looks
+                // is gone. A server holds it on: refused after a second.
+                let limit = if who.is_empty() { VANISHED_HOLDER_WAIT } else { FLEETING_HOLDER_WAIT };
+                if start.elapsed() >= limit {
+                    return if who.is_empty() { take(path) } else { Err(e) };
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
@@ -85,6 +86,8 @@ pub fn take_after_exiting_daemons(path: &Path) -> std::io::Result<File> {
 
 /// How long a lock whose holder cannot be seen is tried again.
 const VANISHED_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long a holder that is not a worldfs daemon is given to go.
+const FLEETING_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {
