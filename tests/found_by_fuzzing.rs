@@ -184,6 +184,51 @@ fn mts_with_a_bad_zlib_checksum_is_refused() {
     assert!(e.contains("checksum"), "{e}");
 }
 
+/// `mts_decode`: a schematic whose name table holds an empty name decoded
+/// (the engine reads it and places air for the name it cannot resolve),
+/// and its `names` file showed it as `""` but refused `""` when written
+/// back ("empty node name"). A name the table already holds is now taken
+/// back as it is; a new empty name is still refused.
+#[test]
+fn mts_with_an_empty_name_applies_to_itself() {
+    use worldfs::kinds::mts::{MtsDocument, view};
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/mts_decode/empty-name-good-checksum");
+    let mut d = MtsDocument::decode(data, &Context::default()).unwrap();
+    let s = d.schematic.clone();
+    let empty = s.names.iter().position(|n| n.is_empty()).expect("the table holds an empty name");
+    let names = String::from_utf8(d.render("names").unwrap()).unwrap();
+    assert!(names.contains(&format!("\n{empty} \"\"\n")), "{names}");
+    let mut checked = 0;
+    for (file, _) in view::FILES.iter().filter(|(_, writable)| *writable) {
+        let content = d.render(file).unwrap();
+        d.apply(file, &content).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(d.schematic, s, "{file} applied to itself changed the schematic");
+        assert_eq!(d.encode().unwrap(), data, "{file}");
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} writable files");
+    // In a table without an empty name, naming a node "" is still refused.
+    let mut plain = MtsDocument::decode(&d.encode().unwrap(), &Context::default()).unwrap();
+    plain.schematic = worldfs::kinds::mts::Schematic::new_air([1, 1, 1]).unwrap();
+    let e = plain.apply("names", b"0 \"\"\n").unwrap_err();
+    assert!(e.to_string().contains("empty node name"), "{e}");
+}
+
+/// A cubeset connector with `Direction = 41` decoded, and the piece's
+/// `connectors` file then refused its own content ("direction 41 is not 0
+/// to 13"). Cuberite refuses such a piece, and so does the decode now,
+/// naming the connector.
+#[test]
+fn a_cubeset_connector_direction_out_of_range_is_refused_at_decode() {
+    use worldfs::kinds::cubeset::Cubeset;
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-3268255b3cac95e53365a2bcd675cdd8a957cc80");
+    let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("direction 41 decoded") };
+    assert!(e.to_string().contains("direction 41 is not 0 to 13"), "{e}");
+    assert!(e.to_string().contains("connector "), "the connector is named: {e}");
+}
+
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }

@@ -124,7 +124,9 @@ pub fn show(w: &Word) -> String {
 pub fn node_name(w: &Word, n: usize, known: &[Vec<u8>]) -> DocResult<Vec<u8>> {
     let name = w.bytes.clone();
     let err = |m: String| DocError::at(n, w.column, m);
-    if name.is_empty() {
+    // A name the file already holds reads back as it is, even an empty one
+    // (the engine loads such a table and places air for it).
+    if name.is_empty() && !known.contains(&name) {
         return Err(err("empty node name".into()));
     }
     if !w.quoted && std::str::from_utf8(&name).is_err() {

@@ -167,6 +167,9 @@ fn read_connectors(t: &Table) -> DocResult<Vec<[String; 5]>> {
                 _ => return Err(err(format!("connector {} has no {k}", n + 1))),
             };
         }
+        // Cuberite refuses the piece for any other direction, and so does
+        // the connectors file: hold the decode to the same range.
+        check_direction(&row[4]).map_err(|m| err(format!("connector {}: {m}", n + 1)))?;
         connectors.push(row);
     }
     Ok(connectors)
