@@ -10,6 +10,7 @@ use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::kinds::{Context, Document};
+use crate::store::Note;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -138,7 +139,8 @@ impl Tree for BlockTree {
         doc.set_block(x, y, z, state).map_err(|e| FsError::invalid(format!("block/{name}: {e}")))?;
         let new = doc.encode().map_err(|e| FsError::invalid(e.to_string()))?;
         if new != old {
-            self.regions.write_chunk(x.div_euclid(16), z.div_euclid(16), &old, &new)?;
+            let note = Note::new(format!("write block/{name}"));
+            self.regions.write_chunk(x.div_euclid(16), z.div_euclid(16), &old, &new, &note)?;
         }
         self.services.invalidate(vec![Inval::Inode(ino)]);
         Ok(())
