@@ -453,3 +453,65 @@ fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
     assert!(ok, "{out}");
     assert_eq!(hashes(&oracle(w.path(), &[])), before, "undo after the crash: every chunk as it was");
 }
+
+/// `legacy_blocks.txt` read here on its own: (id, data) to the label.
+fn legacy_table() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kinds/minecraft/legacy_blocks.txt");
+    let (mut states, mut names) = (BTreeMap::new(), BTreeMap::new());
+    for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#')) {
+        let (key, label) = line.split_once(' ').unwrap();
+        if key.contains(':') {
+            states.insert(key.to_string(), label.to_string())
+        } else {
+            names.insert(key.to_string(), label.to_string())
+        };
+    }
+    (states, names)
+}
+
+#[test]
+fn a_1_11_world_shows_its_blocks_by_name_as_anvil_parser_reads_their_ids() {
+    require_fuse!("minecraft::a_1_11_world_shows_its_blocks");
+    if let Some(why) = oracle_missing() {
+        common::skip("minecraft::a_1_11_world_shows_its_blocks", "python3", &why);
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"), d.path());
+    let lines = oracle(d.path(), &[]);
+    let (states, names) = legacy_table();
+    let m = common::mount::Mounted::new(d.path(), &[]);
+    let mut checked = 0;
+    for l in lines.iter().filter(|l| l.starts_with("legacy ")) {
+        let f: Vec<&str> = l.splitn(4, ' ').collect();
+        let (cx, cz) = f[1].split_once(',').unwrap();
+        let (cx, cz, y): (i64, i64, i64) = (cx.parse().unwrap(), cz.parse().unwrap(), f[2].parse().unwrap());
+        let dir = format!("chunks/{}/sections/{y}", f[1]);
+        let got = mounted_blocks(&std::fs::read_to_string(m.path(&format!("{dir}/blocks"))).unwrap(), cx, y, cz);
+        // The palette names each entry's stored id:data beside its state.
+        let palette = std::fs::read_to_string(m.path(&format!("{dir}/palette"))).unwrap();
+        let by_label: BTreeMap<String, Vec<String>> = palette.lines().fold(BTreeMap::new(), |mut acc, p| {
+            let p: Vec<&str> = p.split(' ').collect();
+            acc.entry(canonical(p[1])).or_default().push(p[2].to_string());
+            acc
+        });
+        for (i, id) in f[3].split(' ').enumerate() {
+            let (n, data) = id.split_once(':').unwrap();
+            let want = states.get(id).cloned().unwrap_or_else(|| format!("{}[data={data}]", names[n]));
+            assert_eq!(got[i], canonical(&want), "chunk {} section {y} block {i} ({id})", f[1]);
+            assert!(by_label[&got[i]].contains(&id.to_string()), "{dir}/palette: {id} for {}", got[i]);
+        }
+        checked += 1;
+    }
+    assert!(checked > 100, "only {checked} sections compared");
+    assert!(m.ok("cat $MNT/chunks/-1,3/info").contains("1.12 or older"));
+    // Read-only: refused with a message, the region file unchanged.
+    let region = std::fs::read(d.path().join("region/r.-1.0.mca")).unwrap();
+    let (code, _, err) = m.sh("echo minecraft:granite > $MNT/block/-16,5,48");
+    assert_ne!(code, 0, "a 1.11 block was written");
+    let (code, _, _) = m.sh("sed -i 's/ minecraft:stone$/ minecraft:granite/' $MNT/chunks/-1,3/sections/1/blocks");
+    assert_ne!(code, 0, "a 1.11 section was written: {err}");
+    assert_eq!(m.ok("cat $MNT/block/-16,5,48"), format!("{}\n", states["1:0"]));
+    m.unmount();
+    assert_eq!(std::fs::read(d.path().join("region/r.-1.0.mca")).unwrap(), region);
+}

@@ -5,7 +5,7 @@
 //! up. A write changes that block in its chunk and rewrites the region
 //! file as `chunks/` does.
 
-use super::chunk::ChunkDoc;
+use super::chunk::{ChunkDoc, Format};
 use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
@@ -110,9 +110,18 @@ impl Tree for BlockTree {
         if self.opts.read_only {
             return Err(FsError::read_only("the mount is read-only"));
         }
-        self.name_of(ino)?;
+        let name = self.name_of(ino)?;
         // Refused at open while a game holds the world: `echo` reports it.
-        if self.opts.force { Ok(()) } else { super::regions::check_session_lock(&self.regions.world) }
+        if !self.opts.force {
+            super::regions::check_session_lock(&self.regions.world)?;
+        }
+        let (x, _, z) = parse_pos(&name).ok_or_else(FsError::not_found)?;
+        match self.chunk(x, z)? {
+            Some((_, doc)) if doc.format == Format::Flat => Err(FsError::read_only(format!(
+                "block/{name}: blocks of a 1.12 or older chunk are read-only here (load the world in a newer game to upgrade it)"
+            ))),
+            _ => Ok(()),
+        }
     }
     /// Judged at `write()` for a whole line, so that `echo` reports it.
     fn check_content(&self, _ino: u64, content: &[u8]) -> Result<()> {

@@ -10,6 +10,7 @@ pub mod block;
 pub mod chunk;
 pub mod items;
 pub mod journal;
+pub mod legacy;
 pub mod level;
 pub mod regions;
 pub mod section;
