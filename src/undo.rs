@@ -89,6 +89,21 @@ pub fn plan_all(
     records: Option<RecordReader<'_>>,
     sel: Selection,
 ) -> Result<Plan, String> {
+    plan_with(journal, Some(store), records, sel)
+}
+
+/// Like [`plan_all`] for a world that has records only (a Minecraft
+/// world's chunks and files): a change of map blocks is refused.
+pub fn plan_records(journal: &Journal, records: RecordReader<'_>, sel: Selection) -> Result<Plan, String> {
+    plan_with(journal, None, Some(records), sel)
+}
+
+fn plan_with(
+    journal: &Journal,
+    store: Option<&dyn MapStore>,
+    records: Option<RecordReader<'_>>,
+    sel: Selection,
+) -> Result<Plan, String> {
     let all = journal.changes(None, None).map_err(err)?;
     let (walk, reverts) = select(&all, sel)?;
     if reverts.is_empty() {
@@ -96,7 +111,11 @@ pub fn plan_all(
     }
     let mut conflicts = Vec::new();
     let changes = step_blocks_back(journal, store, &walk, &mut conflicts)?;
-    let record_restores = step_records_back(journal, records, &walk, &mut conflicts)?;
+    // Without a map, records are all there is: their files are written
+    // after their entry (Minecraft), so an entry a crash kept from its
+    // file is one that never happened, not a conflict.
+    let skip_unapplied = store.is_none();
+    let record_restores = step_records_back(journal, records, &walk, skip_unapplied, &mut conflicts)?;
     let ids: Vec<String> = reverts.iter().map(|c| format!("#{}", c.id)).collect();
     let what = match sel {
         Selection::Since(t) => {
@@ -144,7 +163,7 @@ fn select(all: &[ChangeInfo], sel: Selection) -> Result<(Vec<ChangeInfo>, Vec<Ch
 /// put back what differs from now.
 fn step_blocks_back(
     journal: &Journal,
-    store: &dyn MapStore,
+    store: Option<&dyn MapStore>,
     walk: &[ChangeInfo],
     conflicts: &mut Vec<String>,
 ) -> Result<Vec<Change>, String> {
@@ -152,6 +171,11 @@ fn step_blocks_back(
     let mut state: BTreeMap<BlockPos, Option<Vec<u8>>> = BTreeMap::new();
     for c in walk {
         let recs = journal.blocks(c.id).map_err(err)?;
+        let store = match store {
+            Some(s) => s,
+            None if recs.is_empty() => continue,
+            None => return Err(format!("change #{} concerns map blocks, and this world has no map", c.id)),
+        };
         for rec in &recs {
             if let std::collections::btree_map::Entry::Vacant(v) = now.entry(rec.pos) {
                 let current = store.get(rec.pos).map_err(err)?;
@@ -198,6 +222,7 @@ fn step_records_back(
     journal: &Journal,
     records: Option<RecordReader<'_>>,
     walk: &[ChangeInfo],
+    skip_unapplied: bool,
     conflicts: &mut Vec<String>,
 ) -> Result<Vec<RecordRestore>, String> {
     type Key = (String, String);
@@ -205,7 +230,8 @@ fn step_records_back(
     let mut rec_state: BTreeMap<Key, Option<Vec<u8>>> = BTreeMap::new();
     let mut rec_dates: BTreeMap<Key, Option<RecordDates>> = BTreeMap::new();
     for c in walk {
-        for rec in journal.records(c.id).map_err(err)?.into_iter().rev() {
+        let recs = journal.records(c.id).map_err(err)?;
+        for rec in &recs {
             let key = (rec.collection.clone(), rec.name.clone());
             if !rec_now.contains_key(&key) {
                 let read = records.ok_or_else(|| {
@@ -213,8 +239,18 @@ fn step_records_back(
                 })?;
                 let current = read(&key.0, &key.1)?;
                 rec_now.insert(key.clone(), current.clone());
-                rec_state.insert(key.clone(), current);
+                rec_state.insert(key, current);
             }
+        }
+        let unapplied = |r: &crate::store::journal::RecordEntry| {
+            let cur = &rec_state[&(r.collection.clone(), r.name.clone())];
+            *cur == r.before && cur.as_deref().map(Fingerprint::of) != r.after
+        };
+        if skip_unapplied && !recs.is_empty() && recs.iter().all(unapplied) {
+            continue;
+        }
+        for rec in recs.into_iter().rev() {
+            let key = (rec.collection.clone(), rec.name.clone());
             let found = rec_state[&key].as_deref().map(Fingerprint::of);
             if found != rec.after {
                 conflicts.push(format!("{}/{}: changed outside the journal after #{}", key.0, key.1, c.id));

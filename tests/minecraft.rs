@@ -348,3 +348,170 @@ fn a_damaged_chunk_is_refused_and_the_others_still_read() {
     m.unmount();
     assert_eq!(std::fs::read(&path).unwrap(), file, "the damaged file is left as it was");
 }
+
+fn worldfs(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldfs")).args(args).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+#[test]
+fn undo_takes_back_chunk_and_level_changes_as_anvil_parser_reads_them() {
+    require_fuse!("minecraft::undo_takes_back_chunk_and_level_changes");
+    if let Some(why) = oracle_missing() {
+        common::skip("minecraft::undo_takes_back_chunk_and_level_changes", "python3", &why);
+        return;
+    }
+    let w = world_copy();
+    let world = w.path().to_str().unwrap();
+    let (before, level) = (hashes(&oracle(w.path(), &[])), std::fs::read(w.path().join("level.dat")).unwrap());
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    m.ok("echo minecraft:diamond_block > $MNT/block/17,40,53");
+    m.ok("sed -i 's/^        LevelName: .*/        LevelName: \"undone\",/' $MNT/level");
+    m.unmount();
+    let (ok, list) = worldfs(&["undo", world]);
+    assert!(ok, "{list}");
+    assert!(list.contains("write block/17,40,53") && list.contains("write level"), "{list}");
+    // The newest change (level.dat) first, alone.
+    let (ok, out) = worldfs(&["undo", world, "--last", "1"]);
+    assert!(ok, "{out}");
+    assert_eq!(std::fs::read(w.path().join("level.dat")).unwrap(), level, "level.dat is back");
+    let now = hashes(&oracle(w.path(), &[]));
+    assert_ne!(now, before, "the chunk edits are still there");
+    // A chunk changed outside worldfs since is a conflict: nothing reverted.
+    let saved = std::fs::read(w.path().join("region/r.0.0.mca")).unwrap();
+    let mut file = saved.clone();
+    let i = 1 + 32 * 3;
+    let mut raw = region::raw_chunk(&file, i).unwrap().unwrap();
+    let (name, mut root) = nbt::decode(&region::decompress(&raw).unwrap()).unwrap();
+    root.0.push(("worldfs_test".into(), nbt::Tag::Byte(1)));
+    raw = region::compress(&nbt::encode(&name, &root).unwrap(), raw.timestamp);
+    let (rebuilt, _) = region::build(&[(i, raw)]);
+    file = rebuilt;
+    std::fs::write(w.path().join("region/r.0.0.mca"), &file).unwrap();
+    let (ok, out) = worldfs(&["undo", world, "--since", "1970-01-01"]);
+    assert!(!ok && out.contains("conflict: minecraft chunks/1,3"), "{out}");
+    assert_eq!(std::fs::read(w.path().join("region/r.0.0.mca")).unwrap(), file, "refused undo changed nothing");
+    std::fs::write(w.path().join("region/r.0.0.mca"), &saved).unwrap();
+    let (ok, out) = worldfs(&["undo", world, "--since", "1970-01-01"]);
+    assert!(ok, "{out}");
+    assert_eq!(hashes(&oracle(w.path(), &[])), before, "every chunk as it was");
+    assert_eq!(std::fs::read(w.path().join("level.dat")).unwrap(), level);
+    // The revert is journaled in turn and can itself be reverted.
+    let (ok, list) = worldfs(&["undo", world]);
+    assert!(ok && list.contains("(reverted by #"), "{list}");
+}
+
+#[test]
+fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
+    require_fuse!("minecraft::sigkill_during_a_bulk_edit");
+    if let Some(why) = oracle_missing() {
+        common::skip("minecraft::sigkill_during_a_bulk_edit", "python3", &why);
+        return;
+    }
+    let w = world_copy();
+    let before = hashes(&oracle(w.path(), &[]));
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let log = m.dir.path().join("edits.log");
+    // Many `sed -i` over every section's blocks, air to glass and back.
+    let script = "i=0; while true; do for f in \"$MNT\"/chunks/*/sections/*/blocks; do \
+                  if [ $((i % 2)) = 0 ]; then sed -i 's/ minecraft:air$/ minecraft:glass/' \"$f\"; \
+                  else sed -i 's/ minecraft:glass$/ minecraft:air/' \"$f\"; fi && echo \"$f\" >> \"$LOG\"; \
+                  done; i=$((i + 1)); done";
+    let mut editor = Command::new("sh")
+        .args(["-c", script])
+        .env("MNT", &m.mnt)
+        .env("LOG", &log)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let edits = || std::fs::read_to_string(&log).map(|t| t.lines().count()).unwrap_or(0);
+    while edits() < 40 {
+        assert!(start.elapsed().as_secs() < 120, "the bulk edit does not progress:\n{}", m.log_text());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Somewhere in the middle of a region file's rewrite, likely enough.
+    std::thread::sleep(std::time::Duration::from_millis(37));
+    m.kill9();
+    let _ = editor.kill();
+    let _ = editor.wait();
+    // The independent reader reads every chunk and every section.
+    let after = oracle(w.path(), &[]);
+    assert_eq!(hashes(&after).keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
+    for l in after.iter().filter(|l| l.starts_with("section ")) {
+        assert_eq!(l.splitn(4, ' ').nth(3).unwrap().split(' ').count(), 4096, "{}", &l[..40]);
+    }
+    for (key, bytes) in all_chunks(w.path()) {
+        ChunkDoc::decode(&bytes, &Default::default()).unwrap_or_else(|e| panic!("chunk {key}: {e}"));
+    }
+    // The journal knows every change that landed: undo brings the world back.
+    let (ok, list) = worldfs(&["undo", w.path().to_str().unwrap(), "--all"]);
+    assert!(ok && list.matches("write chunks/").count() >= 10, "{list}");
+    let (ok, out) = worldfs(&["undo", w.path().to_str().unwrap(), "--since", "1970-01-01"]);
+    assert!(ok, "{out}");
+    assert_eq!(hashes(&oracle(w.path(), &[])), before, "undo after the crash: every chunk as it was");
+}
+
+/// `legacy_blocks.txt` read here on its own: (id, data) to the label.
+fn legacy_table() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kinds/minecraft/legacy_blocks.txt");
+    let (mut states, mut names) = (BTreeMap::new(), BTreeMap::new());
+    for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#')) {
+        let (key, label) = line.split_once(' ').unwrap();
+        if key.contains(':') {
+            states.insert(key.to_string(), label.to_string())
+        } else {
+            names.insert(key.to_string(), label.to_string())
+        };
+    }
+    (states, names)
+}
+
+#[test]
+fn a_1_11_world_shows_its_blocks_by_name_as_anvil_parser_reads_their_ids() {
+    require_fuse!("minecraft::a_1_11_world_shows_its_blocks");
+    if let Some(why) = oracle_missing() {
+        common::skip("minecraft::a_1_11_world_shows_its_blocks", "python3", &why);
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"), d.path());
+    let lines = oracle(d.path(), &[]);
+    let (states, names) = legacy_table();
+    let m = common::mount::Mounted::new(d.path(), &[]);
+    let mut checked = 0;
+    for l in lines.iter().filter(|l| l.starts_with("legacy ")) {
+        let f: Vec<&str> = l.splitn(4, ' ').collect();
+        let (cx, cz) = f[1].split_once(',').unwrap();
+        let (cx, cz, y): (i64, i64, i64) = (cx.parse().unwrap(), cz.parse().unwrap(), f[2].parse().unwrap());
+        let dir = format!("chunks/{}/sections/{y}", f[1]);
+        let got = mounted_blocks(&std::fs::read_to_string(m.path(&format!("{dir}/blocks"))).unwrap(), cx, y, cz);
+        // The palette names each entry's stored id:data beside its state.
+        let palette = std::fs::read_to_string(m.path(&format!("{dir}/palette"))).unwrap();
+        let by_label: BTreeMap<String, Vec<String>> = palette.lines().fold(BTreeMap::new(), |mut acc, p| {
+            let p: Vec<&str> = p.split(' ').collect();
+            acc.entry(canonical(p[1])).or_default().push(p[2].to_string());
+            acc
+        });
+        for (i, id) in f[3].split(' ').enumerate() {
+            let (n, data) = id.split_once(':').unwrap();
+            let want = states.get(id).cloned().unwrap_or_else(|| format!("{}[data={data}]", names[n]));
+            assert_eq!(got[i], canonical(&want), "chunk {} section {y} block {i} ({id})", f[1]);
+            assert!(by_label[&got[i]].contains(&id.to_string()), "{dir}/palette: {id} for {}", got[i]);
+        }
+        checked += 1;
+    }
+    assert!(checked > 100, "only {checked} sections compared");
+    assert!(m.ok("cat $MNT/chunks/-1,3/info").contains("1.12 or older"));
+    // Read-only: refused with a message, the region file unchanged.
+    let region = std::fs::read(d.path().join("region/r.-1.0.mca")).unwrap();
+    let (code, _, err) = m.sh("echo minecraft:granite > $MNT/block/-16,5,48");
+    assert_ne!(code, 0, "a 1.11 block was written");
+    let (code, _, _) = m.sh("sed -i 's/ minecraft:stone$/ minecraft:granite/' $MNT/chunks/-1,3/sections/1/blocks");
+    assert_ne!(code, 0, "a 1.11 section was written: {err}");
+    assert_eq!(m.ok("cat $MNT/block/-16,5,48"), format!("{}\n", states["1:0"]));
+    m.unmount();
+    assert_eq!(std::fs::read(d.path().join("region/r.-1.0.mca")).unwrap(), region);
+}

@@ -104,8 +104,15 @@ pub struct Undo {
 pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let Undo { last, since, id, dry_run, force, all, json } = u;
     use crate::undo::{Selection, execute_all, plan_all};
-    let w = crate::world::World::open(world)?;
-    let journal = open_journal(&w)?;
+    let minecraft = crate::kinds::minecraft::is_java_world(world);
+    let mc_records = crate::kinds::minecraft::undo::Records::new(world);
+    let w = if minecraft { None } else { Some(crate::world::World::open(world)?) };
+    let journal = match &w {
+        Some(w) => open_journal(w)?,
+        None => mc_records
+            .journal()?
+            .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?,
+    };
     let sel = match (last, since, id) {
         (Some(n), _, _) => Selection::Last(n),
         (_, Some(t), _) => Selection::Since(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
@@ -121,6 +128,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
             return Ok(());
         }
     };
+    let Some(w) = w else { return undo_minecraft(world, &mc_records, &journal, sel, dry_run, force) };
     let who = crate::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(
@@ -172,12 +180,45 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     Ok(())
 }
 
+/// `worldfs undo` of a Minecraft Java world (its chunks and files).
+fn undo_minecraft(
+    world: &Path,
+    records: &crate::kinds::minecraft::undo::Records,
+    journal: &crate::store::journal::Journal,
+    sel: crate::undo::Selection,
+    dry_run: bool,
+    force: bool,
+) -> Result<(), String> {
+    let p = records.plan(journal, sel)?;
+    println!("{}: {} chunk(s) or file(s) to restore", p.note().what, p.records.len());
+    for c in &p.conflicts {
+        eprintln!("conflict: {c}");
+    }
+    if !p.conflicts.is_empty() && !force {
+        return Err(format!(
+            "{} chunk(s) or file(s) were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
+            p.conflicts.len()
+        ));
+    }
+    if dry_run {
+        return Ok(());
+    }
+    records.execute(&p, force)?;
+    println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
+    Ok(())
+}
+
 pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Result<(), String> {
     if before.is_none() && max_mb.is_none() {
         return Err("say what to drop: --before TIME and/or --max-mb MIB".into());
     }
-    let w = crate::world::World::open(world)?;
-    let journal = open_journal(&w)?;
+    let journal = if crate::kinds::minecraft::is_java_world(world) {
+        crate::kinds::minecraft::undo::Records::new(world)
+            .journal()?
+            .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?
+    } else {
+        open_journal(&crate::world::World::open(world)?)?
+    };
     let before = match before {
         Some(t) => Some(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
         None => None,

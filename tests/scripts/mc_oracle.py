@@ -5,6 +5,8 @@ linked into worldfs. Prints what it reads, one fact a line:
 
     section X,Z Y LABEL*4096     blocks y*256 + z*16 + x, "name[k=v,...]"
                                  with properties sorted
+    legacy X,Z Y ID:DATA*4096    the same for 1.12 and older sections
+                                 (numeric id and data, as stored)
     be X,Z x,y,z ID ITEMS        ITEMS: slot:count:id;... (or -)
     chunk X,Z SHA256             of the chunk's decompressed NBT bytes
 
@@ -68,6 +70,10 @@ def main():
             level = chunk.data
             sections = level["sections"] if "sections" in level else level.get("Sections", [])
             for sec in sections:
+                if "Blocks" in sec:
+                    ids = [f"{b.id}:{b.data}" for b in chunk.stream_blocks(section=sec)]
+                    print(f"legacy {key} {sec['Y'].value} {' '.join(ids)}")
+                    continue
                 has = ("block_states" in sec) or ("Palette" in sec)
                 if not has:
                     continue

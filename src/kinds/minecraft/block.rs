@@ -5,11 +5,12 @@
 //! up. A write changes that block in its chunk and rewrites the region
 //! file as `chunks/` does.
 
-use super::chunk::ChunkDoc;
+use super::chunk::{ChunkDoc, Format};
 use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::kinds::{Context, Document};
+use crate::store::Note;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -109,9 +110,18 @@ impl Tree for BlockTree {
         if self.opts.read_only {
             return Err(FsError::read_only("the mount is read-only"));
         }
-        self.name_of(ino)?;
+        let name = self.name_of(ino)?;
         // Refused at open while a game holds the world: `echo` reports it.
-        if self.opts.force { Ok(()) } else { super::regions::check_session_lock(&self.regions.world) }
+        if !self.opts.force {
+            super::regions::check_session_lock(&self.regions.world)?;
+        }
+        let (x, _, z) = parse_pos(&name).ok_or_else(FsError::not_found)?;
+        match self.chunk(x, z)? {
+            Some((_, doc)) if doc.format == Format::Flat => Err(FsError::read_only(format!(
+                "block/{name}: blocks of a 1.12 or older chunk are read-only here (load the world in a newer game to upgrade it)"
+            ))),
+            _ => Ok(()),
+        }
     }
     /// Judged at `write()` for a whole line, so that `echo` reports it.
     fn check_content(&self, _ino: u64, content: &[u8]) -> Result<()> {
@@ -138,7 +148,8 @@ impl Tree for BlockTree {
         doc.set_block(x, y, z, state).map_err(|e| FsError::invalid(format!("block/{name}: {e}")))?;
         let new = doc.encode().map_err(|e| FsError::invalid(e.to_string()))?;
         if new != old {
-            self.regions.write_chunk(x.div_euclid(16), z.div_euclid(16), &old, &new)?;
+            let note = Note::new(format!("write block/{name}"));
+            self.regions.write_chunk(x.div_euclid(16), z.div_euclid(16), &old, &new, &note)?;
         }
         self.services.invalidate(vec![Inval::Inode(ino)]);
         Ok(())

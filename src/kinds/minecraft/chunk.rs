@@ -14,13 +14,14 @@
 //! ```
 //!
 //! Formats, by where the sections are and the DataVersion: 1.12 and older
-//! (`Blocks` arrays: light only, for now), 1.13 to 1.15 (indices span
+//! (`Blocks` arrays, named by `legacy.rs`; read-only), 1.13 to 1.15 (indices span
 //! longs), 1.16 and 1.17 (padded longs), 1.18+ (`block_states` and
 //! `biomes` containers at the root). A changed section keeps its palette
 //! and gains new states at its end, as the game's container does; the
 //! chunk is marked for the game to light again (`isLightOn: 0b`).
 
 use super::items::{self, ItemForm};
+use super::legacy;
 use super::section::{Container, Packing, Shape, parse_state, same_state, state_label};
 use crate::codec::nbt::{self, Compound, List, Tag};
 use crate::codec::snbt;
@@ -39,7 +40,7 @@ pub enum Format {
 impl Format {
     fn what(self) -> &'static str {
         match self {
-            Format::Flat => "1.12 or older (Blocks/Data arrays; blocks not shown yet)",
+            Format::Flat => "1.12 or older (Blocks/Add/Data arrays; blocks read-only)",
             Format::Spanning => "1.13-1.15 (block states spanning longs)",
             Format::Padded => "1.16-1.17 (block states in padded longs)",
             Format::Containers => "1.18+ (block_states and biomes containers)",
@@ -103,7 +104,11 @@ impl ChunkDoc {
     /// A section's blocks (None: it stores none, or the format is not read).
     fn blocks(&self, s: &Compound) -> DocResult<Option<Container>> {
         let (pal, data) = match self.format {
-            Format::Flat => return Ok(None),
+            Format::Flat => {
+                let y = s.int("Y").unwrap_or(0);
+                let c = legacy::decode(s).map_err(|m| DocError::new(format!("section {y}: {m}")))?;
+                return Ok(c.map(|(c, _)| c));
+            }
             Format::Containers => match s.compound("block_states") {
                 Some(b) => (b.list("palette"), b.get("data")),
                 None => return Ok(None),
@@ -195,6 +200,7 @@ impl ChunkDoc {
     pub fn set_block(&mut self, x: i64, y: i64, z: i64, state: Tag) -> DocResult<()> {
         let sy = y.div_euclid(16);
         let s = self.section(sy).ok_or_else(|| DocError::new(format!("section {sy} is not stored in this chunk")))?;
+        self.refuse_flat()?;
         let mut c = self.blocks(s)?.ok_or_else(|| DocError::new(format!("section {sy} stores no blocks here")))?;
         let i = (y.rem_euclid(16) * 256 + z.rem_euclid(16) * 16 + x.rem_euclid(16)) as usize;
         if same_state(c.get(i), &state) {
@@ -213,6 +219,17 @@ impl ChunkDoc {
         c.set_all(&values);
         self.put_blocks(sy, &c);
         Ok(())
+    }
+
+    /// 1.12 and older blocks are shown, not written: the game upgrades
+    /// such chunks when it loads them.
+    fn refuse_flat(&self) -> DocResult<()> {
+        match self.format {
+            Format::Flat => Err(DocError::new(
+                "blocks of a 1.12 or older chunk are read-only here (load the world in a newer game to upgrade it)",
+            )),
+            _ => Ok(()),
+        }
     }
 
     fn info(&self) -> String {
@@ -255,6 +272,11 @@ impl ChunkDoc {
             _ => Err(DocError::new(format!("{key} is not 2048 bytes here"))),
         };
         match file {
+            "palette" if self.format == Format::Flat => {
+                let (c, ids) = legacy::decode(s).map_err(DocError::new)?.ok_or_else(|| DocError::new("no blocks"))?;
+                let line = |(i, t): (usize, &Tag)| format!("{i} {} {}:{}\n", state_label(t), ids[i].0, ids[i].1);
+                Ok(c.palette.iter().enumerate().map(line).collect())
+            }
             "palette" => {
                 let c = self.blocks(s)?.ok_or_else(|| DocError::new("no blocks"))?;
                 Ok(c.palette.iter().enumerate().map(|(i, t)| format!("{i} {}\n", state_label(t))).collect())
@@ -271,6 +293,7 @@ impl ChunkDoc {
         let s = self.section(y).ok_or_else(|| DocError::new("no such section"))?;
         match file {
             "blocks" => {
+                self.refuse_flat()?;
                 let mut c = self.blocks(s)?.ok_or_else(|| DocError::new("this section stores no blocks"))?;
                 let d = layers::parse(&self.frame(y), text)?;
                 let legend: Vec<Tag> = d
@@ -457,7 +480,7 @@ impl Document for ChunkDoc {
             v.push(Entry::dir(d.clone()));
             if self.blocks(s).ok().flatten().is_some() {
                 v.push(Entry::file(format!("{d}/palette"), false));
-                v.push(Entry::file(format!("{d}/blocks"), true));
+                v.push(Entry::file(format!("{d}/blocks"), self.format != Format::Flat));
             }
             for (key, file) in [("BlockLight", "block_light"), ("SkyLight", "sky_light")] {
                 if matches!(s.get(key), Some(Tag::ByteArray(b)) if b.len() == 2048) {

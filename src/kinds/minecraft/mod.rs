@@ -9,9 +9,12 @@
 pub mod block;
 pub mod chunk;
 pub mod items;
+pub mod journal;
+pub mod legacy;
 pub mod level;
 pub mod regions;
 pub mod section;
+pub mod undo;
 
 use crate::fs::union::{Mounted, Union};
 use crate::fs::{FsError, Options, Result, Services, Tree};
@@ -44,13 +47,19 @@ pub fn open_world_tree(
     if !is_java_world(dir) {
         return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", dir.display()));
     }
-    let level_home = LevelHome { path: dir.join("level.dat"), world: dir.to_path_buf(), force: opts.force };
+    let journal = (!opts.read_only && opts.journal).then(|| dir.join(crate::store::journal::FILE_NAME));
+    let level_home = LevelHome {
+        path: dir.join("level.dat"),
+        world: dir.to_path_buf(),
+        force: opts.force,
+        journal: journal.clone(),
+    };
     let stored =
         level_home.load("").map_err(|e| e.message)?.ok_or_else(|| format!("{}: no level.dat", dir.display()))?;
     let level = FilesTree::with_home(0, level_home, opts.clone(), services.clone());
     level.prime("", stored);
     let level = Arc::new(level);
-    let regions = Arc::new(Regions { world: dir.to_path_buf(), lock: Default::default() });
+    let regions = Arc::new(Regions { world: dir.to_path_buf(), lock: Default::default(), journal: journal.clone() });
     regions.chunk_names().map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
     let chunks = FilesTree::with_home(CHUNKS_TAG, home, opts.clone(), services.clone());
@@ -60,7 +69,7 @@ pub fn open_world_tree(
         Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
     ];
     if dir.join("playerdata").is_dir() {
-        let home = PlayerHome { dir: dir.join("playerdata"), world: dir.to_path_buf(), force: opts.force };
+        let home = PlayerHome { dir: dir.join("playerdata"), world: dir.to_path_buf(), force: opts.force, journal };
         let players = FilesTree::with_home(PLAYERS_TAG, home, opts.clone(), services);
         mounted.push(Mounted {
             name: "players".into(),
@@ -77,12 +86,12 @@ struct PlayerHome {
     dir: PathBuf,
     world: PathBuf,
     force: bool,
+    journal: Option<PathBuf>,
 }
 
 impl PlayerHome {
     fn file(&self, name: &str) -> Result<PathBuf> {
-        let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-        if ok { Ok(self.dir.join(format!("{name}.dat"))) } else { Err(FsError::not_found()) }
+        player_file(&self.dir, name).ok_or_else(FsError::not_found)
     }
 }
 
@@ -118,16 +127,13 @@ impl Home<PlayerDoc> for PlayerHome {
     fn decode(&self, name: &str, bytes: &[u8]) -> Result<PlayerDoc> {
         PlayerDoc::decode(bytes, &Context::default()).map_err(|e| FsError::io(format!("player {name}: {e}")))
     }
-    fn store(&self, name: &str, old: Option<&[u8]>, new: Option<&[u8]>, _what: &str) -> Result<Option<()>> {
+    fn store(&self, name: &str, old: Option<&[u8]>, new: Option<&[u8]>, what: &str) -> Result<Option<()>> {
         let path = self.file(name)?;
         let (Some(old), Some(new)) = (old, new) else {
             return Err(FsError::perm("players cannot be made or deleted here"));
         };
         self.before_change()?;
-        if std::fs::read(&path).ok().as_deref() != Some(old) {
-            return Err(FsError::stale(format!("player {name} changed on disk meanwhile; read it again")));
-        }
-        write_atomically(&path, new)?;
+        replace_file(&path, old, new, self.journal.as_deref(), (journal::PLAYERS, name, what))?;
         Ok(None)
     }
     fn before_change(&self) -> Result<()> {
@@ -140,6 +146,7 @@ struct LevelHome {
     path: PathBuf,
     world: PathBuf,
     force: bool,
+    journal: Option<PathBuf>,
 }
 
 impl Home<LevelDoc> for LevelHome {
@@ -164,18 +171,46 @@ impl Home<LevelDoc> for LevelHome {
     fn decode(&self, _name: &str, bytes: &[u8]) -> Result<LevelDoc> {
         LevelDoc::decode(bytes, &Context::default()).map_err(|e| FsError::io(format!("{}: {e}", self.path.display())))
     }
-    fn store(&self, _name: &str, old: Option<&[u8]>, new: Option<&[u8]>, _what: &str) -> Result<Option<Self::Stamp>> {
+    fn store(&self, _name: &str, old: Option<&[u8]>, new: Option<&[u8]>, what: &str) -> Result<Option<Self::Stamp>> {
         let (Some(old), Some(new)) = (old, new) else {
             return Err(FsError::perm("level.dat cannot be deleted here"));
         };
         self.before_change()?;
-        if std::fs::read(&self.path).ok().as_deref() != Some(old) {
-            return Err(FsError::stale("level.dat changed on disk meanwhile; read it again"));
-        }
-        write_atomically(&self.path, new)?;
+        let journal = self.journal.as_deref();
+        replace_file(&self.path, old, new, journal, (journal::LEVEL, journal::LEVEL_NAME, what))?;
         Ok(Some(stamp_of(&self.path)))
     }
     fn before_change(&self) -> Result<()> {
         if self.force { Ok(()) } else { check_session_lock(&self.world) }
     }
+}
+
+/// Replace a whole NBT file (a player's, level.dat) that still holds `old`
+/// with `new`, journaled as `(collection, name, what)`; a file changed on
+/// disk since it was read is refused.
+pub fn replace_file(
+    path: &Path,
+    old: &[u8],
+    new: &[u8],
+    journal: Option<&Path>,
+    (collection, name, what): (&str, &str, &str),
+) -> Result<()> {
+    let entry = journal::begin(journal, &crate::store::Note::new(what), collection, &[(name, old, new)])?;
+    swap_file(path, old, new)?;
+    entry.kept();
+    Ok(())
+}
+
+/// [`replace_file`] without its journal entry.
+pub fn swap_file(path: &Path, old: &[u8], new: &[u8]) -> Result<()> {
+    if std::fs::read(path).ok().as_deref() != Some(old) {
+        return Err(FsError::stale(format!("{} changed on disk meanwhile; read it again", path.display())));
+    }
+    write_atomically(path, new)
+}
+
+/// A player's file in `playerdata/` by its UUID (None: not a UUID's form).
+pub fn player_file(playerdata: &Path, name: &str) -> Option<PathBuf> {
+    let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    ok.then(|| playerdata.join(format!("{name}.dat")))
 }

@@ -7,11 +7,13 @@
 //! `c.X.Z.mcc` first. Refused while a game holds `session.lock`.
 
 use super::chunk::ChunkDoc;
+use super::journal;
 use crate::codec::region::{self, RawChunk};
 use crate::fs::{FsError, Result};
 use crate::kinds::doc_tree::write_atomically;
 use crate::kinds::files_tree::{Home, Stored};
 use crate::kinds::{Context, Document};
+use crate::store::Note;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +40,8 @@ pub struct Regions {
     pub world: PathBuf,
     /// One change at a time (a change rewrites a whole region file).
     pub lock: Mutex<()>,
+    /// The undo journal (None: not kept).
+    pub journal: Option<PathBuf>,
 }
 
 /// Chunk coordinates from an item name `X,Z`.
@@ -105,9 +109,20 @@ impl Regions {
         region::decompress(&raw).map(Some).map_err(at)
     }
 
-    /// Replace chunk (x, z)'s NBT with `new`, if it is still `old`.
-    /// The caller holds `lock` and has checked `session.lock`.
-    pub fn write_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
+    /// Replace chunk (x, z)'s NBT with `new`, if it is still `old`, as one
+    /// journaled change. The caller holds `lock` and has checked
+    /// `session.lock`.
+    pub fn write_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8], note: &Note) -> Result<()> {
+        let name = format!("{x},{z}");
+        let entry = journal::begin(self.journal.as_deref(), note, journal::CHUNKS, &[(&name, old, new)])?;
+        self.replace_chunk(x, z, old, new)?;
+        entry.kept();
+        Ok(())
+    }
+
+    /// [`Regions::write_chunk`] without its journal entry: the region file
+    /// rewritten to a temporary file and renamed over the old one.
+    pub fn replace_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
         let path = self.file_of(x, z);
         let io = |e: String| FsError::io(format!("{}: {e}; the region file is unchanged", path.display()));
         let file = std::fs::read(&path).map_err(|e| io(e.to_string()))?;
@@ -237,14 +252,14 @@ impl Home<ChunkDoc> for ChunkHome {
         ChunkDoc::decode(bytes, &Context::default()).map_err(|e| FsError::io(format!("chunk {name}: {e}")))
     }
 
-    fn store(&self, name: &str, old: Option<&[u8]>, new: Option<&[u8]>, _what: &str) -> Result<Option<Self::Stamp>> {
+    fn store(&self, name: &str, old: Option<&[u8]>, new: Option<&[u8]>, what: &str) -> Result<Option<Self::Stamp>> {
         let (x, z) = parse_name(name).ok_or_else(FsError::not_found)?;
         let (Some(old), Some(new)) = (old, new) else {
             return Err(FsError::perm("chunks cannot be made or deleted here"));
         };
         let _one = self.regions.lock.lock();
         self.before_change()?;
-        self.regions.write_chunk(x, z, old, new)?;
+        self.regions.write_chunk(x, z, old, new, &Note::new(what))?;
         Ok(Some(stamp_of(&self.regions.file_of(x, z))))
     }
 

@@ -1,0 +1,41 @@
+//! The undo journal of a Java world: `worldfs-journal.sqlite` in the world
+//! directory, the same file and tables as a Luanti world's. Each change of
+//! a chunk, a player's file or level.dat is one record (collection, name,
+//! the bytes before: a chunk's decompressed NBT, a file's stored bytes; a
+//! fingerprint of the bytes after), journaled
+//! just before the file is replaced and taken back if the write fails, as
+//! the `files` backends of Luanti do.
+
+use crate::fs::{FsError, Result};
+use crate::store::Note;
+use crate::store::journal::Pending;
+use std::path::Path;
+
+/// Collections of a Java world's journal (names as `worldfs undo` shows them).
+pub const CHUNKS: &str = "minecraft chunks";
+pub const PLAYERS: &str = "minecraft players";
+pub const LEVEL: &str = "minecraft level";
+/// The one name of the `LEVEL` collection.
+pub const LEVEL_NAME: &str = "level.dat";
+
+/// One journaled change of records of one collection: the entry is kept
+/// once [`Entry::kept`] is called, and removed if dropped before.
+pub struct Entry(Option<Pending>);
+
+impl Entry {
+    pub fn kept(self) {
+        if let Some(p) = self.0 {
+            p.kept();
+        }
+    }
+}
+
+/// Journal a change of `collection`: (name, bytes before, bytes after)
+/// each. `journal` None: no journal is kept (`-o nojournal`, read-only).
+pub fn begin(journal: Option<&Path>, note: &Note, collection: &str, steps: &[(&str, &[u8], &[u8])]) -> Result<Entry> {
+    let Some(path) = journal else { return Ok(Entry(None)) };
+    let steps: Vec<_> = steps.iter().map(|(n, old, new)| (*n, Some(old.to_vec()), Some(*new), None)).collect();
+    Pending::records(path, note, collection, &steps)
+        .map(|p| Entry(Some(p)))
+        .map_err(|e| FsError::io(format!("{e}; nothing was changed")))
+}
