@@ -278,3 +278,31 @@ fn a_chunk_re_encodes_to_its_bytes_when_its_palette_repeats_a_state() {
         .unwrap_err();
     assert!(e.contains("shortest form"), "{e}");
 }
+
+/// `mc_nbt`: a Java chunk whose palette names `mine)raft:bedrock` (not an
+/// id the game writes) decoded, and its section's `blocks` file showed the
+/// name but refused it when written back ("is not a block id"). A state the
+/// palette already holds is now taken back as it is; a new such name is
+/// still refused.
+#[test]
+fn a_java_chunk_takes_back_its_own_odd_palette_names() {
+    use worldfs::kinds::minecraft::chunk::ChunkDoc;
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-65890d61e47cddc39db5b13b8e784e22ca59161b");
+    let mut doc = ChunkDoc::decode(data, &Context::default()).expect("the chunk decodes");
+    let blocks = "sections/-4/blocks";
+    let shown = String::from_utf8(doc.render(blocks).unwrap()).unwrap();
+    assert!(shown.contains("mine)raft:bedrock"), "{shown}");
+    let mut written = 0;
+    for e in doc.entries().into_iter().filter(|e| e.writable && !e.dir) {
+        if let Ok(content) = doc.render(&e.path) {
+            doc.apply(&e.path, &content).unwrap_or_else(|err| panic!("{}: {err}", e.path));
+            written += 1;
+        }
+    }
+    assert!(written > 10, "only {written} files written back");
+    assert_eq!(doc.encode().unwrap(), data, "writing the files back changed the chunk");
+    let new_odd = shown.replacen("mine)raft:bedrock", "mine)raft:stone", 1);
+    let e = doc.apply(blocks, new_odd.as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("is not a block id"), "{e}");
+}

@@ -296,10 +296,17 @@ impl ChunkDoc {
                 self.refuse_flat()?;
                 let mut c = self.blocks(s)?.ok_or_else(|| DocError::new("this section stores no blocks"))?;
                 let d = layers::parse(&self.frame(y), text)?;
+                // A state the palette holds is taken back as it is, even one
+                // whose text would not parse as a new state (a name the
+                // game would not write, a property that is not a string).
+                let known = |label: &str| c.palette.iter().find(|t| state_label(t) == label).cloned();
                 let legend: Vec<Tag> = d
                     .legend
                     .iter()
-                    .map(|e| parse_state(&e.label).map_err(|m| DocError::at_line(e.line, m)))
+                    .map(|e| match known(&e.label) {
+                        Some(t) => Ok(t),
+                        None => parse_state(&e.label).map_err(|m| DocError::at_line(e.line, m)),
+                    })
                     .collect::<DocResult<_>>()?;
                 let mut values = Vec::with_capacity(4096);
                 for i in 0..4096 {
