@@ -10,7 +10,7 @@ use fuser::{
 };
 use std::ffi::OsStr;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 pub struct FuseAdapter {
     fs: Arc<WorldFs>,
@@ -32,6 +32,7 @@ impl FuseAdapter {
 /// Send the core's invalidations to the kernel from a thread of their own:
 /// a notification sent from inside a request handler can deadlock.
 pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
+    start_pusher(fs, notifier.clone());
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Inval>>();
     std::thread::Builder::new()
         .name("worldfs-inval".into())
@@ -50,6 +51,38 @@ pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
     let tx = parking_lot::Mutex::new(tx);
     fs.set_invalidator(Box::new(move |list| {
         let _ = tx.lock().send(list);
+    }));
+}
+
+/// A pushed page waits this long: the kernel makes the inode of a look-up
+/// only after it has the reply, and a store for an inode it does not have
+/// yet is refused (then the file is READ as usual).
+const PUSH_DELAY: Duration = Duration::from_millis(2);
+/// A push older than this is dropped: the watch's invalidation rounds, at
+/// least 100 ms apart, must come after any page pushed before a change.
+const PUSH_STALE: Duration = Duration::from_millis(50);
+
+/// Put the small files the core hands over (`WorldFs::looked_up`) into the
+/// kernel's page cache, from a thread of its own.
+fn start_pusher(fs: &Arc<WorldFs>, notifier: Notifier) {
+    let (tx, rx) = std::sync::mpsc::channel::<(Instant, u64, Arc<Vec<u8>>)>();
+    std::thread::Builder::new()
+        .name("worldfs-push".into())
+        .spawn(move || {
+            for (at, ino, data) in rx {
+                let age = at.elapsed();
+                if age > PUSH_STALE {
+                    continue;
+                }
+                std::thread::sleep(PUSH_DELAY.saturating_sub(age));
+                // ENOENT: the kernel has no inode for it (any more).
+                let _ = notifier.store(INodeNo(ino), 0, &data);
+            }
+        })
+        .expect("start push thread");
+    let tx = parking_lot::Mutex::new(tx);
+    fs.set_pusher(Box::new(move |ino, data| {
+        let _ = tx.lock().send((Instant::now(), ino, data));
     }));
 }
 
@@ -229,7 +262,13 @@ impl Filesystem for FuseAdapter {
                     attr.ino = INodeNo(0);
                     reply.entry(&self.fs.ttl(), &attr, Generation(0));
                 }
-                r => self.entry(reply, r, "lookup"),
+                r => {
+                    let found = r.as_ref().ok().cloned();
+                    self.entry(reply, r, "lookup");
+                    if let Some(a) = found {
+                        self.fs.looked_up(&a);
+                    }
+                }
             }
         });
     }

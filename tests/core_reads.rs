@@ -197,6 +197,48 @@ fn files_kept_until_told_are_invalidated_after_an_outside_change() {
     assert_eq!(rw.attr_ttl(&a), ttl);
 }
 
+/// After the reply to a look-up of a small file the kernel keeps until told,
+/// its content is pushed (the FUSE layer stores it in the page cache, so
+/// the program that looked it up reads it without a READ request); files
+/// not kept so (writable mounts, world files) are not pushed.
+#[test]
+fn small_files_kept_until_told_are_pushed_after_their_look_up() {
+    let world = common::demo_world();
+    let ttl = Duration::from_millis(500);
+    let opts = Options { read_only: true, ttl, ..Options::default() };
+    let fs = std::sync::Arc::new(worldfs::open::open_world(world.path(), opts.clone()).unwrap());
+    fs.set_invalidator(Box::new(|_| {}));
+    let pushed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let p2 = pushed.clone();
+    fs.set_pusher(Box::new(move |ino, data| p2.lock().unwrap().push((ino, data))));
+    let block = fs.lookup(inode::BLOCKS, OsStr::new("0,0,0")).unwrap();
+    fs.looked_up(&block);
+    let names = fs.lookup(block.ino, OsStr::new("names")).unwrap();
+    // The reply hands the attributes out (and the file to the watch).
+    assert_eq!(fs.attr_ttl(&names), fs.entry_ttl());
+    fs.looked_up(&names);
+    let fh = fs.open(names.ino, libc::O_RDONLY, 0).unwrap().fh;
+    let content = fs.read(fh, 0, 1 << 20).unwrap();
+    fs.release(fh).unwrap();
+    assert!(!content.is_empty());
+    assert_eq!(*pushed.lock().unwrap(), vec![(names.ino, std::sync::Arc::new(content))], "only the file, as read");
+    // A world file changes without the map's counter: not pushed.
+    let world_mt = fs.lookup(worldfs::fs::ROOT, OsStr::new("world.mt")).unwrap();
+    assert_eq!(fs.attr_ttl(&world_mt), ttl);
+    fs.looked_up(&world_mt);
+    assert_eq!(pushed.lock().unwrap().len(), 1);
+    // Writable mounts keep nothing until told: nothing is pushed.
+    let rw =
+        std::sync::Arc::new(worldfs::open::open_world(world.path(), Options { read_only: false, ..opts }).unwrap());
+    rw.set_invalidator(Box::new(|_| {}));
+    let p3 = pushed.clone();
+    rw.set_pusher(Box::new(move |ino, data| p3.lock().unwrap().push((ino, data))));
+    let names = rw.lookup(rw.lookup(inode::BLOCKS, OsStr::new("0,0,0")).unwrap().ino, OsStr::new("names")).unwrap();
+    assert_eq!(rw.attr_ttl(&names), ttl);
+    rw.looked_up(&names);
+    assert_eq!(pushed.lock().unwrap().len(), 1);
+}
+
 /// Small worlds are listed with attributes on every page (no LOOKUP of each
 /// block directory a glob then uses); above `plus_max` blocks, or with 0,
 /// the kernel's adaptive mode stays (no kernel inode per block for `ls`).

@@ -214,6 +214,20 @@ pub enum Inval {
 /// request handler can deadlock).
 pub type Invalidator = Box<dyn Fn(Vec<Inval>) + Send + Sync>;
 
+/// Receives the content of a small file just looked up, to be put in the
+/// kernel's page cache after the reply (see `WorldFs::looked_up`).
+pub type Pusher = Box<dyn Fn(u64, Arc<Vec<u8>>) + Send + Sync>;
+
+/// Files at most one page long are pushed after their look-up,
+const PUSH_MAX: u64 = 4096;
+/// while the kernel keeps at most this many files until told: a pushed
+/// page stays in the page cache until read or reclaimed, and a glob over
+/// millions of files looks them all up before `grep` reads the first. On
+/// the 2.8M-block world (11 GB of pages) the kernel then reclaimed pages
+/// and inodes before they were read: 3.9 requests per file instead of 3.
+/// 100 000 files are at most 400 MB of pages.
+const PUSH_FILES_MAX: usize = 100_000;
+
 /// The core's own inodes: tag [`tree::CORE_TAG`] in the top four bits.
 const fn core_ino(n: u64) -> u64 {
     (tree::CORE_TAG << 60) | n
@@ -264,6 +278,7 @@ pub struct WorldFs {
     unopened: Mutex<HashMap<u64, Snapshot>>,
     /// Files whose attributes the kernel keeps past the TTL.
     watch: watch::Watch,
+    pusher: std::sync::OnceLock<Pusher>,
     mount_time: SystemTime,
 }
 
@@ -284,6 +299,7 @@ impl WorldFs {
             next_fh: AtomicU64::new(1),
             unopened: Mutex::new(HashMap::new()),
             watch: watch::Watch::default(),
+            pusher: std::sync::OnceLock::new(),
             mount_time: SystemTime::now(),
         }
     }
@@ -491,6 +507,31 @@ impl WorldFs {
                 self.recorded(|| self.describe_name("look up", parent, OsStr::from_bytes(name)), Err(e))
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Where `looked_up` sends what the kernel may keep (the FUSE layer
+    /// stores it in the page cache from a thread of its own).
+    pub fn set_pusher(&self, f: Pusher) {
+        let _ = self.pusher.set(f);
+    }
+
+    /// After the reply to a look-up of `a`: a file the kernel keeps until
+    /// told (`watch`) and at most a page long is read at once and pushed
+    /// into the kernel's page cache, so the program that looked it up (a
+    /// glob, then `grep`) reads it without a READ request. Its size was
+    /// known only by rendering it, so this costs a copy, not a decode. The
+    /// watch drops the page with the attributes when the map changes.
+    pub fn looked_up(&self, a: &Attr) {
+        let Some(push) = self.pusher.get() else { return };
+        let small = a.kind == Kind::File && a.size > 0 && a.size <= PUSH_MAX && !is_core(a.ino);
+        if !small || !self.watch.holds_within(a.ino, PUSH_FILES_MAX) {
+            return;
+        }
+        if let Ok(data) = self.tree.read(a.ino)
+            && data.len() as u64 == a.size
+        {
+            push(a.ino, data);
         }
     }
 
