@@ -6,17 +6,30 @@
 -- In <world>/worldfs-live/:
 --   server.json     the heartbeat, rewritten every 0.5 s while the server
 --                   runs ({"protocol":1,"version":...,"time":...,
---                   "save_interval":...}; "stopped":true at shutdown)
+--                   "save_interval":...,"run":...}; "stopped":true at
+--                   shutdown). "run" is new at every server start: a
+--                   change applied in an earlier run and not saved is gone.
 --   requests/ID.req a change, written by the mount (temporary file, then
 --                   renamed). Taken by removing it: a request the mount
---                   withdrew (it removed it first) is never applied.
+--                   withdrew (it removed it first) is never applied. ID
+--                   starts with the time it was made (nanoseconds since
+--                   1970, 20 digits); a request over EXPIRE seconds old is
+--                   a dead daemon's (a live one withdraws it after 5 s):
+--                   removed, not applied, not answered.
 --   replies/ID      the answer: "ok", "stale REASON" (what the change
 --                   replaces is no longer what the mount showed),
---                   "invalid REASON" or "failed REASON".
+--                   "invalid REASON" or "failed REASON". One over EXPIRE
+--                   seconds old has nobody to read it: removed.
+--   steps.txt       the server's step times over the last two minutes,
+--                   a line per heartbeat: "TIME WORST_DTIME_MS
+--                   WORST_WORK_MS REQUESTS" (the longest step, the most
+--                   time this mod spent in one step, requests applied).
 --
 -- A request is applied inside one server step, all or nothing: every
--- precondition is checked before anything changes. Its lines (strings in
--- hex, "-" when empty; positions are node positions):
+-- precondition is checked before anything changes. Requests are taken
+-- until BUDGET seconds of a step are used (at least one per step), so a
+-- big change sent in many small requests leaves the server responsive.
+-- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
 --   meta X Y Z              then "old ..." and "new ..." lines, "endmeta"
@@ -33,6 +46,11 @@ local requests = dir .. "/requests"
 local replies = dir .. "/replies"
 local HEARTBEAT = 0.5
 local LIMIT = 31007
+local EXPIRE = 10
+local BUDGET = 0.05
+local STEP_LINES = 240
+-- Who this server run is (see server.json above).
+local RUN = string.format("%d-%d", os.time(), core.get_us_time())
 
 core.mkdir(dir)
 core.mkdir(requests)
@@ -329,23 +347,60 @@ local function answer(id, text)
   return "failed " .. tostring(err):gsub("\n", " ") .. "\n"
 end
 
+-- The time (seconds since 1970) a request or reply ID was made.
+local function id_time(id)
+  return tonumber(id:sub(1, 11))
+end
+
+local function expired(id)
+  local born = id_time(id)
+  return born ~= nil and os.time() - born > EXPIRE
+end
+
+local function serve_one(name)
+  local id = name:match("^([%w_%-]+)%.req$")
+  if not id then return end
+  local path = requests .. "/" .. name
+  if expired(id) then
+    if os.remove(path) then
+      core.log("warning", "[worldfs_live] request " .. id .. " expired (its mount is gone): removed, not applied")
+    end
+    return
+  end
+  local f = io.open(path, "rb")
+  local text = f and f:read("*a")
+  if f then f:close() end
+  -- Taken by removing it; a request the mount withdrew is gone.
+  if text and os.remove(path) then
+    local reply = answer(id, text)
+    if reply ~= "ok\n" then core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply) end
+    core.safe_file_write(replies .. "/" .. id, reply)
+    return true
+  end
+end
+
+-- Requests in the order they were made, until BUDGET is used; gives how
+-- many were applied or refused.
 local function serve_requests()
   local names = core.get_dir_list(requests, false) or {}
   table.sort(names)
+  local start, served = core.get_us_time(), 0
   for _, name in ipairs(names) do
-    local id = name:match("^([%w_%-]+)%.req$")
-    if id then
-      local path = requests .. "/" .. name
-      local f = io.open(path, "rb")
-      local text = f and f:read("*a")
-      if f then f:close() end
-      -- Taken by removing it; a request the mount withdrew is gone.
-      if text and os.remove(path) then
-        local reply = answer(id, text)
-        if reply ~= "ok\n" then core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply) end
-        core.safe_file_write(replies .. "/" .. id, reply)
-      end
-    end
+    if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
+    if serve_one(name) then served = served + 1 end
+  end
+  return served
+end
+
+-- Replies nobody read and temporary request files of a mount that died
+-- while writing one.
+local function clean_spool()
+  for _, name in ipairs(core.get_dir_list(replies, false) or {}) do
+    if expired(name) then os.remove(replies .. "/" .. name) end
+  end
+  for _, name in ipairs(core.get_dir_list(requests, false) or {}) do
+    local id = name:match("^%.([%w_%-]+)%.tmp$")
+    if id and expired(id) then os.remove(requests .. "/" .. name) end
   end
 end
 
@@ -356,9 +411,24 @@ local function heartbeat(stopped)
     version = core.get_version().string,
     time = os.time(),
     save_interval = save,
+    run = RUN,
     stopped = stopped,
   }))
 end
+
+-- The worst step of each heartbeat window, for steps.txt.
+local steps = {}
+local window = {dtime = 0, work = 0, served = 0}
+
+local function log_steps()
+  steps[#steps + 1] = string.format("%.3f %.1f %.1f %d", core.get_us_time() / 1e6, window.dtime * 1000,
+    window.work / 1000, window.served)
+  if #steps > STEP_LINES then table.remove(steps, 1) end
+  core.safe_file_write(dir .. "/steps.txt", table.concat(steps, "\n") .. "\n")
+  window = {dtime = 0, work = 0, served = 0}
+end
+
+clean_spool()
 
 local since = HEARTBEAT
 core.register_globalstep(function(dtime)
@@ -366,8 +436,13 @@ core.register_globalstep(function(dtime)
   if since >= HEARTBEAT then
     since = 0
     heartbeat(false)
+    clean_spool()
+    log_steps()
   end
-  serve_requests()
+  local start = core.get_us_time()
+  window.served = window.served + serve_requests()
+  window.work = math.max(window.work, core.get_us_time() - start)
+  window.dtime = math.max(window.dtime, dtime)
 end)
 
 core.register_on_shutdown(function()
