@@ -60,11 +60,20 @@ local function fail(kind, msg)
   error({kind = kind, msg = msg}, 0)
 end
 
+-- Decoded strings, by their hex: a big change repeats a few node names
+-- thousands of times. Emptied when it grows past 4096 entries.
+local unhexed, unhexed_count = {}, 0
+
 local function unhex(s)
   if s == nil then fail("invalid", "a line is missing a word") end
+  local known = unhexed[s]
+  if known then return known end
   if s == "-" then return "" end
   if #s % 2 == 1 or not s:match("^%x*$") then fail("invalid", "bad hex string " .. s:sub(1, 20)) end
-  return (s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+  local out = s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
+  if unhexed_count >= 4096 then unhexed, unhexed_count = {}, 0 end
+  unhexed[s], unhexed_count = out, unhexed_count + 1
+  return out
 end
 
 local function hex(s)
@@ -195,17 +204,48 @@ local function check_name(n, pos)
   end
 end
 
+-- The changed nodes grouped by block, each group with the box around them.
+local function by_block(nodes)
+  local blocks, order = {}, {}
+  for _, n in ipairs(nodes) do
+    local p = n.pos
+    local k = math.floor(p.x / 16) .. "," .. math.floor(p.y / 16) .. "," .. math.floor(p.z / 16)
+    local b = blocks[k]
+    if not b then
+      b = {min = {x = p.x, y = p.y, z = p.z}, max = {x = p.x, y = p.y, z = p.z}, list = {}}
+      blocks[k] = b
+      order[#order + 1] = b
+    end
+    local lo, hi = b.min, b.max
+    lo.x, lo.y, lo.z = math.min(lo.x, p.x), math.min(lo.y, p.y), math.min(lo.z, p.z)
+    hi.x, hi.y, hi.z = math.max(hi.x, p.x), math.max(hi.y, p.y), math.max(hi.z, p.z)
+    b.list[#b.list + 1] = n
+  end
+  return order
+end
+
+-- A block's changed nodes as the game has them now, through one
+-- VoxelManip (nil where the map has no block: "ignore").
+local function read_block(b)
+  local vm = core.get_voxel_manip()
+  local emin, emax = vm:read_from_map(b.min, b.max)
+  return vm, VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+end
+
 local function check_nodes(req)
-  for _, n in ipairs(req.nodes) do
-    check_name(n, n.pos)
-    core.load_area(n.pos)
-    local now = core.get_node_or_nil(n.pos)
-    if not now then fail("stale", "node " .. pos_text(n.pos) .. " could not be loaded") end
-    local same = now.name == n.old.name and now.param2 == n.old.param2
-      and (now.param1 == n.old.param1 or light_param1(now.name))
-    if not same then
-      fail("stale", "node " .. pos_text(n.pos) .. " is now " .. now.name .. " " .. now.param1 .. " " .. now.param2
-        .. " in the game, not " .. n.old.name .. " " .. n.old.param1 .. " " .. n.old.param2 .. " as the mount showed")
+  for _, n in ipairs(req.nodes) do check_name(n, n.pos) end
+  for _, b in ipairs(by_block(req.nodes)) do
+    local vm, area = read_block(b)
+    local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
+    for _, n in ipairs(b.list) do
+      local i = area:indexp(n.pos)
+      local name = core.get_name_from_content_id(data[i])
+      local same = name == n.old.name and p2[i] == n.old.param2 and (p1[i] == n.old.param1 or light_param1(name))
+      if not same then
+        local why = name == "ignore" and "could not be loaded" or ("is now " .. name .. " " .. p1[i] .. " " .. p2[i]
+          .. " in the game, not " .. n.old.name .. " " .. n.old.param1 .. " " .. n.old.param2 .. " as the mount showed")
+        fail("stale", "node " .. pos_text(n.pos) .. " " .. why)
+      end
     end
   end
 end
@@ -267,19 +307,8 @@ end
 
 -- Nodes through one VoxelManip per block over the changed nodes only.
 local function apply_nodes(nodes, side)
-  local blocks = {}
-  for _, n in ipairs(nodes) do
-    local k = pos_text({x = math.floor(n.pos.x / 16), y = math.floor(n.pos.y / 16), z = math.floor(n.pos.z / 16)})
-    local b = blocks[k] or {minp = vector.new(n.pos), maxp = vector.new(n.pos), list = {}}
-    b.minp = vector.new(math.min(b.minp.x, n.pos.x), math.min(b.minp.y, n.pos.y), math.min(b.minp.z, n.pos.z))
-    b.maxp = vector.new(math.max(b.maxp.x, n.pos.x), math.max(b.maxp.y, n.pos.y), math.max(b.maxp.z, n.pos.z))
-    b.list[#b.list + 1] = n
-    blocks[k] = b
-  end
-  for _, b in pairs(blocks) do
-    local vm = core.get_voxel_manip()
-    local emin, emax = vm:read_from_map(b.minp, b.maxp)
-    local area = VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+  for _, b in ipairs(by_block(nodes)) do
+    local vm, area = read_block(b)
     local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
@@ -329,14 +358,23 @@ end
 -- Check everything, then change everything; an error while changing puts
 -- the nodes back (the checks make that a bug, not a case).
 local function handle(text)
+  local t0 = core.get_us_time()
   local req = parse(text)
+  local t1 = core.get_us_time()
   check_nodes(req)
   check_metas(req)
   check_deletes(req)
+  local t2 = core.get_us_time()
   local ok, err = pcall(apply, req)
   if not ok then
     pcall(apply_nodes, req.nodes, "old")
     fail("failed", tostring(type(err) == "table" and err.msg or err))
+  end
+  local t3 = core.get_us_time()
+  if t3 - t0 > 200000 then
+    core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes took %.0f ms (parse %.0f, "
+      .. "check %.0f, apply %.0f)", #text, #req.nodes, (t3 - t0) / 1000, (t1 - t0) / 1000, (t2 - t1) / 1000,
+      (t3 - t2) / 1000))
   end
 end
 
@@ -345,6 +383,21 @@ local function answer(id, text)
   if ok then return "ok\n" end
   if type(err) == "table" then return err.kind .. " " .. err.msg:gsub("\n", " ") .. "\n" end
   return "failed " .. tostring(err):gsub("\n", " ") .. "\n"
+end
+
+local last_beat = 0
+
+local function heartbeat(stopped)
+  last_beat = core.get_us_time()
+  local save = tonumber(core.settings:get("server_map_save_interval")) or 5.3
+  core.safe_file_write(dir .. "/server.json", core.write_json({
+    protocol = 1,
+    version = core.get_version().string,
+    time = os.time(),
+    save_interval = save,
+    run = RUN,
+    stopped = stopped,
+  }))
 end
 
 -- The time (seconds since 1970) a request or reply ID was made.
@@ -388,6 +441,8 @@ local function serve_requests()
   for _, name in ipairs(names) do
     if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
     if serve_one(name) then served = served + 1 end
+    -- A long step is not a hung server: the mount keeps waiting.
+    if core.get_us_time() - last_beat >= HEARTBEAT * 1e6 then heartbeat(false) end
   end
   return served
 end
@@ -402,18 +457,6 @@ local function clean_spool()
     local id = name:match("^%.([%w_%-]+)%.tmp$")
     if id and expired(id) then os.remove(requests .. "/" .. name) end
   end
-end
-
-local function heartbeat(stopped)
-  local save = tonumber(core.settings:get("server_map_save_interval")) or 5.3
-  core.safe_file_write(dir .. "/server.json", core.write_json({
-    protocol = 1,
-    version = core.get_version().string,
-    time = os.time(),
-    save_interval = save,
-    run = RUN,
-    stopped = stopped,
-  }))
 end
 
 -- The worst step of each heartbeat window, for steps.txt.
