@@ -402,3 +402,34 @@ fn a_world_wide_rename_goes_through_in_batches() {
         assert!(!names.contains(&"default:stone".to_string()), "block {pos}: {names:?}");
     }
 }
+
+/// A batch refused in the middle of a world-wide rename (the game changed
+/// the last block since the mount read it): ESTALE, write-errors says how
+/// many blocks were changed; the batches before it stay applied, the
+/// refused block keeps the game's change and its old names.
+#[test]
+fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
+    require_fuse!("a_batch_refused_mid_way_leaves_the_earlier_batches_applied");
+    require_minetestserver!("a_batch_refused_mid_way_leaves_the_earlier_batches_applied");
+    let world = common::demo_world();
+    let added = add_stone_blocks(world.path(), 7);
+    // No save while the test runs: the database keeps the block as read.
+    let server = LiveServer::start(world.path(), "server_map_save_interval = 600", true);
+    let m = Mounted::new(world.path(), &[]);
+    // Block 3,-3,3 comes last in the key order the rename follows.
+    assert_eq!(server.ask(&["set 53 -40 53 default:dirt".into()], Duration::from_secs(10)), ["set 53 -40 53"]);
+    let (code, _, err) = m.sh("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
+    assert!(code != 0 && err.contains("Stale file handle"), "{err}");
+    let total = added.len() + 9;
+    let refusals = m.refusals();
+    assert!(
+        refusals.contains(&format!(
+            "the change went to the server in batches: {} of {total} blocks were changed",
+            total - 1
+        )) && refusals.contains("node 53,-40,53 is now default:dirt"),
+        "{refusals}"
+    );
+    assert!(server.node([-40, -40, -40]).starts_with("default:desert_stone "), "an earlier batch stays applied");
+    assert!(server.node([53, -41, 53]).starts_with("default:stone "), "the refused block is as it was");
+    assert!(server.node([53, -40, 53]).starts_with("default:dirt "), "the game keeps its change");
+}
