@@ -38,6 +38,9 @@
 --   timer X Y Z TIMEOUT ELAPSED | notimer X Y Z
 --   delete BX BY BZ         then "dname ID NAME" lines and one "dids" line
 --                           (4096 ids, z*256 + y*16 + x): what the block holds
+--   block BX BY BZ          a block's names whole (a rename): "bname old|new
+--                           ID NAME" lines, then "bold" and "bnew" lines of
+--                           4096 ids each; param1 and param2 are kept
 --   end
 
 local world = core.get_worldpath()
@@ -151,8 +154,8 @@ local function parse(text)
   for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   if lines[1] ~= "worldfs-live 1" then fail("invalid", "not a worldfs-live 1 request") end
   if lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
-  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}}
-  local meta, del
+  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}, blocks = {}}
+  local meta, del, blk
   for i = 2, #lines - 1 do
     local w = words(lines[i])
     local k = w[1]
@@ -175,6 +178,15 @@ local function parse(text)
       local b = {x = int(w[2], -2048, 2047, "bx"), y = int(w[3], -2048, 2047, "by"), z = int(w[4], -2048, 2047, "bz")}
       del = {block = b, names = {}}
       req.deletes[#req.deletes + 1] = del
+    elseif k == "block" then
+      local b = {x = int(w[2], -2048, 2047, "bx"), y = int(w[3], -2048, 2047, "by"), z = int(w[4], -2048, 2047, "bz")}
+      blk = {block = b, old = {}, new = {}}
+      req.blocks[#req.blocks + 1] = blk
+    elseif k == "bname" and blk and (w[2] == "old" or w[2] == "new") then
+      blk[w[2]][int(w[3], 0, 65535, "id")] = unhex(w[4])
+    elseif (k == "bold" or k == "bnew") and blk then
+      if #w ~= 4097 then fail("invalid", k .. " needs 4096 ids") end
+      blk[k] = w
     elseif k == "dname" and del then
       del.names[int(w[2], 0, 65535, "id")] = unhex(w[3])
     elseif k == "dids" and del then
@@ -323,6 +335,66 @@ local function apply_nodes(nodes, side)
   end
 end
 
+-- The names a "block" entry gives node i (0-based) on `side`.
+local function block_name(blk, side, i)
+  local name = blk[side][tonumber(blk[side == "old" and "bold" or "bnew"][i + 2])]
+  if not name then fail("invalid", "block " .. pos_text(blk.block) .. ": an id with no name") end
+  return name
+end
+
+local function check_blocks(req)
+  for _, blk in ipairs(req.blocks) do
+    if not blk.bold or not blk.bnew then fail("invalid", "block without bold and bnew") end
+    local was = {}
+    for _, name in pairs(blk.old) do was[name] = true end
+    for _, name in pairs(blk.new) do
+      if not was[name] and not core.registered_nodes[name] then
+        fail("invalid", "block " .. pos_text(blk.block) .. ": '" .. name .. "' is not a registered node on this server")
+      end
+    end
+    local minp, maxp = block_area(blk.block)
+    local vm, area = read_block({min = minp, max = maxp})
+    local data = vm:get_data()
+    for i = 0, 4095 do
+      local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
+      local now = core.get_name_from_content_id(data[area:indexp(p)])
+      if now ~= block_name(blk, "old", i) then
+        fail("stale", "node " .. pos_text(p) .. " is now " .. now .. " in the game, not "
+          .. block_name(blk, "old", i) .. " as the mount showed")
+      end
+    end
+  end
+end
+
+-- Whether light passes or shines differently through nodes a and b: only
+-- then must the server compute the light again (the costly part).
+local function light_differs(a, b)
+  local da, db = core.registered_nodes[a] or {}, core.registered_nodes[b] or {}
+  return da.paramtype ~= db.paramtype or (da.sunlight_propagates or false) ~= (db.sunlight_propagates or false)
+    or (da.light_source or 0) ~= (db.light_source or 0)
+end
+
+-- Whole blocks' names set to their `side` ("new", or "old" to undo).
+local function apply_blocks(blocks, side)
+  for _, blk in ipairs(blocks) do
+    local minp, maxp = block_area(blk.block)
+    local vm, area = read_block({min = minp, max = maxp})
+    local data = vm:get_data()
+    local other = side == "new" and "old" or "new"
+    local relight = false
+    for i = 0, 4095 do
+      local to, from = block_name(blk, side, i), block_name(blk, other, i)
+      if to ~= from then
+        relight = relight or light_differs(to, from)
+        local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
+        data[area:indexp(p)] = core.get_content_id(to)
+      end
+    end
+    vm:set_data(data)
+    vm:write_to_map(relight)
+  end
+end
+
 local function apply_meta(meta)
   local m = core.get_meta(meta.pos)
   local new = meta.new
@@ -344,6 +416,7 @@ end
 
 local function apply(req)
   apply_nodes(req.nodes, "new")
+  apply_blocks(req.blocks, "new")
   for _, meta in ipairs(req.metas) do apply_meta(meta) end
   for _, t in ipairs(req.timers) do
     local timer = core.get_node_timer(t.pos)
@@ -362,12 +435,14 @@ local function handle(text)
   local req = parse(text)
   local t1 = core.get_us_time()
   check_nodes(req)
+  check_blocks(req)
   check_metas(req)
   check_deletes(req)
   local t2 = core.get_us_time()
   local ok, err = pcall(apply, req)
   if not ok then
     pcall(apply_nodes, req.nodes, "old")
+    pcall(apply_blocks, req.blocks, "old")
     fail("failed", tostring(type(err) == "table" and err.msg or err))
   end
   local t3 = core.get_us_time()
