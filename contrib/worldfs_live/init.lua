@@ -6,17 +6,30 @@
 -- In <world>/worldfs-live/:
 --   server.json     the heartbeat, rewritten every 0.5 s while the server
 --                   runs ({"protocol":1,"version":...,"time":...,
---                   "save_interval":...}; "stopped":true at shutdown)
+--                   "save_interval":...,"run":...}; "stopped":true at
+--                   shutdown). "run" is new at every server start: a
+--                   change applied in an earlier run and not saved is gone.
 --   requests/ID.req a change, written by the mount (temporary file, then
 --                   renamed). Taken by removing it: a request the mount
---                   withdrew (it removed it first) is never applied.
+--                   withdrew (it removed it first) is never applied. ID
+--                   starts with the time it was made (nanoseconds since
+--                   1970, 20 digits); a request over EXPIRE seconds old is
+--                   a dead daemon's (a live one withdraws it after 5 s):
+--                   removed, not applied, not answered.
 --   replies/ID      the answer: "ok", "stale REASON" (what the change
 --                   replaces is no longer what the mount showed),
---                   "invalid REASON" or "failed REASON".
+--                   "invalid REASON" or "failed REASON". One over EXPIRE
+--                   seconds old has nobody to read it: removed.
+--   steps.txt       the server's step times over the last two minutes,
+--                   a line per heartbeat: "TIME WORST_DTIME_MS
+--                   WORST_WORK_MS REQUESTS" (the longest step, the most
+--                   time this mod spent in one step, requests applied).
 --
 -- A request is applied inside one server step, all or nothing: every
--- precondition is checked before anything changes. Its lines (strings in
--- hex, "-" when empty; positions are node positions):
+-- precondition is checked before anything changes. Requests are taken
+-- until BUDGET seconds of a step are used (at least one per step), so a
+-- big change sent in many small requests leaves the server responsive.
+-- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
 --   meta X Y Z              then "old ..." and "new ..." lines, "endmeta"
@@ -25,6 +38,9 @@
 --   timer X Y Z TIMEOUT ELAPSED | notimer X Y Z
 --   delete BX BY BZ         then "dname ID NAME" lines and one "dids" line
 --                           (4096 ids, z*256 + y*16 + x): what the block holds
+--   block BX BY BZ          a block's names whole (a rename): "bname old|new
+--                           ID NAME" lines, then "bold" and "bnew" lines of
+--                           4096 ids each; param1 and param2 are kept
 --   end
 
 local world = core.get_worldpath()
@@ -33,6 +49,11 @@ local requests = dir .. "/requests"
 local replies = dir .. "/replies"
 local HEARTBEAT = 0.5
 local LIMIT = 31007
+local EXPIRE = 10
+local BUDGET = 0.05
+local STEP_LINES = 240
+-- Who this server run is (see server.json above).
+local RUN = string.format("%d-%d", os.time(), core.get_us_time())
 
 core.mkdir(dir)
 core.mkdir(requests)
@@ -42,11 +63,20 @@ local function fail(kind, msg)
   error({kind = kind, msg = msg}, 0)
 end
 
+-- Decoded strings, by their hex: a big change repeats a few node names
+-- thousands of times. Emptied when it grows past 4096 entries.
+local unhexed, unhexed_count = {}, 0
+
 local function unhex(s)
   if s == nil then fail("invalid", "a line is missing a word") end
+  local known = unhexed[s]
+  if known then return known end
   if s == "-" then return "" end
   if #s % 2 == 1 or not s:match("^%x*$") then fail("invalid", "bad hex string " .. s:sub(1, 20)) end
-  return (s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
+  local out = s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
+  if unhexed_count >= 4096 then unhexed, unhexed_count = {}, 0 end
+  unhexed[s], unhexed_count = out, unhexed_count + 1
+  return out
 end
 
 local function hex(s)
@@ -124,8 +154,8 @@ local function parse(text)
   for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   if lines[1] ~= "worldfs-live 1" then fail("invalid", "not a worldfs-live 1 request") end
   if lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
-  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}}
-  local meta, del
+  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}, blocks = {}}
+  local meta, del, blk
   for i = 2, #lines - 1 do
     local w = words(lines[i])
     local k = w[1]
@@ -148,6 +178,15 @@ local function parse(text)
       local b = {x = int(w[2], -2048, 2047, "bx"), y = int(w[3], -2048, 2047, "by"), z = int(w[4], -2048, 2047, "bz")}
       del = {block = b, names = {}}
       req.deletes[#req.deletes + 1] = del
+    elseif k == "block" then
+      local b = {x = int(w[2], -2048, 2047, "bx"), y = int(w[3], -2048, 2047, "by"), z = int(w[4], -2048, 2047, "bz")}
+      blk = {block = b, old = {}, new = {}}
+      req.blocks[#req.blocks + 1] = blk
+    elseif k == "bname" and blk and (w[2] == "old" or w[2] == "new") then
+      blk[w[2]][int(w[3], 0, 65535, "id")] = unhex(w[4])
+    elseif (k == "bold" or k == "bnew") and blk then
+      if #w ~= 4097 then fail("invalid", k .. " needs 4096 ids") end
+      blk[k] = w
     elseif k == "dname" and del then
       del.names[int(w[2], 0, 65535, "id")] = unhex(w[3])
     elseif k == "dids" and del then
@@ -177,17 +216,48 @@ local function check_name(n, pos)
   end
 end
 
+-- The changed nodes grouped by block, each group with the box around them.
+local function by_block(nodes)
+  local blocks, order = {}, {}
+  for _, n in ipairs(nodes) do
+    local p = n.pos
+    local k = math.floor(p.x / 16) .. "," .. math.floor(p.y / 16) .. "," .. math.floor(p.z / 16)
+    local b = blocks[k]
+    if not b then
+      b = {min = {x = p.x, y = p.y, z = p.z}, max = {x = p.x, y = p.y, z = p.z}, list = {}}
+      blocks[k] = b
+      order[#order + 1] = b
+    end
+    local lo, hi = b.min, b.max
+    lo.x, lo.y, lo.z = math.min(lo.x, p.x), math.min(lo.y, p.y), math.min(lo.z, p.z)
+    hi.x, hi.y, hi.z = math.max(hi.x, p.x), math.max(hi.y, p.y), math.max(hi.z, p.z)
+    b.list[#b.list + 1] = n
+  end
+  return order
+end
+
+-- A block's changed nodes as the game has them now, through one
+-- VoxelManip (nil where the map has no block: "ignore").
+local function read_block(b)
+  local vm = core.get_voxel_manip()
+  local emin, emax = vm:read_from_map(b.min, b.max)
+  return vm, VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+end
+
 local function check_nodes(req)
-  for _, n in ipairs(req.nodes) do
-    check_name(n, n.pos)
-    core.load_area(n.pos)
-    local now = core.get_node_or_nil(n.pos)
-    if not now then fail("stale", "node " .. pos_text(n.pos) .. " could not be loaded") end
-    local same = now.name == n.old.name and now.param2 == n.old.param2
-      and (now.param1 == n.old.param1 or light_param1(now.name))
-    if not same then
-      fail("stale", "node " .. pos_text(n.pos) .. " is now " .. now.name .. " " .. now.param1 .. " " .. now.param2
-        .. " in the game, not " .. n.old.name .. " " .. n.old.param1 .. " " .. n.old.param2 .. " as the mount showed")
+  for _, n in ipairs(req.nodes) do check_name(n, n.pos) end
+  for _, b in ipairs(by_block(req.nodes)) do
+    local vm, area = read_block(b)
+    local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
+    for _, n in ipairs(b.list) do
+      local i = area:indexp(n.pos)
+      local name = core.get_name_from_content_id(data[i])
+      local same = name == n.old.name and p2[i] == n.old.param2 and (p1[i] == n.old.param1 or light_param1(name))
+      if not same then
+        local why = name == "ignore" and "could not be loaded" or ("is now " .. name .. " " .. p1[i] .. " " .. p2[i]
+          .. " in the game, not " .. n.old.name .. " " .. n.old.param1 .. " " .. n.old.param2 .. " as the mount showed")
+        fail("stale", "node " .. pos_text(n.pos) .. " " .. why)
+      end
     end
   end
 end
@@ -249,19 +319,8 @@ end
 
 -- Nodes through one VoxelManip per block over the changed nodes only.
 local function apply_nodes(nodes, side)
-  local blocks = {}
-  for _, n in ipairs(nodes) do
-    local k = pos_text({x = math.floor(n.pos.x / 16), y = math.floor(n.pos.y / 16), z = math.floor(n.pos.z / 16)})
-    local b = blocks[k] or {minp = vector.new(n.pos), maxp = vector.new(n.pos), list = {}}
-    b.minp = vector.new(math.min(b.minp.x, n.pos.x), math.min(b.minp.y, n.pos.y), math.min(b.minp.z, n.pos.z))
-    b.maxp = vector.new(math.max(b.maxp.x, n.pos.x), math.max(b.maxp.y, n.pos.y), math.max(b.maxp.z, n.pos.z))
-    b.list[#b.list + 1] = n
-    blocks[k] = b
-  end
-  for _, b in pairs(blocks) do
-    local vm = core.get_voxel_manip()
-    local emin, emax = vm:read_from_map(b.minp, b.maxp)
-    local area = VoxelArea:new({MinEdge = emin, MaxEdge = emax})
+  for _, b in ipairs(by_block(nodes)) do
+    local vm, area = read_block(b)
     local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
@@ -273,6 +332,66 @@ local function apply_nodes(nodes, side)
     vm:set_light_data(p1)
     vm:set_param2_data(p2)
     vm:write_to_map(true)
+  end
+end
+
+-- The names a "block" entry gives node i (0-based) on `side`.
+local function block_name(blk, side, i)
+  local name = blk[side][tonumber(blk[side == "old" and "bold" or "bnew"][i + 2])]
+  if not name then fail("invalid", "block " .. pos_text(blk.block) .. ": an id with no name") end
+  return name
+end
+
+local function check_blocks(req)
+  for _, blk in ipairs(req.blocks) do
+    if not blk.bold or not blk.bnew then fail("invalid", "block without bold and bnew") end
+    local was = {}
+    for _, name in pairs(blk.old) do was[name] = true end
+    for _, name in pairs(blk.new) do
+      if not was[name] and not core.registered_nodes[name] then
+        fail("invalid", "block " .. pos_text(blk.block) .. ": '" .. name .. "' is not a registered node on this server")
+      end
+    end
+    local minp, maxp = block_area(blk.block)
+    local vm, area = read_block({min = minp, max = maxp})
+    local data = vm:get_data()
+    for i = 0, 4095 do
+      local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
+      local now = core.get_name_from_content_id(data[area:indexp(p)])
+      if now ~= block_name(blk, "old", i) then
+        fail("stale", "node " .. pos_text(p) .. " is now " .. now .. " in the game, not "
+          .. block_name(blk, "old", i) .. " as the mount showed")
+      end
+    end
+  end
+end
+
+-- Whether light passes or shines differently through nodes a and b: only
+-- then must the server compute the light again (the costly part).
+local function light_differs(a, b)
+  local da, db = core.registered_nodes[a] or {}, core.registered_nodes[b] or {}
+  return da.paramtype ~= db.paramtype or (da.sunlight_propagates or false) ~= (db.sunlight_propagates or false)
+    or (da.light_source or 0) ~= (db.light_source or 0)
+end
+
+-- Whole blocks' names set to their `side` ("new", or "old" to undo).
+local function apply_blocks(blocks, side)
+  for _, blk in ipairs(blocks) do
+    local minp, maxp = block_area(blk.block)
+    local vm, area = read_block({min = minp, max = maxp})
+    local data = vm:get_data()
+    local other = side == "new" and "old" or "new"
+    local relight = false
+    for i = 0, 4095 do
+      local to, from = block_name(blk, side, i), block_name(blk, other, i)
+      if to ~= from then
+        relight = relight or light_differs(to, from)
+        local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
+        data[area:indexp(p)] = core.get_content_id(to)
+      end
+    end
+    vm:set_data(data)
+    vm:write_to_map(relight)
   end
 end
 
@@ -297,6 +416,7 @@ end
 
 local function apply(req)
   apply_nodes(req.nodes, "new")
+  apply_blocks(req.blocks, "new")
   for _, meta in ipairs(req.metas) do apply_meta(meta) end
   for _, t in ipairs(req.timers) do
     local timer = core.get_node_timer(t.pos)
@@ -311,14 +431,25 @@ end
 -- Check everything, then change everything; an error while changing puts
 -- the nodes back (the checks make that a bug, not a case).
 local function handle(text)
+  local t0 = core.get_us_time()
   local req = parse(text)
+  local t1 = core.get_us_time()
   check_nodes(req)
+  check_blocks(req)
   check_metas(req)
   check_deletes(req)
+  local t2 = core.get_us_time()
   local ok, err = pcall(apply, req)
   if not ok then
     pcall(apply_nodes, req.nodes, "old")
+    pcall(apply_blocks, req.blocks, "old")
     fail("failed", tostring(type(err) == "table" and err.msg or err))
+  end
+  local t3 = core.get_us_time()
+  if t3 - t0 > 200000 then
+    core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes took %.0f ms (parse %.0f, "
+      .. "check %.0f, apply %.0f)", #text, #req.nodes, (t3 - t0) / 1000, (t1 - t0) / 1000, (t2 - t1) / 1000,
+      (t3 - t2) / 1000))
   end
 end
 
@@ -329,36 +460,93 @@ local function answer(id, text)
   return "failed " .. tostring(err):gsub("\n", " ") .. "\n"
 end
 
-local function serve_requests()
-  local names = core.get_dir_list(requests, false) or {}
-  table.sort(names)
-  for _, name in ipairs(names) do
-    local id = name:match("^([%w_%-]+)%.req$")
-    if id then
-      local path = requests .. "/" .. name
-      local f = io.open(path, "rb")
-      local text = f and f:read("*a")
-      if f then f:close() end
-      -- Taken by removing it; a request the mount withdrew is gone.
-      if text and os.remove(path) then
-        local reply = answer(id, text)
-        if reply ~= "ok\n" then core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply) end
-        core.safe_file_write(replies .. "/" .. id, reply)
-      end
-    end
-  end
-end
+local last_beat = 0
 
 local function heartbeat(stopped)
+  last_beat = core.get_us_time()
   local save = tonumber(core.settings:get("server_map_save_interval")) or 5.3
   core.safe_file_write(dir .. "/server.json", core.write_json({
     protocol = 1,
     version = core.get_version().string,
     time = os.time(),
     save_interval = save,
+    run = RUN,
     stopped = stopped,
   }))
 end
+
+-- The time (seconds since 1970) a request or reply ID was made.
+local function id_time(id)
+  return tonumber(id:sub(1, 11))
+end
+
+local function expired(id)
+  local born = id_time(id)
+  return born ~= nil and os.time() - born > EXPIRE
+end
+
+local function serve_one(name)
+  local id = name:match("^([%w_%-]+)%.req$")
+  if not id then return end
+  local path = requests .. "/" .. name
+  if expired(id) then
+    if os.remove(path) then
+      core.log("warning", "[worldfs_live] request " .. id .. " expired (its mount is gone): removed, not applied")
+    end
+    return
+  end
+  local f = io.open(path, "rb")
+  local text = f and f:read("*a")
+  if f then f:close() end
+  -- Taken by removing it; a request the mount withdrew is gone.
+  if text and os.remove(path) then
+    local reply = answer(id, text)
+    if reply ~= "ok\n" then core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply) end
+    core.safe_file_write(replies .. "/" .. id, reply)
+    return true
+  end
+end
+
+-- Requests in the order they were made, until BUDGET is used; gives how
+-- many were applied or refused.
+local function serve_requests()
+  local names = core.get_dir_list(requests, false) or {}
+  table.sort(names)
+  local start, served = core.get_us_time(), 0
+  for _, name in ipairs(names) do
+    if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
+    if serve_one(name) then served = served + 1 end
+    -- A long step is not a hung server: the mount keeps waiting.
+    if core.get_us_time() - last_beat >= HEARTBEAT * 1e6 then heartbeat(false) end
+  end
+  return served
+end
+
+-- Replies nobody read and temporary request files of a mount that died
+-- while writing one.
+local function clean_spool()
+  for _, name in ipairs(core.get_dir_list(replies, false) or {}) do
+    if expired(name) then os.remove(replies .. "/" .. name) end
+  end
+  for _, name in ipairs(core.get_dir_list(requests, false) or {}) do
+    local id = name:match("^%.([%w_%-]+)%.tmp$")
+    if id and expired(id) then os.remove(requests .. "/" .. name) end
+  end
+end
+
+-- The worst step of each heartbeat window, for steps.txt.
+local steps = {}
+local window = {dtime = 0, work = 0, served = 0}
+
+local function log_steps()
+  steps[#steps + 1] = string.format("%.3f %.1f %.1f %d", core.get_us_time() / 1e6, window.dtime * 1000,
+    window.work / 1000, window.served)
+  if #steps > STEP_LINES then table.remove(steps, 1) end
+  core.safe_file_write(dir .. "/steps.txt", table.concat(steps, "\n") .. "\n")
+  window = {dtime = 0, work = 0, served = 0}
+end
+
+clean_spool()
 
 local since = HEARTBEAT
 core.register_globalstep(function(dtime)
@@ -366,8 +554,13 @@ core.register_globalstep(function(dtime)
   if since >= HEARTBEAT then
     since = 0
     heartbeat(false)
+    clean_spool()
+    log_steps()
   end
-  serve_requests()
+  local start = core.get_us_time()
+  window.served = window.served + serve_requests()
+  window.work = math.max(window.work, core.get_us_time() - start)
+  window.dtime = math.max(window.dtime, dtime)
 end)
 
 core.register_on_shutdown(function()

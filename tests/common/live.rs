@@ -34,7 +34,12 @@ impl LiveServer {
         if live {
             let (code, out, err) = worldfs(&["live".as_ref(), "install".as_ref(), world.as_os_str()]);
             assert_eq!(code, 0, "worldfs live install: {out}{err}");
-            assert!(out.contains("worldfs_live installed in"), "{out}");
+            assert!(out.starts_with("worldfs_live ") && out.contains(" in "), "{out}");
+        }
+        // A probe's files from an earlier server of this world would be
+        // taken for answers.
+        for f in ["worldfs_live_probe.in", "worldfs_live_probe.out"] {
+            let _ = std::fs::remove_file(world.join(f));
         }
         let probe = world.join("worldmods").join("worldfs_live_probe");
         std::fs::create_dir_all(&probe).unwrap();
@@ -67,8 +72,11 @@ impl LiveServer {
         // Loading a block makes the server open the map database (it does
         // so at the first block, not at start).
         s.ask(&["node 0 0 0".into()], Duration::from_secs(120));
-        if live {
-            assert!(world.join("worldfs-live/server.json").is_file(), "no heartbeat\n{}", tail(&s.log, 40));
+        // The probe may answer in the step before the mod's first heartbeat.
+        let start = Instant::now();
+        while live && !world.join("worldfs-live/server.json").is_file() {
+            assert!(start.elapsed() < Duration::from_secs(10), "no heartbeat\n{}", tail(&s.log, 40));
+            std::thread::sleep(Duration::from_millis(20));
         }
         s
     }
@@ -117,6 +125,37 @@ impl LiveServer {
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
+    }
+
+    /// Send signal `sig` to the server (SIGSTOP, SIGCONT, SIGKILL...).
+    pub fn signal(&self, sig: i32) {
+        unsafe { libc::kill(self.pid() as i32, sig) };
+    }
+
+    /// Kill the server with SIGKILL (a crash, a power cut for what it had
+    /// not saved) and wait for it.
+    pub fn kill9(&mut self) {
+        let mut child = self.child.take().expect("running");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// The step times the worldfs_live mod logged (its steps.txt):
+    /// (time in s, worst dtime in ms, worst work of the mod in ms, requests)
+    /// per heartbeat window of the last two minutes.
+    pub fn steps(&self) -> Vec<(f64, f64, f64, u32)> {
+        let text = std::fs::read_to_string(self.world.join("worldfs-live/steps.txt")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                Some((
+                    w.first()?.parse().ok()?,
+                    w.get(1)?.parse().ok()?,
+                    w.get(2)?.parse().ok()?,
+                    w.get(3)?.parse().ok()?,
+                ))
+            })
+            .collect()
     }
 
     /// Stop the server as an admin does (SIGTERM: it saves the map and

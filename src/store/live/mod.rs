@@ -24,10 +24,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use spool::{ServerState, check_spool, server_state};
 
-/// The most blocks one change may touch: the server applies a request in
-/// one step, which must stay short (world-wide changes live are not
-/// supported yet).
-pub const MAX_BLOCKS: usize = 256;
+/// About how many bytes of request one batch holds: the server applies a
+/// request in one step, so a big change (a world-wide rename, many blocks)
+/// goes as many requests of about this size, one after the other (a single
+/// block that needs more is one request of its own: a block is never
+/// split). 64 KiB is about a quarter of a block whose every node changes,
+/// which the mod applies in well under 50 ms.
+pub const BATCH_BYTES: usize = 64 * 1024;
+
+/// How many batches of one change may wait in the spool at once, so that
+/// the server applies several in a step while the next are written.
+pub const IN_FLIGHT: usize = 4;
 
 /// A block as this mount changed it, until the database shows a save.
 struct Shown {
@@ -35,15 +42,22 @@ struct Shown {
     blob: Option<Vec<u8>>,
     /// The database's copy just after the server applied the change.
     db_after: Option<Fingerprint>,
+    /// The server run that applied it: another run (the server restarted)
+    /// or none (it stopped or went silent) no longer has it unless it saved it.
+    run: String,
 }
 
 pub struct LiveStore {
+    world: std::path::PathBuf,
     /// The map database, read-only.
     db: Box<dyn MapStore>,
     spool: Spool,
     shown: Mutex<HashMap<BlockPos, Shown>>,
-    /// Changes applied through the server (part of `data_version`).
+    /// Changes applied through the server, and overlays dropped (part of
+    /// `data_version`).
     applied: AtomicU64,
+    /// The server's run as last read, and when (read at most every 250 ms).
+    run_seen: Mutex<Option<(std::time::Instant, Option<String>)>>,
 }
 
 fn fingerprint(blob: &Option<Vec<u8>>) -> Option<Fingerprint> {
@@ -54,30 +68,58 @@ impl LiveStore {
     /// The map of the world at `world`, read from `db` (opened read-only),
     /// changed through the server.
     pub fn new(world: &Path, db: Box<dyn MapStore>) -> LiveStore {
-        LiveStore { db, spool: Spool::new(world), shown: Mutex::new(HashMap::new()), applied: AtomicU64::new(0) }
+        LiveStore {
+            world: world.to_path_buf(),
+            db,
+            spool: Spool::new(world),
+            shown: Mutex::new(HashMap::new()),
+            applied: AtomicU64::new(0),
+            run_seen: Mutex::new(None),
+        }
     }
 
-    /// What a block shows: this mount's change, until the server saved it.
+    /// The run of the server now, None when it does not run (stopped,
+    /// silent: killed or hung). Read at most every 250 ms.
+    fn current_run(&self) -> Option<String> {
+        let mut seen = self.run_seen.lock();
+        if let Some((at, run)) = &*seen
+            && at.elapsed() < std::time::Duration::from_millis(250)
+        {
+            return run.clone();
+        }
+        let run = match server_state(&self.world) {
+            ServerState::Running { run, .. } => Some(run),
+            _ => None,
+        };
+        *seen = Some((std::time::Instant::now(), run.clone()));
+        run
+    }
+
+    /// What a block shows: this mount's change, until the server saved it,
+    /// and while the run of the server that applied it still runs (a
+    /// server killed before it saved lost the change: the database is
+    /// what the world is).
     fn shown(&self, pos: BlockPos, db: Option<Vec<u8>>) -> Option<Vec<u8>> {
         let mut shown = self.shown.lock();
         if let Some(s) = shown.get(&pos) {
-            if fingerprint(&db) == s.db_after {
+            if fingerprint(&db) == s.db_after && self.current_run().as_deref() == Some(s.run.as_str()) {
                 return s.blob.clone();
             }
             shown.remove(&pos);
+            self.applied.fetch_add(1, Ordering::SeqCst);
         }
         db
     }
 
-    /// The request for `changes`, or why the server cannot be given them.
-    fn request(&self, changes: &[Change]) -> Result<String> {
-        let mut out = String::from(request::HEADER);
-        let before = out.len();
+    /// The request lines of each block `changes` change, in order, or why
+    /// the server cannot be given them (then nothing is sent).
+    fn block_requests(&self, changes: &[Change]) -> Result<Vec<(BlockPos, String)>> {
         let expected: HashMap<BlockPos, &Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
         let decode = |pos: BlockPos, blob: &[u8]| {
             Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
         };
+        let mut out = Vec::new();
         for c in changes {
             let pos = c.pos();
             let old = match expected.get(&pos) {
@@ -94,18 +136,106 @@ impl LiveStore {
                     )));
                 }
             };
+            let mut text = String::new();
             match c {
                 Change::Put(_, blob) => {
-                    request::block_change(&mut out, pos, &old, &decode(pos, blob)?).map_err(StoreError::Refused)?
+                    request::block_change(&mut text, pos, &old, &decode(pos, blob)?).map_err(StoreError::Refused)?
                 }
-                _ => request::block_delete(&mut out, pos, &old),
+                _ => request::block_delete(&mut text, pos, &old),
+            }
+            out.push((pos, text));
+        }
+        Ok(out)
+    }
+
+    /// The blocks' request lines, in batches of about `BATCH_BYTES`, with
+    /// up to `IN_FLIGHT` batches in the spool at once; the blocks of every
+    /// batch the server applied then show as written. Stops at the first
+    /// batch that is not applied (withdrawing those not taken yet): the
+    /// error says how many blocks were changed.
+    fn send_batches(&self, blocks: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>) -> Result<()> {
+        let batches: Vec<_> = batches(blocks).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
+        let mut sent: std::collections::VecDeque<(&[(BlockPos, String)], spool::Sent)> = Default::default();
+        let (mut next, mut done, mut failed) = (0, 0, None);
+        while failed.is_none() && (next < batches.len() || !sent.is_empty()) {
+            while failed.is_none() && next < batches.len() && sent.len() < IN_FLIGHT {
+                let texts: Vec<&str> = batches[next].iter().map(|(_, t)| t.as_str()).collect();
+                match self.spool.submit(&format!("{}{}end\n", request::HEADER, texts.concat())) {
+                    Ok(s) => sent.push_back((batches[next], s)),
+                    Err(e) => failed = Some(e),
+                }
+                next += 1;
+            }
+            let Some((batch, s)) = sent.pop_front() else { break };
+            match self.spool.wait(&s) {
+                Ok(run) => done += self.show_applied(batch, changes, &run),
+                Err(e) => failed = Some(e),
             }
         }
-        if out.len() == before {
-            return Ok(String::new());
+        // What is still in the spool: withdrawn, or (taken meanwhile) its answer counted.
+        for (batch, s) in sent {
+            if let Ok(false) = self.spool.cancel(&s) {
+                done += self.show_applied(batch, changes, &s.run());
+            }
         }
-        out.push_str("end\n");
-        Ok(out)
+        match failed {
+            None => Ok(()),
+            Some(e) if done == 0 => Err(e),
+            Some(e) => Err(partly_applied(e, done, blocks.len())),
+        }
+    }
+
+    /// The blocks of a batch the server applied show as written; gives
+    /// their number.
+    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, run: &str) -> usize {
+        for (pos, _) in batch {
+            let blob = match changes.get(pos) {
+                Some(Change::Put(_, b)) => Some(b.clone()),
+                Some(Change::Delete(_)) => None,
+                _ => continue,
+            };
+            let db_after = fingerprint(&self.db.get(*pos).unwrap_or(None));
+            self.shown.lock().insert(*pos, Shown { blob, db_after, run: run.to_string() });
+        }
+        self.applied.fetch_add(1, Ordering::SeqCst);
+        batch.len()
+    }
+}
+
+/// Blocks' request lines in batches of about `BATCH_BYTES` (at least one
+/// block each), in order.
+fn batches(blocks: &[(BlockPos, String)]) -> Vec<&[(BlockPos, String)]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (_, text)) in blocks.iter().enumerate() {
+        if i > start && bytes + text.len() > BATCH_BYTES {
+            out.push(&blocks[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += text.len();
+    }
+    if start < blocks.len() {
+        out.push(&blocks[start..]);
+    }
+    out
+}
+
+/// A batch after the first was refused: the batches before it stay
+/// applied, and the error says how far the change got.
+fn partly_applied(e: StoreError, done: usize, total: usize) -> StoreError {
+    let say = |m: String| {
+        format!(
+            "the change went to the server in batches: {done} of {total} blocks were changed, then a batch \
+             was not ({m}); those {done} blocks stay changed, the other {} are as they were",
+            total - done
+        )
+    };
+    match e {
+        StoreError::Conflict(m) => StoreError::Conflict(say(m)),
+        StoreError::Refused(m) => StoreError::Refused(say(m)),
+        StoreError::Unreachable(m) => StoreError::Unreachable(say(m)),
+        StoreError::Backend(m) => StoreError::Backend(say(m)),
+        other => other,
     }
 }
 
@@ -149,31 +279,10 @@ impl MapStore for LiveStore {
         if let Some(e) = unmet_expectation(changes, |p| self.get(p))? {
             return Err(e);
         }
-        let blocks: std::collections::HashSet<BlockPos> =
-            changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(Change::pos).collect();
-        if blocks.len() > MAX_BLOCKS {
-            return Err(StoreError::Refused(format!(
-                "{} blocks in one change; while the server runs a change may touch at most {MAX_BLOCKS} \
-                 (world-wide changes need the server stopped)",
-                blocks.len()
-            )));
-        }
-        let text = self.request(changes)?;
-        if text.is_empty() {
-            return Ok(()); // nothing the server would see changes
-        }
-        self.spool.send(&text)?;
-        for c in changes {
-            let blob = match c {
-                Change::Put(_, b) => Some(b.clone()),
-                Change::Delete(_) => None,
-                Change::Expect(..) => continue,
-            };
-            let db_after = fingerprint(&self.db.get(c.pos()).unwrap_or(None));
-            self.shown.lock().insert(c.pos(), Shown { blob, db_after });
-        }
-        self.applied.fetch_add(1, Ordering::SeqCst);
-        Ok(())
+        let blocks = self.block_requests(changes)?;
+        let by_pos: HashMap<BlockPos, &Change> =
+            changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
+        self.send_batches(&blocks, &by_pos)
     }
 
     fn count(&self) -> Result<u64> {

@@ -66,11 +66,24 @@ fn unchanged_outside_nodes(pos: BlockPos, old: &Block, new: &Block) -> Result<()
     ))
 }
 
+/// From this many changed names with param1 and param2 unchanged (a
+/// rename in `find/`), a block goes whole: its old and new ids, a few KB,
+/// instead of a line a node, which the mod parses 20× slower.
+pub const WHOLE_FROM: usize = 512;
+
 fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
     let name = |b: &Block, i: usize| -> Result<Vec<u8>, String> {
         let id = *b.param0.get(i).ok_or_else(|| format!("block {pos}: fewer than 4096 nodes"))?;
         b.name_of(id).map(<[u8]>::to_vec).ok_or_else(|| format!("block {pos}: content id {id} has no name"))
     };
+    let params_kept = old.param1 == new.param1 && old.param2 == new.param2;
+    if params_kept && old.param0.len() == 4096 && new.param0.len() == 4096 {
+        let changed = (0..4096).filter(|&i| name(old, i) != name(new, i)).count();
+        if changed >= WHOLE_FROM {
+            whole_block_lines(out, pos, old, new);
+            return Ok(());
+        }
+    }
     for i in 0..4096 {
         let (o, n) = (name(old, i)?, name(new, i)?);
         let (p1, p2) = ((old.param1[i], old.param2[i]), (new.param1[i], new.param2[i]));
@@ -80,6 +93,25 @@ fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Resu
         }
     }
     Ok(())
+}
+
+/// A block's names whole: "block BX BY BZ", its old and new name tables
+/// ("bname old|new ID NAME") and ids ("bold"/"bnew", 4096 each, z*256 +
+/// y*16 + x); param1 and param2 are neither sent nor changed.
+fn whole_block_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) {
+    let _ = writeln!(out, "block {} {} {}", pos.x, pos.y, pos.z);
+    for (side, b) in [("old", old), ("new", new)] {
+        for m in &b.mapping {
+            let _ = writeln!(out, "bname {side} {} {}", m.id, hex(&m.name));
+        }
+    }
+    for (side, b) in [("bold", old), ("bnew", new)] {
+        out.push_str(side);
+        for id in &b.param0 {
+            let _ = write!(out, " {id}");
+        }
+        out.push('\n');
+    }
 }
 
 fn meta_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
@@ -231,6 +263,32 @@ mod tests {
         let mut out = String::new();
         block_change(&mut out, BlockPos::new(0, 0, 0), &old, &new).unwrap();
         assert_eq!(out, "timer 2 0 0 30 1.5\nnotimer 1 0 0\n");
+    }
+
+    #[test]
+    fn a_block_mostly_renamed_goes_whole() {
+        let old = stone_block();
+        let mut new = old.clone();
+        for id in new.param0.iter_mut().take(WHOLE_FROM) {
+            *id = 1;
+        }
+        let mut out = String::new();
+        block_change(&mut out, BlockPos::new(0, -1, 2), &old, &new).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "block 0 -1 2");
+        assert!(lines.contains(&format!("bname new 1 {}", hex(b"default:stone")).as_str()), "{lines:?}");
+        let bnew = lines.iter().find(|l| l.starts_with("bnew ")).unwrap();
+        assert_eq!(bnew.split(' ').count(), 4097);
+        assert!(bnew.starts_with("bnew 1 1 "));
+        assert!(!out.contains("\nnode "), "no node lines");
+        // One node fewer: a line a node.
+        let mut few = old.clone();
+        for id in few.param0.iter_mut().take(WHOLE_FROM - 1) {
+            *id = 1;
+        }
+        let mut out = String::new();
+        block_change(&mut out, BlockPos::new(0, -1, 2), &old, &few).unwrap();
+        assert!(out.starts_with("node ") && !out.contains("block "), "{}", &out[..40]);
     }
 
     #[test]

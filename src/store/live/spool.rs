@@ -35,8 +35,9 @@ pub enum ServerState {
     Stopped,
     /// The heartbeat is this old: the server is stopped (killed) or hung.
     Silent(Duration),
-    /// Running the mod: its engine version and map save interval.
-    Running { version: String, save_interval: f64 },
+    /// Running the mod: its engine version, map save interval, and which
+    /// run of the server this is (new at every start).
+    Running { version: String, save_interval: f64, run: String },
 }
 
 impl ServerState {
@@ -64,6 +65,9 @@ struct Heartbeat {
     save_interval: f64,
     #[serde(default)]
     stopped: bool,
+    /// New at every server start (older mods wrote none).
+    #[serde(default)]
+    run: String,
 }
 
 /// What the heartbeat file of the world at `world` says now.
@@ -76,7 +80,9 @@ pub fn server_state(world: &Path) -> ServerState {
     match serde_json::from_slice::<Heartbeat>(&text) {
         Ok(h) if h.stopped => ServerState::Stopped,
         Ok(_) if age > FRESH => ServerState::Silent(age),
-        Ok(h) if h.protocol == 1.0 => ServerState::Running { version: h.version, save_interval: h.save_interval },
+        Ok(h) if h.protocol == 1.0 => {
+            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run }
+        }
         // Another protocol, or a file cut short: not a server we can talk to.
         _ => ServerState::Absent,
     }
@@ -111,6 +117,20 @@ pub fn check_spool(world: &Path) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// A request handed to the server, its answer not read yet.
+pub struct Sent {
+    request: PathBuf,
+    reply: PathBuf,
+    run: String,
+}
+
+impl Sent {
+    /// The run of the server it was handed to.
+    pub fn run(&self) -> String {
+        self.run.clone()
+    }
+}
+
 /// The request side of the spool of one world.
 pub struct Spool {
     world: PathBuf,
@@ -141,14 +161,23 @@ impl Spool {
         self.world.join(DIR).join("requests")
     }
 
-    /// Hand `text` to the server and wait for its answer: Ok when it applied
-    /// the change; an error when it refused it, or when it did not take it
-    /// in time (then it is withdrawn: nothing changed).
-    pub fn send(&self, text: &str) -> Result<()> {
+    /// Hand `text` to the server and wait for its answer: Ok (with the run
+    /// of the server, see `ServerState::Running`) when it applied the
+    /// change; an error when it refused it, or when it did not take it in
+    /// time (then it is withdrawn: nothing changed).
+    pub fn send(&self, text: &str) -> Result<String> {
+        let sent = self.submit(text)?;
+        self.wait(&sent)
+    }
+
+    /// Hand `text` to the server without waiting (`wait` gives the answer):
+    /// several requests may be in the spool at once, and the mod applies
+    /// as many as fit in a step.
+    pub fn submit(&self, text: &str) -> Result<Sent> {
         let state = server_state(&self.world);
-        if !matches!(state, ServerState::Running { .. }) {
+        let ServerState::Running { run, .. } = state else {
             return Err(StoreError::Unreachable(format!("{}; nothing written", state.why_not())));
-        }
+        };
         let id = self.next_id();
         let request = self.requests().join(format!("{id}.req"));
         let tmp = self.requests().join(format!(".{id}.tmp"));
@@ -156,9 +185,26 @@ impl Spool {
         std::fs::write(&tmp, text).map_err(|e| io(e, &tmp))?;
         std::fs::rename(&tmp, &request).map_err(|e| io(e, &request))?;
         let reply = self.world.join(DIR).join("replies").join(&id);
-        match self.wait_reply(&reply, REPLY_TIMEOUT)? {
-            Some(r) => reply_error(&r),
-            None => self.withdraw(&request, &reply),
+        Ok(Sent { request, reply, run })
+    }
+
+    /// The answer to a submitted request: Ok (with the server's run) when
+    /// it was applied; withdrawn (nothing changed) when it was not taken in
+    /// time.
+    pub fn wait(&self, sent: &Sent) -> Result<String> {
+        match self.wait_reply(&sent.reply, REPLY_TIMEOUT)? {
+            Some(r) => reply_error(&r)?,
+            None => self.withdraw(&sent.request, &sent.reply)?,
+        }
+        Ok(sent.run.clone())
+    }
+
+    /// Take back a submitted request nobody will wait for: true when it
+    /// was withdrawn before the server took it; else the server's answer.
+    pub fn cancel(&self, sent: &Sent) -> Result<bool> {
+        match std::fs::remove_file(&sent.request) {
+            Ok(()) => Ok(true),
+            Err(_) => self.wait(sent).map(|_| false),
         }
     }
 
@@ -205,8 +251,9 @@ impl Spool {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.wait_reply(reply, TAKEN_TIMEOUT)? {
                 Some(r) => reply_error(&r),
                 None => Err(StoreError::Backend(format!(
-                    "the server took the change but gave no answer ({}); it may or may not be applied: \
-                     read the file again",
+                    "the server took the change but gave no answer ({}): a server that was killed lost it \
+                     with everything it had not saved, one that is hung may still apply it; read the file \
+                     again once the server runs",
                     server_state(&self.world).why_not()
                 ))),
             },
@@ -226,15 +273,17 @@ mod tests {
     }
 
     /// As the mod writes it (Lua's JSON writer).
-    const RUNNING: &str =
-        r#"{"protocol":1.0,"save_interval":5.2999999999999998,"stopped":false,"time":1795732290.0,"version":"5.6.1"}"#;
+    const RUNNING: &str = r#"{"protocol":1.0,"run":"1795732290-42","save_interval":5.2999999999999998,"stopped":false,"time":1795732290.0,"version":"5.6.1"}"#;
 
     #[test]
     fn heartbeat_states() {
         let d = tempfile::tempdir().unwrap();
         assert_eq!(server_state(d.path()), ServerState::Absent);
         beat(d.path(), RUNNING);
-        assert_eq!(server_state(d.path()), ServerState::Running { version: "5.6.1".into(), save_interval: 5.3 });
+        assert_eq!(
+            server_state(d.path()),
+            ServerState::Running { version: "5.6.1".into(), save_interval: 5.3, run: "1795732290-42".into() }
+        );
         beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);
         assert_eq!(server_state(d.path()), ServerState::Absent, "another protocol");
         beat(d.path(), r#"{"protocol":1,"version":"5.6.1","time":1,"save_interval":5.3,"stopped":true}"#);
