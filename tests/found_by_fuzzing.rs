@@ -306,3 +306,21 @@ fn a_java_chunk_takes_back_its_own_odd_palette_names() {
     let e = doc.apply(blocks, new_odd.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("is not a block id"), "{e}");
 }
+
+/// `mc_nbt` again: the same for a biome (`miSpawnYt:stony_shore` in a
+/// section's biome palette): `biomes` takes back what it shows.
+#[test]
+fn a_java_chunk_takes_back_its_own_odd_biome_names() {
+    use worldfs::kinds::minecraft::chunk::ChunkDoc;
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-3eec18ee818b0167606b4f2c215013453a510677");
+    let mut doc = ChunkDoc::decode(data, &Context::default()).expect("the chunk decodes");
+    let biomes = "sections/6/biomes";
+    let shown = String::from_utf8(doc.render(biomes).unwrap()).unwrap();
+    assert!(shown.contains("miSpawnYt:stony_shore"), "{shown}");
+    doc.apply(biomes, shown.as_bytes()).unwrap();
+    assert_eq!(doc.encode().unwrap(), data, "writing biomes back changed the chunk");
+    let new_odd = shown.replacen("miSpawnYt:stony_shore", "miSpawnYt:plains", 1);
+    let e = doc.apply(biomes, new_odd.as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("is not a biome id"), "{e}");
+}

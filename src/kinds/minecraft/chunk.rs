@@ -323,10 +323,15 @@ impl ChunkDoc {
                 let (cx, cz) = self.pos();
                 let frame = Frame { size: [4, 4, 4], origin: [4 * cx, 4 * y, 4 * cz], rows: Rows::ZAscending };
                 let d = layers::parse(&frame, text)?;
+                // As for blocks: a biome the palette holds is taken back as it is.
+                let known = |label: &str| c.palette.iter().find(|t| snbt_label(t) == label).cloned();
                 let legend: Vec<Tag> = d
                     .legend
                     .iter()
-                    .map(|e| parse_snbt_label(&e.label).map_err(|m| DocError::at_line(e.line, m)))
+                    .map(|e| match known(&e.label) {
+                        Some(t) => Ok(t),
+                        None => parse_snbt_label(&e.label).map_err(|m| DocError::at_line(e.line, m)),
+                    })
                     .collect::<DocResult<_>>()?;
                 let values: Vec<Tag> = (0..64).map(|i| legend[d.at(i % 4, i / 16, i / 4 % 4)].clone()).collect();
                 if (0..64).any(|i| c.get(i) != &values[i]) {
