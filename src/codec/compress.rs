@@ -75,6 +75,37 @@ pub fn inflate_zlib_limited(
     }
 }
 
+/// A zlib stream whose deflate data ends but whose adler32 trailer is
+/// missing or cut short (the input ends inside it): what it inflates to,
+/// at most `limit` bytes. Luanti's `decompressZlib` stops without an error
+/// when its input runs out, so the engine reads such a file as long as
+/// nothing follows the stream (a schematic's node data is its last part).
+pub fn inflate_zlib_without_trailer(input: &[u8], limit: usize) -> Option<Vec<u8>> {
+    let (&[cmf, flg], body) = (input.first_chunk::<2>()?, input.get(2..)?);
+    if cmf & 0x0f != 8 || (u16::from(cmf) << 8 | u16::from(flg)) % 31 != 0 || flg & 0x20 != 0 {
+        return None;
+    }
+    let mut d = Decompress::new(false);
+    let mut out = Vec::with_capacity(limit.min(1 << 20));
+    loop {
+        if out.len() == out.capacity() {
+            out.reserve_exact(out.len().max(4096).min(limit.saturating_add(1) - out.len()).max(1));
+        }
+        let (was_in, was_out) = (d.total_in(), d.total_out());
+        let status = d.decompress_vec(&body[was_in as usize..], &mut out, FlushDecompress::None).ok()?;
+        if out.len() > limit {
+            return None;
+        }
+        if status == Status::StreamEnd {
+            break;
+        }
+        if (d.total_in(), d.total_out()) == (was_in, was_out) && out.len() < out.capacity() {
+            return None; // the deflate data itself is cut short
+        }
+    }
+    (body.len() - (d.total_in() as usize) < 4).then_some(out)
+}
+
 /// The stored and the computed adler32 when a zlib stream inflates whole
 /// but its checksum is wrong, which flate2 reports only as "corrupt" (and
 /// the engine's zlib refuses as "incorrect data check"). Inflates the raw

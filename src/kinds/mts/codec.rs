@@ -205,7 +205,15 @@ impl Schematic {
         }
         let start = c.pos;
         let want = volume * 4;
-        let (data, _used) = compress::inflate_zlib_limited(file, start, "node data", want, want).map_err(|e| {
+        let inflated = compress::inflate_zlib_limited(file, start, "node data", want, want).or_else(|e| {
+            // The engine reads a stream whose adler32 is missing at the end
+            // of the file (its zlib loop stops when the input does).
+            let lenient = e.message.starts_with("truncated zlib").then(|| {
+                compress::inflate_zlib_without_trailer(&file[start..], want).map(|data| (data, file.len() - start))
+            });
+            lenient.flatten().ok_or(e)
+        });
+        let (data, _used) = inflated.map_err(|e| {
             let msg = if e.message.contains("inflates to more than") {
                 format!(
                     "the node data inflates to more than {want} bytes; size {} x {} x {} needs exactly {want} \
@@ -389,6 +397,26 @@ pub fn uncompressed(file: &[u8]) -> Result<Vec<u8>, MtsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Luanti reads a schematic whose zlib trailer (the adler32 after the
+    /// node data) is missing or cut short, since its zlib loop stops when
+    /// the input does; so does worldfs, and the file is kept as it was
+    /// until it is changed. Data cut inside the deflate stream is refused.
+    #[test]
+    fn a_missing_adler32_at_the_end_is_read_as_the_engine_reads_it() {
+        use crate::kinds::{Context, Document};
+        let s = sample();
+        let whole = s.encode().unwrap();
+        for cut in 1..=4 {
+            let file = &whole[..whole.len() - cut];
+            let back = Schematic::decode(file).unwrap_or_else(|e| panic!("cut {cut}: {e}"));
+            assert_eq!(back, s, "cut {cut}");
+            let doc = crate::kinds::mts::MtsDocument::decode(file, &Context::default()).unwrap();
+            assert_eq!(doc.encode().unwrap(), file, "an unchanged file keeps its bytes");
+        }
+        let e = Schematic::decode(&whole[..whole.len() - 6]).unwrap_err().to_string();
+        assert!(e.contains("truncated"), "{e}");
+    }
 
     fn sample() -> Schematic {
         let mut s = Schematic::new_air([3, 2, 4]).unwrap();
