@@ -324,3 +324,29 @@ fn a_java_chunk_takes_back_its_own_odd_biome_names() {
     let e = doc.apply(biomes, new_odd.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("is not a biome id"), "{e}");
 }
+
+/// `mc_nbt`: a chunk whose compound held the key `Sections` twice decoded
+/// (NBT files can hold that; the game reads a compound into a map and
+/// keeps only the last), and its SNBT text, which cannot hold a key twice,
+/// did not read back. Such a compound is now refused at decode, naming
+/// the key.
+#[test]
+fn an_nbt_compound_with_a_key_twice_is_refused() {
+    use worldfs::codec::nbt;
+    let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-8fde077ba0831cdb5f3527bd4b3633abdf45eb1d");
+    let e = nbt::decode(data).unwrap_err();
+    assert!(e.contains("holds the key 'Sections' twice"), "{e}");
+    // Two different keys are fine; the same key twice is not.
+    let two = |a: &str, b: &str| {
+        let mut f = vec![10u8, 0, 0];
+        for k in [a, b] {
+            f.extend_from_slice(&[1, 0, k.len() as u8]);
+            f.extend_from_slice(k.as_bytes());
+            f.push(7);
+        }
+        f.push(0);
+        f
+    };
+    assert!(nbt::decode(&two("a", "b")).is_ok());
+    assert!(nbt::decode(&two("a", "a")).unwrap_err().contains("'a' twice"));
+}

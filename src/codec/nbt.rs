@@ -194,11 +194,17 @@ impl<'a> Reader<'a> {
     }
 
     fn compound(&mut self, depth: usize) -> Result<Compound, String> {
+        let start = self.pos;
         let mut c = Compound::default();
         loop {
             let t = self.u8()?;
             if t == 0 {
-                return Ok(c);
+                return match repeated_key(&c) {
+                    // The game keeps only the last of them (a map), so what
+                    // is shown could not be written back as it is read.
+                    Some(k) => Err(format!("byte {start}: a compound holds the key '{k}' twice")),
+                    None => Ok(c),
+                };
             }
             if t > 12 {
                 return Err(format!("byte {}: unknown tag type {t}", self.pos - 1));
@@ -208,6 +214,13 @@ impl<'a> Reader<'a> {
             c.0.push((name, v));
         }
     }
+}
+
+/// A key that `c` holds more than once, if any.
+fn repeated_key(c: &Compound) -> Option<&str> {
+    let mut keys: Vec<&str> = c.0.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
 /// A whole NBT file (uncompressed): the root's name and compound.
