@@ -34,36 +34,6 @@ fn name_of(dir: usize, i: usize) -> &'static str {
     if dir == 0 { ROOT_NAMES[i] } else { FIELD_NAMES[i] }
 }
 
-/// A store shared between the core and the test (for failures).
-struct Shared(Arc<MemoryStore>);
-
-impl MapStore for Shared {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    fn get(&self, pos: BlockPos) -> worldfs::store::Result<Option<Vec<u8>>> {
-        self.0.get(pos)
-    }
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<BlockPos>> {
-        self.0.list_after(after, limit)
-    }
-    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<(BlockPos, Vec<u8>)>> {
-        self.0.scan_after(a, limit)
-    }
-    fn apply(&self, changes: &[Change], note: &Note) -> worldfs::store::Result<()> {
-        self.0.apply(changes, note)
-    }
-    fn count(&self) -> worldfs::store::Result<u64> {
-        self.0.count()
-    }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn data_version(&self) -> Option<u64> {
-        self.0.data_version()
-    }
-}
-
 #[derive(Clone, Debug)]
 enum Op {
     Create { dir: usize, name: usize, trunc: bool },
@@ -254,7 +224,7 @@ fn real() -> Real {
     let (world, store) = demo_copy();
     let w = worldfs::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, ..Options::default() };
-    let fs = worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts);
+    let fs = worldfs::open::world_with_store(w, Box::new(store.clone()), opts);
     Real { fs, store, _world: world, handed: Vec::new() }
 }
 
@@ -894,7 +864,7 @@ impl BlockReal {
     fn core(world: &tempfile::TempDir, store: &Arc<MemoryStore>) -> WorldFs {
         let w = worldfs::world::World::open(world.path()).unwrap();
         let opts = Options { read_only: false, ttl: std::time::Duration::ZERO, ..Options::default() };
-        worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts)
+        worldfs::open::world_with_store(w, Box::new(store.clone()), opts)
     }
 
     fn block_dir(&self, blk: usize) -> Result<u64, worldfs::fs::FsError> {

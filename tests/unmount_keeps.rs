@@ -17,36 +17,6 @@ use worldfs::store::memory::MemoryStore;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
 
-/// A store shared between the core and the test (for failures).
-struct Shared(Arc<MemoryStore>);
-
-impl MapStore for Shared {
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
-    fn get(&self, pos: BlockPos) -> worldfs::store::Result<Option<Vec<u8>>> {
-        self.0.get(pos)
-    }
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<BlockPos>> {
-        self.0.list_after(after, limit)
-    }
-    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<(BlockPos, Vec<u8>)>> {
-        self.0.scan_after(a, limit)
-    }
-    fn apply(&self, changes: &[Change], note: &Note) -> worldfs::store::Result<()> {
-        self.0.apply(changes, note)
-    }
-    fn count(&self) -> worldfs::store::Result<u64> {
-        self.0.count()
-    }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn data_version(&self) -> Option<u64> {
-        self.0.data_version()
-    }
-}
-
 fn node_name(store: &dyn MapStore, pos: BlockPos) -> Vec<u8> {
     let b = Block::decode(&store.get(pos).unwrap().unwrap()).unwrap();
     b.name_of(b.param0[0]).unwrap().to_vec()
@@ -69,7 +39,7 @@ fn a_group_that_cannot_be_written_at_unmount_is_kept_and_written_next_time() {
     let store = Arc::new(MemoryStore::with_blocks(sqlite.scan_after(None, 100_000).unwrap()));
     let w = worldfs::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, group_commit: Duration::from_secs(60), ..Options::default() };
-    let fs = worldfs::open::world_with_store(w, Box::new(Shared(store.clone())), opts);
+    let fs = worldfs::open::world_with_store(w, Box::new(store.clone()), opts);
     let origin = BlockPos::new(0, 0, 0);
     let before = store.get(origin).unwrap();
     write_node(&fs, "default:mese").expect("close accepts the change");

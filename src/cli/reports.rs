@@ -158,16 +158,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     } else {
         println!("{}: {} block(s) and {} record(s) to restore", p.note().what, p.changes.len(), p.records.len());
     }
-    for c in &p.conflicts {
-        eprintln!("conflict: {c}");
-    }
-    if !p.conflicts.is_empty() && !force {
-        return Err(format!(
-            "{} block(s) were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
-            p.conflicts.len()
-        ));
-    }
-    if dry_run {
+    if !go_ahead(&p.conflicts, "block(s)", dry_run, force)? {
         return Ok(());
     }
     let spinner = indicatif::ProgressBar::new_spinner();
@@ -178,6 +169,21 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     r?;
     println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
     Ok(())
+}
+
+/// Prints an undo plan's conflicts and says whether to carry it out: an
+/// error when there are conflicts and no --force, false for a dry run.
+fn go_ahead<C: std::fmt::Display>(conflicts: &[C], what: &str, dry_run: bool, force: bool) -> Result<bool, String> {
+    for c in conflicts {
+        eprintln!("conflict: {c}");
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(format!(
+            "{} {what} were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
+            conflicts.len()
+        ));
+    }
+    Ok(!dry_run)
 }
 
 /// `worldfs undo` of a Minecraft Java world (its chunks and files).
@@ -191,16 +197,7 @@ fn undo_minecraft(
 ) -> Result<(), String> {
     let p = records.plan(journal, sel)?;
     println!("{}: {} chunk(s) or file(s) to restore", p.note().what, p.records.len());
-    for c in &p.conflicts {
-        eprintln!("conflict: {c}");
-    }
-    if !p.conflicts.is_empty() && !force {
-        return Err(format!(
-            "{} chunk(s) or file(s) were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
-            p.conflicts.len()
-        ));
-    }
-    if dry_run {
+    if !go_ahead(&p.conflicts, "chunk(s) or file(s)", dry_run, force)? {
         return Ok(());
     }
     records.execute(&p, force)?;

@@ -81,6 +81,28 @@ pub fn inflate_zlib_limited(
 /// when its input runs out, so the engine reads such a file as long as
 /// nothing follows the stream (a schematic's node data is its last part).
 pub fn inflate_zlib_without_trailer(input: &[u8], limit: usize) -> Option<Vec<u8>> {
+    let (out, after) = inflate_deflate_body(input, limit)?;
+    (after.len() < 4).then_some(out)
+}
+
+/// The stored and the computed adler32 when a zlib stream inflates whole
+/// but its checksum is wrong, which flate2 reports only as "corrupt" (and
+/// the engine's zlib refuses as "incorrect data check"). Inflates the raw
+/// deflate data again: only on the error path, and never more than `limit`
+/// bytes.
+fn checksum_mismatch(input: &[u8], limit: usize) -> Option<(u32, u32)> {
+    let (out, after) = inflate_deflate_body(input, limit)?;
+    let stored = u32::from_be_bytes(*after.first_chunk::<4>()?);
+    let mut adler = adler2::Adler32::new();
+    adler.write_slice(&out);
+    (stored != adler.checksum()).then_some((stored, adler.checksum()))
+}
+
+/// Inflates the deflate data inside a zlib stream without looking at its
+/// adler32 trailer: the data (at most `limit` bytes) and what follows the
+/// deflate data. None for a bad header, a preset dictionary (an error of
+/// its own), damaged or cut deflate data, or more than `limit` bytes.
+fn inflate_deflate_body(input: &[u8], limit: usize) -> Option<(Vec<u8>, &[u8])> {
     let (&[cmf, flg], body) = (input.first_chunk::<2>()?, input.get(2..)?);
     if cmf & 0x0f != 8 || (u16::from(cmf) << 8 | u16::from(flg)) % 31 != 0 || flg & 0x20 != 0 {
         return None;
@@ -97,46 +119,12 @@ pub fn inflate_zlib_without_trailer(input: &[u8], limit: usize) -> Option<Vec<u8
             return None;
         }
         if status == Status::StreamEnd {
-            break;
+            return Some((out, &body[d.total_in() as usize..]));
         }
         if (d.total_in(), d.total_out()) == (was_in, was_out) && out.len() < out.capacity() {
             return None; // the deflate data itself is cut short
         }
     }
-    (body.len() - (d.total_in() as usize) < 4).then_some(out)
-}
-
-/// The stored and the computed adler32 when a zlib stream inflates whole
-/// but its checksum is wrong, which flate2 reports only as "corrupt" (and
-/// the engine's zlib refuses as "incorrect data check"). Inflates the raw
-/// deflate data again through a small buffer: only on the error path, and
-/// never more than `limit` bytes.
-fn checksum_mismatch(input: &[u8], limit: usize) -> Option<(u32, u32)> {
-    let (&[cmf, flg], body) = (input.first_chunk::<2>()?, input.get(2..)?);
-    // A bad header or a preset dictionary is an error of its own.
-    if cmf & 0x0f != 8 || (u16::from(cmf) << 8 | u16::from(flg)) % 31 != 0 || flg & 0x20 != 0 {
-        return None;
-    }
-    let mut d = Decompress::new(false);
-    let mut adler = adler2::Adler32::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let (was_in, was_out) = (d.total_in(), d.total_out());
-        let status = d.decompress(&body[was_in as usize..], &mut buf, FlushDecompress::None).ok()?;
-        adler.write_slice(&buf[..(d.total_out() - was_out) as usize]);
-        if d.total_out() as usize > limit {
-            return None;
-        }
-        if status == Status::StreamEnd {
-            break;
-        }
-        if (d.total_in(), d.total_out()) == (was_in, was_out) {
-            return None; // truncated: no progress
-        }
-    }
-    let end = d.total_in() as usize;
-    let stored = u32::from_be_bytes(*body.get(end..)?.first_chunk::<4>()?);
-    (stored != adler.checksum()).then_some((stored, adler.checksum()))
 }
 
 /// Deflate with zlib framing at the engine's default level (6).
