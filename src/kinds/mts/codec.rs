@@ -205,19 +205,22 @@ impl Schematic {
         }
         let start = c.pos;
         let want = volume * 4;
-        let inflated = compress::inflate_zlib_limited(file, start, "node data", want, want).or_else(|e| {
+        // The engine inflates the whole stream and reads the `want` bytes it
+        // needs, ignoring the rest: so is a longer stream read here (its
+        // extra bytes stay in the file until the schematic is changed).
+        let limit = want.max(compress::MAX_INFLATED);
+        let inflated = compress::inflate_zlib_limited(file, start, "node data", want, limit).or_else(|e| {
             // The engine reads a stream whose adler32 is missing at the end
             // of the file (its zlib loop stops when the input does).
             let lenient = e.message.starts_with("truncated zlib").then(|| {
-                compress::inflate_zlib_without_trailer(&file[start..], want).map(|data| (data, file.len() - start))
+                compress::inflate_zlib_without_trailer(&file[start..], limit).map(|data| (data, file.len() - start))
             });
             lenient.flatten().ok_or(e)
         });
-        let (data, _used) = inflated.map_err(|e| {
+        let (mut data, _used) = inflated.map_err(|e| {
             let msg = if e.message.contains("inflates to more than") {
                 format!(
-                    "the node data inflates to more than {want} bytes; size {} x {} x {} needs exactly {want} \
-                     (4 per node)",
+                    "the node data inflates to more than {limit} bytes; size {} x {} x {} needs {want} (4 per node)",
                     size[0], size[1], size[2]
                 )
             } else if e.message.starts_with("missing zlib") {
@@ -229,6 +232,7 @@ impl Schematic {
             };
             MtsError::at(start, msg)
         })?;
+        data.truncate(want);
         if data.len() != want {
             return Err(MtsError::at(
                 start,
@@ -418,6 +422,22 @@ mod tests {
         assert!(e.contains("truncated"), "{e}");
     }
 
+    /// Luanti inflates a schematic's whole node data and reads the 4 bytes
+    /// a node it needs, ignoring the rest; so does worldfs, keeping the
+    /// file as it was until it is changed (a change writes no extra bytes).
+    #[test]
+    fn node_data_longer_than_the_size_needs_is_read_as_the_engine_reads_it() {
+        use crate::kinds::{Context, Document};
+        let s = sample();
+        let data = [s.node_data(), b"extra bytes the engine ignores".to_vec()].concat();
+        let file = [s.head(), compress::deflate_zlib(&data)].concat();
+        assert_eq!(Schematic::decode(&file).unwrap(), s);
+        let mut doc = crate::kinds::mts::MtsDocument::decode(&file, &Context::default()).unwrap();
+        assert_eq!(doc.encode().unwrap(), file, "an unchanged file keeps its bytes");
+        doc.schematic.param2[0] = 1;
+        assert_eq!(doc.encode().unwrap(), doc.schematic.encode().unwrap(), "a change writes no extra bytes");
+    }
+
     fn sample() -> Schematic {
         let mut s = Schematic::new_air([3, 2, 4]).unwrap();
         s.names.push(b"default:stone".to_vec());
@@ -518,14 +538,11 @@ mod tests {
                 "the node data inflates to 96 bytes; size 4 x 2 x 4 needs exactly 128 (4 per node) (at byte {head})"
             )
         );
+        // X = 2: more data than the size needs is read as the engine reads
+        // it: the first 64 bytes.
         let mut v = f.clone();
-        v[7] = 2; // X = 2: too much data
-        assert_eq!(
-            err(&v),
-            format!(
-                "the node data inflates to more than 64 bytes; size 2 x 2 x 4 needs exactly 64 (4 per node) (at byte {head})"
-            )
-        );
+        v[7] = 2;
+        assert_eq!(Schematic::decode(&v).unwrap().size, [2, 2, 4]);
         // Over the limit, negative, zero.
         let mut v = f.clone();
         v[6..12].copy_from_slice(&[0x7f, 0xff, 0x7f, 0xff, 0x01, 0x00]);
