@@ -22,7 +22,7 @@ use std::sync::Arc;
 use worldfs::fs::{ErrorKind, Options, ROOT, WorldFs};
 use worldfs::store::memory::MemoryStore;
 use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
+use worldfs::store::{BlockPos, MapStore, StoreError};
 
 const CHEST_FIELDS: &str = "blocks/0,0,0/meta/3,1,3/fields";
 const DIRS: [&str; 2] = ["", CHEST_FIELDS];

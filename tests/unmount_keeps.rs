@@ -15,7 +15,7 @@ use worldfs::fs::{Options, ROOT, WorldFs};
 use worldfs::kinds::luanti::unwritten;
 use worldfs::store::memory::MemoryStore;
 use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
+use worldfs::store::{BlockPos, MapStore, StoreError};
 
 fn node_name(store: &dyn MapStore, pos: BlockPos) -> Vec<u8> {
     let b = Block::decode(&store.get(pos).unwrap().unwrap()).unwrap();
