@@ -215,6 +215,31 @@ fn mts_with_an_empty_name_applies_to_itself() {
     assert!(e.to_string().contains("empty node name"), "{e}");
 }
 
+/// `mts_decode`: a 5 x 16 x 5 pine tree with 80 node kinds (probabilities
+/// and param2 values) draws its `layers` with 'y', '=' and '2' in the
+/// legend, so a row read "y=2Wf" and was taken for a level line ("level
+/// y=12 has 2 rows; it needs 5"). A level short of rows now takes a line
+/// of legend characters as a row. The file's node data is also longer than
+/// the size needs, which the engine reads (the fuzzer's copy had a wrong
+/// adler32; this one has it right).
+#[test]
+fn mts_layers_with_a_row_like_a_level_line_apply_to_themselves() {
+    use worldfs::kinds::mts::{MtsDocument, view};
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/mts_decode/layers-row-like-a-level-line-good-checksum");
+    let mut d = MtsDocument::decode(data, &Context::default()).unwrap();
+    let s = d.schematic.clone();
+    let layers = String::from_utf8(d.render("layers").unwrap()).unwrap();
+    let at = layers.find("\ny=12\n").expect("level 12");
+    assert!(layers[at..].lines().nth(4) == Some("y=2Wf"), "{}", &layers[at..at + 40]);
+    for (file, _) in view::FILES.iter().filter(|(_, writable)| *writable) {
+        let content = d.render(file).unwrap();
+        d.apply(file, &content).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(d.schematic, s, "{file} applied to itself changed the schematic");
+        assert_eq!(d.encode().unwrap(), data, "{file}");
+    }
+}
+
 /// A cubeset connector with `Direction = 41` decoded, and the piece's
 /// `connectors` file then refused its own content ("direction 41 is not 0
 /// to 13"). Cuberite refuses such a piece, and so does the decode now,

@@ -261,6 +261,7 @@ pub fn parse_levels(frame: &Frame, legend: &[LegendEntry], text: &str, line_offs
             _ => Ok(()),
         }
     };
+    let is_row = |line: &str| line.chars().count() == sx && line.chars().all(|c| by_char.contains_key(&c));
     let mut last_line = line_offset;
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1 + line_offset;
@@ -269,7 +270,11 @@ pub fn parse_levels(frame: &Frame, legend: &[LegendEntry], text: &str, line_offs
         if is_comment(line) {
             continue;
         }
-        if let Some(num) = line.trim().strip_prefix("y=") {
+        // A level still short of rows takes a line of legend characters as
+        // its next row, even one that starts "y=" (both can be in a legend).
+        let wants_row = matches!(level, Some((_, rows, _)) if rows < sz);
+        let header = if wants_row && is_row(line) { None } else { line.trim().strip_prefix("y=") };
+        if let Some(num) = header {
             finish(level, n)?;
             let wy: i64 = num
                 .trim()
@@ -419,6 +424,20 @@ mod tests {
             let e = parse(&f, text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
+    }
+
+    /// With 'y', '=' and digits in the legend (a drawing of 64+ labels has
+    /// them) a row can read "y=1": a level short of rows takes it as a row.
+    #[test]
+    fn a_row_that_reads_like_a_level_line_is_a_row() {
+        let f = Frame::new([3, 2, 2], Rows::ZAscending);
+        let text = "y a\n= b\n0 c\n1 d\ny=0\ny=0\ny=1\ny=1\ny=0\ny=1\n";
+        let d = parse(&f, text).unwrap();
+        let row = |y, z| (0..3).map(|x| d.legend[d.at(x, y, z)].ch).collect::<String>();
+        assert_eq!([row(0, 0), row(0, 1), row(1, 0), row(1, 1)], ["y=0", "y=1", "y=0", "y=1"]);
+        // A level line where a full level is done still starts a level.
+        let e = parse(&f, "y a\n= b\n0 c\ny=0\ny=0\ny=0\ny=0\n").unwrap_err().to_string();
+        assert!(e.contains("line 7: level y=0 is drawn twice (first at line 4)"), "{e}");
     }
 
     #[test]
