@@ -718,7 +718,8 @@ mod tests {
                 .map(|(p, _)| p.packed())
                 .collect();
             let mut listed: Vec<u64> = decode_postings(&got).iter().map(BlockPos::packed).collect();
-            (want.sort(), listed.sort());
+            want.sort();
+            listed.sort();
             assert_eq!(listed, want, "{n}");
         }
     }
