@@ -18,8 +18,9 @@
 //! build. A write never relies on the index being complete: a world-wide
 //! rename builds it afresh first (`fresh_blocks_with`).
 //!
-//! Memory: a build holds each name's block list compressed (a varint per
-//! block and name: about 2-3 bytes); serving holds the names and counts,
+//! Memory: a build holds at most `BUILD_HELD` bytes of block lists (a
+//! varint per block and name: about 2-3 bytes) and appends them to the
+//! index file in pieces as it goes, whatever the world's size; serving holds the names and counts,
 //! the overrides (one entry per block changed through the mount), and the
 //! sorted positions of the two names listed most recently (8 bytes per
 //! block).
