@@ -52,7 +52,9 @@ pub struct IndexFile {
 
 /// Version 2: `names` has row ids, so a build writes each name's block list
 /// into its row piece by piece (SQLite's blob I/O needs a row id); the
-/// pieces wait in `pieces` until the build ends.
+/// pieces wait in a temporary table (a file of SQLite's own, deleted with
+/// the connection, so the index file does not keep their pages) until the
+/// build ends.
 const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
@@ -61,7 +63,7 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS names (name BLOB PRIMARY KEY, blocks INTEGER NOT NULL, nodes INTEGER NOT NULL,
         postings BLOB NOT NULL);
     CREATE TABLE IF NOT EXISTS overrides (packed INTEGER PRIMARY KEY, base BLOB NOT NULL, now BLOB NOT NULL);
-    CREATE TABLE IF NOT EXISTS pieces (name BLOB NOT NULL, seq INTEGER NOT NULL, bytes BLOB NOT NULL,
+    CREATE TEMP TABLE IF NOT EXISTS pieces (name BLOB NOT NULL, seq INTEGER NOT NULL, bytes BLOB NOT NULL,
         PRIMARY KEY (name, seq)) WITHOUT ROWID;";
 
 /// Tables of an older version are dropped: the file is a cache, and the
@@ -119,8 +121,8 @@ impl IndexFile {
     /// pieces as a scan finds them (so the build never holds them all),
     /// and `finish` replaces the index with them in one transaction.
     pub fn begin_build(&self) -> Result<IndexBuild<'_>> {
-        // Pieces a build killed midway left behind.
-        self.conn.lock().execute_batch("DELETE FROM pieces;").map_err(backend)?;
+        // Pieces of a build that failed midway.
+        self.conn.lock().execute_batch("DELETE FROM temp.pieces;").map_err(backend)?;
         Ok(IndexBuild { file: self, seq: 0, lengths: std::collections::HashMap::new() })
     }
 
@@ -221,7 +223,8 @@ impl IndexBuild<'_> {
         let mut c = self.file.conn.lock();
         let tx = c.transaction().map_err(backend)?;
         {
-            let mut ins = tx.prepare("INSERT INTO pieces (name, seq, bytes) VALUES (?1, ?2, ?3)").map_err(backend)?;
+            let mut ins =
+                tx.prepare("INSERT INTO temp.pieces (name, seq, bytes) VALUES (?1, ?2, ?3)").map_err(backend)?;
             for (name, bytes) in pieces.iter().filter(|p| !p.1.is_empty()) {
                 self.seq += 1;
                 ins.execute(params![name, self.seq, bytes]).map_err(backend)?;
@@ -247,7 +250,8 @@ impl IndexBuild<'_> {
             let mut ins = tx
                 .prepare("INSERT INTO names (name, blocks, nodes, postings) VALUES (?1, ?2, ?3, zeroblob(?4))")
                 .map_err(backend)?;
-            let mut pieces = tx.prepare("SELECT bytes FROM pieces WHERE name = ?1 ORDER BY seq").map_err(backend)?;
+            let mut pieces =
+                tx.prepare("SELECT bytes FROM temp.pieces WHERE name = ?1 ORDER BY seq").map_err(backend)?;
             for n in names {
                 let length = self.lengths.get(&n.name).copied().unwrap_or(0);
                 ins.execute(params![n.name, n.blocks as i64, n.nodes as i64, length as i64]).map_err(backend)?;
@@ -263,7 +267,7 @@ impl IndexBuild<'_> {
                 }
             }
         }
-        tx.execute_batch("DELETE FROM pieces;").map_err(backend)?;
+        tx.execute_batch("DELETE FROM temp.pieces;").map_err(backend)?;
         tx.commit().map_err(backend)
     }
 }
