@@ -395,7 +395,8 @@ bench_world() {
     done
 
     if want requests; then
-        requests_per_file "$grep_cmd" "$blocks"
+        requests_per_file "$grep_cmd" "$blocks" ro
+        requests_per_file "$grep_cmd" "$blocks" rw
     fi
 
     # 3. Bulk edit: the first BULK_MAX blocks that have SED_OLD (found
@@ -478,18 +479,18 @@ bench_world() {
     MNT=
 }
 
-# FUSE requests per block of the read-only grep walk, by kind, counted
+# FUSE requests per block of the grep walk (-o OPTS: ro, rw), by kind, counted
 # with the kernel's fuse:fuse_request_send tracepoint for this mount's
 # connection only (docs/performance.md, "Requests per file"): one counter
 # per kind of request, filtered in the kernel (`perf stat`), since
 # recording every event of a 2.8M-block walk lost them all.
 requests_per_file() {
-    local cmd=$1 blocks=$2
+    local cmd=$1 blocks=$2 opts=$3
     if [[ $(id -u) != 0 ]] || ! command -v perf >/dev/null 2>&1; then
         row "requests per file (needs root and perf)" "-" "" ""
         return 0
     fi
-    mount_world ro
+    mount_world "$opts"
     CONN=$(mountpoint -d "$MNT" | cut -d: -f2)
     export CMD=$cmd CONN
     # Opcodes: LOOKUP GETATTR OPEN READ RELEASE FLUSH READDIR READDIRPLUS.
@@ -502,9 +503,9 @@ requests_per_file() {
         BEGIN { split("LOOKUP GETATTR OPEN READ RELEASE FLUSH READDIR READDIRPLUS", k, " ") }
         { i++; v = $1 + 0; t += v; if (v / n >= 0.01) line = line sprintf(" %s %.2f", k[i], v / n) }
         END { printf "%.2f%s\n", t / n, line }' >"$TMPROOT/requests"
-    row "requests per file, grep walk -o ro (perf)" "$walk s" "$(cut -d' ' -f1 "$TMPROOT/requests")/block" "" "" \
+    row "requests per file, grep walk -o $opts (perf)" "$walk s" "$(cut -d' ' -f1 "$TMPROOT/requests")/block" "" "" \
         "$(cut -d' ' -f2- "$TMPROOT/requests")"
-    fig "$label" requests_per_block "$(cut -d' ' -f1 "$TMPROOT/requests")"
+    fig "$label" "requests_per_block_$opts" "$(cut -d' ' -f1 "$TMPROOT/requests")"
     rm -f "$TMPDIR_BENCH/perf.stat"
 }
 

@@ -48,7 +48,15 @@ impl Report {
 pub fn check(store: &dyn MapStore, progress: &mut dyn FnMut(u64, u64)) -> Result<Report, String> {
     let total = store.count().map_err(|e| e.to_string())?;
     let mut r = Report::default();
-    crate::scan::scan(store, decode_all, |part| r.merge(part), &mut |done| progress(done, total))?;
+    crate::scan::scan(
+        store,
+        decode_all,
+        |part| {
+            r.merge(part);
+            Ok(())
+        },
+        &mut |done| progress(done, total),
+    )?;
     Ok(r)
 }
 

@@ -15,12 +15,12 @@ pub fn threads() -> usize {
 }
 
 /// Call `work` on slices of every block of `store` (on several threads at
-/// once), and `merge` with each result in key order; `progress` gets the
-/// number of blocks done after each page.
+/// once), and `merge` with each result in key order (an error from it ends
+/// the scan); `progress` gets the number of blocks done after each page.
 pub fn scan<R: Send>(
     store: &dyn MapStore,
     work: impl Fn(&[(BlockPos, Vec<u8>)]) -> R + Sync,
-    mut merge: impl FnMut(R),
+    mut merge: impl FnMut(R) -> Result<(), String>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), String> {
     let threads = threads();
@@ -34,7 +34,7 @@ pub fn scan<R: Send>(
         // of air, a run of caves), so halves would leave one thread idle.
         let slices: Vec<&[(BlockPos, Vec<u8>)]> = page.chunks(page.len().div_ceil(threads * 8)).collect();
         let taken = std::sync::atomic::AtomicUsize::new(0);
-        let (next, parts) = std::thread::scope(|s| {
+        let (next, parts, merged) = std::thread::scope(|s| {
             let next = s.spawn(move || {
                 crate::affinity::unpin();
                 store.scan_after(Some(last), PAGE)
@@ -53,21 +53,22 @@ pub fn scan<R: Send>(
                     })
                 })
                 .collect();
-            if let Some((before, at)) = pending.take() {
-                before.into_iter().for_each(&mut merge);
-                progress(at);
-            }
+            let merged = match pending.take() {
+                Some((before, at)) => before.into_iter().try_for_each(&mut merge).map(|()| progress(at)),
+                None => Ok(()),
+            };
             let mut parts: Vec<(usize, R)> = workers.into_iter().flat_map(|h| h.join().expect("scan thread")).collect();
             parts.sort_unstable_by_key(|p| p.0);
             let parts: Vec<R> = parts.into_iter().map(|p| p.1).collect();
-            (next.join().expect("store reader thread"), parts)
+            (next.join().expect("store reader thread"), parts, merged)
         });
+        merged?;
         done += page.len() as u64;
         pending = Some((parts, done));
         page = next.map_err(|e| e.to_string())?;
     }
     if let Some((before, at)) = pending {
-        before.into_iter().for_each(&mut merge);
+        before.into_iter().try_for_each(&mut merge)?;
         progress(at);
     }
     Ok(())

@@ -189,18 +189,38 @@ fn files_kept_until_told_are_invalidated_after_an_outside_change() {
     sent.lock().unwrap().clear();
     assert_eq!(fs.attr_ttl(&param1), fs.entry_ttl());
     common::wait_until("param1 invalidated in a later poll", invalidated);
-    // Writable mounts: the plain TTL (their own commits invalidate).
+    drop(fs);
+    // Writable mounts keep them until told too: a commit through the mount
+    // invalidates its block's files at once, and so does another process's.
     let rw =
         std::sync::Arc::new(worldfs::open::open_world(world.path(), Options { read_only: false, ..opts }).unwrap());
-    rw.set_invalidator(Box::new(|_| {}));
-    let a = rw.getattr(block_file(&rw, "param1")).unwrap();
-    assert_eq!(rw.attr_ttl(&a), ttl);
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = sent.clone();
+    rw.set_invalidator(Box::new(move |list| s2.lock().unwrap().extend(list)));
+    let param1 = rw.getattr(block_file(&rw, "param1")).unwrap();
+    assert_eq!(rw.attr_ttl(&param1), rw.entry_ttl(), "kept until told on a writable mount");
+    let invalidated = || sent.lock().unwrap().contains(&inval(param1.ino));
+    bump_param1(world.path());
+    common::wait_until("param1 invalidated after an outside change (writable mount)", invalidated);
+    common::wait_until("the invalidation rounds after it end", || {
+        sent.lock().unwrap().clear();
+        std::thread::sleep(ttl * 2);
+        sent.lock().unwrap().is_empty()
+    });
+    assert_eq!(rw.attr_ttl(&param1), rw.entry_ttl());
+    let fh = rw.open(param1.ino, libc::O_RDONLY, 0).unwrap().fh;
+    let first = rw.read(fh, 0, 1).unwrap()[0];
+    rw.release(fh).unwrap();
+    let fh = rw.open(param1.ino, libc::O_WRONLY, 0).unwrap().fh;
+    rw.write(fh, 0, &[first ^ 1]).unwrap();
+    rw.release(fh).unwrap();
+    assert!(invalidated(), "a commit through the mount invalidates its block's files when it is made");
 }
 
 /// After the reply to a look-up of a small file the kernel keeps until told,
 /// its content is pushed (the FUSE layer stores it in the page cache, so
 /// the program that looked it up reads it without a READ request); files
-/// not kept so (writable mounts, world files) are not pushed.
+/// not kept so (world files) and files of writable mounts are not pushed.
 #[test]
 fn small_files_kept_until_told_are_pushed_after_their_look_up() {
     let world = common::demo_world();
@@ -227,14 +247,14 @@ fn small_files_kept_until_told_are_pushed_after_their_look_up() {
     assert_eq!(fs.attr_ttl(&world_mt), ttl);
     fs.looked_up(&world_mt);
     assert_eq!(pushed.lock().unwrap().len(), 1);
-    // Writable mounts keep nothing until told: nothing is pushed.
+    // Writable mounts read with direct I/O: nothing is pushed.
     let rw =
         std::sync::Arc::new(worldfs::open::open_world(world.path(), Options { read_only: false, ..opts }).unwrap());
     rw.set_invalidator(Box::new(|_| {}));
     let p3 = pushed.clone();
     rw.set_pusher(Box::new(move |ino, data| p3.lock().unwrap().push((ino, data))));
     let names = rw.lookup(rw.lookup(inode::BLOCKS, OsStr::new("0,0,0")).unwrap().ino, OsStr::new("names")).unwrap();
-    assert_eq!(rw.attr_ttl(&names), ttl);
+    assert_eq!(rw.attr_ttl(&names), rw.entry_ttl());
     rw.looked_up(&names);
     assert_eq!(pushed.lock().unwrap().len(), 1);
 }

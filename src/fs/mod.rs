@@ -524,7 +524,8 @@ impl WorldFs {
     /// watch drops the page with the attributes when the map changes.
     pub fn looked_up(&self, a: &Attr) {
         let Some(push) = self.pusher.get() else { return };
-        let small = a.kind == Kind::File && a.size > 0 && a.size <= PUSH_MAX && !is_core(a.ino);
+        // Writable mounts read with direct I/O: a pushed page would not be read.
+        let small = self.opts.read_only && a.kind == Kind::File && a.size > 0 && a.size <= PUSH_MAX && !is_core(a.ino);
         if !small || !self.watch.holds_within(a.ino, PUSH_FILES_MAX) {
             return;
         }

@@ -50,12 +50,36 @@ pub struct IndexFile {
     conn: Mutex<Connection>,
 }
 
+/// Version 2: `names` has row ids, so a build writes each name's block list
+/// into its row piece by piece (SQLite's blob I/O needs a row id); the
+/// pieces wait in a temporary table (a file of SQLite's own, deleted with
+/// the connection, so the index file does not keep their pages) until the
+/// build ends.
+const SCHEMA_VERSION: i64 = 2;
+
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS stamp (one INTEGER PRIMARY KEY CHECK (one = 1), map TEXT NOT NULL,
         version INTEGER, built_ms INTEGER NOT NULL);
     CREATE TABLE IF NOT EXISTS names (name BLOB PRIMARY KEY, blocks INTEGER NOT NULL, nodes INTEGER NOT NULL,
-        postings BLOB NOT NULL) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS overrides (packed INTEGER PRIMARY KEY, base BLOB NOT NULL, now BLOB NOT NULL);";
+        postings BLOB NOT NULL);
+    CREATE TABLE IF NOT EXISTS overrides (packed INTEGER PRIMARY KEY, base BLOB NOT NULL, now BLOB NOT NULL);
+    CREATE TEMP TABLE IF NOT EXISTS pieces (name BLOB NOT NULL, seq INTEGER NOT NULL, bytes BLOB NOT NULL,
+        PRIMARY KEY (name, seq)) WITHOUT ROWID;";
+
+/// Tables of an older version are dropped: the file is a cache, and the
+/// next use builds the index again.
+fn migrate(conn: &Connection) -> Result<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(backend)?;
+    if version != SCHEMA_VERSION {
+        conn.execute_batch(
+            "DROP TABLE IF EXISTS names; DROP TABLE IF EXISTS overrides; DROP TABLE IF EXISTS stamp;
+             DROP TABLE IF EXISTS pieces;",
+        )
+        .map_err(backend)?;
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};")).map_err(backend)?;
+    }
+    conn.execute_batch(SCHEMA).map_err(backend)
+}
 
 impl IndexFile {
     /// Open (or create) the index file at `path`.
@@ -68,7 +92,7 @@ impl IndexFile {
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
         // A cache: losing the last transactions at a crash only means a rebuild.
         conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;").map_err(backend)?;
-        conn.execute_batch(SCHEMA).map_err(backend)?;
+        migrate(&conn)?;
         Ok(IndexFile { path: path.to_path_buf(), conn: Mutex::new(conn) })
     }
 
@@ -87,23 +111,19 @@ impl IndexFile {
 
     /// Replace the whole index (one transaction; overrides are dropped).
     pub fn replace(&self, stamp: &Stamp, names: &[NameRow]) -> Result<()> {
-        let mut c = self.conn.lock();
-        let tx = c.transaction().map_err(backend)?;
-        tx.execute_batch("DELETE FROM names; DELETE FROM overrides; DELETE FROM stamp;").map_err(backend)?;
-        tx.execute(
-            "INSERT INTO stamp (one, map, version, built_ms) VALUES (1, ?1, ?2, ?3)",
-            params![stamp.map, stamp.version.map(|v| v as i64), stamp.built_ms],
-        )
-        .map_err(backend)?;
-        {
-            let mut ins = tx
-                .prepare("INSERT INTO names (name, blocks, nodes, postings) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(backend)?;
-            for n in names {
-                ins.execute(params![n.name, n.blocks as i64, n.nodes as i64, n.postings]).map_err(backend)?;
-            }
-        }
-        tx.commit().map_err(backend)
+        let mut build = self.begin_build()?;
+        let pieces: Vec<(&[u8], &[u8])> = names.iter().map(|n| (n.name.as_slice(), n.postings.as_slice())).collect();
+        build.append(&pieces)?;
+        build.finish(stamp, names)
+    }
+
+    /// Start building the whole index again: block lists are appended in
+    /// pieces as a scan finds them (so the build never holds them all),
+    /// and `finish` replaces the index with them in one transaction.
+    pub fn begin_build(&self) -> Result<IndexBuild<'_>> {
+        // Pieces of a build that failed midway.
+        self.conn.lock().execute_batch("DELETE FROM temp.pieces;").map_err(backend)?;
+        Ok(IndexBuild { file: self, seq: 0, lengths: std::collections::HashMap::new() })
     }
 
     /// Forget everything (the next use builds afresh).
@@ -188,6 +208,70 @@ impl IndexFile {
     }
 }
 
+/// A build of the whole index under way (`IndexFile::begin_build`).
+pub struct IndexBuild<'a> {
+    file: &'a IndexFile,
+    /// The order of the pieces: a name's pieces are joined in it.
+    seq: i64,
+    /// The bytes appended so far for each name.
+    lengths: std::collections::HashMap<Vec<u8>, u64>,
+}
+
+impl IndexBuild<'_> {
+    /// Append pieces of names' block lists (one transaction).
+    pub fn append(&mut self, pieces: &[(&[u8], &[u8])]) -> Result<()> {
+        let mut c = self.file.conn.lock();
+        let tx = c.transaction().map_err(backend)?;
+        {
+            let mut ins =
+                tx.prepare("INSERT INTO temp.pieces (name, seq, bytes) VALUES (?1, ?2, ?3)").map_err(backend)?;
+            for (name, bytes) in pieces.iter().filter(|p| !p.1.is_empty()) {
+                self.seq += 1;
+                ins.execute(params![name, self.seq, bytes]).map_err(backend)?;
+                *self.lengths.entry(name.to_vec()).or_default() += bytes.len() as u64;
+            }
+        }
+        tx.commit().map_err(backend)
+    }
+
+    /// Replace the index with `names` (their `postings` are ignored: each
+    /// name's are its pieces joined in order), in one transaction. Memory:
+    /// one piece at a time.
+    pub fn finish(self, stamp: &Stamp, names: &[NameRow]) -> Result<()> {
+        let mut c = self.file.conn.lock();
+        let tx = c.transaction().map_err(backend)?;
+        tx.execute_batch("DELETE FROM names; DELETE FROM overrides; DELETE FROM stamp;").map_err(backend)?;
+        tx.execute(
+            "INSERT INTO stamp (one, map, version, built_ms) VALUES (1, ?1, ?2, ?3)",
+            params![stamp.map, stamp.version.map(|v| v as i64), stamp.built_ms],
+        )
+        .map_err(backend)?;
+        {
+            let mut ins = tx
+                .prepare("INSERT INTO names (name, blocks, nodes, postings) VALUES (?1, ?2, ?3, zeroblob(?4))")
+                .map_err(backend)?;
+            let mut pieces =
+                tx.prepare("SELECT bytes FROM temp.pieces WHERE name = ?1 ORDER BY seq").map_err(backend)?;
+            for n in names {
+                let length = self.lengths.get(&n.name).copied().unwrap_or(0);
+                ins.execute(params![n.name, n.blocks as i64, n.nodes as i64, length as i64]).map_err(backend)?;
+                let mut blob = tx
+                    .blob_open(rusqlite::MAIN_DB, "names", "postings", tx.last_insert_rowid(), false)
+                    .map_err(backend)?;
+                let mut at = 0usize;
+                let mut rows = pieces.query(params![n.name]).map_err(backend)?;
+                while let Some(row) = rows.next().map_err(backend)? {
+                    let bytes = row.get_ref(0).map_err(backend)?.as_blob().map_err(|e| backend(e.into()))?;
+                    blob.write_at(bytes, at).map_err(backend)?;
+                    at += bytes.len();
+                }
+            }
+        }
+        tx.execute_batch("DELETE FROM temp.pieces;").map_err(backend)?;
+        tx.commit().map_err(backend)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +296,28 @@ mod tests {
         assert_eq!(f.overrides().unwrap().len(), 1);
         f.replace(&stamp, &[]).unwrap();
         assert!(f.overrides().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_of_the_first_format_is_emptied_for_a_new_build() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("index.sqlite");
+        let old = Connection::open(&path).unwrap();
+        old.execute_batch(
+            "CREATE TABLE stamp (one INTEGER PRIMARY KEY CHECK (one = 1), map TEXT NOT NULL, version INTEGER,
+                 built_ms INTEGER NOT NULL);
+             CREATE TABLE names (name BLOB PRIMARY KEY, blocks INTEGER NOT NULL, nodes INTEGER NOT NULL,
+                 postings BLOB NOT NULL) WITHOUT ROWID;
+             INSERT INTO stamp VALUES (1, 'm', 7, 1);
+             INSERT INTO names VALUES (x'61', 1, 1, x'00');",
+        )
+        .unwrap();
+        drop(old);
+        let f = IndexFile::open(&path).unwrap();
+        assert_eq!(f.stamp().unwrap(), None, "built again");
+        let row = NameRow { name: b"a".to_vec(), blocks: 2, nodes: 9, postings: vec![5, 6, 7] };
+        f.replace(&Stamp { map: "m".into(), version: Some(8), built_ms: 2 }, std::slice::from_ref(&row)).unwrap();
+        assert_eq!(f.postings(b"a").unwrap(), Some(vec![5, 6, 7]));
+        assert_eq!(IndexFile::open(&path).unwrap().postings(b"a").unwrap(), Some(vec![5, 6, 7]), "kept on reopening");
     }
 }

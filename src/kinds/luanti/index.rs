@@ -18,8 +18,9 @@
 //! build. A write never relies on the index being complete: a world-wide
 //! rename builds it afresh first (`fresh_blocks_with`).
 //!
-//! Memory: a build holds each name's block list compressed (a varint per
-//! block and name: about 2-3 bytes); serving holds the names and counts,
+//! Memory: a build holds at most `BUILD_HELD` bytes of block lists (a
+//! varint per block and name: about 2-3 bytes) and appends them to the
+//! index file in pieces as it goes, whatever the world's size; serving holds the names and counts,
 //! the overrides (one entry per block changed through the mount), and the
 //! sorted positions of the two names listed most recently (8 bytes per
 //! block).
@@ -344,17 +345,16 @@ impl NameIndex {
                 .collect();
         } else {
             let t = Instant::now();
-            let rows = build(store)?;
             let built_ms = crate::time::now_secs() * 1000;
             let stamp = Stamp { map: self.stamped(&print), version: now, built_ms };
-            self.file.replace(&stamp, &rows).map_err(|e| e.to_string())?;
+            let rows = build(store, &self.file, &stamp)?;
             log::info!(
                 "name index: {} names built in {:.1} s ({})",
                 rows.len(),
                 t.elapsed().as_secs_f64(),
                 self.path().display()
             );
-            st.base = rows.into_iter().map(info).collect();
+            st.base = rows;
             st.overrides.clear();
         }
         st.valid = true;
@@ -582,55 +582,89 @@ fn file_stat(path: &std::path::Path) -> String {
     }
 }
 
-/// One scan of every block: each name's counts and block list.
-fn build(store: &dyn MapStore) -> Result<Vec<NameRow>, String> {
+/// How many bytes of block lists a build holds before it appends them to
+/// the index file: with the vectors' spare room (at most as much again)
+/// the build's memory, whatever the size of the world.
+const BUILD_HELD: usize = 8 << 20;
+
+/// One scan of every block: each name's counts and block list, appended to
+/// `file` in pieces as the scan goes, the index replaced at the end.
+fn build(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp) -> Result<Vec<NameInfo>, String> {
+    build_holding(store, file, stamp, BUILD_HELD)
+}
+
+/// `build`, appending whenever more than `most` bytes are held.
+fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: usize) -> Result<Vec<NameInfo>, String> {
     struct Acc {
         blocks: u64,
         nodes: u64,
         postings: Postings,
     }
     let mut acc: HashMap<Vec<u8>, Acc> = HashMap::new();
-    // Each thread gathers its slice by name (names hashed and copied once
-    // per slice, not per block); the slices are merged in key order.
-    let per_slice = |blocks: &[(BlockPos, Vec<u8>)]| -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
-        let mut by_name: HashMap<Vec<u8>, (u64, Vec<BlockPos>)> = HashMap::new();
-        for (pos, blob) in blocks {
-            let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { continue };
-            for m in &mapping {
-                let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) else { continue };
-                let n = std::mem::take(n) as u64;
-                match by_name.get_mut(m.name.as_slice()) {
-                    Some(e) => {
-                        e.0 += n;
-                        e.1.push(*pos);
-                    }
-                    None => {
-                        by_name.insert(m.name.clone(), (n, vec![*pos]));
-                    }
-                }
-            }
-        }
-        by_name
+    let mut out = file.begin_build().map_err(|e| e.to_string())?;
+    let mut held = 0usize;
+    // Appends what every name holds; each keeps its last position, so its
+    // deltas run on across pieces and the pieces join into one list.
+    let mut append = |acc: &mut HashMap<Vec<u8>, Acc>| -> Result<(), String> {
+        let pieces: Vec<(Vec<u8>, Vec<u8>)> = acc
+            .iter_mut()
+            .filter(|(_, a)| !a.postings.bytes.is_empty())
+            .map(|(n, a)| (n.clone(), std::mem::take(&mut a.postings.bytes)))
+            .collect();
+        let refs: Vec<(&[u8], &[u8])> = pieces.iter().map(|(n, b)| (n.as_slice(), b.as_slice())).collect();
+        out.append(&refs).map_err(|e| e.to_string())
     };
     crate::scan::scan(
         store,
-        per_slice,
+        names_in_slice,
         |part| {
             for (name, (nodes, positions)) in part {
                 let a = acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
                 a.blocks += positions.len() as u64;
                 a.nodes += nodes;
+                let before = a.postings.bytes.len();
                 positions.into_iter().for_each(|p| a.postings.push(p));
+                held += a.postings.bytes.len() - before;
             }
+            if held > most {
+                held = 0;
+                append(&mut acc)?;
+            }
+            Ok(())
         },
         &mut |_| {},
     )?;
+    append(&mut acc)?;
     let mut rows: Vec<NameRow> = acc
         .into_iter()
-        .map(|(name, a)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: a.postings.bytes })
+        .map(|(name, a)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: Vec::new() })
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(rows)
+    out.finish(stamp, &rows).map_err(|e| e.to_string())?;
+    Ok(rows.into_iter().map(info).collect())
+}
+
+/// The names of a slice of blocks with their node counts and blocks (names
+/// hashed and copied once per slice, not per block; run on every core).
+fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)]) -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
+    let mut by_name: HashMap<Vec<u8>, (u64, Vec<BlockPos>)> = HashMap::new();
+    for (pos, blob) in blocks {
+        let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { continue };
+        for m in &mapping {
+            let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) else { continue };
+            let n = std::mem::take(n) as u64;
+            match by_name.get_mut(m.name.as_slice()) {
+                Some(e) => {
+                    e.0 += n;
+                    e.1.push(*pos);
+                }
+                None => {
+                    by_name.insert(m.name.clone(), (n, vec![*pos]));
+                }
+            }
+        }
+    }
+    by_name
 }
 
 #[cfg(test)]
@@ -657,6 +691,38 @@ mod tests {
         assert_eq!(decode_postings(&p.bytes), ps);
         let c: Counts = vec![(b"air".to_vec(), 4000), (b"x:y".to_vec(), 96)];
         assert_eq!(decode_counts(&encode_counts(&c)), c);
+    }
+
+    #[test]
+    fn a_build_in_pieces_writes_the_same_index_as_one_held_whole() {
+        // Three pages of the scan, names spread unevenly across them.
+        let blocks: Vec<(BlockPos, Vec<u8>)> = (0..2600i16)
+            .map(|i| {
+                let names: &[&str] = if i % 7 == 0 { &["default:stone", "default:chest"] } else { &["default:stone"] };
+                (BlockPos::new(i % 50, i / 50 - 20, -i % 3), block(names).encode().unwrap())
+            })
+            .collect();
+        let store = MemoryStore::with_blocks(blocks.clone());
+        let stamp = Stamp { map: "m".into(), version: Some(1), built_ms: 1 };
+        let d = tempfile::tempdir().unwrap();
+        let (whole, pieces) =
+            (IndexFile::open(&d.path().join("a")).unwrap(), IndexFile::open(&d.path().join("b")).unwrap());
+        let names = build_holding(&store, &whole, &stamp, usize::MAX).unwrap();
+        assert_eq!(build_holding(&store, &pieces, &stamp, 0).unwrap(), names);
+        assert_eq!(names.iter().find(|n| n.name == b"default:chest").unwrap().blocks, 372);
+        for n in ["air", "default:stone", "default:chest"] {
+            let got = pieces.postings(n.as_bytes()).unwrap().unwrap();
+            assert_eq!(got, whole.postings(n.as_bytes()).unwrap().unwrap(), "{n}");
+            let mut want: Vec<u64> = blocks
+                .iter()
+                .filter(|(p, _)| n != "default:chest" || (p.x + 50 * (p.y + 20)) % 7 == 0)
+                .map(|(p, _)| p.packed())
+                .collect();
+            let mut listed: Vec<u64> = decode_postings(&got).iter().map(BlockPos::packed).collect();
+            want.sort();
+            listed.sort();
+            assert_eq!(listed, want, "{n}");
+        }
     }
 
     #[test]

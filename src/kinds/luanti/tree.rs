@@ -164,15 +164,19 @@ impl Tree for LuantiTree {
         }
     }
 
-    /// On read-only mounts, the files made from the map: they change only
-    /// when the map's change counter moves (`outside_version`).
+    /// The files made from the map: they change only when the map's data
+    /// version moves (`outside_version`). On writable mounts a commit
+    /// invalidates its block's files at once (`after_commit_kernel`) and
+    /// moves the version too, so the watcher also covers what that list
+    /// misses (node/ files past `SERVED_MAX`).
     fn watched(&self, ino: u64) -> bool {
-        self.opts.read_only
-            && matches!(Node::from_ino(ino), Some(Node::BlockFile(..) | Node::MetaFile(..) | Node::NodeFile(..)))
+        matches!(Node::from_ino(ino), Some(Node::BlockFile(..) | Node::MetaFile(..) | Node::NodeFile(..)))
     }
 
+    /// The map's data version: commits of other processes and of this
+    /// mount move it (none on Redis: no watcher, the plain TTL).
     fn outside_version(&self) -> Option<u64> {
-        if self.opts.read_only { self.store.data_version() } else { None }
+        self.store.data_version()
     }
 
     /// At most `plus_max` blocks (one bounded listing to know).
