@@ -254,6 +254,19 @@ fn a_cubeset_connector_direction_out_of_range_is_refused_at_decode() {
     assert!(e.to_string().contains("connector "), "the connector is named: {e}");
 }
 
+/// A cubeset connector with `Type = .1` decoded (a Lua number), and the
+/// piece's `connectors` file, which takes whole numbers, refused its own
+/// content. Cuberite would cut it to 0 silently; the decode now refuses
+/// it, naming the connector and the value.
+#[test]
+fn a_cubeset_connector_type_that_is_not_whole_is_refused_at_decode() {
+    use worldfs::kinds::cubeset::Cubeset;
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-f39b2b90197783fcc25c51af2a62bbce23a2fda2");
+    let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("Type = .1 decoded") };
+    assert!(e.to_string().contains("connector 10: Type '.1' is not a whole number"), "{e}");
+}
+
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }

@@ -167,8 +167,13 @@ fn read_connectors(t: &Table) -> DocResult<Vec<[String; 5]>> {
                 _ => return Err(err(format!("connector {} has no {k}", n + 1))),
             };
         }
-        // Cuberite refuses the piece for any other direction, and so does
-        // the connectors file: hold the decode to the same range.
+        // The connectors file takes whole numbers and Cuberite's directions
+        // only: hold the decode to the same, so what is shown writes back.
+        for (k, v) in row[..4].iter().enumerate() {
+            if v.parse::<i64>().is_err() {
+                return Err(err(format!("connector {}: {} '{v}' is not a whole number", n + 1, CONNECTOR_KEYS[k])));
+            }
+        }
         check_direction(&row[4]).map_err(|m| err(format!("connector {}: {m}", n + 1)))?;
         connectors.push(row);
     }
