@@ -11,6 +11,9 @@
 //!   id                      its id (read-only)
 //!   items                   its Items as inventory text (items.rs), if it has Items
 //!   data                    its other keys as SNBT
+//!   text, back_text         a sign's lines (sign.rs)
+//! entities/N                before 1.17: the chunk's entities, SNBT (entities.rs)
+//! heightmaps                the stored heightmaps (heightmap.rs), read-only
 //! ```
 //!
 //! Formats, by where the sections are and the DataVersion: 1.12 and older
@@ -23,6 +26,7 @@
 use super::items::{self, ItemForm};
 use super::legacy;
 use super::section::{Container, Packing, Shape, label_part, parse_state, same_state, state_label};
+use super::{entities, heightmap, sign};
 use crate::codec::nbt::{self, Compound, List, Tag};
 use crate::codec::snbt;
 use crate::kinds::mcchunk::{parse_light, render_light};
@@ -340,7 +344,7 @@ impl ChunkDoc {
     }
 
     fn apply_block_entity(&mut self, name: &str, file: &str, text: &str) -> DocResult<()> {
-        let form = self.item_form();
+        let (form, version) = (self.item_form(), self.data_version());
         let be = self.block_entity_mut(name).ok_or_else(|| DocError::new("no such block entity"))?;
         match file {
             "items" if has_items(be) => {
@@ -350,6 +354,11 @@ impl ChunkDoc {
                 if old.is_some() || !new.items.is_empty() {
                     be.insert("Items", Tag::List(new));
                 }
+            }
+            "text" | "back_text" => {
+                let side = sign::sides(be).into_iter().find(|s| s.file() == file);
+                let side = side.ok_or_else(|| DocError::new("this file cannot be written"))?;
+                sign::apply(be, side, text, version).map_err(|(line, m)| DocError::at_line(line, m))?;
             }
             "data" => {
                 let mut new = snbt::parse(text).map_err(DocError::new)?;
@@ -513,6 +522,10 @@ impl Document for ChunkDoc {
 
     fn entries(&self) -> Vec<Entry> {
         let mut v = vec![Entry::file("info", false), Entry::dir("sections")];
+        if heightmap::present(self.level()) {
+            v.push(Entry::file("heightmaps", false));
+        }
+        v.extend(entities::entries(self.level(), "entities/"));
         for s in self.sections() {
             let Some(y) = s.int("Y") else { continue };
             let d = format!("sections/{y}");
@@ -539,6 +552,7 @@ impl Document for ChunkDoc {
                 v.push(Entry::file(format!("{d}/items"), true));
             }
             v.push(Entry::file(format!("{d}/data"), true));
+            v.extend(sign::sides(be).into_iter().map(|s| Entry::file(format!("{d}/{}", s.file()), true)));
         }
         v
     }
@@ -546,6 +560,10 @@ impl Document for ChunkDoc {
     fn render(&self, path: &str) -> DocResult<Vec<u8>> {
         let text = if path == "info" {
             self.info()
+        } else if path == "heightmaps" {
+            heightmap::render(self.level(), self.format == Format::Spanning).map_err(DocError::new)?
+        } else if let Some(n) = path.strip_prefix("entities/") {
+            entities::render(self.level(), n)?
         } else if let Some((y, file)) = split_section(path) {
             self.section_file(y, file)?
         } else if let Some((name, file)) = split_be(path) {
@@ -555,6 +573,10 @@ impl Document for ChunkDoc {
                 "id" => format!("{}\n", be.string("id").unwrap_or("?")),
                 "items" if has_items(be) => items::render(be.list("Items").unwrap_or(&NO_ITEMS), self.item_form()),
                 "data" => snbt_without(be, &["id", "x", "y", "z", "Items"]),
+                "text" | "back_text" => match sign::sides(be).into_iter().find(|s| s.file() == file) {
+                    Some(side) => sign::render(be, side, self.data_version()),
+                    None => return Err(DocError::new("no such file")),
+                },
                 _ => return Err(DocError::new("no such file")),
             }
         } else {

@@ -1,19 +1,23 @@
 //! A Minecraft Java world directory (`level.dat` and `region/`) as files:
 //! `level` (level.dat as SNBT) at the root, `chunks/X,Z/` (`chunk.rs`, over
 //! the region files: `regions.rs`), `block/X,Y,Z` (`block.rs`) and
-//! `players/UUID/` (`level.rs`, over `playerdata/`). Each part is a tree of
+//! `players/UUID/` (`level.rs`, over `playerdata/`), and in 1.17+ worlds
+//! `entities/X,Z/` (`entities.rs`, over `entities/`, read-only). Each part is a tree of
 //! its own, joined by `fs::union` as a Luanti world's are. NBT, SNBT and
 //! region files are the codecs `codec::nbt`, `codec::snbt` and
 //! `codec::region`; sections are drawn with `view::layers`.
 
 pub mod block;
 pub mod chunk;
+pub mod entities;
+pub mod heightmap;
 pub mod items;
 pub mod journal;
 pub mod legacy;
 pub mod level;
 pub mod regions;
 pub mod section;
+pub mod sign;
 pub mod undo;
 
 use crate::fs::union::{Mounted, Union};
@@ -37,6 +41,7 @@ pub fn is_java_world(dir: &Path) -> bool {
 const CHUNKS_TAG: u64 = 1;
 const BLOCK_TAG: u64 = 2;
 const PLAYERS_TAG: u64 = 3;
+const ENTITIES_TAG: u64 = 4;
 
 /// The world at `dir` as one tree.
 pub fn open_world_tree(
@@ -59,7 +64,7 @@ pub fn open_world_tree(
     let level = FilesTree::with_home(0, level_home, opts.clone(), services.clone());
     level.prime("", stored);
     let level = Arc::new(level);
-    let regions = Arc::new(Regions { world: dir.to_path_buf(), lock: Default::default(), journal: journal.clone() });
+    let regions = Arc::new(Regions::new(dir, "region", journal.clone()));
     regions.chunk_names().map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
     let chunks = FilesTree::with_home(CHUNKS_TAG, home, opts.clone(), services.clone());
@@ -68,6 +73,11 @@ pub fn open_world_tree(
         Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: chunks.root(), tree: Arc::new(chunks) },
         Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
     ];
+    if dir.join("entities").is_dir() {
+        let home = regions::EntityHome { regions: Arc::new(Regions::new(dir, "entities", None)) };
+        let tree = FilesTree::with_home(ENTITIES_TAG, home, opts.clone(), services.clone());
+        mounted.push(Mounted { name: "entities".into(), tag: ENTITIES_TAG, root: tree.root(), tree: Arc::new(tree) });
+    }
     if dir.join("playerdata").is_dir() {
         let home = PlayerHome { dir: dir.join("playerdata"), world: dir.to_path_buf(), force: opts.force, journal };
         let players = FilesTree::with_home(PLAYERS_TAG, home, opts.clone(), services);
