@@ -179,3 +179,51 @@ fn every_file_written_back_as_shown_changes_no_chunk() {
     }
     assert_eq!(texts, 4, "two old signs, one 1.20 sign with two sides");
 }
+
+/// `names` and `find/ID/` against anvil-parser2's reading of every section
+/// (tests/scripts/mc_oracle.py): the same ids, chunks and block counts.
+#[test]
+fn names_and_find_agree_with_anvil_parser() {
+    require_fuse!("minecraft_more::names_and_find");
+    let has = Command::new("python3").args(["-c", "import anvil"]).output().is_ok_and(|o| o.status.success());
+    if !has {
+        common::skip("minecraft_more::names_and_find", "python3", "anvil-parser2 is missing");
+        return;
+    }
+    let w = world_copy("querz");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_oracle.py");
+    let out = Command::new("python3").arg(script).arg(w.path()).output().unwrap();
+    let mut want: BTreeMap<String, (std::collections::BTreeSet<String>, u64)> = BTreeMap::new();
+    for l in String::from_utf8(out.stdout).unwrap().lines().filter(|l| l.starts_with("section ")) {
+        let f: Vec<&str> = l.splitn(4, ' ').collect();
+        for label in f[3].split(' ') {
+            let e = want.entry(label.split('[').next().unwrap().to_string()).or_default();
+            e.0.insert(f[1].to_string());
+            e.1 += 1;
+        }
+    }
+    assert!(want.len() > 20, "{} ids", want.len());
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let names = m.ok("cat $MNT/names");
+    let got: Vec<String> = names.lines().filter(|l| !l.starts_with('#')).map(String::from).collect();
+    let expect: Vec<String> = want.iter().map(|(id, (chunks, n))| format!("{id} {} {n}", chunks.len())).collect();
+    assert_eq!(got, expect);
+    assert!(m.ok("ls -l $MNT").contains("-r--r--r--"), "names is a file in the root listing");
+    for (id, (chunks, _)) in &want {
+        let listed = m.ok(&format!("ls $MNT/find/{id} | sort -t, -k1,1n -k2,2n"));
+        let mut chunks: Vec<&String> = chunks.iter().collect();
+        chunks.sort_by_key(|c| {
+            let (x, z) = c.split_once(',').unwrap();
+            (x.parse::<i64>().unwrap(), z.parse::<i64>().unwrap())
+        });
+        assert_eq!(listed.lines().collect::<Vec<_>>(), chunks, "find/{id}");
+    }
+    // Each link leads to its chunk; an edit shows at once.
+    assert!(m.ok("cat $MNT/find/minecraft:bedrock/-8,-12/info").contains("x = -8"));
+    assert_eq!(m.sh("ls $MNT/find/minecraft:gold_block").0, 2, "no gold yet");
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    assert_eq!(m.ok("ls $MNT/find/minecraft:gold_block"), "-8,-12\n");
+    assert!(m.ok("cat $MNT/names").contains("\nminecraft:gold_block 1 1\n"));
+    assert_ne!(m.sh("touch $MNT/find/minecraft:stone/0,0").0, 0, "find/ is read-only");
+    m.unmount();
+}

@@ -226,6 +226,27 @@ impl ChunkDoc {
         Ok(())
     }
 
+    /// How many blocks of each id (the state's name, without properties)
+    /// the chunk's sections hold.
+    pub fn block_counts(&self) -> DocResult<Vec<(String, u64)>> {
+        let mut counts: HashMap<String, u64> = HashMap::new();
+        for s in self.sections() {
+            let Some(c) = self.blocks(s)? else { continue };
+            let mut per = vec![0u64; c.palette.len()];
+            for &i in &c.indices {
+                per[i as usize] += 1;
+            }
+            for (t, n) in c.palette.iter().zip(per).filter(|(_, n)| *n > 0) {
+                let id = match t {
+                    Tag::Compound(b) => b.string("Name").unwrap_or("?").to_string(),
+                    _ => "?".to_string(),
+                };
+                *counts.entry(id).or_default() += n;
+            }
+        }
+        Ok(counts.into_iter().collect())
+    }
+
     /// 1.12 and older blocks are shown, not written: the game upgrades
     /// such chunks when it loads them.
     fn refuse_flat(&self) -> DocResult<()> {

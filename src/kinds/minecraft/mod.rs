@@ -2,7 +2,8 @@
 //! `level` (level.dat as SNBT) at the root, `chunks/X,Z/` (`chunk.rs`, over
 //! the region files: `regions.rs`), `block/X,Y,Z` (`block.rs`) and
 //! `players/UUID/` (`level.rs`, over `playerdata/`), and in 1.17+ worlds
-//! `entities/X,Z/` (`entities.rs`, over `entities/`, read-only). Each part is a tree of
+//! `entities/X,Z/` (`entities.rs`, over `entities/`, read-only); `find/`
+//! and `names` (`find.rs`). Each part is a tree of
 //! its own, joined by `fs::union` as a Luanti world's are. NBT, SNBT and
 //! region files are the codecs `codec::nbt`, `codec::snbt` and
 //! `codec::region`; sections are drawn with `view::layers`.
@@ -10,6 +11,7 @@
 pub mod block;
 pub mod chunk;
 pub mod entities;
+pub mod find;
 pub mod heightmap;
 pub mod items;
 pub mod journal;
@@ -42,6 +44,7 @@ const CHUNKS_TAG: u64 = 1;
 const BLOCK_TAG: u64 = 2;
 const PLAYERS_TAG: u64 = 3;
 const ENTITIES_TAG: u64 = 4;
+const FIND_TAG: u64 = 5;
 
 /// The world at `dir` as one tree.
 pub fn open_world_tree(
@@ -68,10 +71,13 @@ pub fn open_world_tree(
     regions.chunk_names().map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
     let chunks = FilesTree::with_home(CHUNKS_TAG, home, opts.clone(), services.clone());
-    let block = block::BlockTree::new(regions, BLOCK_TAG, opts.clone(), services.clone());
+    let block = block::BlockTree::new(regions.clone(), BLOCK_TAG, opts.clone(), services.clone());
+    let find = Arc::new(find::FindTree::new(regions, FIND_TAG, opts.clone()));
     let mut mounted = vec![
         Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: chunks.root(), tree: Arc::new(chunks) },
         Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
+        Mounted { name: "find".into(), tag: FIND_TAG, root: find.root(), tree: find.clone() },
+        Mounted { name: "names".into(), tag: FIND_TAG, root: find.names_file(), tree: find },
     ];
     if dir.join("entities").is_dir() {
         let home = regions::EntityHome { regions: Arc::new(Regions::new(dir, "entities", None)) };
