@@ -227,3 +227,29 @@ fn names_and_find_agree_with_anvil_parser() {
     assert_ne!(m.sh("touch $MNT/find/minecraft:stone/0,0").0, 0, "find/ is read-only");
     m.unmount();
 }
+
+/// A crash can leave a rewrite's temporary file (`.r.X.Z.mca.worldfs-PID-N`)
+/// in region/: a mount removes those whose process is gone or no worldfs,
+/// and keeps a live daemon's.
+#[test]
+fn a_mount_removes_temporary_files_no_live_worldfs_owns() {
+    require_fuse!("minecraft_more::temporary_files");
+    let a = world_copy("querz");
+    let first = common::mount::Mounted::new(a.path(), &[]);
+    let w = world_copy("querz");
+    let region = w.path().join("region");
+    let dead = region.join(".r.0.0.mca.worldfs-2147483646-0"); // above any pid_max
+    let not_ours = region.join(format!(".r.0.0.mca.worldfs-{}-3", std::process::id()));
+    let live = region.join(format!(".r.-1.-1.mca.worldfs-{}-1", first.pid()));
+    let other = region.join(".r.0.0.mca.worldfs-x-1"); // not our name form
+    for f in [&dead, &not_ours, &live, &other] {
+        std::fs::write(f, b"partial").unwrap();
+    }
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    assert!(m.ok("ls $MNT/chunks").contains("1,3"));
+    assert!(!dead.exists() && !not_ours.exists(), "stale temporary files are removed");
+    assert!(live.exists(), "a live worldfs's temporary file is kept");
+    assert!(other.exists(), "a file of another form is kept");
+    m.unmount();
+    first.unmount();
+}

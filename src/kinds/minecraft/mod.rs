@@ -56,6 +56,14 @@ pub fn open_world_tree(
         return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", dir.display()));
     }
     let journal = (!opts.read_only && opts.journal).then(|| dir.join(crate::store::journal::FILE_NAME));
+    if !opts.read_only {
+        // A crash can leave a rewrite's temporary file behind.
+        for sub in ["", "region", "entities", "playerdata"] {
+            for f in regions::remove_stale_temps(&dir.join(sub)) {
+                log::info!("removed {}, left by a worldfs that is gone", f.display());
+            }
+        }
+    }
     let level_home = LevelHome {
         path: dir.join("level.dat"),
         world: dir.to_path_buf(),

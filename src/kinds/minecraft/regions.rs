@@ -186,6 +186,33 @@ fn recompress(nbt: &[u8], compression: u8) -> Vec<u8> {
     }
 }
 
+/// Remove the temporary files (`.NAME.worldfs-PID-N`, from
+/// `write_atomically`) that a crashed worldfs left in `dir`: those whose
+/// process is gone or is no worldfs. A live daemon's are left alone (it may
+/// be about to rename one). Returns the files removed.
+pub fn remove_stale_temps(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_owner(&name) else { continue };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim_end() != "worldfs" && std::fs::remove_file(e.path()).is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
+}
+
+/// The process id in a temporary file's name `.NAME.worldfs-PID-N`.
+fn temp_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".worldfs-")?;
+    let (pid, serial) = tail.split_once('-')?;
+    serial.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
 /// A region file's header and its length (listing reads no chunk).
 fn read_head(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
     use std::io::Read;
