@@ -14,7 +14,9 @@ From tests/data/minecraft/querz/ (Querz/NBT's files, see its README):
     a styled `extra`), and `entities/r.-3.-2.mca` holding its entities (a
     pig and a named armor stand), as 1.17+ store them;
   * chunk -8,-12 (1.18), its DataVersion set to 3465 (1.20.1), given a
-    sign of the 1.20 form (front_text and back_text messages).
+    sign of the 1.20 form (front_text and back_text messages);
+  * `playerdata/<uuid>.dat`, a 1.17.1 player (gzip NBT as the game
+    writes it) with a few items.
 """
 
 import os
@@ -110,6 +112,18 @@ def main():
                             "back_text": side(['""', '{"text":"South","bold":true}', '""', '""'], "blue")})
     c20.compound["block_entities"].append(sign)
     write_region(os.path.join(out, "region", "r.-1.-1.mca"), {i20: c20})
+
+    item = lambda slot, iid, n: nbt.CompoundTag({"Slot": nbt.ByteTag(slot), "id": nbt.StringTag(iid),
+                                                 "Count": nbt.ByteTag(n)})
+    player = nbt.NamedTag(nbt.CompoundTag({
+        "DataVersion": nbt.IntTag(2730), "Dimension": nbt.StringTag("minecraft:overworld"),
+        "Pos": nbt.ListTag([nbt.DoubleTag(-1030.5), nbt.DoubleTag(64.0), nbt.DoubleTag(-660.5)]),
+        "Rotation": nbt.ListTag([nbt.FloatTag(90.0), nbt.FloatTag(0.0)]), "Health": nbt.FloatTag(20.0),
+        "Inventory": nbt.ListTag([item(0, "minecraft:stone", 64), item(1, "minecraft:torch", 12)]),
+        "UUID": nbt.IntArrayTag([11, 22, 33, 44]), "XpLevel": nbt.IntTag(3),
+    }))
+    os.makedirs(os.path.join(out, "playerdata"))
+    player.save_to(os.path.join(out, "playerdata", "0000000b-0000-0016-0000-00210000002c.dat"), compressed=True)
 
 
 if __name__ == "__main__":

@@ -253,3 +253,31 @@ fn a_mount_removes_temporary_files_no_live_worldfs_owns() {
     m.unmount();
     first.unmount();
 }
+
+/// A player's inventory edited with `sed -i` is what amulet-nbt reads, and
+/// `worldfs undo --last 1` puts the player's file back byte for byte.
+#[test]
+fn a_player_edit_is_read_by_amulet_and_undone() {
+    require_fuse_and_oracle!("minecraft_more::a_player_edit");
+    let w = world_copy("made");
+    let uuid = "0000000b-0000-0016-0000-00210000002c";
+    let file = w.path().join(format!("playerdata/{uuid}.dat"));
+    let before = std::fs::read(&file).unwrap();
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let inv = format!("$MNT/players/{uuid}/inventory");
+    assert!(m.ok(&format!("cat {inv}")).contains("\n1 12 minecraft:torch\n"));
+    m.ok(&format!("sed -i '$a 5 3 minecraft:apple' {inv}"));
+    m.unmount();
+    let read = |f: &Path| {
+        let code = "import amulet_nbt,sys; t=amulet_nbt.load(sys.argv[1]).compound; \
+                    print(';'.join(f\"{i['Slot'].py_int}:{i['Count'].py_int}:{i['id'].py_str}\" for i in t['Inventory']))";
+        let out = Command::new("python3").args(["-c", code]).arg(f).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(read(&file), "0:64:minecraft:stone;1:12:minecraft:torch;5:3:minecraft:apple\n");
+    let undo = Command::new(env!("CARGO_BIN_EXE_worldfs")).arg("undo").arg(w.path()).args(["--last", "1"]).output();
+    let undo = undo.unwrap();
+    assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the player's file is back byte for byte");
+}
