@@ -317,20 +317,13 @@ fn a_chunk_re_encodes_to_its_bytes_when_its_palette_repeats_a_state() {
     assert!(e.contains("shortest form"), "{e}");
 }
 
-/// `mc_nbt`: a Java chunk whose palette names `mine)raft:bedrock` (not an
-/// id the game writes) decoded, and its section's `blocks` file showed the
-/// name but refused it when written back ("is not a block id"). A state the
-/// palette already holds is now taken back as it is; a new such name is
-/// still refused.
-#[test]
-fn a_java_chunk_takes_back_its_own_odd_palette_names() {
+/// Decode a Java chunk the fuzzer made, write every writable file back as
+/// it is shown and check that the chunk did not change; `at_least` files
+/// must have been written.
+fn java_chunk_writes_back_unchanged(data: &[u8], at_least: usize) -> worldfs::kinds::minecraft::chunk::ChunkDoc {
     use worldfs::kinds::minecraft::chunk::ChunkDoc;
     use worldfs::kinds::{Context, Document};
-    let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-65890d61e47cddc39db5b13b8e784e22ca59161b");
     let mut doc = ChunkDoc::decode(data, &Context::default()).expect("the chunk decodes");
-    let blocks = "sections/-4/blocks";
-    let shown = String::from_utf8(doc.render(blocks).unwrap()).unwrap();
-    assert!(shown.contains("mine)raft:bedrock"), "{shown}");
     let mut written = 0;
     for e in doc.entries().into_iter().filter(|e| e.writable && !e.dir) {
         if let Ok(content) = doc.render(&e.path) {
@@ -338,8 +331,24 @@ fn a_java_chunk_takes_back_its_own_odd_palette_names() {
             written += 1;
         }
     }
-    assert!(written > 10, "only {written} files written back");
+    assert!(written >= at_least, "only {written} files written back");
     assert_eq!(doc.encode().unwrap(), data, "writing the files back changed the chunk");
+    doc
+}
+
+/// `mc_nbt`: a Java chunk whose palette names `mine)raft:bedrock` (not an
+/// id the game writes) decoded, and its section's `blocks` file showed the
+/// name but refused it when written back ("is not a block id"). A state the
+/// palette already holds is now taken back as it is; a new such name is
+/// still refused.
+#[test]
+fn a_java_chunk_takes_back_its_own_odd_palette_names() {
+    use worldfs::kinds::Document;
+    let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-65890d61e47cddc39db5b13b8e784e22ca59161b");
+    let mut doc = java_chunk_writes_back_unchanged(data, 10);
+    let blocks = "sections/-4/blocks";
+    let shown = String::from_utf8(doc.render(blocks).unwrap()).unwrap();
+    assert!(shown.contains("mine)raft:bedrock"), "{shown}");
     let new_odd = shown.replacen("mine)raft:bedrock", "mine)raft:stone", 1);
     let e = doc.apply(blocks, new_odd.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("is not a block id"), "{e}");
@@ -349,18 +358,36 @@ fn a_java_chunk_takes_back_its_own_odd_palette_names() {
 /// section's biome palette): `biomes` takes back what it shows.
 #[test]
 fn a_java_chunk_takes_back_its_own_odd_biome_names() {
-    use worldfs::kinds::minecraft::chunk::ChunkDoc;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::kinds::Document;
     let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-3eec18ee818b0167606b4f2c215013453a510677");
-    let mut doc = ChunkDoc::decode(data, &Context::default()).expect("the chunk decodes");
+    let mut doc = java_chunk_writes_back_unchanged(data, 1);
     let biomes = "sections/6/biomes";
     let shown = String::from_utf8(doc.render(biomes).unwrap()).unwrap();
     assert!(shown.contains("miSpawnYt:stony_shore"), "{shown}");
-    doc.apply(biomes, shown.as_bytes()).unwrap();
-    assert_eq!(doc.encode().unwrap(), data, "writing biomes back changed the chunk");
     let new_odd = shown.replacen("miSpawnYt:stony_shore", "miSpawnYt:plains", 1);
     let e = doc.apply(biomes, new_odd.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("is not a biome id"), "{e}");
+}
+
+/// `mc_nbt`, third: a palette state named `minecraft:diamond_` newline
+/// `re`. Its legend line broke in two, and the `blocks` file was refused
+/// when written back ("a legend line is one character, a space, ...").
+/// A name, key or value a line cannot carry is now quoted with SNBT's
+/// escapes, in `blocks` and in `palette`, and taken back as it is.
+#[test]
+fn a_java_chunk_takes_back_a_palette_name_holding_a_newline() {
+    use worldfs::kinds::Document;
+    let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-6c0fe9fec3969c05a0a88374914cfcb4d4ea1211");
+    let mut doc = java_chunk_writes_back_unchanged(data, 10);
+    let quoted = r#""minecraft:diamond_\nre""#;
+    for file in ["blocks", "palette"] {
+        let shown = String::from_utf8(doc.render(&format!("sections/0/{file}")).unwrap()).unwrap();
+        assert!(shown.lines().any(|l| l.ends_with(&format!(" {quoted}"))), "{file}: {shown}");
+    }
+    // A quoted name that the palette does not hold is not a new block id.
+    let shown = String::from_utf8(doc.render("sections/0/blocks").unwrap()).unwrap();
+    let e = doc.apply("sections/0/blocks", shown.replacen("diamond_", "emerald_", 1).as_bytes()).unwrap_err();
+    assert!(e.to_string().contains("is not a block id"), "{e}");
 }
 
 /// `mc_nbt`: a chunk whose compound held the key `Sections` twice decoded

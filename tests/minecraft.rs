@@ -104,6 +104,17 @@ fn oracle_missing() -> Option<String> {
     (!ok.unwrap_or(false)).then(|| "python3 with anvil-parser2 (pip install anvil-parser2)".to_string())
 }
 
+/// Skip (with the reason) unless FUSE and anvil-parser2 are there.
+macro_rules! require_fuse_and_oracle {
+    ($test:expr) => {
+        require_fuse!($test);
+        if let Some(why) = oracle_missing() {
+            common::skip($test, "python3", &why);
+            return;
+        }
+    };
+}
+
 fn oracle(world: &Path, only: &[&str]) -> Vec<String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_oracle.py");
     let out = Command::new("python3").arg(script).arg(world).args(only).output().unwrap();
@@ -180,11 +191,7 @@ fn check_mount_against_oracle(m: &common::mount::Mounted, lines: &[String]) -> u
 
 #[test]
 fn the_mount_agrees_with_anvil_parser_on_every_section_and_block_entity() {
-    require_fuse!("minecraft::the_mount_agrees_with_anvil_parser");
-    if let Some(why) = oracle_missing() {
-        common::skip("minecraft::the_mount_agrees_with_anvil_parser", "python3", &why);
-        return;
-    }
+    require_fuse_and_oracle!("minecraft::the_mount_agrees_with_anvil_parser");
     let w = world_copy();
     let lines = oracle(w.path(), &[]);
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -203,6 +210,12 @@ fn the_mount_agrees_with_anvil_parser_on_every_section_and_block_entity() {
     assert_eq!(hashes(&oracle(w.path(), &[])), hashes(&lines), "a no-op rewrite changed a chunk");
 }
 
+/// The reader's blocks of section `y` of chunk `key`, y*256 + z*16 + x.
+fn section_row(lines: &[String], key: &str, y: i64) -> Vec<String> {
+    let l = lines.iter().find(|l| l.starts_with(&format!("section {key} {y} "))).unwrap();
+    l.splitn(4, ' ').nth(3).unwrap().split(' ').map(String::from).collect()
+}
+
 fn hashes(lines: &[String]) -> BTreeMap<String, String> {
     lines
         .iter()
@@ -216,11 +229,7 @@ fn hashes(lines: &[String]) -> BTreeMap<String, String> {
 
 #[test]
 fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() {
-    require_fuse!("minecraft::block_and_chest_edits");
-    if let Some(why) = oracle_missing() {
-        common::skip("minecraft::block_and_chest_edits", "python3", &why);
-        return;
-    }
+    require_fuse_and_oracle!("minecraft::block_and_chest_edits");
     let w = world_copy();
     let before = oracle(w.path(), &[]);
     let chest =
@@ -253,10 +262,7 @@ fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() 
     let (hb, ha) = (hashes(&before), hashes(&after));
     let changed: Vec<&String> = hb.keys().filter(|k| hb[*k] != ha[*k]).collect();
     assert_eq!(changed, vec!["-65,-42", "-8,-12", "1,3"], "only the edited chunks change");
-    let block = |lines: &[String], key: &str, y: i64, i: usize| -> String {
-        let l = lines.iter().find(|l| l.starts_with(&format!("section {key} {y} "))).unwrap();
-        l.splitn(4, ' ').nth(3).unwrap().split(' ').nth(i).unwrap().to_string()
-    };
+    let block = |lines: &[String], key: &str, y: i64, i: usize| section_row(lines, key, y)[i].clone();
     assert_eq!(block(&after, "-8,-12", -4, 0), "minecraft:gold_block");
     assert_eq!(block(&after, "1,3", 2, 8 * 256 + 5 * 16 + 1), "minecraft:oak_stairs[facing=east,half=top]");
     let new_chest = after.iter().find(|l| l.starts_with(&format!("be {chest_chunk} {chest_pos} "))).unwrap();
@@ -267,11 +273,7 @@ fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() 
     assert_eq!(new_chest.split(' ').nth(4).unwrap(), want);
     // Every other block of the edited sections is as it was.
     for (key, y, i) in [("-8,-12", -4, 0usize), ("1,3", 2, 8 * 256 + 5 * 16 + 1)] {
-        let row = |lines: &[String]| -> Vec<String> {
-            let l = lines.iter().find(|l| l.starts_with(&format!("section {key} {y} "))).unwrap();
-            l.splitn(4, ' ').nth(3).unwrap().split(' ').map(String::from).collect()
-        };
-        let (b, a) = (row(&before), row(&after));
+        let (b, a) = (section_row(&before, key, y), section_row(&after, key, y));
         assert_eq!((0..4096).filter(|k| *k != i && b[*k] != a[*k]).count(), 0, "chunk {key} section {y}");
     }
 }
@@ -357,11 +359,7 @@ fn worldfs(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn undo_takes_back_chunk_and_level_changes_as_anvil_parser_reads_them() {
-    require_fuse!("minecraft::undo_takes_back_chunk_and_level_changes");
-    if let Some(why) = oracle_missing() {
-        common::skip("minecraft::undo_takes_back_chunk_and_level_changes", "python3", &why);
-        return;
-    }
+    require_fuse_and_oracle!("minecraft::undo_takes_back_chunk_and_level_changes");
     let w = world_copy();
     let world = w.path().to_str().unwrap();
     let (before, level) = (hashes(&oracle(w.path(), &[])), std::fs::read(w.path().join("level.dat")).unwrap());
@@ -405,11 +403,7 @@ fn undo_takes_back_chunk_and_level_changes_as_anvil_parser_reads_them() {
 
 #[test]
 fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
-    require_fuse!("minecraft::sigkill_during_a_bulk_edit");
-    if let Some(why) = oracle_missing() {
-        common::skip("minecraft::sigkill_during_a_bulk_edit", "python3", &why);
-        return;
-    }
+    require_fuse_and_oracle!("minecraft::sigkill_during_a_bulk_edit");
     let w = world_copy();
     let before = hashes(&oracle(w.path(), &[]));
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -471,11 +465,7 @@ fn legacy_table() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
 
 #[test]
 fn a_1_11_world_shows_its_blocks_by_name_as_anvil_parser_reads_their_ids() {
-    require_fuse!("minecraft::a_1_11_world_shows_its_blocks");
-    if let Some(why) = oracle_missing() {
-        common::skip("minecraft::a_1_11_world_shows_its_blocks", "python3", &why);
-        return;
-    }
+    require_fuse_and_oracle!("minecraft::a_1_11_world_shows_its_blocks");
     let d = tempfile::tempdir().unwrap();
     copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"), d.path());
     let lines = oracle(d.path(), &[]);

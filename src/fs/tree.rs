@@ -105,6 +105,15 @@ pub trait Tree: Send + Sync {
     /// The directory holding `ino` (the root's parent is the root).
     fn parent(&self, ino: u64) -> Result<u64>;
 
+    /// What `root`, a root this tree has mounted in a [`Union`], is, known
+    /// without computing its attributes (a listing of the union's root
+    /// asks): a directory unless the tree says otherwise.
+    ///
+    /// [`Union`]: super::union::Union
+    fn kind_of_root(&self, _root: u64) -> super::Kind {
+        super::Kind::Dir
+    }
+
     /// List directory `dir` from cookie `offset` (0: from the start; `.` and
     /// `..` are the core's). Entries get cookies from 3 up, below
     /// [`SCRATCH_COOKIES`]. `add` gets each entry, with its attributes when

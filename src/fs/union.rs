@@ -116,7 +116,7 @@ impl Tree for Union {
             let e = DirEntry {
                 ino: m.root,
                 offset: MOUNT_COOKIES + i as u64 + 1,
-                kind: super::Kind::Dir,
+                kind: m.tree.kind_of_root(m.root),
                 name: m.name.clone().into(),
             };
             if add(&e, attr.as_ref()) {

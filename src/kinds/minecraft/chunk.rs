@@ -11,6 +11,9 @@
 //!   id                      its id (read-only)
 //!   items                   its Items as inventory text (items.rs), if it has Items
 //!   data                    its other keys as SNBT
+//!   text, back_text         a sign's lines (sign.rs)
+//! entities/N                before 1.17: the chunk's entities, SNBT (entities.rs)
+//! heightmaps                the stored heightmaps (heightmap.rs), read-only
 //! ```
 //!
 //! Formats, by where the sections are and the DataVersion: 1.12 and older
@@ -22,12 +25,14 @@
 
 use super::items::{self, ItemForm};
 use super::legacy;
-use super::section::{Container, Packing, Shape, parse_state, same_state, state_label};
+use super::section::{Container, Packing, Shape, label_part, parse_state, same_state, state_label};
+use super::{entities, heightmap, sign};
 use crate::codec::nbt::{self, Compound, List, Tag};
 use crate::codec::snbt;
 use crate::kinds::mcchunk::{parse_light, render_light};
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
-use crate::view::layers::{self, Frame, LegendBuilder, Rows};
+use crate::view::layers::{self, Frame, LegendBuilder, LegendEntry, Rows};
+use std::collections::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -221,6 +226,27 @@ impl ChunkDoc {
         Ok(())
     }
 
+    /// How many blocks of each id (the state's name, without properties)
+    /// the chunk's sections hold.
+    pub fn block_counts(&self) -> DocResult<Vec<(String, u64)>> {
+        let mut counts: HashMap<String, u64> = HashMap::new();
+        for s in self.sections() {
+            let Some(c) = self.blocks(s)? else { continue };
+            let mut per = vec![0u64; c.palette.len()];
+            for &i in &c.indices {
+                per[i as usize] += 1;
+            }
+            for (t, n) in c.palette.iter().zip(per).filter(|(_, n)| *n > 0) {
+                let id = match t {
+                    Tag::Compound(b) => b.string("Name").unwrap_or("?").to_string(),
+                    _ => "?".to_string(),
+                };
+                *counts.entry(id).or_default() += n;
+            }
+        }
+        Ok(counts.into_iter().collect())
+    }
+
     /// 1.12 and older blocks are shown, not written: the game upgrades
     /// such chunks when it loads them.
     fn refuse_flat(&self) -> DocResult<()> {
@@ -248,19 +274,21 @@ impl ChunkDoc {
         )
     }
 
-    fn render_blocks(&self, y: i64, c: &Container) -> String {
+    fn render_blocks(&self, y: i64, c: &Container) -> DocResult<String> {
         let mut b = LegendBuilder::new();
-        let labels: Vec<usize> =
-            c.palette.iter().map(|t| b.index(&state_label(t), if is_air(t) { &['.'] } else { &[] })).collect();
-        layers::render(&self.frame(y), b.entries(), |x, y, z| labels[c.indices[y * 256 + z * 16 + x] as usize])
+        let labels =
+            palette_legend(&mut b, &c.palette, state_label, |t| if is_air(t) { &['.'] } else { &[] }, same_state)
+                .map_err(|m| DocError::new(format!("section {y}: {m}")))?;
+        Ok(layers::render(&self.frame(y), b.entries(), |x, y, z| labels[c.indices[y * 256 + z * 16 + x] as usize]))
     }
 
-    fn render_biomes(&self, y: i64, c: &Container) -> String {
+    fn render_biomes(&self, y: i64, c: &Container) -> DocResult<String> {
         let mut b = LegendBuilder::new();
-        let labels: Vec<usize> = c.palette.iter().map(|t| b.index(&snbt_label(t), &[])).collect();
+        let labels = palette_legend(&mut b, &c.palette, snbt_label, |_| &[], |a, b| a == b)
+            .map_err(|m| DocError::new(format!("section {y} biomes: {m}")))?;
         let (cx, cz) = self.pos();
         let frame = Frame { size: [4, 4, 4], origin: [4 * cx, 4 * y, 4 * cz], rows: Rows::ZAscending };
-        layers::render(&frame, b.entries(), |x, y, z| labels[c.indices[y * 16 + z * 4 + x] as usize])
+        Ok(layers::render(&frame, b.entries(), |x, y, z| labels[c.indices[y * 16 + z * 4 + x] as usize]))
     }
 
     fn section_file(&self, y: i64, file: &str) -> DocResult<String> {
@@ -281,8 +309,8 @@ impl ChunkDoc {
                 let c = self.blocks(s)?.ok_or_else(|| DocError::new("no blocks"))?;
                 Ok(c.palette.iter().enumerate().map(|(i, t)| format!("{i} {}\n", state_label(t))).collect())
             }
-            "blocks" => Ok(self.render_blocks(y, &self.blocks(s)?.ok_or_else(|| DocError::new("no blocks"))?)),
-            "biomes" => Ok(self.render_biomes(y, &self.biomes(s)?.ok_or_else(|| DocError::new("no biomes"))?)),
+            "blocks" => self.render_blocks(y, &self.blocks(s)?.ok_or_else(|| DocError::new("no blocks"))?),
+            "biomes" => self.render_biomes(y, &self.biomes(s)?.ok_or_else(|| DocError::new("no biomes"))?),
             "block_light" => light("BlockLight"),
             "sky_light" => light("SkyLight"),
             _ => Err(DocError::new("no such file")),
@@ -296,18 +324,7 @@ impl ChunkDoc {
                 self.refuse_flat()?;
                 let mut c = self.blocks(s)?.ok_or_else(|| DocError::new("this section stores no blocks"))?;
                 let d = layers::parse(&self.frame(y), text)?;
-                // A state the palette holds is taken back as it is, even one
-                // whose text would not parse as a new state (a name the
-                // game would not write, a property that is not a string).
-                let known = |label: &str| c.palette.iter().find(|t| state_label(t) == label).cloned();
-                let legend: Vec<Tag> = d
-                    .legend
-                    .iter()
-                    .map(|e| match known(&e.label) {
-                        Some(t) => Ok(t),
-                        None => parse_state(&e.label).map_err(|m| DocError::at_line(e.line, m)),
-                    })
-                    .collect::<DocResult<_>>()?;
+                let legend = legend_tags(&d.legend, &c.palette, state_label, parse_state)?;
                 let mut values = Vec::with_capacity(4096);
                 for i in 0..4096 {
                     values.push(legend[d.at(i % 16, i / 256, i / 16 % 16)].clone());
@@ -323,16 +340,7 @@ impl ChunkDoc {
                 let (cx, cz) = self.pos();
                 let frame = Frame { size: [4, 4, 4], origin: [4 * cx, 4 * y, 4 * cz], rows: Rows::ZAscending };
                 let d = layers::parse(&frame, text)?;
-                // As for blocks: a biome the palette holds is taken back as it is.
-                let known = |label: &str| c.palette.iter().find(|t| snbt_label(t) == label).cloned();
-                let legend: Vec<Tag> = d
-                    .legend
-                    .iter()
-                    .map(|e| match known(&e.label) {
-                        Some(t) => Ok(t),
-                        None => parse_snbt_label(&e.label).map_err(|m| DocError::at_line(e.line, m)),
-                    })
-                    .collect::<DocResult<_>>()?;
+                let legend = legend_tags(&d.legend, &c.palette, snbt_label, parse_snbt_label)?;
                 let values: Vec<Tag> = (0..64).map(|i| legend[d.at(i % 4, i / 16, i / 4 % 4)].clone()).collect();
                 if (0..64).any(|i| c.get(i) != &values[i]) {
                     c.set_all(&values);
@@ -357,7 +365,7 @@ impl ChunkDoc {
     }
 
     fn apply_block_entity(&mut self, name: &str, file: &str, text: &str) -> DocResult<()> {
-        let form = self.item_form();
+        let (form, version) = (self.item_form(), self.data_version());
         let be = self.block_entity_mut(name).ok_or_else(|| DocError::new("no such block entity"))?;
         match file {
             "items" if has_items(be) => {
@@ -367,6 +375,11 @@ impl ChunkDoc {
                 if old.is_some() || !new.items.is_empty() {
                     be.insert("Items", Tag::List(new));
                 }
+            }
+            "text" | "back_text" => {
+                let side = sign::sides(be).into_iter().find(|s| s.file() == file);
+                let side = side.ok_or_else(|| DocError::new("this file cannot be written"))?;
+                sign::apply(be, side, text, version).map_err(|(line, m)| DocError::at_line(line, m))?;
             }
             "data" => {
                 let mut new = snbt::parse(text).map_err(DocError::new)?;
@@ -384,12 +397,56 @@ impl ChunkDoc {
     }
 }
 
-/// A biome's label: its id (a string) as it is.
+/// A biome's label: its id (a string) as it is, quoted if a legend line
+/// could not carry it (see [`label_part`]).
 fn snbt_label(t: &Tag) -> String {
     match t {
-        Tag::String(s) => s.clone(),
+        Tag::String(s) => label_part(s),
         other => snbt::tag_inline(other),
     }
+}
+
+/// Give each palette entry its legend character. Two different entries
+/// drawn with the same label could not be told apart when the drawing is
+/// written back, so such a palette is refused, naming both.
+fn palette_legend(
+    b: &mut LegendBuilder,
+    palette: &[Tag],
+    label: fn(&Tag) -> String,
+    preferred: fn(&Tag) -> &'static [char],
+    same: fn(&Tag, &Tag) -> bool,
+) -> Result<Vec<usize>, String> {
+    let mut first: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::with_capacity(palette.len());
+    for (i, t) in palette.iter().enumerate() {
+        let text = label(t);
+        let k = *first.entry(text.clone()).or_insert(i);
+        if !same(&palette[k], t) {
+            return Err(format!("palette entries {k} and {i} are different but both read '{text}'"));
+        }
+        out.push(b.index(&text, preferred(t)));
+    }
+    Ok(out)
+}
+
+/// The tags a drawing's legend stands for. A label the palette already
+/// holds is taken back as it is, even one whose text would not parse as a
+/// new entry (a name the game would not write, a property that is not a
+/// string); other labels are parsed, and refused naming their line.
+fn legend_tags(
+    legend: &[LegendEntry],
+    palette: &[Tag],
+    label: fn(&Tag) -> String,
+    parse: fn(&str) -> Result<Tag, String>,
+) -> DocResult<Vec<Tag>> {
+    let known: HashMap<String, &Tag> = palette.iter().rev().map(|t| (label(t), t)).collect();
+    legend
+        .iter()
+        .map(|e| match known.get(&e.label) {
+            Some(t) => Ok((*t).clone()),
+            None => parse(&e.label).map_err(|m| DocError::at_line(e.line, m)),
+        })
+        .collect()
 }
 
 fn parse_snbt_label(label: &str) -> Result<Tag, String> {
@@ -486,6 +543,10 @@ impl Document for ChunkDoc {
 
     fn entries(&self) -> Vec<Entry> {
         let mut v = vec![Entry::file("info", false), Entry::dir("sections")];
+        if heightmap::present(self.level()) {
+            v.push(Entry::file("heightmaps", false));
+        }
+        v.extend(entities::entries(self.level(), "entities/"));
         for s in self.sections() {
             let Some(y) = s.int("Y") else { continue };
             let d = format!("sections/{y}");
@@ -512,6 +573,7 @@ impl Document for ChunkDoc {
                 v.push(Entry::file(format!("{d}/items"), true));
             }
             v.push(Entry::file(format!("{d}/data"), true));
+            v.extend(sign::sides(be).into_iter().map(|s| Entry::file(format!("{d}/{}", s.file()), true)));
         }
         v
     }
@@ -519,6 +581,10 @@ impl Document for ChunkDoc {
     fn render(&self, path: &str) -> DocResult<Vec<u8>> {
         let text = if path == "info" {
             self.info()
+        } else if path == "heightmaps" {
+            heightmap::render(self.level(), self.format == Format::Spanning).map_err(DocError::new)?
+        } else if let Some(n) = path.strip_prefix("entities/") {
+            entities::render(self.level(), n)?
         } else if let Some((y, file)) = split_section(path) {
             self.section_file(y, file)?
         } else if let Some((name, file)) = split_be(path) {
@@ -528,6 +594,10 @@ impl Document for ChunkDoc {
                 "id" => format!("{}\n", be.string("id").unwrap_or("?")),
                 "items" if has_items(be) => items::render(be.list("Items").unwrap_or(&NO_ITEMS), self.item_form()),
                 "data" => snbt_without(be, &["id", "x", "y", "z", "Items"]),
+                "text" | "back_text" => match sign::sides(be).into_iter().find(|s| s.file() == file) {
+                    Some(side) => sign::render(be, side, self.data_version()),
+                    None => return Err(DocError::new("no such file")),
+                },
                 _ => return Err(DocError::new("no such file")),
             }
         } else {

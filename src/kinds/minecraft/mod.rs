@@ -1,19 +1,25 @@
 //! A Minecraft Java world directory (`level.dat` and `region/`) as files:
 //! `level` (level.dat as SNBT) at the root, `chunks/X,Z/` (`chunk.rs`, over
 //! the region files: `regions.rs`), `block/X,Y,Z` (`block.rs`) and
-//! `players/UUID/` (`level.rs`, over `playerdata/`). Each part is a tree of
+//! `players/UUID/` (`level.rs`, over `playerdata/`), and in 1.17+ worlds
+//! `entities/X,Z/` (`entities.rs`, over `entities/`, read-only); `find/`
+//! and `names` (`find.rs`). Each part is a tree of
 //! its own, joined by `fs::union` as a Luanti world's are. NBT, SNBT and
 //! region files are the codecs `codec::nbt`, `codec::snbt` and
 //! `codec::region`; sections are drawn with `view::layers`.
 
 pub mod block;
 pub mod chunk;
+pub mod entities;
+pub mod find;
+pub mod heightmap;
 pub mod items;
 pub mod journal;
 pub mod legacy;
 pub mod level;
 pub mod regions;
 pub mod section;
+pub mod sign;
 pub mod undo;
 
 use crate::fs::union::{Mounted, Union};
@@ -37,6 +43,8 @@ pub fn is_java_world(dir: &Path) -> bool {
 const CHUNKS_TAG: u64 = 1;
 const BLOCK_TAG: u64 = 2;
 const PLAYERS_TAG: u64 = 3;
+const ENTITIES_TAG: u64 = 4;
+const FIND_TAG: u64 = 5;
 
 /// The world at `dir` as one tree.
 pub fn open_world_tree(
@@ -48,6 +56,14 @@ pub fn open_world_tree(
         return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", dir.display()));
     }
     let journal = (!opts.read_only && opts.journal).then(|| dir.join(crate::store::journal::FILE_NAME));
+    if !opts.read_only {
+        // A crash can leave a rewrite's temporary file behind.
+        for sub in ["", "region", "entities", "playerdata"] {
+            for f in regions::remove_stale_temps(&dir.join(sub)) {
+                log::info!("removed {}, left by a worldfs that is gone", f.display());
+            }
+        }
+    }
     let level_home = LevelHome {
         path: dir.join("level.dat"),
         world: dir.to_path_buf(),
@@ -59,15 +75,23 @@ pub fn open_world_tree(
     let level = FilesTree::with_home(0, level_home, opts.clone(), services.clone());
     level.prime("", stored);
     let level = Arc::new(level);
-    let regions = Arc::new(Regions { world: dir.to_path_buf(), lock: Default::default(), journal: journal.clone() });
+    let regions = Arc::new(Regions::new(dir, "region", journal.clone()));
     regions.chunk_names().map_err(|e| format!("{}: {e}", dir.display()))?;
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
     let chunks = FilesTree::with_home(CHUNKS_TAG, home, opts.clone(), services.clone());
-    let block = block::BlockTree::new(regions, BLOCK_TAG, opts.clone(), services.clone());
+    let block = block::BlockTree::new(regions.clone(), BLOCK_TAG, opts.clone(), services.clone());
+    let find = Arc::new(find::FindTree::new(regions, FIND_TAG, opts.clone()));
     let mut mounted = vec![
         Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: chunks.root(), tree: Arc::new(chunks) },
         Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
+        Mounted { name: "find".into(), tag: FIND_TAG, root: find.root(), tree: find.clone() },
+        Mounted { name: "names".into(), tag: FIND_TAG, root: find.names_file(), tree: find },
     ];
+    if dir.join("entities").is_dir() {
+        let home = regions::EntityHome { regions: Arc::new(Regions::new(dir, "entities", None)) };
+        let tree = FilesTree::with_home(ENTITIES_TAG, home, opts.clone(), services.clone());
+        mounted.push(Mounted { name: "entities".into(), tag: ENTITIES_TAG, root: tree.root(), tree: Arc::new(tree) });
+    }
     if dir.join("playerdata").is_dir() {
         let home = PlayerHome { dir: dir.join("playerdata"), world: dir.to_path_buf(), force: opts.force, journal };
         let players = FilesTree::with_home(PLAYERS_TAG, home, opts.clone(), services);

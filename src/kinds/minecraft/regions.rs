@@ -7,6 +7,7 @@
 //! `c.X.Z.mcc` first. Refused while a game holds `session.lock`.
 
 use super::chunk::ChunkDoc;
+use super::entities::EntityChunkDoc;
 use super::journal;
 use crate::codec::region::{self, RawChunk};
 use crate::fs::{FsError, Result};
@@ -38,6 +39,9 @@ pub fn stamp_of(path: &Path) -> Option<FileStamp> {
 /// A Java world's region files, shared by `chunks/` and `block/`.
 pub struct Regions {
     pub world: PathBuf,
+    /// The folder of the region files in the world: `region` (chunks) or
+    /// `entities` (1.17+ entity chunks).
+    folder: &'static str,
     /// One change at a time (a change rewrites a whole region file).
     pub lock: Mutex<()>,
     /// The undo journal (None: not kept).
@@ -59,10 +63,13 @@ fn region_xz(name: &str) -> Option<(i64, i64)> {
 }
 
 impl Regions {
-    fn dir(&self) -> PathBuf {
-        self.world.join("region")
+    pub fn new(world: &Path, folder: &'static str, journal: Option<PathBuf>) -> Regions {
+        Regions { world: world.to_path_buf(), folder, lock: Default::default(), journal }
     }
-    fn file_of(&self, x: i64, z: i64) -> PathBuf {
+    pub fn dir(&self) -> PathBuf {
+        self.world.join(self.folder)
+    }
+    pub fn file_of(&self, x: i64, z: i64) -> PathBuf {
         self.dir().join(format!("r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)))
     }
     fn mcc_of(&self, x: i64, z: i64) -> PathBuf {
@@ -179,6 +186,33 @@ fn recompress(nbt: &[u8], compression: u8) -> Vec<u8> {
     }
 }
 
+/// Remove the temporary files (`.NAME.worldfs-PID-N`, from
+/// `write_atomically`) that a crashed worldfs left in `dir`: those whose
+/// process is gone or is no worldfs. A live daemon's are left alone (it may
+/// be about to rename one). Returns the files removed.
+pub fn remove_stale_temps(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_owner(&name) else { continue };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim_end() != "worldfs" && std::fs::remove_file(e.path()).is_ok() {
+            removed.push(e.path());
+        }
+    }
+    removed
+}
+
+/// The process id in a temporary file's name `.NAME.worldfs-PID-N`.
+fn temp_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".worldfs-")?;
+    let (pid, serial) = tail.split_once('-')?;
+    serial.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
 /// A region file's header and its length (listing reads no chunk).
 fn read_head(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
     use std::io::Read;
@@ -265,5 +299,42 @@ impl Home<ChunkDoc> for ChunkHome {
 
     fn before_change(&self) -> Result<()> {
         if self.force { Ok(()) } else { check_session_lock(&self.regions.world) }
+    }
+}
+
+/// `entities/` of a 1.17+ world: each entity chunk a directory `X,Z`.
+pub struct EntityHome {
+    pub regions: std::sync::Arc<Regions>,
+}
+
+impl Home<EntityChunkDoc> for EntityHome {
+    type Stamp = Option<FileStamp>;
+    const MANY: bool = true;
+
+    fn describe(&self) -> String {
+        format!("Minecraft Java entity region files in {}", self.regions.dir().display())
+    }
+    fn label(&self) -> &'static str {
+        "entity chunks"
+    }
+    fn names(&self) -> Result<Vec<String>> {
+        self.regions.chunk_names().map_err(FsError::io)
+    }
+    fn stamp(&self, name: &str) -> Result<Option<Self::Stamp>> {
+        let (x, z) = parse_name(name).ok_or_else(FsError::not_found)?;
+        Ok(Some(stamp_of(&self.regions.file_of(x, z))))
+    }
+    fn load(&self, name: &str) -> Result<Option<Stored<EntityChunkDoc, Self::Stamp>>> {
+        let Some((x, z)) = parse_name(name) else { return Ok(None) };
+        let stamp = stamp_of(&self.regions.file_of(x, z));
+        let Some(bytes) = self.regions.read_chunk(x, z).map_err(FsError::io)? else { return Ok(None) };
+        let doc = self.decode(name, &bytes)?;
+        Ok(Some(Stored { bytes, doc, stamp }))
+    }
+    fn decode(&self, name: &str, bytes: &[u8]) -> Result<EntityChunkDoc> {
+        EntityChunkDoc::decode(bytes, &Context::default()).map_err(|e| FsError::io(format!("entity chunk {name}: {e}")))
+    }
+    fn store(&self, _name: &str, _old: Option<&[u8]>, _new: Option<&[u8]>, _what: &str) -> Result<Option<Self::Stamp>> {
+        Err(FsError::perm("entities are read-only here"))
     }
 }

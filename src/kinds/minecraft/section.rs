@@ -154,22 +154,32 @@ impl Container {
 }
 
 /// A block state as text: `minecraft:chest[facing=north,type=single]`.
+/// A name, key or value the line cannot carry as it is (a control
+/// character, a blank, one of `"\\[],=`) is quoted as in SNBT, so that
+/// every label is one line and reads back as the state it was made from.
 pub fn state_label(t: &Tag) -> String {
     let Tag::Compound(c) = t else { return format!("?{}", crate::codec::snbt::tag_inline(t)) };
-    let name = c.string("Name").unwrap_or("?");
+    let name = c.string("Name").map_or_else(|| "?".to_string(), label_part);
     match c.compound("Properties") {
         Some(p) if !p.0.is_empty() => {
             let props: Vec<String> =
                 p.0.iter()
                     .map(|(k, v)| match v {
-                        Tag::String(s) => format!("{k}={s}"),
-                        other => format!("{k}={}", crate::codec::snbt::tag_inline(other)),
+                        Tag::String(s) => format!("{}={}", label_part(k), label_part(s)),
+                        other => format!("{}={}", label_part(k), crate::codec::snbt::tag_inline(other)),
                     })
                     .collect();
             format!("{name}[{}]", props.join(","))
         }
-        _ => name.to_string(),
+        _ => name,
     }
+}
+
+/// One part of a label: as it is when a legend or palette line carries it
+/// unchanged and unambiguously, else quoted with SNBT's escapes.
+pub fn label_part(s: &str) -> String {
+    let plain = |c: char| !c.is_control() && !c.is_whitespace() && !"\"\\[],=".contains(c);
+    if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { crate::codec::snbt::quote(s) }
 }
 
 /// Read a block state's text back; a name without a namespace gets
@@ -253,5 +263,14 @@ mod tests {
         for bad in ["", "Stone", "a:b:c", "chest[facing=north", "chest[facing]", "chest[a=1,a=2]"] {
             assert!(parse_state(bad).is_err(), "{bad}");
         }
+        // Parts a line cannot carry as they are are quoted.
+        let odd = Tag::Compound(Compound(vec![("Name".into(), Tag::String("minecraft:diamond_\nre".into()))]));
+        assert_eq!(state_label(&odd), r#""minecraft:diamond_\nre""#);
+        let props = Compound(vec![("a".into(), Tag::String("1,b=2".into())), ("c d".into(), Tag::String(" ".into()))]);
+        let t = Tag::Compound(Compound(vec![
+            ("Name".into(), Tag::String("x".into())),
+            ("Properties".into(), Tag::Compound(props)),
+        ]));
+        assert_eq!(state_label(&t), r#"x[a="1,b=2","c d"=" "]"#);
     }
 }

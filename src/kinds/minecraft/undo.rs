@@ -21,10 +21,7 @@ pub struct Records {
 impl Records {
     pub fn new(world: &Path) -> Records {
         let journal = Some(world.join(FILE_NAME));
-        Records {
-            world: world.to_path_buf(),
-            regions: Regions { world: world.to_path_buf(), lock: Default::default(), journal },
-        }
+        Records { world: world.to_path_buf(), regions: Regions::new(world, "region", journal) }
     }
 
     /// The journal (None: nothing was changed through worldfs yet).

@@ -1,0 +1,283 @@
+//! Minecraft Java worlds, the parts beyond blocks and chests: signs,
+//! entities (in-chunk before 1.17, `entities/` region files after) and
+//! heightmaps, checked against a second independent reader, amulet-nbt
+//! (tests/scripts/mc_nbt_oracle.py, Python, never linked). The world is
+//! tests/data/minecraft/made/ (made by contrib/mc-make-test-world.py with
+//! amulet-nbt from Querz/NBT's real chunks) and prismarine/ (1.11.2).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn world_copy(name: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&data(name), d.path());
+    d
+}
+
+/// Why amulet-nbt cannot run here, if it cannot.
+fn oracle_missing() -> Option<String> {
+    let ok = Command::new("python3").args(["-c", "import amulet_nbt"]).output().map(|o| o.status.success());
+    (!ok.unwrap_or(false)).then(|| "python3 with amulet-nbt (pip install amulet-nbt)".to_string())
+}
+
+/// The reader's lines, by kind: `sign`, `rest`, `entity`, `heightmap`.
+fn oracle(world: &Path) -> BTreeMap<String, Vec<String>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_nbt_oracle.py");
+    let out = Command::new("python3").arg(script).arg(world).output().unwrap();
+    assert!(out.status.success(), "mc_nbt_oracle.py: {}", String::from_utf8_lossy(&out.stderr));
+    let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in String::from_utf8(out.stdout).unwrap().lines() {
+        let (kind, rest) = l.split_once(' ').unwrap();
+        by_kind.entry(kind.to_string()).or_default().push(rest.to_string());
+    }
+    by_kind
+}
+
+/// Skip (with the reason) unless FUSE and amulet-nbt are there.
+macro_rules! require_fuse_and_oracle {
+    ($test:expr) => {
+        require_fuse!($test);
+        if let Some(why) = oracle_missing() {
+            common::skip($test, "python3", &why);
+            return;
+        }
+    };
+}
+
+const OLD: &str = "chunks/-65,-42/block_entities/-1036,70,-666";
+const STYLED: &str = "chunks/-65,-42/block_entities/-1035,70,-666";
+const NEW: &str = "chunks/-8,-12/block_entities/-120,70,-188";
+
+#[test]
+fn sign_edits_with_echo_and_sed_are_what_amulet_reads_and_nothing_else_changes() {
+    require_fuse_and_oracle!("minecraft_more::sign_edits");
+    let w = world_copy("made");
+    let before = oracle(w.path());
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    assert_eq!(m.ok(&format!("cat $MNT/{OLD}/text")), "Welcome\nto the\nspawn\n\n");
+    assert_eq!(m.ok(&format!("cat $MNT/{STYLED}/text")), "Keep out\n\nby order\n\n");
+    assert_eq!(m.ok(&format!("cat $MNT/{NEW}/text")), "North\n\n\n\n");
+    assert_eq!(m.ok(&format!("cat $MNT/{NEW}/back_text")), "\nSouth\n\n\n");
+    m.ok(&format!("echo Hello > $MNT/{OLD}/text"));
+    m.ok(&format!("sed -i 's/by order/by decree/' $MNT/{STYLED}/text"));
+    m.ok(&format!("sed -i '2s/.*/Hello south/' $MNT/{NEW}/back_text"));
+    // Refused at close (cp reports it), naming the line; the sign unchanged.
+    let five = m.dir.path().join("five");
+    std::fs::write(&five, "1\n2\n3\n4\n5\n").unwrap();
+    let (code, _, err) = m.sh(&format!("cp {} $MNT/{NEW}/text", five.display()));
+    assert_ne!(code, 0, "five lines on a sign: {err}");
+    let said = format!("{err}{}", m.log_text());
+    assert!(said.contains("a sign has 4 lines"), "{said}");
+    m.unmount();
+    let after = oracle(w.path());
+    let signs: Vec<&str> = after["sign"].iter().map(String::as_str).collect();
+    let want = [
+        r#"-8,-12 -120,70,-188 front 1 {"text":"North"}"#,
+        r#"-8,-12 -120,70,-188 front 2 """#,
+        r#"-8,-12 -120,70,-188 front 3 """#,
+        r#"-8,-12 -120,70,-188 front 4 """#,
+        r#"-8,-12 -120,70,-188 back 1 """#,
+        r#"-8,-12 -120,70,-188 back 2 {"text":"Hello south"}"#,
+        r#"-8,-12 -120,70,-188 back 3 """#,
+        r#"-8,-12 -120,70,-188 back 4 """#,
+        r#"-65,-42 -1036,70,-666 old 1 {"text":"Hello"}"#,
+        r#"-65,-42 -1036,70,-666 old 2 {"text":""}"#,
+        r#"-65,-42 -1036,70,-666 old 3 {"text":""}"#,
+        r#"-65,-42 -1036,70,-666 old 4 {"text":""}"#,
+        r#"-65,-42 -1035,70,-666 old 1 {"text":"Keep ","extra":[{"text":"out","color":"red"}]}"#,
+        r#"-65,-42 -1035,70,-666 old 2 """#,
+        r#"-65,-42 -1035,70,-666 old 3 {"text":"by decree"}"#,
+        r#"-65,-42 -1035,70,-666 old 4 {"text":""}"#,
+    ];
+    assert_eq!(signs, want);
+    assert_eq!(after["rest"], before["rest"], "something besides the sign texts changed");
+}
+
+/// The heights a `heightmaps` file shows for `name`, z*16 + x.
+fn shown_heights(text: &str, name: &str) -> Vec<i64> {
+    let mut lines = text.lines().skip_while(|l| *l != name).skip(1);
+    (0..16).flat_map(|_| lines.next().unwrap().split(' ').map(|v| v.parse::<i64>().unwrap())).collect()
+}
+
+#[test]
+fn entities_and_heightmaps_are_what_amulet_reads() {
+    require_fuse_and_oracle!("minecraft_more::entities_and_heightmaps");
+    for world in ["made", "prismarine"] {
+        let w = world_copy(world);
+        let lines = oracle(w.path());
+        let m = common::mount::Mounted::new(w.path(), &[]);
+        let in_chunks = world == "prismarine"; // 1.11: in the chunk; 1.17+: entities/
+        for e in &lines["entity"] {
+            let f: Vec<&str> = e.split(' ').collect();
+            let path = if in_chunks {
+                format!("chunks/{}/entities/{}", f[0], f[1])
+            } else {
+                format!("entities/{}/{}", f[0], f[1])
+            };
+            let text = std::fs::read_to_string(m.path(&path)).unwrap_or_else(|err| panic!("{path}: {err}"));
+            assert!(text.contains(&format!("id: \"{}\"", f[2])), "{path}: {text}");
+            let pos = format!("Pos: [{}d, {}d, {}d]", f[3], f[4], f[5]);
+            assert!(text.contains(&pos), "{path} lacks {pos}: {text}");
+        }
+        let mut checked = 0;
+        for h in &lines["heightmap"] {
+            let f: Vec<&str> = h.splitn(3, ' ').collect();
+            let text = std::fs::read_to_string(m.path(&format!("chunks/{}/heightmaps", f[0]))).unwrap();
+            // 1.18+ count from the world's bottom, y -64 here.
+            let bottom = if f[0] == "-8,-12" { -64 } else { 0 };
+            let want: Vec<i64> = f[2].split(' ').map(|v| v.parse::<i64>().unwrap() + bottom).collect();
+            assert_eq!(shown_heights(&text, f[1]), want, "chunk {} {}", f[0], f[1]);
+            checked += 1;
+        }
+        assert!(checked >= if in_chunks { 28 } else { 8 }, "{world}: only {checked} heightmaps compared");
+        assert_ne!(m.sh("echo 1 > $MNT/chunks/*/heightmaps").0, 0, "heightmaps are read-only");
+        let n = lines["entity"].len();
+        assert!(n >= 2, "{world}: {n} entities");
+        m.unmount();
+    }
+}
+
+/// Every chunk of the made world, its sign texts among its files, written
+/// back as shown changes no byte.
+#[test]
+fn every_file_written_back_as_shown_changes_no_chunk() {
+    use worldfs::codec::region;
+    use worldfs::kinds::Document;
+    use worldfs::kinds::minecraft::chunk::ChunkDoc;
+    let mut texts = 0;
+    for e in std::fs::read_dir(data("made").join("region")).unwrap() {
+        let file = std::fs::read(e.unwrap().path()).unwrap();
+        for (i, raw) in region::all_chunks(&file).unwrap() {
+            let bytes = region::decompress(&raw).unwrap();
+            let mut doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+            for e in doc.entries().into_iter().filter(|e| e.writable && !e.dir) {
+                texts += e.path.ends_with("text") as usize;
+                let shown = doc.render(&e.path).unwrap();
+                doc.apply(&e.path, &shown).unwrap_or_else(|err| panic!("chunk {i} {}: {err}", e.path));
+            }
+            assert_eq!(doc.encode().unwrap(), bytes, "chunk {i}");
+        }
+    }
+    assert_eq!(texts, 4, "two old signs, one 1.20 sign with two sides");
+}
+
+/// `names` and `find/ID/` against anvil-parser2's reading of every section
+/// (tests/scripts/mc_oracle.py): the same ids, chunks and block counts.
+#[test]
+fn names_and_find_agree_with_anvil_parser() {
+    require_fuse!("minecraft_more::names_and_find");
+    let has = Command::new("python3").args(["-c", "import anvil"]).output().is_ok_and(|o| o.status.success());
+    if !has {
+        common::skip("minecraft_more::names_and_find", "python3", "anvil-parser2 is missing");
+        return;
+    }
+    let w = world_copy("querz");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_oracle.py");
+    let out = Command::new("python3").arg(script).arg(w.path()).output().unwrap();
+    let mut want: BTreeMap<String, (std::collections::BTreeSet<String>, u64)> = BTreeMap::new();
+    for l in String::from_utf8(out.stdout).unwrap().lines().filter(|l| l.starts_with("section ")) {
+        let f: Vec<&str> = l.splitn(4, ' ').collect();
+        for label in f[3].split(' ') {
+            let e = want.entry(label.split('[').next().unwrap().to_string()).or_default();
+            e.0.insert(f[1].to_string());
+            e.1 += 1;
+        }
+    }
+    assert!(want.len() > 20, "{} ids", want.len());
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let names = m.ok("cat $MNT/names");
+    let got: Vec<String> = names.lines().filter(|l| !l.starts_with('#')).map(String::from).collect();
+    let expect: Vec<String> = want.iter().map(|(id, (chunks, n))| format!("{id} {} {n}", chunks.len())).collect();
+    assert_eq!(got, expect);
+    assert!(m.ok("ls -l $MNT").contains("-r--r--r--"), "names is a file in the root listing");
+    for (id, (chunks, _)) in &want {
+        let listed = m.ok(&format!("ls $MNT/find/{id} | sort -t, -k1,1n -k2,2n"));
+        let mut chunks: Vec<&String> = chunks.iter().collect();
+        chunks.sort_by_key(|c| {
+            let (x, z) = c.split_once(',').unwrap();
+            (x.parse::<i64>().unwrap(), z.parse::<i64>().unwrap())
+        });
+        assert_eq!(listed.lines().collect::<Vec<_>>(), chunks, "find/{id}");
+    }
+    // Each link leads to its chunk; an edit shows at once.
+    assert!(m.ok("cat $MNT/find/minecraft:bedrock/-8,-12/info").contains("x = -8"));
+    assert_eq!(m.sh("ls $MNT/find/minecraft:gold_block").0, 2, "no gold yet");
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    assert_eq!(m.ok("ls $MNT/find/minecraft:gold_block"), "-8,-12\n");
+    assert!(m.ok("cat $MNT/names").contains("\nminecraft:gold_block 1 1\n"));
+    assert_ne!(m.sh("touch $MNT/find/minecraft:stone/0,0").0, 0, "find/ is read-only");
+    m.unmount();
+}
+
+/// A crash can leave a rewrite's temporary file (`.r.X.Z.mca.worldfs-PID-N`)
+/// in region/: a mount removes those whose process is gone or no worldfs,
+/// and keeps a live daemon's.
+#[test]
+fn a_mount_removes_temporary_files_no_live_worldfs_owns() {
+    require_fuse!("minecraft_more::temporary_files");
+    let a = world_copy("querz");
+    let first = common::mount::Mounted::new(a.path(), &[]);
+    let w = world_copy("querz");
+    let region = w.path().join("region");
+    let dead = region.join(".r.0.0.mca.worldfs-2147483646-0"); // above any pid_max
+    let not_ours = region.join(format!(".r.0.0.mca.worldfs-{}-3", std::process::id()));
+    let live = region.join(format!(".r.-1.-1.mca.worldfs-{}-1", first.pid()));
+    let other = region.join(".r.0.0.mca.worldfs-x-1"); // not our name form
+    for f in [&dead, &not_ours, &live, &other] {
+        std::fs::write(f, b"partial").unwrap();
+    }
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    assert!(m.ok("ls $MNT/chunks").contains("1,3"));
+    assert!(!dead.exists() && !not_ours.exists(), "stale temporary files are removed");
+    assert!(live.exists(), "a live worldfs's temporary file is kept");
+    assert!(other.exists(), "a file of another form is kept");
+    m.unmount();
+    first.unmount();
+}
+
+/// A player's inventory edited with `sed -i` is what amulet-nbt reads, and
+/// `worldfs undo --last 1` puts the player's file back byte for byte.
+#[test]
+fn a_player_edit_is_read_by_amulet_and_undone() {
+    require_fuse_and_oracle!("minecraft_more::a_player_edit");
+    let w = world_copy("made");
+    let uuid = "0000000b-0000-0016-0000-00210000002c";
+    let file = w.path().join(format!("playerdata/{uuid}.dat"));
+    let before = std::fs::read(&file).unwrap();
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let inv = format!("$MNT/players/{uuid}/inventory");
+    assert!(m.ok(&format!("cat {inv}")).contains("\n1 12 minecraft:torch\n"));
+    m.ok(&format!("sed -i '$a 5 3 minecraft:apple' {inv}"));
+    m.unmount();
+    let read = |f: &Path| {
+        let code = "import amulet_nbt,sys; t=amulet_nbt.load(sys.argv[1]).compound; \
+                    print(';'.join(f\"{i['Slot'].py_int}:{i['Count'].py_int}:{i['id'].py_str}\" for i in t['Inventory']))";
+        let out = Command::new("python3").args(["-c", code]).arg(f).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(read(&file), "0:64:minecraft:stone;1:12:minecraft:torch;5:3:minecraft:apple\n");
+    let undo = Command::new(env!("CARGO_BIN_EXE_worldfs")).arg("undo").arg(w.path()).args(["--last", "1"]).output();
+    let undo = undo.unwrap();
+    assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the player's file is back byte for byte");
+}
