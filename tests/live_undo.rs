@@ -76,3 +76,33 @@ fn undo_of_live_changes_goes_through_the_server() {
     let names: Vec<&[u8]> = b.mapping.iter().map(|m| m.name.as_slice()).collect();
     assert!(names.contains(&&b"default:stone"[..]) && !names.contains(&&b"default:desert_stone"[..]), "{names:?}");
 }
+
+/// `worldfs import` on a running server goes through the mod, as a live
+/// mount's change: in the game at once, journaled, undone through the
+/// server; a file that reaches blocks the map does not have is refused
+/// (the server makes new blocks) and nothing changes.
+#[test]
+fn import_goes_through_a_running_server() {
+    require_fuse!("import_goes_through_a_running_server");
+    require_minetestserver!("import_goes_through_a_running_server");
+    let world = common::demo_world();
+    let dir = tempfile::tempdir().unwrap();
+    let we = dir.path().join("wall.we");
+    let arg = |p: &std::path::Path| p.as_os_str().to_owned();
+    let (code, out, err) =
+        worldfs(&["export".as_ref(), &arg(world.path()), "2,1,1".as_ref(), "2,2,1".as_ref(), &arg(&we)]);
+    assert_eq!(code, 0, "{out}{err}");
+    let server = LiveServer::start(world.path(), "", true);
+    assert!(server.node([7, 7, 7]).starts_with("air "));
+    let (code, out, err) = worldfs(&["import".as_ref(), &arg(world.path()), &arg(&we), "7,7,7".as_ref()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(server.node([7, 7, 7]).starts_with("default:cobble "), "{}", server.node([7, 7, 7]));
+    assert!(server.node([7, 8, 7]).starts_with("default:cobble "), "{}", server.node([7, 8, 7]));
+    let (code, out, err) = undo(world.path(), &["--last", "1"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(server.node([7, 7, 7]).starts_with("air "), "undone through the server");
+    let (code, out, err) = worldfs(&["import".as_ref(), &arg(world.path()), &arg(&we), "500,500,500".as_ref()]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("new blocks cannot be made while the server runs"), "{err}");
+    assert!(server.ask(&["peek 500 500 500".into()], Duration::from_secs(10))[0].ends_with(" none"));
+}
