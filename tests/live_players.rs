@@ -9,8 +9,7 @@
 
 mod common;
 
-use common::live::LiveServer;
-use common::mount::Mounted;
+use common::live::{self, LiveServer};
 use std::time::Duration;
 use worldfs::codec::auth::AuthEntry;
 use worldfs::codec::player::Player;
@@ -58,9 +57,7 @@ fn offline_players_and_accounts_change_alongside_a_live_server() {
     require_minetestserver!("offline_players_and_accounts_change_alongside_a_live_server");
     let world = common::demo_world();
     add_alice(world.path());
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
-    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
+    let (mut server, m) = live::start(world.path(), "");
     assert_eq!(server.ask(&["privs alice".into()], Duration::from_secs(10)), ["privs alice interact,shout"]);
 
     m.ok("sed -i 's/default:apple 5/default:apple 9/' $MNT/players/alice/inventory");

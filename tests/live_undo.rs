@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::live::{LiveServer, worldfs};
-use common::mount::Mounted;
+use common::live::{self, LiveServer, worldfs};
 use std::time::Duration;
 
 fn undo(world: &std::path::Path, args: &[&str]) -> (i32, String, String) {
@@ -24,9 +23,7 @@ fn undo(world: &std::path::Path, args: &[&str]) -> (i32, String, String) {
 fn undo_of_live_changes_goes_through_the_server() {
     require_fuse!("undo_of_live_changes_goes_through_the_server");
     require_minetestserver!("undo_of_live_changes_goes_through_the_server");
-    let world = common::demo_world();
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (world, mut server, m) = live::demo("");
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");
     m.ok("sed -i 's/apple 12/apple 13/' $MNT/blocks/0,0,0/meta/3,1,3/inventory");
     m.ok("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
