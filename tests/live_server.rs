@@ -149,6 +149,22 @@ fn without_the_mod_the_mount_is_refused_and_says_how_to_install_it() {
     assert!(err.contains(&format!("worldfs live install {}", world.path().display())), "{err}");
 }
 
+/// A LevelDB map cannot be live (one process at a time may open it, and
+/// the server holds it): the mount is refused and says what works.
+#[test]
+fn a_leveldb_map_is_refused_live_with_what_works() {
+    require_fuse!("a_leveldb_map_is_refused_live_with_what_works");
+    require_minetestserver!("a_leveldb_map_is_refused_live_with_what_works");
+    let world = tempfile::tempdir().unwrap();
+    std::fs::write(world.path().join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
+    let _server = LiveServer::start(world.path(), "", true);
+    assert!(world.path().join("map.db").is_dir(), "the server made its LevelDB map");
+    let mnt = tempfile::tempdir().unwrap();
+    let (code, _, err) = worldfs(&["mount".as_ref(), world.path().as_os_str(), mnt.path().as_os_str(), "-f".as_ref()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("its map is in LevelDB") && err.contains("in sqlite3"), "{err}");
+}
+
 /// SIGKILL of the daemon leaves the server running and its world intact:
 /// what the mount applied stays, the spool holds nothing, and the server
 /// saves and stops cleanly.

@@ -307,6 +307,14 @@ impl LuantiTree {
         };
         crate::store::live::check_spool(&world.dir).map_err(|e| format!("{why}, with worldfs_live: {e}"))?;
         log::info!("{why}; it runs worldfs_live ({version}): changes go through the server");
+        if world.backend() == "leveldb" {
+            return Err(format!(
+                "{why}, with worldfs_live ({version}); but its map is in LevelDB, which one process at a time may \
+                 open, and the server holds it: a live mount needs a map the server shares, in sqlite3 (PostgreSQL \
+                 and Redis are opened the same way, not tested live yet; `minetestserver --migrate sqlite3` \
+                 converts a map); stop the server to mount this one"
+            ));
+        }
         let db = world.open_store(true, false)?;
         let journal = opts.journal.then(|| world.journal_path());
         let store = crate::store::live::LiveStore::new(&world.dir, db).with_journal(journal);
