@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::live::{LiveServer, worldfs};
+use common::live::{self, LiveServer, stored_block, worldfs};
 use common::mount::Mounted;
 use std::time::Duration;
 use worldfs::codec::Block;
@@ -16,11 +16,6 @@ use worldfs::store::{BlockPos, MapStore};
 
 const CHEST: [i32; 3] = worldfs::demo::CHEST;
 const SIGN: [i32; 3] = worldfs::demo::SIGN;
-
-fn stored_block(world: &std::path::Path, pos: BlockPos) -> Option<Block> {
-    let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
-    store.get(pos).unwrap().map(|b| Block::decode(&b).unwrap())
-}
 
 fn stored_name(b: &Block, [x, y, z]: [i32; 3]) -> String {
     let i = worldfs::codec::block::node_index(
@@ -38,10 +33,7 @@ fn stored_name(b: &Block, [x, y, z]: [i32; 3]) -> String {
 fn edits_through_a_live_mount_are_in_the_game_at_close() {
     require_fuse!("edits_through_a_live_mount_are_in_the_game_at_close");
     require_minetestserver!("edits_through_a_live_mount_are_in_the_game_at_close");
-    let world = common::demo_world();
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
-    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
+    let (world, mut server, m) = live::demo("");
 
     // node/
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");
@@ -110,8 +102,7 @@ fn an_in_game_change_since_the_read_gives_estale_and_a_stopped_server_an_error()
     require_minetestserver!("an_in_game_change_since_the_read_gives_estale_and_a_stopped_server_an_error");
     let world = common::demo_world();
     // No save while the test runs: the database keeps showing the old node.
-    let mut server = LiveServer::start(world.path(), "server_map_save_interval = 600", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (mut server, m) = live::start(world.path(), "server_map_save_interval = 600");
     assert!(m.ok("cat $MNT/node/6,3,5").starts_with("air "));
     let set = server.ask(&["set 6 3 5 default:dirt".into()], Duration::from_secs(10));
     assert_eq!(set, ["set 6 3 5"]);
@@ -158,6 +149,22 @@ fn without_the_mod_the_mount_is_refused_and_says_how_to_install_it() {
     assert!(err.contains(&format!("worldfs live install {}", world.path().display())), "{err}");
 }
 
+/// A LevelDB map cannot be live (one process at a time may open it, and
+/// the server holds it): the mount is refused and says what works.
+#[test]
+fn a_leveldb_map_is_refused_live_with_what_works() {
+    require_fuse!("a_leveldb_map_is_refused_live_with_what_works");
+    require_minetestserver!("a_leveldb_map_is_refused_live_with_what_works");
+    let world = tempfile::tempdir().unwrap();
+    std::fs::write(world.path().join("world.mt"), "gameid = minetest\nbackend = leveldb\n").unwrap();
+    let _server = LiveServer::start(world.path(), "", true);
+    assert!(world.path().join("map.db").is_dir(), "the server made its LevelDB map");
+    let mnt = tempfile::tempdir().unwrap();
+    let (code, _, err) = worldfs(&["mount".as_ref(), world.path().as_os_str(), mnt.path().as_os_str(), "-f".as_ref()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("its map is in LevelDB") && err.contains("in sqlite3"), "{err}");
+}
+
 /// SIGKILL of the daemon leaves the server running and its world intact:
 /// what the mount applied stays, the spool holds nothing, and the server
 /// saves and stops cleanly.
@@ -165,9 +172,7 @@ fn without_the_mod_the_mount_is_refused_and_says_how_to_install_it() {
 fn sigkill_of_the_daemon_leaves_the_server_running() {
     require_fuse!("sigkill_of_the_daemon_leaves_the_server_running");
     require_minetestserver!("sigkill_of_the_daemon_leaves_the_server_running");
-    let world = common::demo_world();
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (world, mut server, m) = live::demo("");
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");
     m.kill9();
     assert!(server.node([5, 3, 5]).starts_with("default:mese "), "the server runs on with the change");
@@ -229,9 +234,7 @@ fn stored_names(world: &std::path::Path, pos: BlockPos) -> Vec<String> {
 fn sigkill_of_the_server_mid_request_leaves_no_half_applied_block() {
     require_fuse!("sigkill_of_the_server_mid_request_leaves_no_half_applied_block");
     require_minetestserver!("sigkill_of_the_server_mid_request_leaves_no_half_applied_block");
-    let world = common::demo_world();
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (world, mut server, m) = live::demo("");
     // Stopped while the mount hands over the first request (within the 3 s
     // a heartbeat stays fresh), let go, and killed as soon as it took it.
     server.signal(libc::SIGSTOP);
@@ -258,8 +261,7 @@ fn sigkill_of_the_server_mid_request_leaves_no_half_applied_block() {
     assert!(m.ok("cat $MNT/node/-10,-10,-10").starts_with("default:stone "), "the database is what the world is");
     m.unmount();
 
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (mut server, m) = live::start(world.path(), "");
     for pos in worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0) {
         let [x, y, z] = [i32::from(pos.x) * 16 + 3, i32::from(pos.y) * 16 + 2, i32::from(pos.z) * 16 + 3];
         let game = server.node([x, y, z]);
@@ -360,8 +362,7 @@ fn a_world_wide_rename_goes_through_in_batches() {
     let world = common::demo_world();
     let mut blocks = add_stone_blocks(world.path(), 20);
     blocks.extend(worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0));
-    let mut server = LiveServer::start(world.path(), "", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (mut server, m) = live::start(world.path(), "");
     let start = std::time::Instant::now();
     let (code, _, err) = m.sh("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
     let took = start.elapsed();
@@ -414,8 +415,7 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
     let world = common::demo_world();
     let added = add_stone_blocks(world.path(), 7);
     // No save while the test runs: the database keeps the block as read.
-    let server = LiveServer::start(world.path(), "server_map_save_interval = 600", true);
-    let m = Mounted::new(world.path(), &[]);
+    let (server, m) = live::start(world.path(), "server_map_save_interval = 600");
     // Block 3,-3,3 comes last in the key order the rename follows.
     assert_eq!(server.ask(&["set 53 -40 53 default:dirt".into()], Duration::from_secs(10)), ["set 53 -40 53"]);
     let (code, _, err) = m.sh("mv $MNT/find/default:stone $MNT/find/default:desert_stone");

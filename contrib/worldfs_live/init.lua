@@ -16,7 +16,8 @@
 --                   1970, 20 digits); a request over EXPIRE seconds old is
 --                   a dead daemon's (a live one withdraws it after 5 s):
 --                   removed, not applied, not answered.
---   replies/ID      the answer: "ok", "stale REASON" (what the change
+--   replies/ID      the answer: "ok", "offline" (a player request, see
+--                   below), "stale REASON" (what the change
 --                   replaces is no longer what the mount showed),
 --                   "invalid REASON" or "failed REASON". One over EXPIRE
 --                   seconds old has nobody to read it: removed.
@@ -41,6 +42,22 @@
 --   block BX BY BZ          a block's names whole (a rename): "bname old|new
 --                           ID NAME" lines, then "bold" and "bnew" lines of
 --                           4096 ids each; param1 and param2 are kept
+--   player NAME             a player's data (alone in its request): "pold"
+--                           and "pnew" lines of what differs, "endplayer"
+--     hp N | breath N | pos X Y Z (nodes) | look PITCH YAW (degrees)
+--     | list NAME SIZE WIDTH | nolist NAME | item LIST INDEX ITEM
+--     | attr KEY VALUE | noattr KEY | gone (no record: made or removed)
+--                           Applied through the player API when the player
+--                           is in the game; else answered "offline", and the
+--                           player's joins are held (refused with a "try
+--                           again" message) for HOLD seconds or until
+--                           "release NAME", while the mount writes the
+--                           database (the server reads it at the join).
+--   release NAME            the hold above ends
+--   privs NAME GRANTED REVOKED  an account's privileges were changed in the
+--                           database (comma-separated, in hex): the grant
+--                           and revoke callbacks run and a player in the
+--                           game is told (core.notify_authentication_modified)
 --   end
 
 local world = core.get_worldpath()
@@ -52,6 +69,7 @@ local LIMIT = 31007
 local EXPIRE = 10
 local BUDGET = 0.05
 local STEP_LINES = 240
+local HOLD = 10
 -- Who this server run is (see server.json above).
 local RUN = string.format("%d-%d", os.time(), core.get_us_time())
 
@@ -149,13 +167,50 @@ local function meta_line(meta, w)
   end
 end
 
+-- One "pold ..." or "pnew ..." line of a player request into `side`.
+local function player_line(side, w)
+  local what = w[2]
+  if what == "hp" or what == "breath" then
+    side[what] = int(w[3], 0, 65535, what)
+  elseif what == "pos" then
+    local p = {}
+    for i, c in ipairs({"x", "y", "z"}) do
+      p[c] = tonumber(w[2 + i])
+      if not p[c] or p[c] ~= p[c] or math.abs(p[c]) > LIMIT then fail("invalid", "a position outside the map") end
+    end
+    side.pos = p
+  elseif what == "look" then
+    local pitch, yaw = tonumber(w[3]), tonumber(w[4])
+    if not pitch or not yaw or math.abs(pitch) > 90 or math.abs(yaw) > 360 then fail("invalid", "a bad look") end
+    side.look = {pitch = pitch, yaw = yaw}
+  elseif what == "list" then
+    side.lists[unhex(w[3])] = {size = int(w[4], 0, 65535, "list size"), width = int(w[5], 0, 65535, "width"),
+      items = {}}
+  elseif what == "nolist" then
+    side.lists[unhex(w[3])] = false
+  elseif what == "item" then
+    local l = side.lists[unhex(w[3])]
+    if not l then fail("invalid", "an item of an undeclared list") end
+    l.items[int(w[4], 1, l.size, "slot")] = ItemStack(unhex(w[5])):to_string()
+  elseif what == "attr" then
+    side.attrs[unhex(w[3])] = unhex(w[4])
+  elseif what == "noattr" then
+    side.attrs[unhex(w[3])] = false
+  elseif what == "gone" then
+    side.gone = true
+  else
+    fail("invalid", "unknown player line " .. tostring(what))
+  end
+end
+
 local function parse(text)
   local lines = {}
   for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
   if lines[1] ~= "worldfs-live 1" then fail("invalid", "not a worldfs-live 1 request") end
   if lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
-  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}, blocks = {}}
-  local meta, del, blk
+  local req = {nodes = {}, metas = {}, timers = {}, deletes = {}, blocks = {}, players = {}, releases = {},
+    privs = {}}
+  local meta, del, blk, player
   for i = 2, #lines - 1 do
     local w = words(lines[i])
     local k = w[1]
@@ -187,6 +242,17 @@ local function parse(text)
     elseif (k == "bold" or k == "bnew") and blk then
       if #w ~= 4097 then fail("invalid", k .. " needs 4096 ids") end
       blk[k] = w
+    elseif k == "player" then
+      player = {name = unhex(w[2]), pold = {lists = {}, attrs = {}}, pnew = {lists = {}, attrs = {}}}
+    elseif (k == "pold" or k == "pnew") and player then
+      player_line(player[k], w)
+    elseif k == "endplayer" and player then
+      req.players[#req.players + 1] = player
+      player = nil
+    elseif k == "release" then
+      req.releases[#req.releases + 1] = unhex(w[2])
+    elseif k == "privs" then
+      req.privs[#req.privs + 1] = {name = unhex(w[2]), granted = unhex(w[3]), revoked = unhex(w[4])}
     elseif k == "dname" and del then
       del.names[int(w[2], 0, 65535, "id")] = unhex(w[3])
     elseif k == "dids" and del then
@@ -197,6 +263,11 @@ local function parse(text)
     end
   end
   if meta then fail("invalid", "meta without endmeta") end
+  if player then fail("invalid", "player without endplayer") end
+  local others = #req.nodes + #req.metas + #req.timers + #req.deletes + #req.blocks
+  if #req.players > 1 or (#req.players == 1 and others > 0) then
+    fail("invalid", "a player request changes one player and nothing else")
+  end
   return req
 end
 
@@ -342,6 +413,41 @@ local function block_name(blk, side, i)
   return name
 end
 
+-- A "block" entry's nodes on `side` as the game's content ids, 4096 of
+-- them (node i at i + 1); false for a name the game has no id for (no
+-- node of the map can hold it). Names are looked up once per id: the
+-- loops over 4096 nodes are what makes a rename's step long.
+local function block_cids(blk, side)
+  local names, ids = blk[side], blk[side == "old" and "bold" or "bnew"]
+  local by_id, out = {}, {}
+  for i = 1, 4096 do
+    local id = ids[i + 1]
+    local cid = by_id[id]
+    if cid == nil then
+      local name = names[tonumber(id)]
+      if not name then fail("invalid", "block " .. pos_text(blk.block) .. ": an id with no name") end
+      local ok, c = pcall(core.get_content_id, name)
+      cid = ok and c or false
+      by_id[id] = cid
+    end
+    out[i] = cid
+  end
+  return out
+end
+
+-- The VoxelManip data index of node i (0-based) of the block at `minp`:
+-- i + 1 when the manip holds just that block, as read_from_map gives.
+local function block_indexer(area, minp)
+  local lo, hi = area.MinEdge, area.MaxEdge
+  if lo.x == minp.x and lo.y == minp.y and lo.z == minp.z and hi.x == minp.x + 15 and hi.y == minp.y + 15
+    and hi.z == minp.z + 15 then
+    return function(i) return i + 1 end
+  end
+  return function(i)
+    return area:index(minp.x + i % 16, minp.y + math.floor(i / 16) % 16, minp.z + math.floor(i / 256))
+  end
+end
+
 local function check_blocks(req)
   for _, blk in ipairs(req.blocks) do
     if not blk.bold or not blk.bnew then fail("invalid", "block without bold and bnew") end
@@ -354,12 +460,14 @@ local function check_blocks(req)
     end
     local minp, maxp = block_area(blk.block)
     local vm, area = read_block({min = minp, max = maxp})
-    local data = vm:get_data()
+    local data, index = vm:get_data(), block_indexer(area, minp)
+    local old = block_cids(blk, "old")
+    blk.old_cids, blk.new_cids = old, block_cids(blk, "new")
     for i = 0, 4095 do
-      local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
-      local now = core.get_name_from_content_id(data[area:indexp(p)])
-      if now ~= block_name(blk, "old", i) then
-        fail("stale", "node " .. pos_text(p) .. " is now " .. now .. " in the game, not "
+      local now = data[index(i)]
+      if now ~= old[i + 1] then
+        local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
+        fail("stale", "node " .. pos_text(p) .. " is now " .. core.get_name_from_content_id(now) .. " in the game, not "
           .. block_name(blk, "old", i) .. " as the mount showed")
       end
     end
@@ -374,20 +482,26 @@ local function light_differs(a, b)
     or (da.light_source or 0) ~= (db.light_source or 0)
 end
 
--- Whole blocks' names set to their `side` ("new", or "old" to undo).
+-- Whole blocks' names set to their `side` ("new", or "old" to undo), by
+-- the content ids check_blocks found.
 local function apply_blocks(blocks, side)
   for _, blk in ipairs(blocks) do
     local minp, maxp = block_area(blk.block)
     local vm, area = read_block({min = minp, max = maxp})
-    local data = vm:get_data()
-    local other = side == "new" and "old" or "new"
-    local relight = false
-    for i = 0, 4095 do
-      local to, from = block_name(blk, side, i), block_name(blk, other, i)
-      if to ~= from then
-        relight = relight or light_differs(to, from)
-        local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
-        data[area:indexp(p)] = core.get_content_id(to)
+    local data, index = vm:get_data(), block_indexer(area, minp)
+    local to = side == "new" and blk.new_cids or blk.old_cids
+    local from = side == "new" and blk.old_cids or blk.new_cids
+    local relight, pairs_seen = false, {}
+    for i = 1, 4096 do
+      local t, f = to[i], from[i]
+      if t ~= f then
+        if not t then fail("invalid", "block " .. pos_text(blk.block) .. ": a node name with no content id") end
+        local key = t * 65536 + (f or 65535)
+        if pairs_seen[key] == nil then
+          pairs_seen[key] = light_differs(block_name(blk, side, i - 1), block_name(blk, side == "new" and "old" or "new", i - 1))
+          relight = relight or pairs_seen[key]
+        end
+        data[index(i - 1)] = t
       end
     end
     vm:set_data(data)
@@ -428,11 +542,141 @@ local function apply(req)
   end
 end
 
+-- Players whose joins are held (name -> until, in µs) while a mount
+-- writes their saved data, and players between prejoin and join.
+local holds, joining = {}, {}
+
+core.register_on_prejoinplayer(function(name)
+  local held = holds[name]
+  if held and core.get_us_time() < held then
+    return "The server is changing your saved data (worldfs); join again in a few seconds."
+  end
+  holds[name] = nil
+  joining[name] = core.get_us_time()
+end)
+
+core.register_on_joinplayer(function(player)
+  joining[player:get_player_name()] = nil
+end)
+
+-- A player's list as item strings, or false when it has none.
+local function list_now(inv, name)
+  local size = inv:get_size(name)
+  if size == 0 and not inv:get_list(name) then return false end
+  local items = {}
+  for i = 1, size do
+    local s = inv:get_stack(name, i)
+    items[i] = s:is_empty() and "" or s:to_string()
+  end
+  return {size = size, width = inv:get_width(name), items = items}
+end
+
+local function same_list(a, b)
+  if not a or not b then return a == b end
+  if a.size ~= b.size or a.width ~= b.width then return false end
+  for i = 1, a.size do
+    if (a.items[i] or "") ~= (b.items[i] or "") then return false end
+  end
+  return true
+end
+
+-- What differs between the game's player and what the mount showed
+-- (nil: nothing). Position and look are floats the game moves a little.
+local function player_differs(p, old)
+  if old.hp and p:get_hp() ~= old.hp then return "hp is now " .. p:get_hp() end
+  if old.breath and p:get_breath() ~= old.breath then return "breath is now " .. p:get_breath() end
+  if old.pos then
+    local now = p:get_pos()
+    if math.abs(now.x - old.pos.x) + math.abs(now.y - old.pos.y) + math.abs(now.z - old.pos.z) > 0.05 then
+      return "position is now " .. pos_text(vector.round(now))
+    end
+  end
+  if old.look then
+    local pitch, yaw = math.deg(p:get_look_vertical()), math.deg(p:get_look_horizontal())
+    if math.abs(pitch - old.look.pitch) > 0.01 or math.abs((yaw - old.look.yaw + 180) % 360 - 180) > 0.01 then
+      return "look is now " .. string.format("%.2f %.2f", pitch, yaw)
+    end
+  end
+  local inv = p:get_inventory()
+  for name, l in pairs(old.lists) do
+    if not same_list(list_now(inv, name), l) then return "inventory list " .. name .. " is now different" end
+  end
+  local meta = p:get_meta()
+  for key, v in pairs(old.attrs) do
+    if meta:get_string(key) ~= (v or "") then return "meta " .. key .. " is now different" end
+  end
+end
+
+local function apply_player(p, new)
+  if new.hp then p:set_hp(new.hp) end
+  if new.breath then p:set_breath(new.breath) end
+  if new.pos then p:set_pos(new.pos) end
+  if new.look then
+    p:set_look_vertical(math.rad(new.look.pitch))
+    p:set_look_horizontal(math.rad(new.look.yaw))
+  end
+  local inv = p:get_inventory()
+  for name, l in pairs(new.lists) do
+    if l then
+      inv:set_size(name, l.size)
+      inv:set_width(name, l.width)
+      local items = {}
+      for i = 1, l.size do items[i] = l.items[i] or "" end
+      inv:set_list(name, items)
+    else
+      inv:set_size(name, 0)
+    end
+  end
+  local meta = p:get_meta()
+  for key, v in pairs(new.attrs) do meta:set_string(key, v or "") end
+end
+
+-- A player request: through the player API when the player is in the
+-- game; else "offline", holding the player's joins meanwhile.
+local function handle_player(pl)
+  local p = core.get_player_by_name(pl.name)
+  if not p then
+    local since = joining[pl.name]
+    if since and core.get_us_time() - since < 30e6 then
+      fail("stale", "player " .. pl.name .. " is joining the game right now; try again in a moment")
+    end
+    holds[pl.name] = core.get_us_time() + HOLD * 1e6
+    return "offline"
+  end
+  if pl.pold.gone or pl.pnew.gone then
+    fail("invalid", "player " .. pl.name .. " is in the game: its saved data cannot be made or removed while "
+      .. "it plays (the server saves it again when the player leaves)")
+  end
+  local why = player_differs(p, pl.pold)
+  if why then
+    fail("stale", "player " .. pl.name .. " is in the game and its " .. why .. ", not what the mount showed "
+      .. "(the server saves players every map save interval: read again)")
+  end
+  apply_player(p, pl.pnew)
+end
+
+local function split_commas(s)
+  local out = {}
+  for word in s:gmatch("[^,]+") do out[#out + 1] = word end
+  return out
+end
+
+-- An account's privileges changed in the database: what set_player_privs
+-- does besides writing it.
+local function privs_changed(c)
+  for _, priv in ipairs(split_commas(c.granted)) do core.run_priv_callbacks(c.name, priv, nil, "grant") end
+  for _, priv in ipairs(split_commas(c.revoked)) do core.run_priv_callbacks(c.name, priv, nil, "revoke") end
+  core.notify_authentication_modified(c.name)
+end
+
 -- Check everything, then change everything; an error while changing puts
 -- the nodes back (the checks make that a bug, not a case).
 local function handle(text)
   local t0 = core.get_us_time()
   local req = parse(text)
+  for _, name in ipairs(req.releases) do holds[name] = nil end
+  for _, c in ipairs(req.privs) do privs_changed(c) end
+  if req.players[1] then return handle_player(req.players[1]) end
   local t1 = core.get_us_time()
   check_nodes(req)
   check_blocks(req)
@@ -455,7 +699,7 @@ end
 
 local function answer(id, text)
   local ok, err = pcall(handle, text)
-  if ok then return "ok\n" end
+  if ok then return (err or "ok") .. "\n" end
   if type(err) == "table" then return err.kind .. " " .. err.msg:gsub("\n", " ") .. "\n" end
   return "failed " .. tostring(err):gsub("\n", " ") .. "\n"
 end
@@ -501,7 +745,9 @@ local function serve_one(name)
   -- Taken by removing it; a request the mount withdrew is gone.
   if text and os.remove(path) then
     local reply = answer(id, text)
-    if reply ~= "ok\n" then core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply) end
+    if reply ~= "ok\n" and reply ~= "offline\n" then
+      core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply)
+    end
     core.safe_file_write(replies .. "/" .. id, reply)
     return true
   end

@@ -2,6 +2,13 @@
 //! contrib/worldfs_live/, built into the binary) into WORLD/worldmods/,
 //! where the server loads it without it being enabled in world.mt.
 
+use crate::store::journal::Journal;
+use crate::store::live::LiveStore;
+use crate::store::live::records::LiveRecords;
+use crate::store::records::{Collection, RecordStore};
+use crate::store::{BlockPos, Change, MapStore, Note, Result as StoreResult};
+use crate::undo::Selection;
+use crate::world::World;
 use std::path::{Path, PathBuf};
 
 /// The mod's files, as `worldfs live install` writes them.
@@ -35,6 +42,112 @@ pub fn install(world: &Path) -> Result<Vec<String>, String> {
          `worldfs mount` of this world sends its changes through the server"
             .to_string(),
     ])
+}
+
+/// The map as the journal last left it, for planning an undo through a
+/// running server: a block whose newest journaled change went through the
+/// server reads as the bytes that change wrote (the server saves its own
+/// serialization, which a fingerprint cannot compare; the mod compares the
+/// nodes instead), any other as the live store shows it.
+struct AsJournaled<'a> {
+    store: &'a LiveStore,
+    journal: &'a Path,
+}
+
+impl MapStore for AsJournaled<'_> {
+    fn describe(&self) -> String {
+        self.store.describe()
+    }
+    fn get(&self, pos: BlockPos) -> StoreResult<Option<Vec<u8>>> {
+        match crate::store::live::journal::live_after(self.journal, pos)? {
+            Some(wrote) => Ok(wrote),
+            None => self.store.get(pos),
+        }
+    }
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> StoreResult<Vec<BlockPos>> {
+        self.store.list_after(after, limit)
+    }
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> StoreResult<Vec<(BlockPos, Vec<u8>)>> {
+        self.store.scan_after(after, limit)
+    }
+    fn apply(&self, _: &[Change], _: &Note) -> StoreResult<()> {
+        Err(crate::store::StoreError::Refused("only for planning".into()))
+    }
+    fn count(&self) -> StoreResult<u64> {
+        self.store.count()
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+/// Whether the server of `world` runs the worldfs_live mod now.
+pub fn server_runs_mod(world: &Path) -> bool {
+    matches!(crate::store::live::server_state(world), crate::store::live::ServerState::Running { .. })
+}
+
+/// `worldfs undo` while the server runs the worldfs_live mod: the blocks
+/// go back through the server (`LiveStore::revert`: the mod checks that
+/// the game still holds what each undone change left, node by node, and
+/// refuses the undo as a conflict otherwise), the players and accounts as
+/// a live mount changes them (`store::live::records`).
+pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Result<(), String> {
+    crate::store::live::check_spool(&w.dir)?;
+    let store = LiveStore::new(&w.dir, w.open_store(true, false)?).with_journal(Some(w.journal_path()));
+    let planned = AsJournaled { store: &store, journal: journal.path() };
+    let records: Vec<(&'static str, Box<dyn RecordStore>)> =
+        crate::kinds::luanti::records::open_stores(w, dry_run, true)
+            .into_iter()
+            .map(|(name, s)| match Collection::from_name(name) {
+                Some(c) => {
+                    let rereads = crate::kinds::luanti::records::changes_alongside_server(w, c);
+                    (name, Box::new(LiveRecords::new(&w.dir, c, s, rereads)) as Box<dyn RecordStore>)
+                }
+                None => (name, s),
+            })
+            .collect();
+    let read = |c: &str, name: &str| match records.iter().find(|(n, _)| *n == c) {
+        Some((_, s)) => s.get(name).map_err(|e| format!("{c}/{name}: {e}")),
+        None => Err(format!("{c}: its backend cannot be opened here")),
+    };
+    let p = crate::undo::plan_all(journal, &planned, Some(&read), sel)?;
+    println!(
+        "{}: {} block(s) and {} record(s) to restore through the running server",
+        p.note().what,
+        p.changes.len(),
+        p.records.len()
+    );
+    for c in &p.conflicts {
+        eprintln!("conflict: {c}");
+    }
+    if !p.conflicts.is_empty() {
+        return Err(format!(
+            "{} block(s) or record(s) were changed outside worldfs since; nothing reverted (stop the server and \
+             use --force to revert them anyway)",
+            p.conflicts.len()
+        ));
+    }
+    if dry_run {
+        return Ok(());
+    }
+    let mut changes = Vec::new();
+    for c in &p.changes {
+        changes.push(Change::Expect(c.pos(), planned.get(c.pos()).map_err(|e| e.to_string())?));
+        changes.push(c.clone());
+    }
+    if !changes.is_empty() {
+        store.revert(&changes, &p.note()).map_err(|e| format!("nothing more reverted: {e}"))?;
+    }
+    for r in &p.records {
+        let (_, rs) = records
+            .iter()
+            .find(|(n, _)| *n == r.collection)
+            .ok_or_else(|| format!("{}: cannot be written here", r.collection))?;
+        rs.restore(&r.name, r.now.as_deref(), r.back.as_deref(), r.dates.as_ref(), &p.note())
+            .map_err(|e| format!("{}/{}: {e}", r.collection, r.name))?;
+    }
+    println!("done, through the running server; `worldfs undo {}` lists it", w.dir.display());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -129,6 +129,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
         }
     };
     let Some(w) = w else { return undo_minecraft(world, &mc_records, &journal, sel, dry_run, force) };
+    if !force && super::live::server_runs_mod(&w.dir) {
+        return super::live::undo(&w, &journal, sel, dry_run);
+    }
     let who = crate::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(

@@ -352,15 +352,7 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
     let rotation = rotate::Rotation::from_degrees(opts.rotate)?;
     let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let w = crate::world::World::open(world)?;
-    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
-    if !who.is_empty() {
-        return Err(format!(
-            "{} is open in {}; stop the server (or unmount) before importing",
-            w.map_path().display(),
-            who.join(", ")
-        ));
-    }
-    let store = w.open_store(false, true)?;
+    let store = import_store(&w)?;
     let version = new_block_version(store.as_ref());
     let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
     let mut said = Vec::new();
@@ -399,6 +391,30 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
         world.display()
     ));
     Ok(said)
+}
+
+/// The map an import writes: through the server when it runs the
+/// worldfs_live mod (in batches, as a live world-wide rename; the mod
+/// checks every node it replaces), else the database, refused while
+/// another process has it open.
+fn import_store(w: &crate::world::World) -> Result<Box<dyn crate::store::MapStore>, String> {
+    use crate::store::live::{LiveStore, ServerState, check_spool, server_state};
+    if let ServerState::Running { .. } = server_state(&w.dir) {
+        check_spool(&w.dir)?;
+        let db = w.open_store(true, false)?;
+        return Ok(Box::new(LiveStore::new(&w.dir, db).with_journal(Some(w.journal_path()))));
+    }
+    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
+    if !who.is_empty() {
+        return Err(format!(
+            "{} is open in {}; stop the server (or unmount) before importing, or let the server apply it: \
+             `worldfs live install {}` and restart the server once",
+            w.map_path().display(),
+            who.join(", "),
+            w.dir.display()
+        ));
+    }
+    w.open_store(false, true)
 }
 
 /// A file to import, read, and where and how it goes.

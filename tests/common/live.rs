@@ -26,6 +26,31 @@ pub fn worldfs(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
 }
 
+/// The server of the world at `world` with the worldfs_live mod (settings
+/// `conf`) and a live mount of it (its log says changes go through the
+/// server).
+pub fn start(world: &Path, conf: &str) -> (LiveServer, super::mount::Mounted) {
+    let server = LiveServer::start(world, conf, true);
+    let m = super::mount::Mounted::new(world, &[]);
+    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
+    (server, m)
+}
+
+/// A demo world (`worldfs demo`) with its live server and a live mount,
+/// as `start`.
+pub fn demo(conf: &str) -> (tempfile::TempDir, LiveServer, super::mount::Mounted) {
+    let world = super::demo_world();
+    let (server, m) = start(world.path(), conf);
+    (world, server, m)
+}
+
+/// Block `pos` as the SQLite map of `world` holds it.
+pub fn stored_block(world: &Path, pos: worldfs::store::BlockPos) -> Option<worldfs::codec::Block> {
+    use worldfs::store::MapStore;
+    let store = worldfs::store::sqlite::SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
+    store.get(pos).unwrap().map(|b| worldfs::codec::Block::decode(&b).unwrap())
+}
+
 impl LiveServer {
     /// Start the server on `world` with the settings `conf`; with the
     /// worldfs_live mod when `live`. Returns once the probe answers (and,

@@ -96,6 +96,8 @@ pub struct LuantiTree {
     index: Option<index::NameIndex>,
     /// The server's max_objects_per_block (see `limits`).
     max_objects_per_block: u16,
+    /// Changes go through the running server (`store::live`).
+    live: bool,
 }
 
 /// World files with password hashes (never writable through the mount).
@@ -153,7 +155,8 @@ pub fn open_world_tree(
     let tiles = map_tree::MapTree::new(MAP_TAG, map.clone(), opts.clone());
     let mount =
         crate::fs::union::Mounted { name: "map".into(), tag: MAP_TAG, root: tiles.root(), tree: Arc::new(tiles) };
-    Ok(records::world_tree(map, &world, &opts, &services, vec![mount]))
+    let live = map.live;
+    Ok(records::live_world_tree(map, &world, &opts, &services, vec![mount], live))
 }
 
 impl LuantiTree {
@@ -178,6 +181,7 @@ impl LuantiTree {
             block_count: Mutex::new(None),
             mount_time: SystemTime::now(),
             index: None,
+            live: false,
         }
     }
 
@@ -303,11 +307,21 @@ impl LuantiTree {
         };
         crate::store::live::check_spool(&world.dir).map_err(|e| format!("{why}, with worldfs_live: {e}"))?;
         log::info!("{why}; it runs worldfs_live ({version}): changes go through the server");
+        if world.backend() == "leveldb" {
+            return Err(format!(
+                "{why}, with worldfs_live ({version}); but its map is in LevelDB, which one process at a time may \
+                 open, and the server holds it: a live mount needs a map the server shares, in sqlite3 (PostgreSQL \
+                 and Redis are opened the same way, not tested live yet; `minetestserver --migrate sqlite3` \
+                 converts a map); stop the server to mount this one"
+            ));
+        }
         let db = world.open_store(true, false)?;
-        let store = crate::store::live::LiveStore::new(&world.dir, db);
+        let journal = opts.journal.then(|| world.journal_path());
+        let store = crate::store::live::LiveStore::new(&world.dir, db).with_journal(journal);
         let mut tree = LuantiTree::new(world, Box::new(store), opts, services).with_index();
         // The server holds the map by design: the guard would refuse every write.
         tree.guard = guard::ServerGuard::new(tree.world.map_path(), false);
+        tree.live = true;
         let tree = Arc::new(tree);
         tree.start_background();
         Ok(tree)

@@ -10,6 +10,8 @@
 //! database's copy of it changes (the server saved it, with this change
 //! and any made in the game since); then the database is shown again.
 
+pub mod journal;
+pub mod records;
 pub mod request;
 pub mod spool;
 
@@ -58,6 +60,15 @@ pub struct LiveStore {
     applied: AtomicU64,
     /// The server's run as last read, and when (read at most every 250 ms).
     run_seen: Mutex<Option<(std::time::Instant, Option<String>)>>,
+    /// The undo journal's file (`journal.rs`), if changes are journaled.
+    journal: Option<std::path::PathBuf>,
+}
+
+/// The blocks of one change: their request lines, in order, and the bytes
+/// each held before (for the journal).
+struct Requests {
+    lines: Vec<(BlockPos, String)>,
+    before: HashMap<BlockPos, Option<Vec<u8>>>,
 }
 
 fn fingerprint(blob: &Option<Vec<u8>>) -> Option<Fingerprint> {
@@ -75,7 +86,15 @@ impl LiveStore {
             shown: Mutex::new(HashMap::new()),
             applied: AtomicU64::new(0),
             run_seen: Mutex::new(None),
+            journal: None,
         }
+    }
+
+    /// Journal every change the server applies in the undo journal at
+    /// `path` (`journal.rs`).
+    pub fn with_journal(mut self, path: Option<std::path::PathBuf>) -> LiveStore {
+        self.journal = path;
+        self
     }
 
     /// The run of the server now, None when it does not run (stopped,
@@ -113,21 +132,24 @@ impl LiveStore {
 
     /// The request lines of each block `changes` change, in order, or why
     /// the server cannot be given them (then nothing is sent).
-    fn block_requests(&self, changes: &[Change]) -> Result<Vec<(BlockPos, String)>> {
+    fn block_requests(&self, changes: &[Change]) -> Result<Requests> {
         let expected: HashMap<BlockPos, &Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
         let decode = |pos: BlockPos, blob: &[u8]| {
             Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
         };
-        let mut out = Vec::new();
+        let mut out = Requests { lines: Vec::new(), before: HashMap::new() };
         for c in changes {
             let pos = c.pos();
+            if matches!(c, Change::Expect(..)) {
+                continue;
+            }
             let old = match expected.get(&pos) {
                 Some(b) => (*b).clone(),
                 None => self.get(pos)?,
             };
+            out.before.insert(pos, old.clone());
             let old = match (c, old) {
-                (Change::Expect(..), _) => continue,
                 (_, Some(old)) => decode(pos, &old)?,
                 (_, None) => {
                     return Err(StoreError::Refused(format!(
@@ -143,7 +165,7 @@ impl LiveStore {
                 }
                 _ => request::block_delete(&mut text, pos, &old),
             }
-            out.push((pos, text));
+            out.lines.push((pos, text));
         }
         Ok(out)
     }
@@ -153,7 +175,12 @@ impl LiveStore {
     /// batch the server applied then show as written. Stops at the first
     /// batch that is not applied (withdrawing those not taken yet): the
     /// error says how many blocks were changed.
-    fn send_batches(&self, blocks: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>) -> Result<()> {
+    fn send_batches(
+        &self,
+        blocks: &[(BlockPos, String)],
+        changes: &HashMap<BlockPos, &Change>,
+        applied: &mut Vec<BlockPos>,
+    ) -> Result<()> {
         let batches: Vec<_> = batches(blocks).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
         let mut sent: std::collections::VecDeque<(&[(BlockPos, String)], spool::Sent)> = Default::default();
         let (mut next, mut done, mut failed) = (0, 0, None);
@@ -168,7 +195,10 @@ impl LiveStore {
             }
             let Some((batch, s)) = sent.pop_front() else { break };
             match self.spool.wait(&s) {
-                Ok(run) => done += self.show_applied(batch, changes, &run),
+                Ok(run) => {
+                    done += self.show_applied(batch, changes, &run);
+                    applied.extend(batch.iter().map(|(p, _)| *p));
+                }
                 Err(e) => failed = Some(e),
             }
         }
@@ -176,6 +206,7 @@ impl LiveStore {
         for (batch, s) in sent {
             if let Ok(false) = self.spool.cancel(&s) {
                 done += self.show_applied(batch, changes, &s.run());
+                applied.extend(batch.iter().map(|(p, _)| *p));
             }
         }
         match failed {
@@ -199,6 +230,51 @@ impl LiveStore {
         }
         self.applied.fetch_add(1, Ordering::SeqCst);
         batch.len()
+    }
+}
+
+impl LiveStore {
+    /// `changes` through the server: each `Expect` gives the bytes the
+    /// request's old values come from (else what the mount shows), which
+    /// the mod checks against the game. Journaled when applied, as far as
+    /// it was applied.
+    fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
+        let requests = self.block_requests(changes)?;
+        let by_pos: HashMap<BlockPos, &Change> =
+            changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
+        let mut applied = Vec::new();
+        let sent = self.send_batches(&requests.lines, &by_pos, &mut applied);
+        if let Some(path) = &self.journal
+            && !applied.is_empty()
+        {
+            let steps: Vec<_> = applied
+                .iter()
+                .map(|p| {
+                    let after = match by_pos.get(p) {
+                        Some(Change::Put(_, b)) => Some(b.clone()),
+                        _ => None,
+                    };
+                    (*p, requests.before.get(p).cloned().flatten(), after)
+                })
+                .collect();
+            if let Err(e) = journal::record_applied(path, note, &steps) {
+                log::warn!(
+                    "the server applied {} block(s), but the undo journal could not record them: {e}",
+                    steps.len()
+                );
+            }
+        }
+        sent
+    }
+
+    /// Undo through the server: `changes` as `apply` takes them, each
+    /// `Put`/`Delete` after an `Expect` holding what the change being
+    /// undone wrote. Those bytes are not compared with the database (the
+    /// server saves blocks in its own way): the mod compares the nodes the
+    /// undo changes with the game, and refuses it (a conflict) where the
+    /// game no longer holds what the change left.
+    pub fn revert(&self, changes: &[Change], note: &Note) -> Result<()> {
+        self.send(changes, note)
     }
 }
 
@@ -275,14 +351,11 @@ impl MapStore for LiveStore {
         }
     }
 
-    fn apply(&self, changes: &[Change], _note: &Note) -> Result<()> {
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
         if let Some(e) = unmet_expectation(changes, |p| self.get(p))? {
             return Err(e);
         }
-        let blocks = self.block_requests(changes)?;
-        let by_pos: HashMap<BlockPos, &Change> =
-            changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
-        self.send_batches(&blocks, &by_pos)
+        self.send(changes, note)
     }
 
     fn count(&self) -> Result<u64> {

@@ -6,9 +6,10 @@
 
 use crate::codec::Block;
 use crate::codec::block::index_xyz;
-use crate::codec::inventory::Inventory;
+use crate::codec::inventory::{Inventory, InventoryList};
 use crate::codec::jsonish::HighBytes;
 use crate::codec::nodemeta::MetaEntry;
+use crate::codec::player::Player;
 use crate::store::BlockPos;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -195,6 +196,95 @@ pub fn block_delete(out: &mut String, pos: BlockPos, old: &Block) {
     out.push('\n');
 }
 
+/// The request that turns player `name` from `old` into `new` (None: no
+/// record), with only what differs: the mod applies it through the player
+/// API when the player is in the game, else answers "offline".
+pub fn player_change(name: &str, old: Option<&Player>, new: Option<&Player>) -> Result<String, String> {
+    let mut out = format!("{HEADER}player {}\n", hex(name.as_bytes()));
+    match (old, new) {
+        (Some(o), Some(n)) => player_lines(&mut out, name, o, n)?,
+        _ => {
+            for (side, p) in [("pold", old), ("pnew", new)] {
+                if p.is_none() {
+                    let _ = writeln!(out, "{side} gone");
+                }
+            }
+        }
+    }
+    out.push_str("endplayer\nend\n");
+    Ok(out)
+}
+
+fn player_lines(out: &mut String, name: &str, old: &Player, new: &Player) -> Result<(), String> {
+    let both = |out: &mut String, what: &str, o: String, n: String| {
+        if o != n {
+            let _ = writeln!(out, "pold {what} {o}\npnew {what} {n}");
+        }
+    };
+    both(out, "hp", old.hp.to_string(), new.hp.to_string());
+    both(out, "breath", old.breath.to_string(), new.breath.to_string());
+    // World units (1/10 node) as nodes, exactly enough for an f32.
+    let nodes = |p: &Player| p.pos.map(|v| format!("{}", f64::from(v) / 10.0)).join(" ");
+    both(out, "pos", nodes(old), nodes(new));
+    both(out, "look", format!("{} {}", old.pitch, old.yaw), format!("{} {}", new.pitch, new.yaw));
+    let lists = |p: &Player| -> Result<BTreeMap<Vec<u8>, InventoryList>, String> {
+        let inv = Inventory::parse_strict(&p.inventory).map_err(|e| format!("player {name}: inventory: {e}"))?;
+        Ok(inv.lists.into_iter().map(|l| (l.name.clone(), l)).collect())
+    };
+    let (before, after) = (lists(old)?, lists(new)?);
+    let names: std::collections::BTreeSet<&Vec<u8>> = before.keys().chain(after.keys()).collect();
+    for list in names {
+        let (o, n) = (before.get(list), after.get(list));
+        if o != n {
+            player_list_lines(out, "pold", list, o);
+            player_list_lines(out, "pnew", list, n);
+        }
+    }
+    let keys: std::collections::BTreeSet<&Vec<u8>> = old.meta.keys().chain(new.meta.keys()).collect();
+    for key in keys {
+        let (o, n) = (old.meta.get(key), new.meta.get(key));
+        if o != n {
+            for (side, v) in [("pold", o), ("pnew", n)] {
+                match v {
+                    Some(v) => writeln!(out, "{side} attr {} {}", hex(key), hex(v)),
+                    None => writeln!(out, "{side} noattr {}", hex(key)),
+                }
+                .expect("a String takes every write");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn player_list_lines(out: &mut String, side: &str, name: &[u8], list: Option<&InventoryList>) {
+    let Some(l) = list else {
+        let _ = writeln!(out, "{side} nolist {}", hex(name));
+        return;
+    };
+    let _ = writeln!(out, "{side} list {} {} {}", hex(name), l.slots.len(), l.width);
+    for (i, slot) in l.slots.iter().enumerate() {
+        if let Some(item) = slot {
+            let _ = writeln!(out, "{side} item {} {} {}", hex(name), i + 1, hex(&item.serialize(HighBytes::Raw)));
+        }
+    }
+}
+
+/// The request that ends the hold on player `name`'s joins.
+pub fn player_release(name: &str) -> String {
+    format!("{HEADER}release {}\nend\n", hex(name.as_bytes()))
+}
+
+/// The request that tells the server account `name`'s privileges changed
+/// in the database (`granted` and `revoked`).
+pub fn privileges_changed(name: &str, granted: &[&str], revoked: &[&str]) -> String {
+    format!(
+        "{HEADER}privs {} {} {}\nend\n",
+        hex(name.as_bytes()),
+        hex(granted.join(",").as_bytes()),
+        hex(revoked.join(",").as_bytes())
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,6 +379,44 @@ mod tests {
         let mut out = String::new();
         block_change(&mut out, BlockPos::new(0, -1, 2), &old, &few).unwrap();
         assert!(out.starts_with("node ") && !out.contains("block "), "{}", &out[..40]);
+    }
+
+    fn player() -> Player {
+        Player {
+            hp: 20,
+            breath: 10,
+            pos: [10.0, 85.0, -3.0],
+            pitch: 0.0,
+            yaw: 90.0,
+            meta: Default::default(),
+            inventory: b"List main 2\nWidth 0\nItem default:apple 3\nEmpty\nEndInventoryList\nEndInventory\n".to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_player_change_sends_only_what_differs() {
+        let old = player();
+        let mut new = old.clone();
+        new.hp = 5;
+        new.pos = [105.0, 85.0, -3.0];
+        new.inventory = b"List main 2\nWidth 0\nItem default:apple 4\nEmpty\nEndInventoryList\nEndInventory\n".to_vec();
+        new.meta.insert(b"k".to_vec(), b"v".to_vec());
+        let text = player_change("bob", Some(&old), Some(&new)).unwrap();
+        let main = hex(b"main");
+        let want = format!(
+            "{HEADER}player {}\npold hp 20\npnew hp 5\npold pos 1 8.5 -0.3\npnew pos 10.5 8.5 -0.3\n\
+             pold list {main} 2 0\npold item {main} 1 {}\npnew list {main} 2 0\npnew item {main} 1 {}\n\
+             pold noattr {}\npnew attr {} {}\nendplayer\nend\n",
+            hex(b"bob"),
+            hex(b"default:apple 3"),
+            hex(b"default:apple 4"),
+            hex(b"k"),
+            hex(b"k"),
+            hex(b"v")
+        );
+        assert_eq!(text, want);
+        let gone = player_change("bob", Some(&old), None).unwrap();
+        assert!(gone.contains("\npnew gone\nendplayer\n") && !gone.contains("pold gone"), "{gone}");
     }
 
     #[test]

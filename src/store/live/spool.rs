@@ -141,7 +141,9 @@ pub struct Spool {
 fn reply_error(reply: &str) -> Result<()> {
     let (kind, why) = reply.trim_end().split_once(' ').unwrap_or((reply.trim_end(), ""));
     match kind {
-        "ok" => Ok(()),
+        // "offline": a player request for a player not in the game (see
+        // `LiveRecords`); the server then holds the player's joins.
+        "ok" | "offline" => Ok(()),
         "stale" => Err(StoreError::Conflict(format!(
             "the running server refused the change: {why}; nothing written: read it again and redo the change"
         ))),
@@ -192,11 +194,29 @@ impl Spool {
     /// it was applied; withdrawn (nothing changed) when it was not taken in
     /// time.
     pub fn wait(&self, sent: &Sent) -> Result<String> {
-        match self.wait_reply(&sent.reply, REPLY_TIMEOUT)? {
-            Some(r) => reply_error(&r)?,
-            None => self.withdraw(&sent.request, &sent.reply)?,
-        }
+        self.wait_answer(sent)?;
         Ok(sent.run.clone())
+    }
+
+    /// The server's answer to a submitted request when it is not a
+    /// refusal: "ok", or "offline" (see `ask`).
+    fn wait_answer(&self, sent: &Sent) -> Result<String> {
+        let reply = match self.wait_reply(&sent.reply, REPLY_TIMEOUT)? {
+            Some(r) => {
+                reply_error(&r)?;
+                r
+            }
+            None => self.withdraw(&sent.request, &sent.reply)?,
+        };
+        Ok(reply.trim_end().to_string())
+    }
+
+    /// Hand `text` to the server and give its answer: "ok" (applied) or
+    /// "offline" (a player request whose player is not in the game); a
+    /// refusal, or no answer, is an error as with `send`.
+    pub fn ask(&self, text: &str) -> Result<String> {
+        let sent = self.submit(text)?;
+        self.wait_answer(&sent)
     }
 
     /// Take back a submitted request nobody will wait for: true when it
@@ -240,7 +260,7 @@ impl Spool {
 
     /// No answer in time: take the request back. If the server took it
     /// meanwhile, wait a little more for its answer.
-    fn withdraw(&self, request: &Path, reply: &Path) -> Result<()> {
+    fn withdraw(&self, request: &Path, reply: &Path) -> Result<String> {
         let state = server_state(&self.world);
         match std::fs::remove_file(request) {
             Ok(()) => Err(StoreError::Unreachable(format!(
@@ -249,7 +269,7 @@ impl Spool {
                 state.why_not()
             ))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.wait_reply(reply, TAKEN_TIMEOUT)? {
-                Some(r) => reply_error(&r),
+                Some(r) => reply_error(&r).map(|_| r),
                 None => Err(StoreError::Backend(format!(
                     "the server took the change but gave no answer ({}): a server that was killed lost it \
                      with everything it had not saved, one that is hung may still apply it; read the file \
@@ -323,6 +343,7 @@ mod tests {
     #[test]
     fn replies_become_errors() {
         assert!(reply_error("ok\n").is_ok());
+        assert!(reply_error("offline\n").is_ok());
         assert!(
             matches!(reply_error("stale node 1,2,3 is now x\n"), Err(StoreError::Conflict(m)) if m.contains("node 1,2,3"))
         );

@@ -196,6 +196,24 @@ pub fn open_stores(
 /// The inode tags of the three collections (the map's tree uses 0 to 6).
 const TAGS: [u64; 3] = [7, 8, 9];
 
+/// Whether a running server reads `collection` again from its backend
+/// (5.6.1): players at every join (and writes back only players in the
+/// game), accounts in a database at every use; not auth.txt (read at start,
+/// rewritten whole at every login) nor mod storage (read when the mods
+/// load). Those a live mount changes alongside the server.
+pub fn changes_alongside_server(world: &crate::world::World, collection: crate::store::records::Collection) -> bool {
+    use crate::store::records::Collection;
+    let backend = world
+        .setting(collection.backend_key())
+        .map(String::from)
+        .unwrap_or_else(|| collection.default_backend(world.dir.join("world.mt").is_file()).to_string());
+    match collection {
+        Collection::Players => true,
+        Collection::Auth => backend != "files",
+        Collection::ModStorage => false,
+    }
+}
+
 /// A Luanti world's whole tree: the map, with `players/`, `auth/` and
 /// `mod_storage/` (and `more`) mounted beside it. A collection whose backend worldfs
 /// cannot open is left out, with the reason in the log.
@@ -206,20 +224,40 @@ pub fn world_tree(
     services: &Arc<Services>,
     more: Vec<crate::fs::union::Mounted>,
 ) -> Arc<dyn Tree> {
+    live_world_tree(map, world, opts, services, more, false)
+}
+
+/// `world_tree`; `live`: the map is changed through a running server
+/// (`store::live`), and so are players and accounts where the engine reads
+/// them again (`changes_alongside_server`).
+pub fn live_world_tree(
+    map: Arc<dyn Tree>,
+    world: &crate::world::World,
+    opts: &Options,
+    services: &Arc<Services>,
+    more: Vec<crate::fs::union::Mounted>,
+    live: bool,
+) -> Arc<dyn Tree> {
     use crate::codec::{auth::AuthEntry, mod_storage::ModStorage, player::Player};
     use crate::store::records::Collection;
     let dir = world.dir.as_path();
     let watch = vec![world.map_path()];
     let mut mounted = Vec::new();
     for (c, tag) in Collection::ALL.into_iter().zip(TAGS) {
-        let store = match world.open_records(c, opts.read_only, opts.journal) {
+        let mut store = match world.open_records(c, opts.read_only, opts.journal) {
             Ok(s) => s,
             Err(e) => {
                 log::warn!("{}: {} not shown: {e}", dir.display(), c.name());
                 continue;
             }
         };
-        let (o, s, w) = (opts.clone(), services.clone(), watch.clone());
+        let mut w = watch.clone();
+        if live {
+            let rereads = changes_alongside_server(world, c);
+            store = Box::new(crate::store::live::records::LiveRecords::new(dir, c, store, rereads));
+            w.clear();
+        }
+        let (o, s) = (opts.clone(), services.clone());
         let (tree, root): (Arc<dyn Tree>, u64) = match c {
             Collection::Players => {
                 let t = RecordsTree::<Player>::new(tag, store, o, s, w);
