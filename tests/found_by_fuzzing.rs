@@ -267,6 +267,19 @@ fn a_cubeset_connector_type_that_is_not_whole_is_refused_at_decode() {
     assert!(e.to_string().contains("connector 10: Type '.1' is not a whole number"), "{e}");
 }
 
+/// A cubeset whose BlockDefinitions define one character twice decoded,
+/// and the piece's `legend` then refused its own content ("'e' is defined
+/// twice"). Cuberite asserts each character is defined once; the decode
+/// now refuses it, naming the definition.
+#[test]
+fn a_cubeset_character_defined_twice_is_refused_at_decode() {
+    use worldfs::kinds::cubeset::Cubeset;
+    use worldfs::kinds::{Context, Document};
+    let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-8881db1b4df55dd9cfc39ed2d5f271a20f8a5b0c");
+    let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("a character defined twice decoded") };
+    assert!(e.to_string().contains("'e' is defined twice"), "{e}");
+}
+
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }

@@ -216,6 +216,11 @@ fn read_definitions(t: &Table) -> DocResult<Vec<Def>> {
             if !(0..=15).contains(&meta) {
                 return Err(err(format!("definition '{l}': meta {meta} is not 0 to 15 (a block's meta is 4 bits)")));
             }
+            // Cuberite asserts that a character is defined once (a release
+            // build takes the last); the legend file holds it to once.
+            if defs.iter().any(|d: &Def| d.ch == ch) {
+                return Err(err(format!("definition '{l}': '{ch}' is defined twice")));
+            }
             defs.push(Def { ch, id, meta });
         }
     }
