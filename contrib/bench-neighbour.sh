@@ -12,7 +12,9 @@
 #   contrib/bench-neighbour.sh WORLD [walk|edit] [ROUNDS]
 #
 # Environment: WORLDFS (default target/ci/worldfs), GAME (minetest_game),
-# OPTION_SETS (default: "" nospin nocpu_follow nospin,nocpu_follow).
+# OPTION_SETS (default: "default nospin nocpu_follow nospin,nocpu_follow";
+# a set OPTS@PATH runs the binary at PATH with OPTS, to compare builds in
+# one run, e.g. "default default@/tmp/worldfs-before nocpu_follow").
 # docs/performance.md ("A good neighbour") has a run's figures.
 set -euo pipefail
 
@@ -89,12 +91,15 @@ steps_count() {
 steps_count >/dev/null
 
 one_run() {
-    local label=$1 opts=$2 n0 n1 t0 t1 np cpu
+    local label=$1 opts=$2 bin=$WORLDFS n0 n1 t0 t1 np cpu
+    if [[ $opts == *@* ]]; then
+        bin=${opts#*@} opts=${opts%%@*}
+    fi
     [[ $opts == default ]] && opts=""
     if [[ $MODE == edit ]]; then
-        "$WORLDFS" mount "$W" "$MNT" -f --force -o "rw${opts:+,$opts}" 2>>"$WORK/daemon.log" &
+        "$bin" mount "$W" "$MNT" -f --force -o "rw${opts:+,$opts}" 2>>"$WORK/daemon.log" &
     else
-        "$WORLDFS" mount "$W" "$MNT" -f -o "ro${opts:+,$opts}" 2>>"$WORK/daemon.log" &
+        "$bin" mount "$W" "$MNT" -f -o "ro${opts:+,$opts}" 2>>"$WORK/daemon.log" &
     fi
     DPID=$!
     for ((i = 0; i < 1000; i++)); do [[ -e $MNT/README ]] && break; sleep 0.01; done

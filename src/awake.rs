@@ -207,6 +207,20 @@ impl Drop for Awake {
     }
 }
 
+/// A spinner reports its CPU time every this many rounds of 64 spins (a
+/// few milliseconds; reading the clock is a system call).
+const REPORT_EVERY: u32 = 1024;
+
+/// The calling thread's CPU time in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    // SAFETY: plain libc call filling a local timespec.
+    unsafe {
+        let mut ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+}
+
 /// The spinner of one CPU.
 fn spin(s: &Shared, cpu: usize) {
     // SAFETY: plain libc calls on this thread (0) with local arguments.
@@ -222,14 +236,28 @@ fn spin(s: &Shared, cpu: usize) {
         libc::sched_setscheduler(0, libc::SCHED_IDLE, &p);
     }
     let slot = &s.slots[cpu];
+    // The CPU time spun, reported for `affinity` to count as idle.
+    let mut reported = thread_cpu_ns();
+    let mut report = || {
+        let now = thread_cpu_ns();
+        crate::affinity::spun(now.saturating_sub(reported));
+        reported = now;
+    };
+    let mut since_report = 0u32;
     while !s.stop.load(Ordering::Relaxed) {
         if s.wanted(cpu, s.now_us()) {
             for _ in 0..64 {
                 std::hint::spin_loop();
             }
             slot.spins.fetch_add(1, Ordering::Relaxed);
+            since_report += 1;
+            if since_report >= REPORT_EVERY {
+                since_report = 0;
+                report();
+            }
             continue;
         }
+        report();
         slot.asleep.store(true, Ordering::SeqCst);
         if s.wanted(cpu, s.now_us()) || s.stop.load(Ordering::SeqCst) {
             slot.asleep.store(false, Ordering::SeqCst);
@@ -273,6 +301,9 @@ mod tests {
         assert!(spinning, "the spinner never spun");
         // No more requests: it goes to sleep and stops counting.
         assert!(eventually(|| a.spinning() == 0), "still spinning without requests");
+        // Going to sleep, it reported the CPU time it spun (counted as idle
+        // by `affinity`).
+        assert!(crate::affinity::spun_total() > 0, "spinning not reported");
         let n = a.spins();
         std::thread::sleep(Duration::from_millis(400));
         assert_eq!(a.spins(), n, "spun while asleep");
