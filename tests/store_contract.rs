@@ -314,6 +314,47 @@ fn leveldb_directory() {
     assert!(matches!(ro.apply(&[Change::Delete(p(0, 0, 0))], &Note::new("x")), Err(StoreError::ReadOnly)));
 }
 
+/// LevelDB answers `get_near` with the block's column (x, y) around it,
+/// read in one job up to a gap: the neighbours a walk in name order reads next, each
+/// with its current blob (after a commit too), deleted ones left out, on a
+/// writable store and on a read-only snapshot alike.
+#[test]
+fn leveldb_reads_a_column_of_neighbours_at_once() {
+    use worldfs::store::leveldb::LevelDbStore;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("map.db");
+    common::leveldb::create_empty(&dir);
+    let store = LevelDbStore::open(&dir, false).unwrap();
+    let column: Vec<Change> = (-40..40).map(|z| Change::Put(p(3, -2, z), vec![(z + 50) as u8; 5])).collect();
+    let others = [Change::Put(p(4, -2, 0), b"next column".to_vec()), Change::Put(p(3, -1, 0), b"above".to_vec())];
+    store.apply(&[column, others.to_vec()].concat(), &Note::new("column")).unwrap();
+    let near: BTreeMap<BlockPos, Vec<u8>> = store.get_near(p(3, -2, 0), 64).unwrap().into_iter().collect();
+    let expected: BTreeMap<BlockPos, Vec<u8>> = (-31..=32).map(|z| (p(3, -2, z), vec![(z + 50) as u8; 5])).collect();
+    assert_eq!(near, expected, "64 blocks of the column around it, and nothing of other columns");
+    // Current after a commit; a deleted or empty block is absent.
+    store
+        .apply(
+            &[Change::Put(p(3, -2, 1), b"new".to_vec()), Change::Delete(p(3, -2, 2)), Change::Put(p(3, -2, 3), vec![])],
+            &Note::new("change"),
+        )
+        .unwrap();
+    let near: BTreeMap<BlockPos, Vec<u8>> = store.get_near(p(3, -2, 0), 8).unwrap().into_iter().collect();
+    assert_eq!(near.get(&p(3, -2, 1)).map(Vec::as_slice), Some(&b"new"[..]));
+    assert!(!near.contains_key(&p(3, -2, 2)) && !near.contains_key(&p(3, -2, 3)), "{near:?}");
+    assert_eq!(near.len(), 6, "{near:?}");
+    // An absent block just past the column's end: the column's end only;
+    // past a gap, and at the edge of the key range, nothing.
+    let mut near: Vec<i16> = store.get_near(p(3, -2, 41), 16).unwrap().iter().map(|(q, _)| q.z).collect();
+    near.sort();
+    assert_eq!(near, (34..40).collect::<Vec<_>>());
+    assert!(store.get_near(p(3, -2, 50), 64).unwrap().is_empty());
+    assert!(store.get_near(p(3, -2, 2047), 64).unwrap().is_empty());
+    drop(store);
+    let ro = LevelDbStore::open(&dir, true).unwrap();
+    let near: BTreeMap<BlockPos, Vec<u8>> = ro.get_near(p(3, -2, -39), 4).unwrap().into_iter().collect();
+    assert_eq!(near.keys().map(|q| q.z).collect::<Vec<_>>(), vec![-40, -39, -38, -37]);
+}
+
 /// What the server guard sees on a database server: clients that are not
 /// worldfs (a Luanti server keeps its connections open), not our own.
 #[test]
