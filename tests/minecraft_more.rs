@@ -281,3 +281,51 @@ fn a_player_edit_is_read_by_amulet_and_undone() {
     assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
     assert_eq!(std::fs::read(&file).unwrap(), before, "the player's file is back byte for byte");
 }
+
+/// Make the first chunk stored in `region` undecodable: its compressed
+/// bytes (after the length and the compression byte) become garbage.
+fn break_first_chunk(region: &Path) {
+    let mut bytes = std::fs::read(region).unwrap();
+    let slot = (0..1024).find(|i| bytes[i * 4..i * 4 + 4] != [0; 4]).expect("a stored chunk");
+    let sector = u32::from_be_bytes([0, bytes[slot * 4], bytes[slot * 4 + 1], bytes[slot * 4 + 2]]) as usize;
+    let start = sector * 4096 + 5;
+    for b in &mut bytes[start..start + 64] {
+        *b = 0xA5;
+    }
+    std::fs::write(region, bytes).unwrap();
+}
+
+/// A `stat` or a listing of the root reads no chunk: `names`, whose content
+/// needs every chunk, shows a size of 0. Observed on a world with one chunk
+/// that cannot be decoded: `ls -l MNT` and `stat MNT/names` succeed, and
+/// only reading `names` (which decodes every chunk) fails. On a good world
+/// `names` reads whole through the size 0, with `-o ro` too.
+#[test]
+fn a_root_listing_reads_no_chunk() {
+    require_fuse!("minecraft_more::a_root_listing_reads_no_chunk");
+    let w = world_copy("querz");
+    break_first_chunk(&w.path().join("region/r.0.0.mca"));
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let listing = m.ok("ls -l $MNT");
+    let names_line = listing.lines().find(|l| l.ends_with(" names")).expect("names in the root listing");
+    assert!(names_line.starts_with("-r--r--r--"), "{names_line}");
+    assert_eq!(names_line.split_whitespace().nth(4), Some("0"), "{names_line}");
+    assert_eq!(m.ok("stat -c %s $MNT/names"), "0\n");
+    assert!(m.ok("ls $MNT/chunks").contains("1,3\n"), "a listing reads headers only");
+    let (code, _, err) = m.sh("cat $MNT/names");
+    assert_ne!(code, 0, "the broken chunk is found when names is read");
+    assert!(err.contains("Input/output error"), "{err}");
+    assert!(m.log_text().contains("chunk 1,3"), "the log names the chunk: {}", m.log_text());
+    m.unmount();
+
+    for options in [&[][..], &["ro"][..]] {
+        let w = world_copy("querz");
+        let m = common::mount::Mounted::new(w.path(), options);
+        m.ok("ls -l $MNT");
+        let names = m.ok("cat $MNT/names");
+        assert!(names.len() > 100 && names.contains("\nminecraft:bedrock "), "{options:?}: {names}");
+        assert_eq!(m.ok("wc -c < $MNT/names").trim(), names.len().to_string(), "{options:?}");
+        assert_eq!(m.ok("grep -c . $MNT/names").trim(), names.lines().count().to_string());
+        m.unmount();
+    }
+}
