@@ -329,3 +329,81 @@ fn a_root_listing_reads_no_chunk() {
         m.unmount();
     }
 }
+
+/// `worldfs check WORLD` with its exit status and standard output.
+fn worldfs_check(world: &Path, json: bool) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldfs"));
+    cmd.arg("check").arg(world);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `worldfs check` of good worlds of every format: every chunk counted,
+/// nothing corrupt, exit status 0; the counts agree with the header's
+/// chunks (`ls chunks` of a mount is not needed: the JSON says).
+#[test]
+fn check_reads_every_chunk_of_good_worlds() {
+    for (name, chunks, entity_chunks) in [("querz", 4, 0), ("made", 2, 1), ("prismarine", 28, 0)] {
+        let w = world_copy(name);
+        let (code, text) = worldfs_check(w.path(), false);
+        assert_eq!(code, 0, "{name}: {text}");
+        assert!(text.contains(&format!("\nchunks: {chunks}\n")), "{name}: {text}");
+        assert!(text.contains("\ncorrupt: 0\n"), "{name}: {text}");
+        let (code, json) = worldfs_check(w.path(), true);
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["chunks"], chunks, "{name}");
+        assert_eq!(v["entity_chunks"], entity_chunks, "{name}");
+        assert!(v["sections"].as_u64().unwrap() >= chunks, "{name}");
+    }
+}
+
+/// Rewrite chunk (x, z) of region file `path` (zlib, as the game does)
+/// after `change` edits its NBT.
+fn edit_chunk(path: &Path, (x, z): (i64, i64), change: impl FnOnce(&mut worldfs::codec::nbt::Compound)) {
+    use worldfs::codec::{nbt, region};
+    let file = std::fs::read(path).unwrap();
+    let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
+    let mut chunks = region::all_chunks(&file).unwrap();
+    let c = &mut chunks.iter_mut().find(|c| c.0 == i).expect("the chunk").1;
+    let (name, mut root) = nbt::decode(&region::decompress(c).unwrap()).unwrap();
+    change(&mut root);
+    *c = region::compress(&nbt::encode(&name, &root).unwrap(), c.timestamp);
+    std::fs::write(path, region::build(&chunks).0).unwrap();
+}
+
+/// A damaged copy: a chunk whose compressed bytes are broken and a 1.18
+/// section whose palette lost entries its indices use are each named by
+/// region file, chunk (and section); exit status 1; the good chunks are
+/// still counted.
+#[test]
+fn check_names_each_broken_chunk_and_section() {
+    use worldfs::codec::nbt::{Compound, Tag};
+    let w = world_copy("querz");
+    break_first_chunk(&w.path().join("region/r.0.0.mca"));
+    let mut cut = None;
+    edit_chunk(&w.path().join("region/r.-1.-1.mca"), (-8, -12), |root: &mut Compound| {
+        let Some(Tag::List(sections)) = root.get_mut("sections") else { panic!("1.18 sections") };
+        for s in &mut sections.items {
+            let Tag::Compound(s) = s else { continue };
+            let y = s.int("Y").unwrap();
+            let states = s.compound_mut("block_states").unwrap();
+            let Some(Tag::List(palette)) = states.get_mut("palette") else { continue };
+            if (3..=16).contains(&palette.items.len()) && cut.is_none() {
+                palette.items.truncate(2);
+                cut = Some(y);
+            }
+        }
+    });
+    let y = cut.expect("a section with 3 to 16 palette entries");
+    let (code, text) = worldfs_check(w.path(), false);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("\ncorrupt: 2\n"), "{text}");
+    assert!(text.contains("  region/r.0.0.mca: chunk 1,3: "), "{text}");
+    let line = text.lines().find(|l| l.contains("region/r.-1.-1.mca: chunk -8,-12:")).expect("the section's line");
+    assert!(line.contains(&format!("section {y}: entry ")) && line.ends_with("the palette has 2"), "{line}");
+    assert!(text.contains("\nchunks: 3\n"), "the three decodable chunks: {text}");
+}
