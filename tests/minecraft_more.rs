@@ -407,3 +407,109 @@ fn check_names_each_broken_chunk_and_section() {
     assert!(line.contains(&format!("section {y}: entry ")) && line.ends_with("the palette has 2"), "{line}");
     assert!(text.contains("\nchunks: 3\n"), "the three decodable chunks: {text}");
 }
+
+/// The NBT of chunk (x, z) of `world`, through worldfs's region codec (an
+/// external chunk's bytes from its `c.X.Z.mcc`), and its compression byte.
+fn stored_chunk(world: &Path, (x, z): (i64, i64)) -> (u8, bool, Vec<u8>) {
+    use worldfs::codec::region;
+    let path = world.join(format!("region/r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)));
+    let file = std::fs::read(path).unwrap();
+    let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
+    let mut raw = region::raw_chunk(&file, i).unwrap().expect("the chunk");
+    if raw.external {
+        raw.data = std::fs::read(world.join(format!("region/c.{x}.{z}.mcc"))).unwrap();
+    }
+    (raw.compression, raw.external, region::decompress(&raw).unwrap())
+}
+
+/// LZ4 chunks written by lz4-java's LZ4BlockOutputStream (the class the
+/// game uses; contrib/mc-make-lz4-world.java made tests/data/minecraft/lz4/
+/// from querz/'s chunks): one in its region file, one outside it in
+/// `c.483.-263.mcc` (the 0x80 flag), and a two-block stream, all read back
+/// to the NBT querz/ stores with zlib; ours round-trip.
+#[test]
+fn lz4_chunks_written_by_lz4_java_read_back_as_the_originals() {
+    use worldfs::codec::lz4block;
+    let lz4 = data("lz4");
+    let querz = data("querz");
+    let (kind, external, a) = stored_chunk(&lz4, (-8, -12));
+    assert_eq!((kind, external), (4, false));
+    assert_eq!(a, stored_chunk(&querz, (-8, -12)).2);
+    let (kind, external, b) = stored_chunk(&lz4, (483, -263));
+    assert_eq!((kind, external), (4, true));
+    assert_eq!(b, stored_chunk(&querz, (483, -263)).2);
+    let stream = std::fs::read(lz4.join("two-chunks.lz4")).unwrap();
+    let both = lz4block::decode(&stream, usize::MAX).unwrap();
+    assert_eq!(both, [a.clone(), b].concat(), "a stream of two blocks");
+    assert_eq!(lz4block::decode(&lz4block::encode(&both), usize::MAX).unwrap(), both);
+    // lz4-java's checksum is XXH32 with its seed, the top 4 bits cleared:
+    // the first block's header holds it for the first 64 KiB.
+    let stored = u32::from_le_bytes(stream[17..21].try_into().unwrap());
+    assert_eq!(stored, lz4block::checksum(&both[..65536]));
+}
+
+/// `worldfs check` reads LZ4 and external chunks; a stream whose checksum
+/// does not match its data is refused, naming the region file and chunk.
+#[test]
+fn check_reads_lz4_chunks_and_names_a_broken_stream() {
+    let w = world_copy("lz4");
+    let (code, text) = worldfs_check(w.path(), false);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("\nchunks: 2\n") && text.contains("\ncorrupt: 0\n"), "{text}");
+    let mcc = w.path().join("region/c.483.-263.mcc");
+    let mut bytes = std::fs::read(&mcc).unwrap();
+    bytes[17] ^= 0x01; // the first block's checksum
+    std::fs::write(&mcc, bytes).unwrap();
+    let (code, text) = worldfs_check(w.path(), false);
+    assert_eq!(code, 1, "{text}");
+    let line = text.lines().find(|l| l.contains("region/r.15.-9.mca: chunk 483,-263: ")).expect("the chunk named");
+    assert!(line.contains("LZ4 block at byte 0: checksum"), "{line}");
+}
+
+/// Decode an LZ4 stream with lz4-java's LZ4BlockInputStream (the game's
+/// reader, checksums checked), if Java and the jar are here.
+fn lz4_java_reads(stream: &[u8]) -> Option<Vec<u8>> {
+    let jar = Path::new("/usr/share/java/lz4-java.jar");
+    if !jar.is_file() || common::mount::which("java").is_none() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.lz4"), stream).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/Lz4Read.java");
+    let out = Command::new("java").arg("-cp").arg(jar).arg(script).arg(dir.path().join("in.lz4")).output().unwrap();
+    assert!(out.status.success(), "lz4-java refused the stream: {}", String::from_utf8_lossy(&out.stderr));
+    Some(out.stdout)
+}
+
+/// A block edited through the mount in an LZ4 chunk and in an external
+/// one: each chunk stays LZ4 (the external one comes back into its region
+/// file and its `.mcc` goes, as the game does when a chunk fits again),
+/// lz4-java's reader accepts what was written and reads the new block.
+#[test]
+fn lz4_chunks_are_written_back_as_lz4_that_lz4_java_reads() {
+    require_fuse!("minecraft_more::lz4_written");
+    let w = world_copy("lz4");
+    let before = stored_chunk(w.path(), (-8, -12)).2;
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    m.ok("echo minecraft:gold_block > $MNT/block/7728,-64,-4208");
+    assert_eq!(m.ok("cat $MNT/block/7728,-64,-4208"), "minecraft:gold_block\n");
+    m.unmount();
+    for (x, z) in [(-8, -12), (483, -263)] {
+        let (kind, external, nbt) = stored_chunk(w.path(), (x, z));
+        assert_eq!((kind, external), (4, false), "chunk {x},{z}");
+        assert!(nbt.windows(20).any(|s| s == b"minecraft:gold_block"), "chunk {x},{z} holds the new block");
+        let path = w.path().join(format!("region/r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)));
+        let file = std::fs::read(path).unwrap();
+        let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
+        let raw = worldfs::codec::region::raw_chunk(&file, i).unwrap().unwrap();
+        match lz4_java_reads(&raw.data) {
+            Some(read) => assert_eq!(read, nbt, "lz4-java reads what worldfs reads"),
+            None => {
+                common::skip("minecraft_more::lz4_written", "java", "java or /usr/share/java/lz4-java.jar is missing")
+            }
+        }
+    }
+    assert!(!w.path().join("region/c.483.-263.mcc").exists(), "the chunk is back in its region file");
+    assert_ne!(stored_chunk(w.path(), (-8, -12)).2, before);
+}
