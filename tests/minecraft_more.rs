@@ -15,22 +15,8 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 fn world_copy(name: &str) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&data(name), d.path());
-    d
+    common::copy_world(&data(name))
 }
 
 /// Why amulet-nbt cannot run here, if it cannot.
