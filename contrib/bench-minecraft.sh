@@ -4,7 +4,7 @@
 # files, in one run (docs/performance.md has the figures). It measures
 # and prints; nothing passes or fails on a speed.
 #
-#   contrib/bench-minecraft.sh WORLD [REGIONS [RUNS]]
+#   contrib/bench-minecraft.sh WORLD [REGIONS [RUNS [WHAT]]]
 #
 # WORLD is a Java world folder (level.dat + region/). The first REGIONS
 # region files (default 1, largest first; 0: all) are copied with level.dat
@@ -16,7 +16,10 @@
 #      entities, entities, heightmaps), unmount;
 #   B: tests/scripts/mc_oracle.py (anvil-parser2): every chunk, every
 #      section's 4096 block states, every block entity.
-# `worldfs check` does not read Minecraft worlds yet, so it is not timed.
+# Then `worldfs check` of the same world (every chunk decoded: NBT,
+# sections and their palette indices, biomes, light, block entities,
+# heightmaps, on all cores) against B again, RUNS pairs. WHAT: walk,
+# check or both (the default).
 #
 # Environment: WORLDFS (default: target/release/worldfs, else target/ci).
 # Needs: python3 with anvil-parser2 (contrib/test.sh installs it), fuse3,
@@ -26,6 +29,7 @@ export LC_ALL=C
 WORLD=$(realpath "${1:?usage: contrib/bench-minecraft.sh WORLD [REGIONS [RUNS]]}")
 REGIONS=${2:-1}
 RUNS=${3:-3}
+WHAT=${4:-both}
 cd "$(dirname "$0")/.."
 WORLDFS=${WORLDFS:-$( [ -x target/release/worldfs ] && echo target/release/worldfs || echo target/ci/worldfs )}
 WORLDFS=$(realpath "$WORLDFS")
@@ -50,6 +54,14 @@ echo "chunks: $(ls "$MNT/chunks" | wc -l); files a walk reads: $(find "$MNT/chun
 fusermount3 -u "$MNT"
 echo "oracle: $(python3 "$ORACLE" "$W" | cut -d' ' -f1 | sort | uniq -c | tr '\n' ' ')"
 echo
+if [ "$WHAT" != check ]; then
 echo "A: worldfs mount + grep walk + umount; B: anvil-parser2 full read (A's cpu leaves out the daemon, which runs detached: compare wall times)"
 walk="$WORLDFS mount -o ro $W $MNT && grep -rl minecraft:chest $MNT/chunks > /dev/null; fusermount3 -u $MNT"
 farm-bench -n "$RUNS" --warmup 1 --timeout 3600 --vs "sh -c 'exec python3 $ORACLE $W > /dev/null'" -- sh -c "$walk"
+fi
+[ "$WHAT" = walk ] && exit 0
+echo
+echo "A: worldfs check (every chunk decoded); B: anvil-parser2 full read"
+"$WORLDFS" check "$W" | sed -n '1,/^corrupt/p'
+farm-bench -n "$RUNS" --warmup 1 --timeout 3600 --vs "sh -c 'exec python3 $ORACLE $W > /dev/null'" -- \
+    sh -c "$WORLDFS check $W > /dev/null"

@@ -24,6 +24,10 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
 command -v lua5.1 >/dev/null || need+=(lua5.1)
 [ -x /usr/games/minetestmapper ] || need+=(minetestmapper)
+# lz4-java (Apache-2.0) and a JDK: the game's own LZ4 stream classes read
+# back the LZ4 chunks worldfs writes (tests/minecraft_more.rs).
+command -v java >/dev/null || need+=(default-jdk-headless)
+[ -f /usr/share/java/lz4-java.jar ] || need+=(liblz4-java)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         echo "installing: ${need[*]}"
@@ -81,7 +85,7 @@ fi
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine,java
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

@@ -20,22 +20,8 @@ fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/querz")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 fn world_copy() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&sample(), d.path());
-    d
+    common::copy_world(&sample())
 }
 
 /// Every stored chunk's decompressed NBT, by `X,Z`.
@@ -466,8 +452,7 @@ fn legacy_table() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
 #[test]
 fn a_1_11_world_shows_its_blocks_by_name_as_anvil_parser_reads_their_ids() {
     require_fuse_and_oracle!("minecraft::a_1_11_world_shows_its_blocks");
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"), d.path());
+    let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"));
     let lines = oracle(d.path(), &[]);
     let (states, names) = legacy_table();
     let m = common::mount::Mounted::new(d.path(), &[]);

@@ -15,22 +15,8 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-        }
-    }
-}
-
 fn world_copy(name: &str) -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    copy_dir(&data(name), d.path());
-    d
+    common::copy_world(&data(name))
 }
 
 /// Why amulet-nbt cannot run here, if it cannot.
@@ -280,4 +266,236 @@ fn a_player_edit_is_read_by_amulet_and_undone() {
     let undo = undo.unwrap();
     assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
     assert_eq!(std::fs::read(&file).unwrap(), before, "the player's file is back byte for byte");
+}
+
+/// Make the first chunk stored in `region` undecodable: its compressed
+/// bytes (after the length and the compression byte) become garbage.
+fn break_first_chunk(region: &Path) {
+    let mut bytes = std::fs::read(region).unwrap();
+    let slot = (0..1024).find(|i| bytes[i * 4..i * 4 + 4] != [0; 4]).expect("a stored chunk");
+    let sector = u32::from_be_bytes([0, bytes[slot * 4], bytes[slot * 4 + 1], bytes[slot * 4 + 2]]) as usize;
+    let start = sector * 4096 + 5;
+    for b in &mut bytes[start..start + 64] {
+        *b = 0xA5;
+    }
+    std::fs::write(region, bytes).unwrap();
+}
+
+/// A `stat` or a listing of the root reads no chunk: `names`, whose content
+/// needs every chunk, shows a size of 0. Observed on a world with one chunk
+/// that cannot be decoded: `ls -l MNT` and `stat MNT/names` succeed, and
+/// only reading `names` (which decodes every chunk) fails. On a good world
+/// `names` reads whole through the size 0, with `-o ro` too.
+#[test]
+fn a_root_listing_reads_no_chunk() {
+    require_fuse!("minecraft_more::a_root_listing_reads_no_chunk");
+    let w = world_copy("querz");
+    break_first_chunk(&w.path().join("region/r.0.0.mca"));
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let listing = m.ok("ls -l $MNT");
+    let names_line = listing.lines().find(|l| l.ends_with(" names")).expect("names in the root listing");
+    assert!(names_line.starts_with("-r--r--r--"), "{names_line}");
+    assert_eq!(names_line.split_whitespace().nth(4), Some("0"), "{names_line}");
+    assert_eq!(m.ok("stat -c %s $MNT/names"), "0\n");
+    assert!(m.ok("ls $MNT/chunks").contains("1,3\n"), "a listing reads headers only");
+    let (code, _, err) = m.sh("cat $MNT/names");
+    assert_ne!(code, 0, "the broken chunk is found when names is read");
+    assert!(err.contains("Input/output error"), "{err}");
+    assert!(m.log_text().contains("chunk 1,3"), "the log names the chunk: {}", m.log_text());
+    m.unmount();
+
+    for options in [&[][..], &["ro"][..]] {
+        let w = world_copy("querz");
+        let m = common::mount::Mounted::new(w.path(), options);
+        m.ok("ls -l $MNT");
+        let names = m.ok("cat $MNT/names");
+        assert!(names.len() > 100 && names.contains("\nminecraft:bedrock "), "{options:?}: {names}");
+        assert_eq!(m.ok("wc -c < $MNT/names").trim(), names.len().to_string(), "{options:?}");
+        assert_eq!(m.ok("grep -c . $MNT/names").trim(), names.lines().count().to_string());
+        m.unmount();
+    }
+}
+
+/// `worldfs check WORLD` with its exit status and standard output.
+fn worldfs_check(world: &Path, json: bool) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldfs"));
+    cmd.arg("check").arg(world);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `worldfs check` of good worlds of every format: every chunk counted,
+/// nothing corrupt, exit status 0; the counts agree with the header's
+/// chunks (`ls chunks` of a mount is not needed: the JSON says).
+#[test]
+fn check_reads_every_chunk_of_good_worlds() {
+    for (name, chunks, entity_chunks) in [("querz", 4, 0), ("made", 2, 1), ("prismarine", 28, 0)] {
+        let w = world_copy(name);
+        let (code, text) = worldfs_check(w.path(), false);
+        assert_eq!(code, 0, "{name}: {text}");
+        assert!(text.contains(&format!("\nchunks: {chunks}\n")), "{name}: {text}");
+        assert!(text.contains("\ncorrupt: 0\n"), "{name}: {text}");
+        let (code, json) = worldfs_check(w.path(), true);
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["chunks"], chunks, "{name}");
+        assert_eq!(v["entity_chunks"], entity_chunks, "{name}");
+        assert!(v["sections"].as_u64().unwrap() >= chunks, "{name}");
+    }
+}
+
+/// Rewrite chunk (x, z) of region file `path` (zlib, as the game does)
+/// after `change` edits its NBT.
+fn edit_chunk(path: &Path, (x, z): (i64, i64), change: impl FnOnce(&mut worldfs::codec::nbt::Compound)) {
+    use worldfs::codec::{nbt, region};
+    let file = std::fs::read(path).unwrap();
+    let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
+    let mut chunks = region::all_chunks(&file).unwrap();
+    let c = &mut chunks.iter_mut().find(|c| c.0 == i).expect("the chunk").1;
+    let (name, mut root) = nbt::decode(&region::decompress(c).unwrap()).unwrap();
+    change(&mut root);
+    *c = region::compress(&nbt::encode(&name, &root).unwrap(), c.timestamp);
+    std::fs::write(path, region::build(&chunks).0).unwrap();
+}
+
+/// A damaged copy: a chunk whose compressed bytes are broken and a 1.18
+/// section whose palette lost entries its indices use are each named by
+/// region file, chunk (and section); exit status 1; the good chunks are
+/// still counted.
+#[test]
+fn check_names_each_broken_chunk_and_section() {
+    use worldfs::codec::nbt::{Compound, Tag};
+    let w = world_copy("querz");
+    break_first_chunk(&w.path().join("region/r.0.0.mca"));
+    let mut cut = None;
+    edit_chunk(&w.path().join("region/r.-1.-1.mca"), (-8, -12), |root: &mut Compound| {
+        let Some(Tag::List(sections)) = root.get_mut("sections") else { panic!("1.18 sections") };
+        for s in &mut sections.items {
+            let Tag::Compound(s) = s else { continue };
+            let y = s.int("Y").unwrap();
+            let states = s.compound_mut("block_states").unwrap();
+            let Some(Tag::List(palette)) = states.get_mut("palette") else { continue };
+            if (3..=16).contains(&palette.items.len()) && cut.is_none() {
+                palette.items.truncate(2);
+                cut = Some(y);
+            }
+        }
+    });
+    let y = cut.expect("a section with 3 to 16 palette entries");
+    let (code, text) = worldfs_check(w.path(), false);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("\ncorrupt: 2\n"), "{text}");
+    assert!(text.contains("  region/r.0.0.mca: chunk 1,3: "), "{text}");
+    let line = text.lines().find(|l| l.contains("region/r.-1.-1.mca: chunk -8,-12:")).expect("the section's line");
+    assert!(line.contains(&format!("section {y}: entry ")) && line.ends_with("the palette has 2"), "{line}");
+    assert!(text.contains("\nchunks: 3\n"), "the three decodable chunks: {text}");
+}
+
+/// The NBT of chunk (x, z) of `world`, through worldfs's region codec (an
+/// external chunk's bytes from its `c.X.Z.mcc`), and its compression byte.
+fn stored_chunk(world: &Path, (x, z): (i64, i64)) -> (u8, bool, Vec<u8>) {
+    use worldfs::codec::region;
+    let path = world.join(format!("region/r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)));
+    let file = std::fs::read(path).unwrap();
+    let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
+    let mut raw = region::raw_chunk(&file, i).unwrap().expect("the chunk");
+    if raw.external {
+        raw.data = std::fs::read(world.join(format!("region/c.{x}.{z}.mcc"))).unwrap();
+    }
+    (raw.compression, raw.external, region::decompress(&raw).unwrap())
+}
+
+/// LZ4 chunks written by lz4-java's LZ4BlockOutputStream (the class the
+/// game uses; contrib/mc-make-lz4-world.java made tests/data/minecraft/lz4/
+/// from querz/'s chunks): one in its region file, one outside it in
+/// `c.483.-263.mcc` (the 0x80 flag), and a two-block stream, all read back
+/// to the NBT querz/ stores with zlib; ours round-trip.
+#[test]
+fn lz4_chunks_written_by_lz4_java_read_back_as_the_originals() {
+    use worldfs::codec::lz4block;
+    let lz4 = data("lz4");
+    let querz = data("querz");
+    let (kind, external, a) = stored_chunk(&lz4, (-8, -12));
+    assert_eq!((kind, external), (4, false));
+    assert_eq!(a, stored_chunk(&querz, (-8, -12)).2);
+    let (kind, external, b) = stored_chunk(&lz4, (483, -263));
+    assert_eq!((kind, external), (4, true));
+    assert_eq!(b, stored_chunk(&querz, (483, -263)).2);
+    let stream = std::fs::read(lz4.join("two-chunks.lz4")).unwrap();
+    let both = lz4block::decode(&stream, usize::MAX).unwrap();
+    assert_eq!(both, [a.clone(), b].concat(), "a stream of two blocks");
+    assert_eq!(lz4block::decode(&lz4block::encode(&both), usize::MAX).unwrap(), both);
+    // lz4-java's checksum is XXH32 with its seed, the top 4 bits cleared:
+    // the first block's header holds it for the first 64 KiB.
+    let stored = u32::from_le_bytes(stream[17..21].try_into().unwrap());
+    assert_eq!(stored, lz4block::checksum(&both[..65536]));
+}
+
+/// `worldfs check` reads LZ4 and external chunks; a stream whose checksum
+/// does not match its data is refused, naming the region file and chunk.
+#[test]
+fn check_reads_lz4_chunks_and_names_a_broken_stream() {
+    let w = world_copy("lz4");
+    let (code, text) = worldfs_check(w.path(), false);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("\nchunks: 2\n") && text.contains("\ncorrupt: 0\n"), "{text}");
+    let mcc = w.path().join("region/c.483.-263.mcc");
+    let mut bytes = std::fs::read(&mcc).unwrap();
+    bytes[17] ^= 0x01; // the first block's checksum
+    std::fs::write(&mcc, bytes).unwrap();
+    let (code, text) = worldfs_check(w.path(), false);
+    assert_eq!(code, 1, "{text}");
+    let line = text.lines().find(|l| l.contains("region/r.15.-9.mca: chunk 483,-263: ")).expect("the chunk named");
+    assert!(line.contains("LZ4 block at byte 0: checksum"), "{line}");
+}
+
+/// Decode an LZ4 stream with lz4-java's LZ4BlockInputStream (the game's
+/// reader, checksums checked), if Java and the jar are here.
+fn lz4_java_reads(stream: &[u8]) -> Option<Vec<u8>> {
+    let jar = Path::new("/usr/share/java/lz4-java.jar");
+    if !jar.is_file() || common::mount::which("java").is_none() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("in.lz4"), stream).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/Lz4Read.java");
+    let out = Command::new("java").arg("-cp").arg(jar).arg(script).arg(dir.path().join("in.lz4")).output().unwrap();
+    assert!(out.status.success(), "lz4-java refused the stream: {}", String::from_utf8_lossy(&out.stderr));
+    Some(out.stdout)
+}
+
+/// A block edited through the mount in an LZ4 chunk and in an external
+/// one: each chunk stays LZ4 (the external one comes back into its region
+/// file and its `.mcc` goes, as the game does when a chunk fits again),
+/// lz4-java's reader accepts what was written and reads the new block.
+#[test]
+fn lz4_chunks_are_written_back_as_lz4_that_lz4_java_reads() {
+    require_fuse!("minecraft_more::lz4_written");
+    let w = world_copy("lz4");
+    let before = stored_chunk(w.path(), (-8, -12)).2;
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
+    m.ok("echo minecraft:gold_block > $MNT/block/7728,-64,-4208");
+    assert_eq!(m.ok("cat $MNT/block/7728,-64,-4208"), "minecraft:gold_block\n");
+    m.unmount();
+    for (x, z) in [(-8, -12), (483, -263)] {
+        let (kind, external, nbt) = stored_chunk(w.path(), (x, z));
+        assert_eq!((kind, external), (4, false), "chunk {x},{z}");
+        assert!(nbt.windows(20).any(|s| s == b"minecraft:gold_block"), "chunk {x},{z} holds the new block");
+        let path = w.path().join(format!("region/r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)));
+        let file = std::fs::read(path).unwrap();
+        let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
+        let raw = worldfs::codec::region::raw_chunk(&file, i).unwrap().unwrap();
+        match lz4_java_reads(&raw.data) {
+            Some(read) => assert_eq!(read, nbt, "lz4-java reads what worldfs reads"),
+            None => {
+                common::skip("minecraft_more::lz4_written", "java", "java or /usr/share/java/lz4-java.jar is missing")
+            }
+        }
+    }
+    assert!(!w.path().join("region/c.483.-263.mcc").exists(), "the chunk is back in its region file");
+    assert_ne!(stored_chunk(w.path(), (-8, -12)).2, before);
 }

@@ -1,9 +1,11 @@
 //! Minecraft Java files: NBT (what decodes encodes back byte for byte, and
 //! its SNBT text reads back to the same tags), region headers and chunk
-//! payloads (refused or read, never a panic), and a chunk's files (every
-//! writable one written back as shown changes nothing).
+//! payloads (refused or read, never a panic), LZ4 chunk streams (lz4-java's
+//! framing: refused or read; what reads encodes and reads back the same),
+//! and a chunk's files (every writable one written back as shown changes
+//! nothing).
 
-use worldfs::codec::{nbt, region, snbt};
+use worldfs::codec::{lz4block, nbt, region, snbt};
 use worldfs::kinds::Document;
 use worldfs::kinds::minecraft::chunk::ChunkDoc;
 
@@ -42,6 +44,16 @@ pub fn mc_region(data: &[u8]) {
     }
 }
 
+/// `mc_lz4`: the bytes are an LZ4 chunk stream (`LZ4Block` blocks). What
+/// decodes is encoded again and reads back the same; the encoding of the
+/// input taken as plain bytes reads back too.
+pub fn mc_lz4(data: &[u8]) {
+    if let Ok(plain) = lz4block::decode(data, 1 << 24) {
+        assert_eq!(lz4block::decode(&lz4block::encode(&plain), usize::MAX).unwrap(), plain);
+    }
+    assert_eq!(lz4block::decode(&lz4block::encode(data), usize::MAX).unwrap(), data);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +62,12 @@ mod tests {
     fn mc_nbt_smoke() {
         let c = nbt::Compound(vec![("a".into(), nbt::Tag::List(nbt::List { elem: 3, items: vec![nbt::Tag::Int(5)] }))]);
         crate::smoke::run("mc_nbt", mc_nbt, vec![nbt::encode("", &c).unwrap()]);
+    }
+
+    #[test]
+    fn mc_lz4_smoke() {
+        let seeds = vec![lz4block::encode(b"minecraft:stone minecraft:stone"), lz4block::encode(&[7; 70_000])];
+        crate::smoke::run("mc_lz4", mc_lz4, seeds);
     }
 
     #[test]

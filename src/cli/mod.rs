@@ -78,7 +78,9 @@ pub enum Command {
     },
     /// Decode every block of WORLD and print a summary; exit status 1 if any
     /// block is corrupt, or if changes an unmount could not write are kept
-    /// for the next writable mount (they are listed).
+    /// for the next writable mount (they are listed). A Minecraft Java
+    /// world: every chunk of its region files, problems named by region
+    /// file, chunk and section.
     Check {
         world: PathBuf,
         /// Print the report as JSON (for scripts).

@@ -16,6 +16,9 @@ pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
 }
 
 pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
+    if crate::kinds::minecraft::is_java_world(&world) {
+        return check_minecraft(&world, json, repair);
+    }
     let w = crate::world::World::open(&world)?;
     if repair {
         roll_back_hot_journal(&w)?;
@@ -54,6 +57,29 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
         }
     }
     Ok(report.corrupt.is_empty() && unwritten.is_empty())
+}
+
+/// `check` of a Minecraft Java world (`kinds::minecraft::check`).
+fn check_minecraft(world: &Path, json: bool, repair: bool) -> Result<bool, String> {
+    if repair {
+        return Err("--repair is for Luanti worlds' SQLite databases; a Minecraft world has none".into());
+    }
+    let bar = progress(0, "checking");
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} region files, {eta} left")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report = crate::kinds::minecraft::check::check(world, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.json(world)).map_err(|e| e.to_string())?);
+    } else {
+        report.print(world, &mut std::io::stdout()).map_err(|e| e.to_string())?;
+    }
+    Ok(report.corrupt.is_empty())
 }
 
 /// `check --repair`: open each of the world's SQLite databases with a hot

@@ -8,6 +8,7 @@ pub mod inventory;
 pub mod itemstring;
 pub mod jsonish;
 pub mod legacy_meta;
+pub mod lz4block;
 pub mod mod_storage;
 pub mod nbt;
 pub mod nodemeta;

@@ -2,7 +2,8 @@
 //! header (1024 big-endian locations, 3 bytes of 4 KiB sector offset and 1
 //! byte of sector count, then 1024 timestamps), then each chunk in whole
 //! sectors: a u32 length, a compression byte (1 gzip, 2 zlib, 3 none, 4
-//! LZ4; +128: the data is in the external file `c.X.Z.mcc`), the data.
+//! LZ4 in lz4-java's framing, `lz4block`; +128: the data is in the external
+//! file `c.X.Z.mcc`), the data.
 //! Chunk `i` of the header is chunk (x & 31, z & 31) with i = x + 32 z.
 //! Pure: the kind reads and writes the files.
 
@@ -110,8 +111,24 @@ pub fn decompress(c: &RawChunk) -> Result<Vec<u8>, String> {
             }
         }
         3 => Ok(c.data.clone()),
-        4 => Err("LZ4-compressed chunk (1.20.5+ with region-file-compression=lz4): not read yet".into()),
+        4 => super::lz4block::decode(&c.data, MAX_INFLATED),
         n => Err(format!("unknown compression {n}")),
+    }
+}
+
+/// A chunk's NBT bytes compressed as `compression` says (1 gzip, 2 zlib,
+/// 3 none, 4 LZ4; anything else: zlib, the game's default).
+pub fn compress_as(nbt: &[u8], compression: u8) -> (u8, Vec<u8>) {
+    match compression {
+        1 => {
+            use std::io::Write;
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(nbt).expect("writing to memory");
+            (1, e.finish().expect("writing to memory"))
+        }
+        3 => (3, nbt.to_vec()),
+        4 => (4, super::lz4block::encode(nbt)),
+        _ => (2, deflate_zlib(nbt)),
     }
 }
 

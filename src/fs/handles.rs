@@ -228,6 +228,7 @@ impl WorldFs {
                 if !self.opts.read_only {
                     self.reads.lock().record(caller, t, content.clone());
                 }
+                let direct_io = direct_io || self.tree.sized_by_reading(t);
                 Ok(Opened { fh: self.new_handle(Handle::Read { content }), keep_cache, direct_io })
             }
             Target::Tree(t) => {
@@ -259,9 +260,10 @@ impl WorldFs {
     /// read-only mounts nothing is committed at close and no snapshot needs
     /// a handle, so the FUSE adapter tells the kernel that opening is not
     /// implemented (it then opens locally, keeps its page cache across
-    /// opens, and sends reads with file handle 0 to `read_unopened`).
+    /// opens, and sends reads with file handle 0 to `read_unopened`). Not
+    /// where a file's size is known only by reading it: it needs direct I/O.
     pub fn opens_are_local(&self) -> bool {
-        self.opts.read_only
+        self.opts.read_only && !self.tree.has_files_sized_by_reading()
     }
 
     /// A read without an open handle (see `opens_are_local`). A read at

@@ -130,6 +130,21 @@ pub trait Tree: Send + Sync {
     /// A file's content now.
     fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>>;
 
+    /// Whether file `ino`'s size is known only by making its content (an
+    /// index over the whole world): its attributes then say 0, as /proc's
+    /// files do, and it is read with direct I/O, so that a `stat` or a
+    /// listing costs nothing and a read gets all of it.
+    fn sized_by_reading(&self, _ino: u64) -> bool {
+        false
+    }
+
+    /// Whether any file of the tree is [`sized_by_reading`](Tree::sized_by_reading):
+    /// the kernel must then open files here (local opens read through the
+    /// page cache, which stops at the size the attributes give).
+    fn has_files_sized_by_reading(&self) -> bool {
+        false
+    }
+
     /// A file's content for an open for reading, and whether the kernel's
     /// cached pages of it (from its previous open) are still right.
     fn open_read(&self, ino: u64) -> Result<(Arc<Vec<u8>>, bool)> {

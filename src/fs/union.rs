@@ -137,6 +137,14 @@ impl Tree for Union {
         self.owner(ino).open_read(ino)
     }
 
+    fn sized_by_reading(&self, ino: u64) -> bool {
+        self.owner(ino).sized_by_reading(ino)
+    }
+
+    fn has_files_sized_by_reading(&self) -> bool {
+        self.main.has_files_sized_by_reading() || self.mounted.iter().any(|m| m.tree.has_files_sized_by_reading())
+    }
+
     fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         self.owner(ino).readlink(ino)
     }

@@ -19,7 +19,8 @@ use std::path::PathBuf;
 /// setpriv, twmap (the Python package), pg (a PostgreSQL server), redis
 /// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4),
 /// prismarine (prismarine-chunk from npm, in target/npm-oracle), systemd
-/// (systemd-analyze), worldedit (the mod), man.
+/// (systemd-analyze), worldedit (the mod), man, java (a JDK with
+/// /usr/share/java/lz4-java.jar).
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");
@@ -75,15 +76,17 @@ pub fn real_sqlite_worlds(test: &str) -> Option<Vec<PathBuf>> {
     Some(worlds)
 }
 
-/// Copy a world directory (files only, one level of subdirectories) to a
-/// fresh temporary directory; the copy is writable.
+/// Copy a world directory (everything under it) to a fresh temporary
+/// directory; the copy is writable.
 pub fn copy_world(src: &std::path::Path) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(src, dir.path());
     dir
 }
 
-fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
+/// Copy directory `src` with everything under it to `dst` (made if
+/// missing); the copies are writable.
+pub fn copy_dir(src: &std::path::Path, dst: &std::path::Path) {
     std::fs::create_dir_all(dst).unwrap();
     for e in std::fs::read_dir(src).unwrap() {
         let e = e.unwrap();

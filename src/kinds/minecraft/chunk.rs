@@ -87,6 +87,16 @@ impl ChunkDoc {
     pub fn pos(&self) -> (i64, i64) {
         (self.level().int("xPos").unwrap_or(0), self.level().int("zPos").unwrap_or(0))
     }
+    /// The position its NBT holds, if it holds both `xPos` and `zPos`.
+    pub fn stored_pos(&self) -> Option<(i64, i64)> {
+        Some((self.level().int("xPos")?, self.level().int("zPos")?))
+    }
+    pub fn section_count(&self) -> usize {
+        self.sections().len()
+    }
+    pub fn block_entity_count(&self) -> usize {
+        self.block_entities().len()
+    }
     fn sections_key(&self) -> &'static str {
         if self.format == Format::Containers { "sections" } else { "Sections" }
     }
@@ -245,6 +255,60 @@ impl ChunkDoc {
             }
         }
         Ok(counts.into_iter().collect())
+    }
+
+    /// What `worldfs check` finds wrong in the decoded chunk: each section's
+    /// blocks and biomes decoded (palette indices in range), its light
+    /// arrays 2048 bytes, each block entity a compound with its id and
+    /// position, the heightmaps readable. Each problem names its section
+    /// or block entity.
+    pub fn problems(&self) -> Vec<String> {
+        let mut found = Vec::new();
+        for s in self.sections() {
+            let Some(y) = s.int("Y") else {
+                found.push("a section without Y".to_string());
+                continue;
+            };
+            if let Err(e) = self.blocks(s) {
+                found.push(if e.message.starts_with("section ") {
+                    e.message
+                } else {
+                    format!("section {y}: {}", e.message)
+                });
+            }
+            if let Err(e) = self.biomes(s) {
+                found.push(format!("section {y}: {}", e.message));
+            }
+            for key in ["BlockLight", "SkyLight"] {
+                match s.get(key) {
+                    None => {}
+                    Some(Tag::ByteArray(b)) if b.len() == 2048 => {}
+                    Some(Tag::ByteArray(b)) => {
+                        found.push(format!("section {y}: {key} holds {} bytes, not 2048", b.len()))
+                    }
+                    Some(_) => found.push(format!("section {y}: {key} is not a byte array")),
+                }
+            }
+        }
+        let key = self.block_entities_key();
+        for (i, t) in self.level().list(key).map(|l| &l.items[..]).unwrap_or_default().iter().enumerate() {
+            let Tag::Compound(be) = t else {
+                found.push(format!("{key} entry {i} is not a compound"));
+                continue;
+            };
+            if be.string("id").is_none() {
+                found.push(format!("block entity {}: no id", Self::be_name(be)));
+            }
+            if ["x", "y", "z"].iter().any(|k| be.int(k).is_none()) {
+                found.push(format!("{key} entry {i}: no x, y and z"));
+            }
+        }
+        if heightmap::present(self.level())
+            && let Err(e) = heightmap::render(self.level(), self.format == Format::Spanning)
+        {
+            found.push(format!("heightmaps: {e}"));
+        }
+        found
     }
 
     /// 1.12 and older blocks are shown, not written: the game upgrades

@@ -2,7 +2,8 @@
 //!
 //! * `names`: one line per block id the world's chunks hold (the state's
 //!   name, without properties): the id, how many chunks hold it, how many
-//!   blocks;
+//!   blocks. Its size is given as 0 (read with direct I/O): the index is
+//!   built when `names` or `find/` is read, not by a `stat` of the root;
 //! * `find/ID/`: one symbolic link per chunk holding ID, named `X,Z` and
 //!   pointing to `../../chunks/X,Z`. An id holding `/` or `%` is written
 //!   with `%2F` and `%25`.
@@ -162,7 +163,9 @@ impl Tree for FindTree {
             return Ok(self.attr(ino, Kind::Dir, 0));
         }
         if ino == self.names_file() {
-            return Ok(self.attr(ino, Kind::File, self.names_text()?.len() as u64));
+            // Its size would need the index, a read of every chunk: a root
+            // listing (`ls -l`) must not cost that (see `sized_by_reading`).
+            return Ok(self.attr(ino, Kind::File, 0));
         }
         let path = self.path_of(ino)?;
         match path.split_once('/') {
@@ -209,6 +212,12 @@ impl Tree for FindTree {
             return Ok(Arc::new(self.names_text()?));
         }
         Err(FsError::is_dir())
+    }
+    fn sized_by_reading(&self, ino: u64) -> bool {
+        ino == self.names_file()
+    }
+    fn has_files_sized_by_reading(&self) -> bool {
+        true
     }
     fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         let path = self.path_of(ino)?;

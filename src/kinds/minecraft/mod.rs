@@ -9,6 +9,7 @@
 //! `codec::region`; sections are drawn with `view::layers`.
 
 pub mod block;
+pub mod check;
 pub mod chunk;
 pub mod entities;
 pub mod find;

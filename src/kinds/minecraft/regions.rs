@@ -145,15 +145,10 @@ impl Regions {
             return Err(FsError::stale(format!("chunk {x},{z} changed on disk meanwhile; read it again")));
         }
         let k = slot.expect("present");
-        let compression = match chunks[k].1.compression {
-            c @ (1 | 3) => c,
-            _ => 2,
-        };
         let was_external = chunks[k].1.external;
-        chunks[k].1 = RawChunk { compression, ..region::compress(new, now) };
-        if compression != 2 {
-            chunks[k].1.data = recompress(new, compression);
-        }
+        // Compressed as it was (gzip, zlib, none or LZ4).
+        let (compression, data) = region::compress_as(new, chunks[k].1.compression);
+        chunks[k].1 = RawChunk { compression, external: false, data, timestamp: now };
         for (j, c) in chunks.iter_mut() {
             if c.external && *j != i {
                 let mcc = self.mcc_of(x - x.rem_euclid(32) + (*j % 32) as i64, z - z.rem_euclid(32) + (*j / 32) as i64);
@@ -171,18 +166,6 @@ impl Regions {
             let _ = std::fs::remove_file(self.mcc_of(x, z));
         }
         Ok(())
-    }
-}
-
-fn recompress(nbt: &[u8], compression: u8) -> Vec<u8> {
-    match compression {
-        1 => {
-            use std::io::Write;
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            e.write_all(nbt).expect("writing to memory");
-            e.finish().expect("writing to memory")
-        }
-        _ => nbt.to_vec(),
     }
 }
 
