@@ -20,6 +20,7 @@ pub mod level;
 pub mod regions;
 pub mod section;
 pub mod sign;
+pub mod top;
 pub mod undo;
 
 use crate::fs::union::{Mounted, Union};
