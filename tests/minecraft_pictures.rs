@@ -92,3 +92,46 @@ fn top_png_shows_each_columns_highest_visible_block_as_anvil_parser_reads_it() {
     let (code, _, err) = m.sh("echo x > $MNT/chunks/$(ls $MNT/chunks | head -1)/top.png");
     assert_ne!(code, 0, "top.png was written: {err}");
 }
+
+#[test]
+fn map_tiles_hold_each_chunks_top_png_where_the_chunk_lies() {
+    use worldfs::view::tiles::{self, MAX_Z, TILE};
+    require_fuse!("minecraft_pictures::map_tiles");
+    let m = common::mount::Mounted::new(sample(), &["ro"]);
+    let chunks: Vec<(i64, i64)> = m
+        .ok("ls $MNT/chunks")
+        .lines()
+        .map(|l| {
+            let (x, z) = l.split_once(',').unwrap();
+            (x.parse().unwrap(), z.parse().unwrap())
+        })
+        .collect();
+    assert!(chunks.len() >= 3, "{chunks:?}");
+    let listed = m.ok(&format!("ls $MNT/map/{MAX_Z}"));
+    let mut compared = 0;
+    for (cx, cz) in chunks {
+        let (_, _, top) =
+            picture::decode_png(&std::fs::read(m.path(&format!("chunks/{cx},{cz}/top.png"))).unwrap()).unwrap();
+        // The map's z grows northwards: world z is -1 - map z.
+        let (tx, ty) = tiles::tile_of(MAX_Z, cx * 16, -1 - cz * 16);
+        let name = format!("{tx},{ty}.png");
+        assert!(listed.lines().any(|l| l == name), "chunk {cx},{cz}: no tile {name} in {listed}");
+        let (w, h, tile) =
+            picture::decode_png(&std::fs::read(m.path(&format!("map/{MAX_Z}/{name}"))).unwrap()).unwrap();
+        assert_eq!((w as usize, h as usize), (TILE, TILE));
+        let (west, north) = tiles::origin(MAX_Z, tx, ty);
+        for z in 0..16i64 {
+            for x in 0..16i64 {
+                let (py, px) = (north - (-1 - (cz * 16 + z)), cx * 16 + x - west);
+                let at = ((py * TILE as i64 + px) * 4) as usize;
+                let want = &top[((z * 16 + x) * 4) as usize..][..4];
+                assert_eq!(&tile[at..at + 4], want, "chunk {cx},{cz} column {x},{z} in tile {name}");
+                compared += (want[3] > 0) as usize;
+            }
+        }
+    }
+    assert!(compared > 600, "only {compared} drawn columns compared");
+    // The page shows z as the world has it.
+    assert!(m.ok("cat $MNT/map/index.html").contains("const worldZ = z => -1 - z;"));
+    assert!(m.ok("ls $MNT/map/0").trim().ends_with(".png"));
+}

@@ -592,7 +592,7 @@ impl Document for ChunkDoc {
 
     fn render(&self, path: &str) -> DocResult<Vec<u8>> {
         if path == "top.png" {
-            return super::top::top_png(self);
+            return Ok(super::top::top_png(self.section_blocks()?));
         }
         let text = if path == "info" {
             self.info()

@@ -2,20 +2,19 @@
 //! columns in the block's colour (`view::picture::minecraft_colors`),
 //! lighter high and darker low; north (-Z) up, west left, columns with
 //! nothing visible transparent. Read-only: it is drawn from the sections.
+//! The same pixels make the world's `map/` tiles (`map.rs`).
 
-use super::chunk::ChunkDoc;
+use super::section::Container;
 use crate::codec::nbt::Tag;
-use crate::kinds::DocResult;
 use crate::view::picture::{self, Colors, NOTHING, Rgba};
 
 /// Each column's top `[z][x]` (z = 0 the north row): its colour and world Y.
 pub type Tops = [[Option<(Rgba, i64)>; 16]; 16];
 
-/// The tops of a chunk's columns, its highest section first.
-pub fn chunk_tops(doc: &ChunkDoc, colors: &Colors) -> DocResult<Tops> {
+/// The tops of a chunk's columns from its sections' blocks (by section Y).
+pub fn chunk_tops(mut sections: Vec<(i64, Container)>, colors: &Colors) -> Tops {
     let mut out: Tops = [[None; 16]; 16];
     let mut left = 256;
-    let mut sections = doc.section_blocks()?;
     sections.sort_by_key(|(y, _)| std::cmp::Reverse(*y));
     for (sy, c) in sections {
         let by_entry: Vec<Rgba> = c.palette.iter().map(|t| colors.of(name(t))).collect();
@@ -33,11 +32,11 @@ pub fn chunk_tops(doc: &ChunkDoc, colors: &Colors) -> DocResult<Tops> {
                 }
             }
             if left == 0 {
-                return Ok(out);
+                return out;
             }
         }
     }
-    Ok(out)
+    out
 }
 
 fn name(t: &Tag) -> &[u8] {
@@ -47,22 +46,22 @@ fn name(t: &Tag) -> &[u8] {
     }
 }
 
-/// Pixels of tops: each shaded by its height against sea level (Y 63).
-pub fn tops_pixels(tops: &Tops) -> Vec<u8> {
-    let mut px = Vec::with_capacity(16 * 16 * 4);
-    for row in tops {
-        for top in row {
-            px.extend_from_slice(&match *top {
-                Some((c, y)) => picture::shade(c, ((y - 63) / 2) as i32),
-                None => NOTHING,
-            });
-        }
+/// A column's pixel: its top's colour shaded by its height against sea
+/// level (Y 63).
+pub fn pixel(top: Option<(Rgba, i64)>) -> Rgba {
+    match top {
+        Some((c, y)) => picture::shade(c, ((y - 63) / 2) as i32),
+        None => NOTHING,
     }
-    px
 }
 
-/// The chunk's `top.png`, 16 x 16 pixels.
-pub fn top_png(doc: &ChunkDoc) -> DocResult<Vec<u8>> {
-    let tops = chunk_tops(doc, picture::minecraft_colors())?;
-    Ok(picture::encode_png(16, 16, &tops_pixels(&tops)))
+/// Pixels of tops, a row of 16 a z.
+pub fn tops_pixels(tops: &Tops) -> Vec<u8> {
+    tops.iter().flatten().flat_map(|&top| pixel(top)).collect()
+}
+
+/// A chunk's `top.png`, 16 x 16 pixels, from its sections' blocks.
+pub fn top_png(sections: Vec<(i64, Container)>) -> Vec<u8> {
+    let tops = chunk_tops(sections, picture::minecraft_colors());
+    picture::encode_png(16, 16, &tops_pixels(&tops))
 }
