@@ -15,13 +15,13 @@
 
 mod common;
 
+use common::core_fs::ModelPending;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::sync::Arc;
 use worldfs::fs::{ErrorKind, Options, ROOT, WorldFs};
 use worldfs::store::memory::MemoryStore;
-use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, MapStore, StoreError};
 
 const CHEST_FIELDS: &str = "blocks/0,0,0/meta/3,1,3/fields";
@@ -181,43 +181,10 @@ struct Real {
     handed: Vec<u64>,
 }
 
-/// The demo world's files (map.sqlite included) and blocks, made once: its
-/// map is written with fsyncs, which on a busy disk took most of a case's
-/// time. Each case writes a fresh copy without them.
-type DemoFiles = (Vec<(std::path::PathBuf, Vec<u8>)>, Vec<(BlockPos, Vec<u8>)>);
-
-fn demo_files() -> &'static DemoFiles {
-    static DEMO: std::sync::OnceLock<DemoFiles> = std::sync::OnceLock::new();
-    DEMO.get_or_init(|| {
-        let world = common::demo_world();
-        let sqlite = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
-        let blocks = sqlite.scan_after(None, 100_000).unwrap();
-        let mut files = Vec::new();
-        let mut dirs = vec![world.path().to_path_buf()];
-        while let Some(dir) = dirs.pop() {
-            for e in std::fs::read_dir(&dir).unwrap() {
-                let path = e.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else {
-                    files.push((path.strip_prefix(world.path()).unwrap().to_path_buf(), std::fs::read(&path).unwrap()));
-                }
-            }
-        }
-        (files, blocks)
-    })
-}
-
 /// A fresh copy of the demo world, and a memory store holding its blocks.
 fn demo_copy() -> (tempfile::TempDir, Arc<MemoryStore>) {
-    let (files, blocks) = demo_files();
-    let world = tempfile::tempdir().unwrap();
-    for (rel, bytes) in files {
-        let path = world.path().join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, bytes).unwrap();
-    }
-    (world, Arc::new(MemoryStore::with_blocks(blocks.clone())))
+    let (world, store) = common::core_fs::demo_copy();
+    (world, Arc::new(store))
 }
 
 fn real() -> Real {
@@ -693,9 +660,7 @@ struct BlockHandle {
     file: usize,
     buf: Vec<u8>,
     base: Option<Vec<u8>>,
-    dirty: bool,
-    truncated: bool,
-    flushes: u32,
+    pending: ModelPending,
 }
 
 /// A scratch file written and closed, waiting to be renamed over `file`.
@@ -759,18 +724,7 @@ impl BlockModel {
 
     /// Whether `when` (flush, or fsync/release) commits handle `h`.
     fn commits_now(&mut self, h: usize, flush: bool) -> bool {
-        let hd = &mut self.handles[h];
-        let now = if flush {
-            hd.flushes += 1;
-            hd.dirty || (hd.truncated && hd.flushes > 1)
-        } else {
-            hd.dirty || hd.truncated
-        };
-        if now {
-            hd.dirty = false;
-            hd.truncated = false;
-        }
-        now
+        self.handles[h].pending.commits_now(flush)
     }
 
     /// The rename of a prepared scratch file over its block file, given
@@ -912,9 +866,7 @@ fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) ->
                 file,
                 buf: if trunc { Vec::new() } else { content.clone() },
                 base: (!trunc).then_some(content),
-                dirty: false,
-                truncated: trunc,
-                flushes: 0,
+                pending: ModelPending::new(trunc),
             });
             Outcome::Nothing
         }
@@ -929,8 +881,8 @@ fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) ->
             let n = r.fs.write(hd.fh, offset as u64, &data).unwrap_or_else(|e| panic!("{at}: {e:?}"));
             assert_eq!(n as usize, data.len(), "{at}");
             write_into(&mut hd.buf, offset, &data);
-            hd.dirty = true;
-            hd.truncated = false;
+            hd.pending.dirty = true;
+            hd.pending.truncated = false;
             Outcome::Nothing
         }
         BlockOp::Flush { h } | BlockOp::Fsync { h } | BlockOp::Release { h } if !m.handles.is_empty() => {
@@ -943,8 +895,7 @@ fn handle_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) ->
             // the change itself ends (and is recorded) later, as bash may
             // still write after closing a duplicate.
             let hd = &m.handles[h];
-            let empty_refused_at_close =
-                flush && hd.truncated && !hd.dirty && hd.flushes == 0 && m.blocks[hd.blk].is_some();
+            let empty_refused_at_close = flush && hd.pending.only_truncated() && m.blocks[hd.blk].is_some();
             let commits = m.commits_now(h, flush);
             let got = match op {
                 BlockOp::Flush { .. } => r.fs.flush(fh, PID),

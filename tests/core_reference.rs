@@ -28,7 +28,7 @@
 
 mod common;
 
-use common::core_fs::{FlakyStore, Source, demo_copy, open_core};
+use common::core_fs::{FlakyStore, ModelPending, Source, demo_copy, open_core};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -422,9 +422,7 @@ struct Handle {
     /// What the file showed when the buffer was made from it (None after
     /// O_TRUNC): a commit is refused (ESTALE) if it shows something else.
     base: Option<Vec<u8>>,
-    dirty: bool,
-    truncated: bool,
-    flushes: u32,
+    pending: ModelPending,
 }
 
 struct Model {
@@ -512,18 +510,7 @@ impl Model {
 
     /// Whether this flush (or fsync or release) commits handle `h`.
     fn commits_now(&mut self, h: usize, flush: bool) -> bool {
-        let hd = &mut self.handles[h];
-        let now = if flush {
-            hd.flushes += 1;
-            hd.dirty || (hd.truncated && hd.flushes > 1)
-        } else {
-            hd.dirty || hd.truncated
-        };
-        if now {
-            hd.dirty = false;
-            hd.truncated = false;
-        }
-        now
+        self.handles[h].pending.commits_now(flush)
     }
 }
 
@@ -706,7 +693,7 @@ fn judge<W: Into<Want>>(
     let handles: Vec<String> = saved
         .handles
         .iter()
-        .map(|h| format!("{} {} dirty {} truncated {}", h.fh, h.file.path(), h.dirty, h.truncated))
+        .map(|h| format!("{} {} dirty {} truncated {}", h.fh, h.file.path(), h.pending.dirty, h.pending.truncated))
         .collect();
     assert!(
         r.store.read_failures() > m.read_failures_before,
@@ -734,7 +721,7 @@ fn open_step(r: &Real, m: &mut Model, file: FileSel, trunc: bool, at: &str) {
     judge(r, m, kind_of(&got), want, saved, at);
     if let (Ok((ino, fh)), Some(content)) = (got, shown) {
         let (buf, base) = if trunc { (Vec::new(), None) } else { (content.clone(), Some(content)) };
-        m.handles.push(Handle { fh, ino, file, buf, base, dirty: false, truncated: trunc, flushes: 0 });
+        m.handles.push(Handle { fh, ino, file, buf, base, pending: ModelPending::new(trunc) });
     }
 }
 
@@ -756,15 +743,15 @@ fn write_step(r: &Real, m: &mut Model, h: usize, sel: usize, small: bool, at: &s
             assert!(!refused || fired, "{at}: accepted, the model refuses it");
             assert_eq!(n as usize, data.len(), "{at}");
             write_into(&mut hd.buf, offset as usize, &data);
-            hd.dirty = true;
+            hd.pending.dirty = true;
         }
         Err(e) => {
             assert!(refused && e.kind == ErrorKind::Invalid, "{at}: {e:?}");
             // The change ends here: nothing left to commit.
-            hd.dirty = false;
+            hd.pending.dirty = false;
         }
     }
-    hd.truncated = false;
+    hd.pending.truncated = false;
 }
 
 /// ftruncate through a handle: its buffer takes the size.
@@ -782,8 +769,8 @@ fn truncate_step(r: &Real, m: &mut Model, h: usize, sel: usize, at: &str) {
     assert_eq!(attr.size as usize, size, "{at}: the size through the handle");
     let hd = &mut m.handles[i];
     hd.buf.resize(size, 0);
-    hd.dirty = true;
-    hd.truncated = false;
+    hd.pending.dirty = true;
+    hd.pending.truncated = false;
 }
 
 /// flush (a close), fsync or release of a handle: a commit when the
@@ -796,7 +783,7 @@ fn commit_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
     // The first close of a file truncated and never written fails at once
     // when an empty file is refused (it is, for every file here), so that
     // a program that is done hears it; bash writes after such a close.
-    let first_close_of_truncated = flush && hd.truncated && !hd.dirty && hd.flushes == 0;
+    let first_close_of_truncated = flush && hd.pending.only_truncated();
     // Whether the empty content of a file that is gone would be refused
     // depends on which check the tree makes first.
     let gone = m.shown(hd.file).is_none();
@@ -839,7 +826,7 @@ fn read_step(r: &Real, m: &mut Model, op: &Op, at: &str) {
         (Ok((size, data)), Some(want)) => {
             assert!(data == want, "{at}: read {:?}, the model: {:?}", short(&data), short(&want));
             // A file being written has the size its writer gave it so far.
-            let changing = m.handles.iter().any(|h| h.file == file && (h.dirty || h.truncated));
+            let changing = m.handles.iter().any(|h| h.file == file && (h.pending.dirty || h.pending.truncated));
             assert!(changing || size as usize == data.len(), "{at}: size {size} for {} bytes", data.len());
         }
         (Err(e), None) => assert!(e.kind == ErrorKind::NotFound || fired(m), "{at}: {e:?}"),

@@ -17,6 +17,7 @@ pub mod doc_tree;
 pub mod files_tree;
 pub mod lua_escape;
 pub mod luanti;
+pub mod map_tree;
 pub mod mcchunk;
 pub mod minecraft;
 pub mod mts;

@@ -8,7 +8,9 @@
 //! or a file of the user's (`-o colors=FILE`), and for names the built-in
 //! table lacks, the installed game's textures (`game_textures`, the one
 //! part that reads files); a name without a colour gets a stable colour
-//! from a hash of its name, so unknown nodes still show.
+//! from a hash of its name, so unknown nodes still show. Minecraft worlds
+//! use `mc_colors.txt` (made by contrib/make-mc-colors.sh from the game's
+//! block models and textures).
 
 pub use super::pixels::{Rgba, decode_png, encode_png, scale};
 use crate::codec::block::node_index;
@@ -16,6 +18,7 @@ use crate::codec::{Block, MappingEntry};
 use std::collections::HashMap;
 
 const DEFAULT_COLORS: &str = include_str!("colors.txt");
+const MINECRAFT_COLORS: &str = include_str!("mc_colors.txt");
 
 pub const NOTHING: Rgba = [0, 0, 0, 0];
 
@@ -25,6 +28,13 @@ static COLORS: std::sync::OnceLock<Colors> = std::sync::OnceLock::new();
 /// built-in ones.
 pub fn colors() -> &'static Colors {
     COLORS.get_or_init(Colors::builtin)
+}
+
+/// The colours of Minecraft blocks (`minecraft:stone` and the like; air
+/// and the other see-through blocks have alpha 0).
+pub fn minecraft_colors() -> &'static Colors {
+    static MINECRAFT: std::sync::OnceLock<Colors> = std::sync::OnceLock::new();
+    MINECRAFT.get_or_init(|| Colors::parse(MINECRAFT_COLORS).expect("the built-in Minecraft colours parse"))
 }
 
 /// Use these colours for every picture of this process (before the first).

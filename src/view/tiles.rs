@@ -81,7 +81,9 @@ pub struct Bounds {
 /// `MNT/map/index.html`: a page of our own (no third-party code, nothing
 /// fetched but the tiles beside it) that shows the tiles as a map to pan
 /// (drag) and zoom (wheel, or + and -), with the node under the pointer.
-pub fn index_html(b: Option<Bounds>) -> String {
+/// `south_z`: the world's z grows southwards (Minecraft): the page shows
+/// and links z as the world has it (-1 - the map's z).
+pub fn index_html(b: Option<Bounds>, south_z: bool) -> String {
     let b = b.unwrap_or(Bounds { min_x: -64, max_x: 64, min_z: -64, max_z: 64 });
     format!(
         r#"<!doctype html>
@@ -96,13 +98,15 @@ html, body {{ margin: 0; height: 100%; overflow: hidden; background: #222; font:
 <script>
 // worldfs map: tiles Z/X,Y.png beside this page (docs/layout.md).
 const MAXZ = {MAX_Z}, TILE = {TILE}, BOUNDS = {{minX: {}, maxX: {}, minZ: {}, maxZ: {}}};
+// The world's z of a map z (north up either way), and back: the same map.
+const worldZ = z => {};
 const map = document.getElementById("map"), where = document.getElementById("where");
 // The view: the node at the centre and nodes per screen pixel.
 let cx = (BOUNDS.minX + BOUNDS.maxX) / 2, cz = (BOUNDS.minZ + BOUNDS.maxZ) / 2;
 let npp = Math.max(1 / 4, Math.max(BOUNDS.maxX - BOUNDS.minX + 16, BOUNDS.maxZ - BOUNDS.minZ + 16) / Math.min(innerWidth, innerHeight));
 // A link to a place: index.html#X,Z,ZOOM (the page keeps it up to date).
 const at = location.hash.slice(1).split(",").map(Number);
-if (at.length === 3 && at.every(Number.isFinite)) {{ [cx, cz] = at; npp = Math.pow(2, MAXZ - at[2]); }}
+if (at.length === 3 && at.every(Number.isFinite)) {{ [cx, cz] = [at[0], worldZ(at[1])]; npp = Math.pow(2, MAXZ - at[2]); }}
 const imgs = new Map();
 let loaded = 0, wanted = 0;
 function level() {{ return Math.max(0, Math.min(MAXZ, Math.round(MAXZ - Math.log2(Math.max(npp, 1 / 64))))); }}
@@ -132,7 +136,7 @@ function draw() {{
     img.style.width = img.style.height = span / npp + "px";
   }}
   for (const [key, img] of imgs) if (!keep.has(key)) {{ img.remove(); imgs.delete(key); }}
-  try {{ history.replaceState(null, "", "\u0023" + Math.round(cx) + "," + Math.round(cz) + "," + z); }} catch (e) {{}}
+  try {{ history.replaceState(null, "", "\u0023" + Math.round(cx) + "," + worldZ(Math.round(cz)) + "," + z); }} catch (e) {{}}
   status();
 }}
 function status() {{
@@ -151,7 +155,7 @@ onmouseup = () => {{ drag = null; map.style.cursor = "grab"; }};
 onmousemove = e => {{
   if (drag) {{ cx -= (e.clientX - drag[0]) * npp; cz += (e.clientY - drag[1]) * npp; drag = [e.clientX, e.clientY]; draw(); }}
   const [x, z] = node(e);
-  where.textContent = "x " + x + ", z " + z + "  (zoom " + level() + ")";
+  where.textContent = "x " + x + ", z " + worldZ(z) + "  (zoom " + level() + ")";
 }};
 function zoom(f, e) {{
   const [x, z] = e ? node(e) : [cx, cz];
@@ -165,7 +169,11 @@ onresize = draw;
 draw();
 </script></body></html>
 "#,
-        b.min_x, b.max_x, b.min_z, b.max_z
+        b.min_x,
+        b.max_x,
+        b.min_z,
+        b.max_z,
+        if south_z { "-1 - z" } else { "z" }
     )
 }
 
@@ -195,6 +203,6 @@ mod tests {
         let out = compose([Some(&a), None, None, None]);
         assert_eq!(&out[..4], &[150, 0, 0, 255]);
         assert_eq!(out[(TILE / 2) * 4 + 3], 0, "the north-east quarter is empty");
-        assert!(index_html(None).contains("MAXZ = 8"));
+        assert!(index_html(None, false).contains("MAXZ = 8"));
     }
 }

@@ -212,3 +212,41 @@ impl MapStore for FlakyStore {
         self.inner.data_version()
     }
 }
+
+/// The models' own copy of the core's commit rule for a handle
+/// (`worldfs::fs::handles::Pending`), written again here so that a model
+/// never checks the core against the core's own code.
+#[derive(Clone, Debug)]
+pub struct ModelPending {
+    pub dirty: bool,
+    pub truncated: bool,
+    pub flushes: u32,
+}
+
+impl ModelPending {
+    pub fn new(truncated: bool) -> ModelPending {
+        ModelPending { dirty: false, truncated, flushes: 0 }
+    }
+
+    /// Whether this flush (or fsync or release, `flush` false) commits:
+    /// a write always does; a truncation alone only from the second flush
+    /// on, since bash may still write after closing a duplicate.
+    pub fn commits_now(&mut self, flush: bool) -> bool {
+        let now = if flush {
+            self.flushes += 1;
+            self.dirty || (self.truncated && self.flushes > 1)
+        } else {
+            self.dirty || self.truncated
+        };
+        if now {
+            self.dirty = false;
+            self.truncated = false;
+        }
+        now
+    }
+
+    /// Whether the handle was truncated, never written and not flushed yet.
+    pub fn only_truncated(&self) -> bool {
+        self.truncated && !self.dirty && self.flushes == 0
+    }
+}

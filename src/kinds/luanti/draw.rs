@@ -181,3 +181,25 @@ fn draw_column(
     }
     Ok(())
 }
+
+/// A Luanti world's map (`MNT/map/`): its block columns, drawn from the
+/// highest block down.
+pub struct LuantiTops(pub std::sync::Arc<super::LuantiTree>);
+
+impl crate::kinds::map_tree::TopSource for LuantiTops {
+    type Columns = Columns;
+
+    fn read_columns(&self) -> crate::fs::Result<Columns> {
+        Ok(Columns::read(self.0.store())?)
+    }
+
+    fn keys(cols: &Columns) -> Vec<(i64, i64)> {
+        cols.ys.keys().map(|&(x, z)| (x as i64, z as i64)).collect()
+    }
+
+    fn draw_tile(&self, cols: &Columns, west: i64, north: i64) -> crate::fs::Result<Vec<u8>> {
+        let tile = crate::view::tiles::TILE;
+        let area = Area { west, north, width: tile, height: tile };
+        Ok(draw(self.0.store(), cols, picture::colors(), area, true, 1, &|_, _| {})?)
+    }
+}

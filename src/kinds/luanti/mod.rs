@@ -31,7 +31,6 @@ pub mod index;
 pub mod inode;
 pub mod limits;
 mod listing;
-pub mod map_tree;
 mod names;
 mod queue;
 pub mod records;
@@ -152,7 +151,7 @@ pub fn open_world_tree(
 ) -> std::result::Result<Arc<dyn crate::fs::Tree>, String> {
     let map = LuantiTree::open(dir, opts.clone(), services.clone())?;
     let world = World::open(dir)?;
-    let tiles = map_tree::MapTree::new(MAP_TAG, map.clone(), opts.clone());
+    let tiles = crate::kinds::map_tree::MapTree::new(MAP_TAG, draw::LuantiTops(map.clone()), opts.clone());
     let mount =
         crate::fs::union::Mounted { name: "map".into(), tag: MAP_TAG, root: tiles.root(), tree: Arc::new(tiles) };
     let live = map.live;

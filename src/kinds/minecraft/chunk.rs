@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! info                      position, DataVersion, format, status, last update
+//! top.png                   the chunk seen from above (top.rs), read-only
 //! sections/Y/               one per stored section (y 16Y to 16Y+15; Y < 0 in 1.18+)
 //!   palette                 "index block_state" per entry (read-only)
 //!   blocks                  the 16 levels drawn as text (view::layers)
@@ -234,6 +235,17 @@ impl ChunkDoc {
         c.set_all(&values);
         self.put_blocks(sy, &c);
         Ok(())
+    }
+
+    /// The blocks of every section that stores them, by section Y.
+    pub fn section_blocks(&self) -> DocResult<Vec<(i64, Container)>> {
+        let mut out = Vec::new();
+        for s in self.sections() {
+            if let Some(c) = self.blocks(s)? {
+                out.push((s.int("Y").unwrap_or(0), c));
+            }
+        }
+        Ok(out)
     }
 
     /// How many blocks of each id (the state's name, without properties)
@@ -606,7 +618,7 @@ impl Document for ChunkDoc {
     }
 
     fn entries(&self) -> Vec<Entry> {
-        let mut v = vec![Entry::file("info", false), Entry::dir("sections")];
+        let mut v = vec![Entry::file("info", false), Entry::file("top.png", false), Entry::dir("sections")];
         if heightmap::present(self.level()) {
             v.push(Entry::file("heightmaps", false));
         }
@@ -643,6 +655,9 @@ impl Document for ChunkDoc {
     }
 
     fn render(&self, path: &str) -> DocResult<Vec<u8>> {
+        if path == "top.png" {
+            return Ok(super::top::top_png(self.section_blocks()?));
+        }
         let text = if path == "info" {
             self.info()
         } else if path == "heightmaps" {

@@ -3,7 +3,7 @@
 //! the region files: `regions.rs`), `block/X,Y,Z` (`block.rs`) and
 //! `players/UUID/` (`level.rs`, over `playerdata/`), and in 1.17+ worlds
 //! `entities/X,Z/` (`entities.rs`, over `entities/`, read-only); `find/`
-//! and `names` (`find.rs`). Each part is a tree of
+//! and `names` (`find.rs`), `map/` (`map.rs`, as Luanti's). Each part is a tree of
 //! its own, joined by `fs::union` as a Luanti world's are. NBT, SNBT and
 //! region files are the codecs `codec::nbt`, `codec::snbt` and
 //! `codec::region`; sections are drawn with `view::layers`.
@@ -18,9 +18,11 @@ pub mod items;
 pub mod journal;
 pub mod legacy;
 pub mod level;
+pub mod map;
 pub mod regions;
 pub mod section;
 pub mod sign;
+pub mod top;
 pub mod undo;
 
 use crate::fs::union::{Mounted, Union};
@@ -46,6 +48,7 @@ const BLOCK_TAG: u64 = 2;
 const PLAYERS_TAG: u64 = 3;
 const ENTITIES_TAG: u64 = 4;
 const FIND_TAG: u64 = 5;
+const MAP_TAG: u64 = 6;
 
 /// The world at `dir` as one tree.
 pub fn open_world_tree(
@@ -81,12 +84,14 @@ pub fn open_world_tree(
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
     let chunks = FilesTree::with_home(CHUNKS_TAG, home, opts.clone(), services.clone());
     let block = block::BlockTree::new(regions.clone(), BLOCK_TAG, opts.clone(), services.clone());
+    let map = crate::kinds::map_tree::MapTree::new(MAP_TAG, map::MinecraftTops(regions.clone()), opts.clone());
     let find = Arc::new(find::FindTree::new(regions, FIND_TAG, opts.clone()));
     let mut mounted = vec![
         Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: chunks.root(), tree: Arc::new(chunks) },
         Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
         Mounted { name: "find".into(), tag: FIND_TAG, root: find.root(), tree: find.clone() },
         Mounted { name: "names".into(), tag: FIND_TAG, root: find.names_file(), tree: find },
+        Mounted { name: "map".into(), tag: MAP_TAG, root: map.root(), tree: Arc::new(map) },
     ];
     if dir.join("entities").is_dir() {
         let home = regions::EntityHome { regions: Arc::new(Regions::new(dir, "entities", None)) };

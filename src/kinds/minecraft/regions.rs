@@ -116,6 +116,41 @@ impl Regions {
         region::decompress(&raw).map(Some).map_err(at)
     }
 
+    /// The stored NBT bytes of the chunks of the region file holding chunk
+    /// (x, z) for which `want(x, z)`, the file read once (a map tile's
+    /// chunks); a chunk that cannot be read is left out and logged.
+    pub fn region_chunks(
+        &self,
+        x: i64,
+        z: i64,
+        want: impl Fn(i64, i64) -> bool,
+    ) -> std::result::Result<Vec<(i64, i64, Vec<u8>)>, String> {
+        let path = self.file_of(x, z);
+        let file = match std::fs::read(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let (rx, rz) = (x.div_euclid(32), z.div_euclid(32));
+        let mut out = Vec::new();
+        for (i, raw) in region::all_chunks(&file).map_err(|e| format!("{}: {e}", path.display()))? {
+            let (cx, cz) = (rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64);
+            if !want(cx, cz) {
+                continue;
+            }
+            let data = if raw.external {
+                self.read_chunk(cx, cz).map(Option::unwrap_or_default)
+            } else {
+                region::decompress(&raw)
+            };
+            match data {
+                Ok(d) => out.push((cx, cz, d)),
+                Err(e) => log::warn!("{}: chunk {cx},{cz}: {e}", path.display()),
+            }
+        }
+        Ok(out)
+    }
+
     /// Replace chunk (x, z)'s NBT with `new`, if it is still `old`, as one
     /// journaled change. The caller holds `lock` and has checked
     /// `session.lock`.

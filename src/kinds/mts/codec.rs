@@ -204,47 +204,7 @@ impl Schematic {
             names.push(c.take(len as usize, &format!("name {i}"))?.to_vec());
         }
         let start = c.pos;
-        let want = volume * 4;
-        // The engine inflates the whole stream and reads the `want` bytes it
-        // needs, ignoring the rest: so is a longer stream read here (its
-        // extra bytes stay in the file until the schematic is changed).
-        let limit = want.max(compress::MAX_INFLATED);
-        let inflated = compress::inflate_zlib_limited(file, start, "node data", want, limit).or_else(|e| {
-            // The engine reads a stream whose adler32 is missing at the end
-            // of the file (its zlib loop stops when the input does).
-            let lenient = e.message.starts_with("truncated zlib").then(|| {
-                compress::inflate_zlib_without_trailer(&file[start..], limit).map(|data| (data, file.len() - start))
-            });
-            lenient.flatten().ok_or(e)
-        });
-        let (mut data, _used) = inflated.map_err(|e| {
-            let msg = if e.message.contains("inflates to more than") {
-                format!(
-                    "the node data inflates to more than {limit} bytes; size {} x {} x {} needs {want} (4 per node)",
-                    size[0], size[1], size[2]
-                )
-            } else if e.message.starts_with("missing zlib") {
-                "truncated: the compressed node data is missing".to_string()
-            } else if e.message.starts_with("truncated zlib") {
-                "truncated: the compressed node data ends early".to_string()
-            } else {
-                e.message
-            };
-            MtsError::at(start, msg)
-        })?;
-        data.truncate(want);
-        if data.len() != want {
-            return Err(MtsError::at(
-                start,
-                format!(
-                    "the node data inflates to {} bytes; size {} x {} x {} needs exactly {want} (4 per node)",
-                    data.len(),
-                    size[0],
-                    size[1],
-                    size[2]
-                ),
-            ));
-        }
+        let data = inflate_node_data(file, start, volume, size)?;
         let param0: Vec<u16> = data[..volume * 2].chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])).collect();
         if let Some(i) = param0.iter().position(|&id| id as usize >= names.len()) {
             return Err(MtsError::new(format!(
@@ -396,6 +356,53 @@ pub fn uncompressed(file: &[u8]) -> Result<Vec<u8>, MtsError> {
     let s = Schematic::decode(file)?;
     let head_len = s.head().len();
     Ok([&file[..head_len.min(file.len())], &s.node_data()].concat())
+}
+
+/// The node data (4 bytes a node) from the zlib stream at `start`, read as
+/// the engine reads it: a longer stream is cut to what the size needs.
+fn inflate_node_data(file: &[u8], start: usize, volume: usize, size: [u16; 3]) -> Result<Vec<u8>, MtsError> {
+    let want = volume * 4;
+    // The engine inflates the whole stream and reads the `want` bytes it
+    // needs, ignoring the rest: so is a longer stream read here (its
+    // extra bytes stay in the file until the schematic is changed).
+    let limit = want.max(compress::MAX_INFLATED);
+    let inflated = compress::inflate_zlib_limited(file, start, "node data", want, limit).or_else(|e| {
+        // The engine reads a stream whose adler32 is missing at the end
+        // of the file (its zlib loop stops when the input does).
+        let lenient = e.message.starts_with("truncated zlib").then(|| {
+            compress::inflate_zlib_without_trailer(&file[start..], limit).map(|data| (data, file.len() - start))
+        });
+        lenient.flatten().ok_or(e)
+    });
+    let (mut data, _used) = inflated.map_err(|e| {
+        let msg = if e.message.contains("inflates to more than") {
+            format!(
+                "the node data inflates to more than {limit} bytes; size {} x {} x {} needs {want} (4 per node)",
+                size[0], size[1], size[2]
+            )
+        } else if e.message.starts_with("missing zlib") {
+            "truncated: the compressed node data is missing".to_string()
+        } else if e.message.starts_with("truncated zlib") {
+            "truncated: the compressed node data ends early".to_string()
+        } else {
+            e.message
+        };
+        MtsError::at(start, msg)
+    })?;
+    data.truncate(want);
+    if data.len() != want {
+        return Err(MtsError::at(
+            start,
+            format!(
+                "the node data inflates to {} bytes; size {} x {} x {} needs exactly {want} (4 per node)",
+                data.len(),
+                size[0],
+                size[1],
+                size[2]
+            ),
+        ));
+    }
+    Ok(data)
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
-//! `MNT/map/`: the world as a pyramid of PNG tiles (`Z/X,Y.png`, see
-//! `view::tiles`) and `index.html` to look at them in a browser. Tiles are
-//! drawn on demand: the most detailed from the blocks (the highest block of
-//! each column first, lower ones only where it has nothing to show), the
-//! others from four finer tiles. Drawn tiles are kept under a memory bound;
-//! the column list and the tiles are drawn again after [`FRESH`], so the
-//! map follows changes (through the mount or by a server) within it.
+//! `MNT/map/`: a world as a pyramid of PNG tiles (`Z/X,Y.png`, see
+//! `view::tiles`) and `index.html` to look at them in a browser, for every
+//! kind of world that can say what its columns are and draw a tile of them
+//! from above ([`TopSource`]: Luanti's blocks, Minecraft's chunks). Tiles
+//! are drawn on demand: the most detailed by the source, the others from
+//! four finer tiles. Drawn tiles are kept under a memory bound; the column
+//! list and the tiles are drawn again after [`FRESH`], so the map follows
+//! changes (through the mount or by a server) within it.
 
-use super::{LuantiTree, draw};
 use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree};
 use crate::view::picture;
 use crate::view::tiles::{self, Bounds, MAX_Z, TILE};
@@ -20,10 +20,28 @@ pub const FRESH: Duration = Duration::from_secs(30);
 /// Memory for drawn tiles (PNG bytes).
 const TILE_BUDGET: usize = 64 << 20;
 
-/// Every block column of the world, and the tiles each level has.
-struct Columns {
+/// What a kind of world draws its map from.
+pub trait TopSource: Send + Sync + 'static {
+    /// What the source knows of its columns when it draws.
+    type Columns: Send + Sync;
+    /// Whether z grows southwards (Minecraft) rather than northwards
+    /// (Luanti): the page then shows z as the world has it.
+    const SOUTH_Z: bool = false;
+
+    /// Read the world's columns (cheap: positions only).
+    fn read_columns(&self) -> Result<Self::Columns>;
+    /// The 16 x 16 node columns there are, in map coordinates: (x, z) in
+    /// units of 16 nodes, x growing eastwards and z northwards.
+    fn keys(cols: &Self::Columns) -> Vec<(i64, i64)>;
+    /// The RGBA pixels of the most detailed tile (TILE x TILE, a pixel a
+    /// node) whose north-west pixel is map column (`west`, `north`).
+    fn draw_tile(&self, cols: &Self::Columns, west: i64, north: i64) -> Result<Vec<u8>>;
+}
+
+/// Every column of the world, and the tiles each level has.
+struct Columns<C> {
     at: Instant,
-    cols: draw::Columns,
+    cols: C,
     tiles: Vec<BTreeSet<(i64, i64)>>,
     bounds: Option<Bounds>,
 }
@@ -38,11 +56,11 @@ struct TileCache {
     tick: u64,
 }
 
-pub struct MapTree {
+pub struct MapTree<S: TopSource> {
     tag: u64,
-    world: Arc<LuantiTree>,
+    world: S,
     opts: Options,
-    columns: Mutex<Option<Arc<Columns>>>,
+    columns: Mutex<Option<Arc<Columns<S::Columns>>>>,
     cache: Mutex<TileCache>,
     since: SystemTime,
 }
@@ -56,8 +74,8 @@ enum Node {
     Tile(u8, i64, i64),
 }
 
-impl MapTree {
-    pub fn new(tag: u64, world: Arc<LuantiTree>, opts: Options) -> MapTree {
+impl<S: TopSource> MapTree<S> {
+    pub fn new(tag: u64, world: S, opts: Options) -> MapTree<S> {
         MapTree {
             tag,
             world,
@@ -96,21 +114,27 @@ impl MapTree {
         })
     }
 
-    fn columns(&self) -> Result<Arc<Columns>> {
+    fn columns(&self) -> Result<Arc<Columns<S::Columns>>> {
         let mut c = self.columns.lock();
         if let Some(cols) = &*c
             && cols.at.elapsed() < FRESH
         {
             return Ok(cols.clone());
         }
-        let all = draw::Columns::read(self.world.store())?;
+        let all = self.world.read_columns()?;
         let mut tiles = vec![BTreeSet::new(); MAX_Z as usize + 1];
-        for &(bx, bz) in all.ys.keys() {
+        let mut bounds: Option<Bounds> = None;
+        for (cx, cz) in S::keys(&all) {
+            let (x, z) = (cx * 16, cz * 16);
             for (level, set) in tiles.iter_mut().enumerate() {
-                set.insert(tiles::tile_of(level as u8, bx as i64 * 16, bz as i64 * 16));
+                set.insert(tiles::tile_of(level as u8, x, z));
             }
+            let b = bounds.get_or_insert(Bounds { min_x: x, max_x: x + 15, min_z: z, max_z: z + 15 });
+            b.min_x = b.min_x.min(x);
+            b.max_x = b.max_x.max(x + 15);
+            b.min_z = b.min_z.min(z);
+            b.max_z = b.max_z.max(z + 15);
         }
-        let bounds = all.bounds;
         let cols = Arc::new(Columns { at: Instant::now(), cols: all, tiles, bounds });
         *c = Some(cols.clone());
         Ok(cols)
@@ -148,15 +172,14 @@ impl MapTree {
         Ok(png)
     }
 
-    /// A most detailed tile: a pixel a node, from the blocks.
-    fn draw_detail(&self, cols: &Columns, tx: i64, ty: i64) -> Result<Vec<u8>> {
+    /// A most detailed tile: a pixel a node, from the source.
+    fn draw_detail(&self, cols: &Columns<S::Columns>, tx: i64, ty: i64) -> Result<Vec<u8>> {
         let (west, north) = tiles::origin(MAX_Z, tx, ty);
-        let area = draw::Area { west, north, width: TILE, height: TILE };
-        Ok(draw::draw(self.world.store(), &cols.cols, picture::colors(), area, true, 1, &|_, _| {})?)
+        self.world.draw_tile(&cols.cols, west, north)
     }
 
     /// A coarser tile from its four children, drawn side by side.
-    fn draw_coarse(&self, cols: &Columns, z: u8, tx: i64, ty: i64) -> Result<Vec<u8>> {
+    fn draw_coarse(&self, cols: &Columns<S::Columns>, z: u8, tx: i64, ty: i64) -> Result<Vec<u8>> {
         let kids: Vec<(i64, i64)> = (0..4).map(|i| (2 * tx + (i % 2), 2 * ty + (i / 2))).collect();
         let drawn: Vec<Result<Option<Vec<u8>>>> = std::thread::scope(|s| {
             let handles: Vec<_> = kids
@@ -190,7 +213,7 @@ impl MapTree {
 
     fn content(&self, n: &Node) -> Result<Arc<Vec<u8>>> {
         match *n {
-            Node::Index => Ok(Arc::new(tiles::index_html(self.columns()?.bounds).into_bytes())),
+            Node::Index => Ok(Arc::new(tiles::index_html(self.columns()?.bounds, S::SOUTH_Z).into_bytes())),
             Node::Tile(z, x, y) => {
                 if !self.columns()?.tiles[z as usize].contains(&(x, y)) {
                     return Err(FsError::not_found());
@@ -213,7 +236,7 @@ impl MapTree {
     }
 }
 
-impl Tree for MapTree {
+impl<S: TopSource> Tree for MapTree<S> {
     fn describe(&self) -> String {
         "map tiles".into()
     }
