@@ -72,6 +72,9 @@ fn unchanged_outside_nodes(pos: BlockPos, old: &Block, new: &Block) -> Result<()
 /// instead of a line a node, which the mod parses 20× slower.
 pub const WHOLE_FROM: usize = 512;
 
+/// How the lines of a whole block begin.
+pub const WHOLE_BLOCK: &str = "block ";
+
 fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
     let name = |b: &Block, i: usize| -> Result<Vec<u8>, String> {
         let id = *b.param0.get(i).ok_or_else(|| format!("block {pos}: fewer than 4096 nodes"))?;
@@ -100,7 +103,7 @@ fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Resu
 /// ("bname old|new ID NAME") and ids ("bold"/"bnew", 4096 each, z*256 +
 /// y*16 + x); param1 and param2 are neither sent nor changed.
 fn whole_block_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) {
-    let _ = writeln!(out, "block {} {} {}", pos.x, pos.y, pos.z);
+    let _ = writeln!(out, "{WHOLE_BLOCK}{} {} {}", pos.x, pos.y, pos.z);
     for (side, b) in [("old", old), ("new", new)] {
         for m in &b.mapping {
             let _ = writeln!(out, "bname {side} {} {}", m.id, hex(&m.name));
