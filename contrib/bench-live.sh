@@ -47,9 +47,14 @@ T=$(mktemp -d)
 W=$T/world MNT=$T/mnt
 mkdir "$MNT"
 cleanup() {
-    fusermount3 -u "$MNT" 2>/dev/null || true
+    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
     [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-    rm -rf "$T"
+    # Never remove through a mount that is still there.
+    if mountpoint -q "$MNT"; then
+        echo "bench-live.sh: $MNT is still mounted; $T is left as it is" >&2
+    else
+        rm -rf "$T"
+    fi
 }
 trap cleanup EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -95,7 +100,8 @@ steps_since() {
 if [ "$EDITS" -gt 0 ]; then
     node=5,3,5
     if [ -n "${LIVE_WORLD:-}" ]; then
-        node=$(ls "$MNT/blocks" | head -1 | awk -F, '{ print $1 * 16 "," $2 * 16 "," $3 * 16 }')
+        node=$(find "$MNT/blocks" -mindepth 1 -maxdepth 1 -print -quit | sed 's,.*/,,' |
+            awk -F, '{ print $1 * 16 "," $2 * 16 "," $3 * 16 }')
     fi
     : > "$T/lat"
     for i in $(seq "$EDITS"); do
@@ -131,6 +137,10 @@ tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] a re
     sort -n | awk '{ t[NR] = $1; p += $2; c += $3; a += $4 }
         END { if (NR) printf "the mod per request (%d): median %.1f ms, p99 %.1f ms, max %.1f ms; on average parse %.1f, check %.1f, apply %.1f ms\n",
               NR, t[int((NR + 1) / 2)], t[int((NR * 99 + 99) / 100)], t[NR], p / NR, c / NR, a / NR }'
+echo "the mod's three slowest requests:"
+tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |
+    sed 's/.*\[worldfs_live\] //' | awk '{ for (i = 1; i <= NF; i++) if ($i == "took") print $(i + 1), $0 }' |
+    sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /'
 fusermount3 -u "$MNT"
 sleep 1
 kill "$SPID"; wait "$SPID" || true; SPID=
