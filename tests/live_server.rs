@@ -9,8 +9,8 @@ mod common;
 
 use common::live::{self, LiveServer, stored_block, stored_name, worldfs};
 use common::mount::Mounted;
-use worldfs::codec::Block;
 use std::time::Duration;
+use worldfs::codec::Block;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, MapStore};
 
