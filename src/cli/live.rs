@@ -82,7 +82,7 @@ pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Resu
         p.records.len()
     );
     let hint = "stop the server and use --force to revert them anyway";
-    if !super::reports::go_ahead(&p.conflicts, "block(s) or record(s)", hint, dry_run, false)? {
+    if !super::conflicts::go_ahead(&p.conflicts, "block(s) or record(s)", hint, dry_run, false)? {
         return Ok(());
     }
     let mut changes = Vec::new();

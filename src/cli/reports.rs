@@ -1,6 +1,7 @@
 //! Reports and maintenance: `worldfs check`, `undo`, `journal prune`; with
 //! progress on a terminal and JSON for scripts.
 
+use super::conflicts::{FORCE_HINT, go_ahead};
 use std::path::{Path, PathBuf};
 
 /// A progress bar on standard error, drawn only when it is a terminal.
@@ -175,31 +176,6 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     r?;
     println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
     Ok(())
-}
-
-/// How to revert conflicting blocks anyway, for `go_ahead`'s message.
-const FORCE_HINT: &str = "--force reverts them anyway";
-
-/// Prints an undo plan's conflicts and says whether to carry it out: an
-/// error when there are conflicts and no --force (ending with `hint`, how
-/// to revert them anyway), false for a dry run.
-pub(super) fn go_ahead<C: std::fmt::Display>(
-    conflicts: &[C],
-    what: &str,
-    hint: &str,
-    dry_run: bool,
-    force: bool,
-) -> Result<bool, String> {
-    for c in conflicts {
-        eprintln!("conflict: {c}");
-    }
-    if !conflicts.is_empty() && !force {
-        return Err(format!(
-            "{} {what} were changed outside worldfs since; nothing reverted ({hint})",
-            conflicts.len()
-        ));
-    }
-    Ok(!dry_run)
 }
 
 /// `worldfs undo` of a Minecraft Java world (its chunks and files).

@@ -109,10 +109,14 @@ fn same_nodes(a: &Block, b: &Block) -> bool {
 /// A field: its value and private flag.
 type Field = (Vec<u8>, bool);
 
+/// A node's metadata as compared: its fields by key, and its inventory
+/// (its raw text when it does not parse).
+type NodeMeta = (BTreeMap<Vec<u8>, Field>, std::result::Result<Inventory, Vec<u8>>);
+
 /// A block's metadata by node: its fields (the last of a duplicated key,
 /// as the engine reads them) and its inventory (parsed; its raw text when
 /// it does not parse).
-fn metadata(b: &Block) -> BTreeMap<u16, (BTreeMap<Vec<u8>, Field>, std::result::Result<Inventory, Vec<u8>>)> {
+fn metadata(b: &Block) -> BTreeMap<u16, NodeMeta> {
     b.metadata
         .entries
         .iter()
