@@ -140,7 +140,7 @@ tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] a re
 echo "the mod's three slowest requests:"
 tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |
     sed 's/.*\[worldfs_live\] //' | awk '{ for (i = 1; i <= NF; i++) if ($i == "took") print $(i + 1), $0 }' |
-    sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /'
+    sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /' || true
 fusermount3 -u "$MNT"
 sleep 1
 kill "$SPID"; wait "$SPID" || true; SPID=
