@@ -8,25 +8,37 @@
 #
 # A demo world (`worldfs demo`) grows SIDE x SIDE more underground blocks
 # (default 40: 1600, copies of the demo's block 0,-1,0, stone and dirt),
-# gets the worldfs_live mod, and Debian's minetestserver runs it headless
-# on loopback. Then, through a live mount:
-#   * EDITS (default 200) single-node edits, `echo NAME > MNT/node/5,3,5`,
-#     alternating two names: each close() returns once the server applied
-#     the change, so the time of each is close()-to-applied; median and p99
-#     (goal: p99 <= 1 s);
-#   * `mv find/default:stone find/default:desert_stone` over every block
-#     holding stone, with the server's longest step and the mod's most work
-#     in one step meanwhile, from the mod's steps.txt (goal: no step over
-#     100 ms);
+# or LIVE_WORLD (a copy of it) is used; it gets the worldfs_live mod, and
+# Debian's minetestserver runs it headless on loopback. Then, through a
+# live mount:
+#   * EDITS (default 200) single-node edits, `echo NAME > MNT/node/X,Y,Z`
+#     (5,3,5 in the demo; the first node of the first stored block of
+#     LIVE_WORLD), alternating two names: each close() returns once the
+#     server applied the change, so the time of each is close()-to-applied;
+#     median and p99 (goal: p99 <= 1 s);
+#   * QUIET seconds (default 10) without requests: the server's own worst
+#     step, the baseline of what the machine does to it;
+#   * `mv find/RENAME_OLD find/RENAME_NEW` (default default:stone ->
+#     default:desert_stone) over every block holding RENAME_OLD, with the
+#     server's longest step and the mod's most work in one step meanwhile,
+#     from the mod's steps.txt (goal: no step over 100 ms), and the mod's
+#     own profile of each request (parse, check, apply; from the server
+#     log, worldfs_live.log_ms = 0);
 #   * the same rename on a copy of the world with the server stopped (an
 #     ordinary mount), for comparison.
 #
-# Environment: WORLDFS (default: target/release/worldfs, else target/ci).
+# Environment: WORLDFS (default: target/release/worldfs, else target/ci),
+# LIVE_WORLD (a Luanti world with a sqlite3 map; only copied: its copy
+# runs with minetest_game, its world.mt's other mods dropped), RENAME_OLD,
+# RENAME_NEW (registered in minetest_game), QUIET.
 # Needs: minetest-server with minetest_game, sqlite3, fuse3.
 set -euo pipefail
 export LC_ALL=C
 EDITS=${1:-200}
 SIDE=${2:-40}
+QUIET=${QUIET:-10}
+RENAME_OLD=${RENAME_OLD:-default:stone}
+RENAME_NEW=${RENAME_NEW:-default:desert_stone}
 cd "$(dirname "$0")/.."
 WORLDFS=${WORLDFS:-$( [ -x target/release/worldfs ] && echo target/release/worldfs || echo target/ci/worldfs )}
 WORLDFS=$(realpath "$WORLDFS")
@@ -35,24 +47,38 @@ T=$(mktemp -d)
 W=$T/world MNT=$T/mnt
 mkdir "$MNT"
 cleanup() {
-    fusermount3 -u "$MNT" 2>/dev/null || true
+    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
     [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-    rm -rf "$T"
+    # Never remove through a mount that is still there.
+    if mountpoint -q "$MNT"; then
+        echo "bench-live.sh: $MNT is still mounted; $T is left as it is" >&2
+    else
+        rm -rf "$T"
+    fi
 }
 trap cleanup EXIT
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+mounted() { for _ in $(seq 600); do [ -e "$MNT/README" ] && return; sleep 0.1; done; echo "no mount" >&2; exit 1; }
 
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$WORLDFS" demo "$W" >/dev/null
-# The legacy key is x + 4096 y + 16777216 z; block 0,-1,0 is -4096.
-sqlite3 "$W/map.sqlite" "
-WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < $SIDE * $SIDE)
-INSERT OR IGNORE INTO blocks (pos, data)
-SELECT (i % $SIDE - $SIDE / 2) - 3 * 4096 + (i / $SIDE - $SIDE / 2) * 16777216,
-       (SELECT data FROM blocks WHERE pos = -4096) FROM c;"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(load)"
+if [ -n "${LIVE_WORLD:-}" ]; then
+    mkdir "$W"
+    cp "$LIVE_WORLD/map.sqlite" "$W/"
+    grep -v -e '^load_mod_' -e '^gameid' "$LIVE_WORLD/world.mt" > "$W/world.mt"
+    echo "gameid = minetest" >> "$W/world.mt"
+else
+    "$WORLDFS" demo "$W" >/dev/null
+    # The legacy key is x + 4096 y + 16777216 z; block 0,-1,0 is -4096.
+    sqlite3 "$W/map.sqlite" "
+    WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < $SIDE * $SIDE)
+    INSERT OR IGNORE INTO blocks (pos, data)
+    SELECT (i % $SIDE - $SIDE / 2) - 3 * 4096 + (i / $SIDE - $SIDE / 2) * 16777216,
+           (SELECT data FROM blocks WHERE pos = -4096) FROM c;"
+fi
 echo "world: $(sqlite3 "$W/map.sqlite" 'SELECT count(*) FROM blocks') blocks"
 cp -a "$W" "$T/offline"
 "$WORLDFS" live install "$W" >/dev/null
-printf 'server_announce = false\nbind_address = 127.0.0.1\n' > "$T/server.conf"
+printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms = 0\n' > "$T/server.conf"
 HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port 30123 --logfile "$T/server.log" \
     </dev/null >/dev/null 2>&1 &
 SPID=$!
@@ -61,39 +87,68 @@ for _ in $(seq 600); do
     sleep 0.1
 done
 "$WORLDFS" mount "$W" "$MNT"
-for _ in $(seq 100); do [ -e "$MNT/README" ] && break; sleep 0.1; done
+mounted
 
-: > "$T/lat"
-for i in $(seq "$EDITS"); do
-    name=$([ $((i % 2)) = 0 ] && echo default:mese || echo default:dirt)
-    t0=$(date +%s%N)
-    echo "$name" > "$MNT/node/5,3,5"
-    echo $(( ($(date +%s%N) - t0) / 1000 )) >> "$T/lat"
-done
-sort -n "$T/lat" > "$T/lat.sorted"
-pick() { sed -n "$(( (EDITS * $1 + 99) / 100 ))p" "$T/lat.sorted"; }
-echo "live edit, close() to applied, $EDITS edits: median $(( $(pick 50) / 1000 )) ms, p99 $(( $(pick 99) / 1000 )) ms, max $(( $(tail -1 "$T/lat.sorted") / 1000 )) ms"
+# steps.txt: TIME WORST_DTIME_MS WORST_WORK_MS REQUESTS, a line per 0.5 s.
+last_step() { tail -1 "$W/worldfs-live/steps.txt" | cut -d' ' -f1; }
+steps_since() {
+    awk -v since="$1" '
+        $1 > since { n++; if ($2 > s) s = $2; if ($3 > w) w = $3; r += $4; if ($2 > 100) o++ }
+        END { printf "%.0f %.0f %d %d %d\n", s, w, r, o, n }' "$W/worldfs-live/steps.txt"
+}
 
-blocks=$(ls "$MNT/find/default:stone" | wc -l)
-sleep 2
-since=$(tail -1 "$W/worldfs-live/steps.txt" | cut -d' ' -f1)
+if [ "$EDITS" -gt 0 ]; then
+    node=5,3,5
+    if [ -n "${LIVE_WORLD:-}" ]; then
+        node=$(find "$MNT/blocks" -mindepth 1 -maxdepth 1 -print -quit | sed 's,.*/,,' |
+            awk -F, '{ print $1 * 16 "," $2 * 16 "," $3 * 16 }')
+    fi
+    : > "$T/lat"
+    for i in $(seq "$EDITS"); do
+        name=$([ $((i % 2)) = 0 ] && echo default:mese || echo default:dirt)
+        t0=$(date +%s%N)
+        echo "$name" > "$MNT/node/$node"
+        echo $(( ($(date +%s%N) - t0) / 1000 )) >> "$T/lat"
+    done
+    sort -n "$T/lat" > "$T/lat.sorted"
+    pick() { sed -n "$(( (EDITS * $1 + 99) / 100 ))p" "$T/lat.sorted"; }
+    echo "live edit of node $node, close() to applied, $EDITS edits: median $(( $(pick 50) / 1000 )) ms, p99 $(( $(pick 99) / 1000 )) ms, max $(( $(tail -1 "$T/lat.sorted") / 1000 )) ms (load $(load))"
+fi
+
 t0=$(date +%s%N)
-mv "$MNT/find/default:stone" "$MNT/find/default:desert_stone"
+blocks=$(ls "$MNT/find/$RENAME_OLD" | wc -l)
+echo "ls find/$RENAME_OLD: $blocks blocks in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+sleep 1
+since=$(last_step)
+sleep "$QUIET"
+read -r quiet_step _ quiet_requests quiet_over quiet_windows < <(steps_since "$since")
+echo "baseline, $QUIET s without edits: the server's longest step $quiet_step ms, $quiet_over of $quiet_windows half-second windows with a step over 100 ms ($quiet_requests requests; load $(load))"
+
+since=$(last_step)
+log_from=$(wc -l < "$T/server.log")
+t0=$(date +%s%N)
+mv "$MNT/find/$RENAME_OLD" "$MNT/find/$RENAME_NEW"
 live_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 sleep 1.5
-# steps.txt: TIME WORST_DTIME_MS WORST_WORK_MS REQUESTS, a line per 0.5 s.
-read -r worst_step worst_work requests over < <(awk -v since="$since" '
-    $1 > since { if ($2 > s) s = $2; if ($3 > w) w = $3; r += $4; if ($2 > 100) o++ }
-    END { printf "%.0f %.0f %d %d\n", s, w, r, o }' "$W/worldfs-live/steps.txt")
-echo "live rename of $blocks blocks: $live_ms ms in $requests requests; the server's longest step $worst_step ms, the mod's most work in one step $worst_work ms, $over half-second windows with a step over 100 ms"
+read -r worst_step worst_work requests over windows < <(steps_since "$since")
+echo "live rename of $blocks blocks: $live_ms ms in $requests requests; the server's longest step $worst_step ms, the mod's most work in one step $worst_work ms, $over of $windows half-second windows with a step over 100 ms (load $(load))"
+# "... took T ms (parse P, check C, apply A)": the mod's time per request.
+tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] a request of .* took \([0-9.]*\) ms (parse \([0-9.]*\), check \([0-9.]*\), apply \([0-9.]*\)).*/\1 \2 \3 \4/p' |
+    sort -n | awk '{ t[NR] = $1; p += $2; c += $3; a += $4 }
+        END { if (NR) printf "the mod per request (%d): median %.1f ms, p99 %.1f ms, max %.1f ms; on average parse %.1f, check %.1f, apply %.1f ms\n",
+              NR, t[int((NR + 1) / 2)], t[int((NR * 99 + 99) / 100)], t[NR], p / NR, c / NR, a / NR }'
+echo "the mod's three slowest requests:"
+tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |
+    sed 's/.*\[worldfs_live\] //' | awk '{ for (i = 1; i <= NF; i++) if ($i == "took") print $(i + 1), $0 }' |
+    sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /' || true
 fusermount3 -u "$MNT"
 sleep 1
 kill "$SPID"; wait "$SPID" || true; SPID=
 
 "$WORLDFS" mount "$T/offline" "$MNT"
-for _ in $(seq 100); do [ -e "$MNT/README" ] && break; sleep 0.1; done
-ls "$MNT/find/default:stone" > /dev/null
+mounted
+ls "$MNT/find/$RENAME_OLD" > /dev/null
 t0=$(date +%s%N)
-mv "$MNT/find/default:stone" "$MNT/find/default:desert_stone"
+mv "$MNT/find/$RENAME_OLD" "$MNT/find/$RENAME_NEW"
 echo "offline rename of the same blocks: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 fusermount3 -u "$MNT"

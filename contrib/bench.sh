@@ -53,8 +53,18 @@
 #                       run), ls, grep, sed, find, rename, requests (FUSE
 #                       requests per file of the read-only grep walk,
 #                       counted with perf's fuse:fuse_request_send
-#                       tracepoint; needs root and perf)
+#                       tracepoint; needs root and perf), live (edits
+#                       through a running server: see LIVE_EDITS)
 #   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
+#   LIVE_EDITS          the live section (`live` in SECTIONS, needs
+#                       minetest-server): contrib/bench-live.sh's edits
+#                       through a running server, close() to applied,
+#                       median and p99 (200), on its grown demo world; with
+#                       the large world also a live world-wide rename of
+#                       LIVE_RENAME_OLD to LIVE_RENAME_NEW on a copy of it
+#                       (default:obsidian -> default:obsidian_block, both
+#                       in minetest_game) against the same rename offline,
+#                       with the server's worst step time meanwhile
 
 # The benchmarked commands are single-quoted on purpose: they run in a
 # child shell that sees the exported variables.
@@ -80,7 +90,10 @@ BULK_MAX=${BULK_MAX:-1000}
 GREP_VARIANTS=${GREP_VARIANTS:-rw rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600 rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0}
 SUBTREE=${SUBTREE:-1000}
 WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
-SECTIONS=${SECTIONS:-ls grep sed find rename requests}
+SECTIONS=${SECTIONS:-ls grep sed find rename requests live}
+LIVE_EDITS=${LIVE_EDITS:-200}
+LIVE_RENAME_OLD=${LIVE_RENAME_OLD:-default:obsidian}
+LIVE_RENAME_NEW=${LIVE_RENAME_NEW:-default:obsidian_block}
 
 # Whether a section of figures was asked for.
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
@@ -526,6 +539,25 @@ growth_table() {
 
 # ---------------------------------------------------------------------------
 
+# Live mounts (docs/performance.md, "Live mounts"): contrib/bench-live.sh
+# on its grown demo world (edit latency, a world-wide rename and the
+# server's steps), and with the large world ($1 is not "small") a live
+# world-wide rename on a copy of it, against the same rename offline.
+live_figures() {
+    if ! command -v minetestserver >/dev/null 2>&1 && [[ ! -x /usr/games/minetestserver ]]; then
+        echo "note: no minetestserver (apt-get install minetest-server): no live figures" >&2
+        return
+    fi
+    echo
+    echo "live mounts (contrib/bench-live.sh, a real minetestserver running the worldfs_live mod):"
+    WORLDFS=$WORLDFS "$ROOT/contrib/bench-live.sh" "$LIVE_EDITS" 2>&1 | sed 's/^/  /'
+    if [[ $1 != small ]]; then
+        echo "  the large world ($LARGE, copied), mv find/$LIVE_RENAME_OLD find/$LIVE_RENAME_NEW:"
+        WORLDFS=$WORLDFS LIVE_WORLD=$LARGE RENAME_OLD=$LIVE_RENAME_OLD RENAME_NEW=$LIVE_RENAME_NEW \
+            "$ROOT/contrib/bench-live.sh" 20 2>&1 | sed 's/^/    /'
+    fi
+}
+
 main() {
     local which=both quick=0
     case ${1:-} in
@@ -584,6 +616,9 @@ main() {
         bench_world "$LARGE" large "$RUNS" "$BIG_RUNS"
     fi
     growth_table
+    if want live; then
+        live_figures "$which"
+    fi
     if [[ -s $TMPROOT/stderr ]]; then
         echo
         echo "stderr of the benchmarked commands (last lines):"

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::live::{self, LiveServer, stored_block, worldfs};
+use common::live::{self, LiveServer, stored_block, stored_name, worldfs};
 use common::mount::Mounted;
 use std::time::Duration;
 use worldfs::codec::Block;
@@ -16,15 +16,6 @@ use worldfs::store::{BlockPos, MapStore};
 
 const CHEST: [i32; 3] = worldfs::demo::CHEST;
 const SIGN: [i32; 3] = worldfs::demo::SIGN;
-
-fn stored_name(b: &Block, [x, y, z]: [i32; 3]) -> String {
-    let i = worldfs::codec::block::node_index(
-        x.rem_euclid(16) as usize,
-        y.rem_euclid(16) as usize,
-        z.rem_euclid(16) as usize,
-    );
-    String::from_utf8_lossy(b.name_of(b.param0[i]).unwrap()).into_owned()
-}
 
 /// Each kind of edit through a live mount is in the game when close()
 /// returns, reads back through the mount at once, and is in the database
@@ -432,4 +423,41 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
     assert!(server.node([-40, -40, -40]).starts_with("default:desert_stone "), "an earlier batch stays applied");
     assert!(server.node([53, -41, 53]).starts_with("default:stone "), "the refused block is as it was");
     assert!(server.node([53, -40, 53]).starts_with("default:dirt "), "the game keeps its change");
+}
+
+/// A PostgreSQL map (a throwaway server on loopback; the engine's own
+/// migration fills it) is live as a sqlite3 one: a node edit through the
+/// mount is in the game when close() returns, reads back at once, and is
+/// in the database after the server's clean shutdown.
+#[test]
+fn a_postgresql_map_is_live() {
+    require_fuse!("a_postgresql_map_is_live");
+    require_minetestserver!("a_postgresql_map_is_live");
+    if let Some(why) = common::pg::unavailable() {
+        common::skip("a_postgresql_map_is_live", "pg", &why);
+        return;
+    }
+    let pg = common::pg::Pg::start();
+    pg.create_db("mt");
+    let world = common::demo_world();
+    let w = world.path();
+    let mt = std::fs::read_to_string(w.join("world.mt")).unwrap();
+    std::fs::write(w.join("world.mt"), format!("{mt}pgsql_connection = {}\n", pg.conninfo("mt"))).unwrap();
+    common::server::migrate(w, "--migrate", "postgresql");
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    let (mut server, m) = live::start(w, "");
+    assert!(m.log_text().contains("postgresql"), "{}", m.log_text());
+    m.ok("echo 'default:mese' > $MNT/node/5,3,5");
+    assert!(server.node([5, 3, 5]).starts_with("default:mese "), "{}", server.node([5, 3, 5]));
+    assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "), "the mount shows it at once");
+    m.ok("mv $MNT/find/default:dirt $MNT/find/default:sand");
+    assert!(server.node([5, -1, 5]).starts_with("default:sand "), "{}", server.node([5, -1, 5]));
+    assert_eq!(m.refusals(), "");
+    m.unmount();
+    assert!(server.stop().success());
+    let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    let b = Block::decode(&store.get(BlockPos::new(0, 0, 0)).unwrap().unwrap()).unwrap();
+    assert_eq!(stored_name(&b, [5, 3, 5]), "default:mese");
+    let b = Block::decode(&store.get(BlockPos::new(0, -1, 0)).unwrap().unwrap()).unwrap();
+    assert_eq!(stored_name(&b, [5, -1, 5]), "default:sand");
 }

@@ -103,3 +103,49 @@ fn import_goes_through_a_running_server() {
     assert!(err.contains("new blocks cannot be made while the server runs"), "{err}");
     assert!(server.ask(&["peek 500 500 500".into()], Duration::from_secs(10))[0].ends_with(" none"));
 }
+
+/// The id of the newest change whose listing line contains `what`.
+fn change_id(world: &std::path::Path, what: &str) -> String {
+    undo(world, &[])
+        .1
+        .lines()
+        .find(|l| l.contains(what))
+        .and_then(|l| l.trim_start().trim_start_matches('#').split_whitespace().next().map(String::from))
+        .unwrap_or_else(|| panic!("no change of {what} listed: {}", undo(world, &[]).1))
+}
+
+/// After the server's clean shutdown, `worldfs undo` (the server stopped:
+/// undo writes the map itself) takes a block the server saved with a live
+/// change, in its own serialization, as that change: the old content comes
+/// back and no conflict is reported. A block the game changed after the
+/// live change is still a conflict, and that undo changes nothing.
+#[test]
+fn undo_after_the_server_stopped_takes_what_it_applied_as_ours() {
+    require_fuse!("undo_after_the_server_stopped_takes_what_it_applied_as_ours");
+    require_minetestserver!("undo_after_the_server_stopped_takes_what_it_applied_as_ours");
+    let (world, mut server, m) = live::demo("");
+    let w = world.path();
+    let (was_a, was_b) = (live::stored_node(w, [5, 3, 5]), live::stored_node(w, [-10, -10, -10]));
+    assert_ne!(was_a, "default:mese");
+    m.ok("echo 'default:mese' > $MNT/node/5,3,5");
+    m.ok("echo 'default:mese' > $MNT/node/-10,-10,-10");
+    // The game changes a node of the second block after the live change.
+    assert_eq!(server.ask(&["set -11 -10 -10 default:dirt".into()], Duration::from_secs(10)), ["set -11 -10 -10"]);
+    m.unmount();
+    assert!(server.stop().success());
+    assert_eq!(live::stored_node(w, [5, 3, 5]), "default:mese", "the server saved the change");
+    assert_eq!(worldfs::store::live::server_state(w), worldfs::store::live::ServerState::Stopped);
+
+    let (code, out, err) = undo(w, &["--last", "1"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("conflict: block -1,-1,-1") && err.contains("changed outside worldfs"), "{err}");
+    assert_eq!(live::stored_node(w, [-10, -10, -10]), "default:mese", "nothing reverted");
+    assert_eq!(live::stored_node(w, [-11, -10, -10]), "default:dirt");
+
+    let (code, out, err) = undo(w, &["--id", &change_id(w, "5,3,5")]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("conflict"), "{err}");
+    assert_eq!(live::stored_node(w, [5, 3, 5]), was_a, "the old content is back");
+    assert_eq!(live::stored_node(w, [-10, -10, -10]), "default:mese", "the other change stays");
+    assert_ne!(was_b, "default:mese");
+}

@@ -41,7 +41,8 @@
 --                           (4096 ids, z*256 + y*16 + x): what the block holds
 --   block BX BY BZ          a block's names whole (a rename): "bname old|new
 --                           ID NAME" lines, then "bold" and "bnew" lines of
---                           4096 ids each; param1 and param2 are kept
+--                           4096 ids each, a run of N equal ids as "ID*N";
+--                           param1 and param2 are kept
 --   player NAME             a player's data (alone in its request): "pold"
 --                           and "pnew" lines of what differs, "endplayer"
 --     hp N | breath N | pos X Y Z (nodes) | look PITCH YAW (degrees)
@@ -70,6 +71,10 @@ local EXPIRE = 10
 local BUDGET = 0.05
 local STEP_LINES = 240
 local HOLD = 10
+-- Requests that take longer than this (ms) are logged with their parse,
+-- check and apply times ("worldfs_live.log_ms" in minetest.conf; 0 logs
+-- every request, for profiling a big change).
+local LOG_MS = tonumber(core.settings:get("worldfs_live.log_ms")) or 200
 -- Who this server run is (see server.json above).
 local RUN = string.format("%d-%d", os.time(), core.get_us_time())
 
@@ -203,6 +208,21 @@ local function player_line(side, w)
   end
 end
 
+-- A "bold"/"bnew" line's 4096 ids (strings, node i at i + 1), from
+-- words "ID" and "ID*N" (a run of N).
+local function run_ids(w, what)
+  local ids, n = {}, 0
+  for i = 2, #w do
+    local id, count = w[i]:match("^(%d+)%*(%d+)$")
+    if not id then id, count = w[i], 1 else count = tonumber(count) end
+    if not id:match("^%d+$") or count < 1 or n + count > 4096 then fail("invalid", what .. " needs 4096 ids") end
+    for j = n + 1, n + count do ids[j] = id end
+    n = n + count
+  end
+  if n ~= 4096 then fail("invalid", what .. " needs 4096 ids") end
+  return ids
+end
+
 local function parse(text)
   local lines = {}
   for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
@@ -240,8 +260,7 @@ local function parse(text)
     elseif k == "bname" and blk and (w[2] == "old" or w[2] == "new") then
       blk[w[2]][int(w[3], 0, 65535, "id")] = unhex(w[4])
     elseif (k == "bold" or k == "bnew") and blk then
-      if #w ~= 4097 then fail("invalid", k .. " needs 4096 ids") end
-      blk[k] = w
+      blk[k] = run_ids(w, k)
     elseif k == "player" then
       player = {name = unhex(w[2]), pold = {lists = {}, attrs = {}}, pnew = {lists = {}, attrs = {}}}
     elseif (k == "pold" or k == "pnew") and player then
@@ -389,26 +408,47 @@ local function check_deletes(req)
 end
 
 -- Nodes through one VoxelManip per block over the changed nodes only.
+-- Whether light passes or shines differently through nodes a and b: only
+-- then must the server compute the light again (the costly part).
+local function light_differs(a, b)
+  local da, db = core.registered_nodes[a] or {}, core.registered_nodes[b] or {}
+  return da.paramtype ~= db.paramtype or (da.sunlight_propagates or false) ~= (db.sunlight_propagates or false)
+    or (da.light_source or 0) ~= (db.light_source or 0)
+end
+
+-- Nodes set to their `side` ("new", or "old" to undo). The light is
+-- computed again only where a changed name's light properties differ
+-- (a rename between two solid nodes needs none, and computing it loads
+-- and changes the neighbouring blocks too), or where the change sets the
+-- light in param1; param1 is written only where the change sets it.
 local function apply_nodes(nodes, side)
   for _, b in ipairs(by_block(nodes)) do
     local vm, area = read_block(b)
     local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
+    local relight = false
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
       local to, from = n[side], n[side == "new" and "old" or "new"]
-      if to.name ~= from.name then data[i] = core.get_content_id(to.name) end
-      p1[i], p2[i] = to.param1, to.param2
+      if to.name ~= from.name then
+        data[i] = core.get_content_id(to.name)
+        relight = relight or light_differs(to.name, from.name)
+      end
+      if to.param1 ~= from.param1 then
+        p1[i] = to.param1
+        relight = relight or light_param1(to.name)
+      end
+      p2[i] = to.param2
     end
     vm:set_data(data)
     vm:set_light_data(p1)
     vm:set_param2_data(p2)
-    vm:write_to_map(true)
+    vm:write_to_map(relight)
   end
 end
 
 -- The names a "block" entry gives node i (0-based) on `side`.
 local function block_name(blk, side, i)
-  local name = blk[side][tonumber(blk[side == "old" and "bold" or "bnew"][i + 2])]
+  local name = blk[side][tonumber(blk[side == "old" and "bold" or "bnew"][i + 1])]
   if not name then fail("invalid", "block " .. pos_text(blk.block) .. ": an id with no name") end
   return name
 end
@@ -421,7 +461,7 @@ local function block_cids(blk, side)
   local names, ids = blk[side], blk[side == "old" and "bold" or "bnew"]
   local by_id, out = {}, {}
   for i = 1, 4096 do
-    local id = ids[i + 1]
+    local id = ids[i]
     local cid = by_id[id]
     if cid == nil then
       local name = names[tonumber(id)]
@@ -472,14 +512,6 @@ local function check_blocks(req)
       end
     end
   end
-end
-
--- Whether light passes or shines differently through nodes a and b: only
--- then must the server compute the light again (the costly part).
-local function light_differs(a, b)
-  local da, db = core.registered_nodes[a] or {}, core.registered_nodes[b] or {}
-  return da.paramtype ~= db.paramtype or (da.sunlight_propagates or false) ~= (db.sunlight_propagates or false)
-    or (da.light_source or 0) ~= (db.light_source or 0)
 end
 
 -- Whole blocks' names set to their `side` ("new", or "old" to undo), by
@@ -690,10 +722,10 @@ local function handle(text)
     fail("failed", tostring(type(err) == "table" and err.msg or err))
   end
   local t3 = core.get_us_time()
-  if t3 - t0 > 200000 then
-    core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes took %.0f ms (parse %.0f, "
-      .. "check %.0f, apply %.0f)", #text, #req.nodes, (t3 - t0) / 1000, (t1 - t0) / 1000, (t2 - t1) / 1000,
-      (t3 - t2) / 1000))
+  if t3 - t0 >= LOG_MS * 1000 then
+    core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes, %d whole blocks took %.1f ms "
+      .. "(parse %.1f, check %.1f, apply %.1f)", #text, #req.nodes, #req.blocks, (t3 - t0) / 1000, (t1 - t0) / 1000,
+      (t2 - t1) / 1000, (t3 - t2) / 1000))
   end
 end
 

@@ -4,9 +4,10 @@
 
 use crate::store::journal::Journal;
 use crate::store::live::LiveStore;
+use crate::store::live::journal::AsJournaled;
 use crate::store::live::records::LiveRecords;
 use crate::store::records::{Collection, RecordStore};
-use crate::store::{BlockPos, Change, MapStore, Note, Result as StoreResult};
+use crate::store::{Change, MapStore};
 use crate::undo::Selection;
 use crate::world::World;
 use std::path::{Path, PathBuf};
@@ -44,43 +45,6 @@ pub fn install(world: &Path) -> Result<Vec<String>, String> {
     ])
 }
 
-/// The map as the journal last left it, for planning an undo through a
-/// running server: a block whose newest journaled change went through the
-/// server reads as the bytes that change wrote (the server saves its own
-/// serialization, which a fingerprint cannot compare; the mod compares the
-/// nodes instead), any other as the live store shows it.
-struct AsJournaled<'a> {
-    store: &'a LiveStore,
-    journal: &'a Path,
-}
-
-impl MapStore for AsJournaled<'_> {
-    fn describe(&self) -> String {
-        self.store.describe()
-    }
-    fn get(&self, pos: BlockPos) -> StoreResult<Option<Vec<u8>>> {
-        match crate::store::live::journal::live_after(self.journal, pos)? {
-            Some(wrote) => Ok(wrote),
-            None => self.store.get(pos),
-        }
-    }
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> StoreResult<Vec<BlockPos>> {
-        self.store.list_after(after, limit)
-    }
-    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> StoreResult<Vec<(BlockPos, Vec<u8>)>> {
-        self.store.scan_after(after, limit)
-    }
-    fn apply(&self, _: &[Change], _: &Note) -> StoreResult<()> {
-        Err(crate::store::StoreError::Refused("only for planning".into()))
-    }
-    fn count(&self) -> StoreResult<u64> {
-        self.store.count()
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-}
-
 /// Whether the server of `world` runs the worldfs_live mod now.
 pub fn server_runs_mod(world: &Path) -> bool {
     matches!(crate::store::live::server_state(world), crate::store::live::ServerState::Running { .. })
@@ -94,7 +58,7 @@ pub fn server_runs_mod(world: &Path) -> bool {
 pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Result<(), String> {
     crate::store::live::check_spool(&w.dir)?;
     let store = LiveStore::new(&w.dir, w.open_store(true, false)?).with_journal(Some(w.journal_path()));
-    let planned = AsJournaled { store: &store, journal: journal.path() };
+    let planned = AsJournaled::new(&store, journal.path(), true).map_err(|e| e.to_string())?;
     let records: Vec<(&'static str, Box<dyn RecordStore>)> =
         crate::kinds::luanti::records::open_stores(w, dry_run, true)
             .into_iter()
@@ -117,17 +81,8 @@ pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Resu
         p.changes.len(),
         p.records.len()
     );
-    for c in &p.conflicts {
-        eprintln!("conflict: {c}");
-    }
-    if !p.conflicts.is_empty() {
-        return Err(format!(
-            "{} block(s) or record(s) were changed outside worldfs since; nothing reverted (stop the server and \
-             use --force to revert them anyway)",
-            p.conflicts.len()
-        ));
-    }
-    if dry_run {
+    let hint = "stop the server and use --force to revert them anyway";
+    if !super::conflicts::go_ahead(&p.conflicts, "block(s) or record(s)", hint, dry_run, false)? {
         return Ok(());
     }
     let mut changes = Vec::new();

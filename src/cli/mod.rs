@@ -2,6 +2,7 @@
 //! `mount.fuse.worldfs` (the helper mount(8) runs for fstab lines of type
 //! `fuse.worldfs`). Everything the binary does starts here.
 
+mod conflicts;
 mod helper;
 mod live;
 mod mount;

@@ -1,6 +1,7 @@
 //! Reports and maintenance: `worldfs check`, `undo`, `journal prune`; with
 //! progress on a terminal and JSON for scripts.
 
+use super::conflicts::{FORCE_HINT, go_ahead};
 use std::path::{Path, PathBuf};
 
 /// A progress bar on standard error, drawn only when it is a terminal.
@@ -181,13 +182,16 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
         Some(s) => s.get(name).map_err(|e| format!("{c}/{name}: {e}")),
         None => Err(format!("{c}: its backend cannot be opened here")),
     };
-    let p = plan_all(&journal, store.as_ref(), Some(&read), sel)?;
+    // Blocks a running server changed for the journal and saved since.
+    let planned = crate::store::live::journal::AsJournaled::new(store.as_ref(), journal.path(), false)
+        .map_err(|e| e.to_string())?;
+    let p = plan_all(&journal, &planned, Some(&read), sel)?;
     if p.records.is_empty() {
         println!("{}: {} block(s) to restore", p.note().what, p.changes.len());
     } else {
         println!("{}: {} block(s) and {} record(s) to restore", p.note().what, p.changes.len(), p.records.len());
     }
-    if !go_ahead(&p.conflicts, "block(s)", dry_run, force)? {
+    if !go_ahead(&p.conflicts, "block(s)", FORCE_HINT, dry_run, force)? {
         return Ok(());
     }
     let spinner = indicatif::ProgressBar::new_spinner();
@@ -198,21 +202,6 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     r?;
     println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
     Ok(())
-}
-
-/// Prints an undo plan's conflicts and says whether to carry it out: an
-/// error when there are conflicts and no --force, false for a dry run.
-fn go_ahead<C: std::fmt::Display>(conflicts: &[C], what: &str, dry_run: bool, force: bool) -> Result<bool, String> {
-    for c in conflicts {
-        eprintln!("conflict: {c}");
-    }
-    if !conflicts.is_empty() && !force {
-        return Err(format!(
-            "{} {what} were changed outside worldfs since; nothing reverted (--force reverts them anyway)",
-            conflicts.len()
-        ));
-    }
-    Ok(!dry_run)
 }
 
 /// `worldfs undo` of a Minecraft Java world (its chunks and files).
@@ -226,7 +215,7 @@ fn undo_minecraft(
 ) -> Result<(), String> {
     let p = records.plan(journal, sel)?;
     println!("{}: {} chunk(s) or file(s) to restore", p.note().what, p.records.len());
-    if !go_ahead(&p.conflicts, "chunk(s) or file(s)", dry_run, force)? {
+    if !go_ahead(&p.conflicts, "chunk(s) or file(s)", FORCE_HINT, dry_run, force)? {
         return Ok(());
     }
     records.execute(&p, force)?;

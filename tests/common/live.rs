@@ -51,6 +51,22 @@ pub fn stored_block(world: &Path, pos: worldfs::store::BlockPos) -> Option<world
     store.get(pos).unwrap().map(|b| worldfs::codec::Block::decode(&b).unwrap())
 }
 
+/// The name of node `p` in stored block `b`.
+pub fn stored_name(b: &worldfs::codec::Block, [x, y, z]: [i32; 3]) -> String {
+    let i = worldfs::codec::block::node_index(
+        x.rem_euclid(16) as usize,
+        y.rem_euclid(16) as usize,
+        z.rem_euclid(16) as usize,
+    );
+    String::from_utf8_lossy(b.name_of(b.param0[i]).unwrap()).into_owned()
+}
+
+/// The name of node `p` as the SQLite map of `world` holds it.
+pub fn stored_node(world: &Path, p: [i32; 3]) -> String {
+    let pos = worldfs::store::BlockPos::of_node(p[0], p[1], p[2]).unwrap();
+    stored_name(&stored_block(world, pos).expect("the block is stored"), p)
+}
+
 impl LiveServer {
     /// Start the server on `world` with the settings `conf`; with the
     /// worldfs_live mod when `live`. Returns once the probe answers (and,

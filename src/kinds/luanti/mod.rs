@@ -309,9 +309,9 @@ impl LuantiTree {
         if world.backend() == "leveldb" {
             return Err(format!(
                 "{why}, with worldfs_live ({version}); but its map is in LevelDB, which one process at a time may \
-                 open, and the server holds it: a live mount needs a map the server shares, in sqlite3 (PostgreSQL \
-                 and Redis are opened the same way, not tested live yet; `minetestserver --migrate sqlite3` \
-                 converts a map); stop the server to mount this one"
+                 open, and the server holds it: a live mount needs a map the server shares, in sqlite3 or \
+                 PostgreSQL (`minetestserver --migrate sqlite3` or `--migrate postgresql` converts a map); stop \
+                 the server to mount this one"
             ));
         }
         let db = world.open_store(true, false)?;

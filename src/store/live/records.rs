@@ -68,30 +68,23 @@ impl LiveRecords {
         }
     }
 
-    fn decode(&self, name: &str, bytes: Option<&[u8]>) -> Result<Option<Player>> {
-        bytes.map(|b| Player::decode(b).map_err(|e| StoreError::Backend(format!("player {name}: {e}")))).transpose()
-    }
-
-    /// A player: through the player API when in the game, else written
-    /// to the database while its joins are held.
+    /// A player (`text`: its request): through the player API when in the
+    /// game, else written to the database while its joins are held.
     fn restore_player(
         &self,
         name: &str,
-        expect: Option<&[u8]>,
+        text: &str,
+        write: impl FnOnce() -> Result<()>,
         new: Option<&[u8]>,
-        dates: Option<&RecordDates>,
-        note: &Note,
     ) -> Result<()> {
-        let (old, next) = (self.decode(name, expect)?, self.decode(name, new)?);
-        let text = request::player_change(name, old.as_ref(), next.as_ref()).map_err(StoreError::Refused)?;
         let db_then = self.inner.get(name)?;
         let run = self.current_run().unwrap_or_default();
-        if self.spool.ask(&text)? == "ok" {
+        if self.spool.ask(text)? == "ok" {
             let bytes = new.map(<[u8]>::to_vec);
             self.shown.lock().insert(name.to_string(), Shown { bytes, db_then, run });
             return Ok(());
         }
-        let written = self.inner.restore(name, expect, new, dates, note);
+        let written = write();
         // The hold ends by itself after 10 s; this only ends it sooner.
         if let Err(e) = self.spool.ask(&request::player_release(name)) {
             log::warn!("player {name}: the server's hold on its joins was not ended ({e}); it ends in 10 s");
@@ -101,28 +94,16 @@ impl LiveRecords {
     }
 
     /// An account: the database (the engine reads it at every use), then
-    /// the server runs the privilege callbacks and tells the player.
-    fn restore_account(
-        &self,
-        name: &str,
-        expect: Option<&[u8]>,
-        new: Option<&[u8]>,
-        dates: Option<&RecordDates>,
-        note: &Note,
-    ) -> Result<()> {
-        let privileges = |b: Option<&[u8]>| -> Vec<String> {
-            b.and_then(|b| AuthEntry::decode(b).ok()).map(|a| a.privileges).unwrap_or_default()
-        };
-        let (before, after) = (privileges(expect), privileges(new));
+    /// the server runs the privilege callbacks and tells the player
+    /// (`text`: the request saying which privileges changed, if any).
+    fn restore_account(&self, name: &str, text: Option<&str>, write: impl FnOnce() -> Result<()>) -> Result<()> {
         // Nothing is written unless the server would hear of it.
-        if before != after && self.current_run().is_none() {
+        if text.is_some() && self.current_run().is_none() {
             return Err(StoreError::Unreachable(format!("{}; nothing written", server_state(&self.world).why_not())));
         }
-        self.inner.restore(name, expect, new, dates, note)?;
-        let granted: Vec<&str> = after.iter().filter(|p| !before.contains(p)).map(String::as_str).collect();
-        let revoked: Vec<&str> = before.iter().filter(|p| !after.contains(p)).map(String::as_str).collect();
-        if (!granted.is_empty() || !revoked.is_empty())
-            && let Err(e) = self.spool.ask(&request::privileges_changed(name, &granted, &revoked))
+        write()?;
+        if let Some(text) = text
+            && let Err(e) = self.spool.ask(text)
         {
             log::warn!(
                 "auth {name}: the privileges are written (the server reads them at every check), but the \
@@ -131,6 +112,37 @@ impl LiveRecords {
         }
         Ok(())
     }
+}
+
+/// A record's bytes before and after a change, decoded by `decode` (None:
+/// absent); an undecodable one is an error naming it (`what`).
+fn decoded<T, E: std::fmt::Display>(
+    what: &str,
+    expect: Option<&[u8]>,
+    new: Option<&[u8]>,
+    decode: impl Fn(&[u8]) -> std::result::Result<T, E>,
+) -> Result<(Option<T>, Option<T>)> {
+    let one =
+        |b: Option<&[u8]>| b.map(|b| decode(b).map_err(|e| StoreError::Backend(format!("{what}: {e}")))).transpose();
+    Ok((one(expect)?, one(new)?))
+}
+
+/// The request that changes player `name` from `expect` to `new` (only
+/// what differs).
+fn player_request(name: &str, expect: Option<&[u8]>, new: Option<&[u8]>) -> Result<String> {
+    let (old, next) = decoded(&format!("player {name}"), expect, new, Player::decode)?;
+    request::player_change(name, old.as_ref(), next.as_ref()).map_err(StoreError::Refused)
+}
+
+/// The request that tells the server which privileges of account `name`
+/// a change from `expect` to `new` granted and revoked (None: none).
+fn account_request(name: &str, expect: Option<&[u8]>, new: Option<&[u8]>) -> Result<Option<String>> {
+    let (old, next) = decoded(&format!("auth {name}"), expect, new, AuthEntry::decode)?;
+    let privileges = |a: Option<AuthEntry>| a.map(|a| a.privileges).unwrap_or_default();
+    let (before, after) = (privileges(old), privileges(next));
+    let granted: Vec<&str> = after.iter().filter(|p| !before.contains(p)).map(String::as_str).collect();
+    let revoked: Vec<&str> = before.iter().filter(|p| !after.contains(p)).map(String::as_str).collect();
+    Ok((!granted.is_empty() || !revoked.is_empty()).then(|| request::privileges_changed(name, &granted, &revoked)))
 }
 
 impl RecordStore for LiveRecords {
@@ -166,9 +178,12 @@ impl RecordStore for LiveRecords {
         dates: Option<&RecordDates>,
         note: &Note,
     ) -> Result<()> {
+        let write = || self.inner.restore(name, expect, new, dates, note);
         match self.collection {
-            Collection::Players => self.restore_player(name, expect, new, dates, note),
-            Collection::Auth if self.rereads => self.restore_account(name, expect, new, dates, note),
+            Collection::Players => self.restore_player(name, &player_request(name, expect, new)?, write, new),
+            Collection::Auth if self.rereads => {
+                self.restore_account(name, account_request(name, expect, new)?.as_deref(), write)
+            }
             Collection::Auth => Err(StoreError::Refused(
                 "the running server read auth.txt when it started and rewrites it whole at every login and \
                  privilege change, so it would overwrite the change; stop the server to change it (accounts in \

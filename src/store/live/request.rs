@@ -72,6 +72,9 @@ fn unchanged_outside_nodes(pos: BlockPos, old: &Block, new: &Block) -> Result<()
 /// instead of a line a node, which the mod parses 20× slower.
 pub const WHOLE_FROM: usize = 512;
 
+/// How the lines of a whole block begin.
+pub const WHOLE_BLOCK: &str = "block ";
+
 fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Result<(), String> {
     let name = |b: &Block, i: usize| -> Result<Vec<u8>, String> {
         let id = *b.param0.get(i).ok_or_else(|| format!("block {pos}: fewer than 4096 nodes"))?;
@@ -98,9 +101,10 @@ fn node_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -> Resu
 
 /// A block's names whole: "block BX BY BZ", its old and new name tables
 /// ("bname old|new ID NAME") and ids ("bold"/"bnew", 4096 each, z*256 +
-/// y*16 + x); param1 and param2 are neither sent nor changed.
+/// y*16 + x, in runs: `run_lengths`); param1 and param2 are neither sent
+/// nor changed.
 fn whole_block_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) {
-    let _ = writeln!(out, "block {} {} {}", pos.x, pos.y, pos.z);
+    let _ = writeln!(out, "{WHOLE_BLOCK}{} {} {}", pos.x, pos.y, pos.z);
     for (side, b) in [("old", old), ("new", new)] {
         for m in &b.mapping {
             let _ = writeln!(out, "bname {side} {} {}", m.id, hex(&m.name));
@@ -108,10 +112,20 @@ fn whole_block_lines(out: &mut String, pos: BlockPos, old: &Block, new: &Block) 
     }
     for (side, b) in [("bold", old), ("bnew", new)] {
         out.push_str(side);
-        for id in &b.param0 {
-            let _ = write!(out, " {id}");
-        }
+        run_lengths(out, &b.param0);
         out.push('\n');
+    }
+}
+
+/// Ids as " ID" words, a run of N equal ones as " ID*N": a renamed block
+/// is mostly long runs (stone, air), which the mod parses in a few words
+/// instead of 4096 (parsing was most of its time on a whole block).
+fn run_lengths(out: &mut String, ids: &[u16]) {
+    let mut i = 0;
+    while i < ids.len() {
+        let run = ids[i..].iter().take_while(|&&id| id == ids[i]).count();
+        let _ = if run == 1 { write!(out, " {}", ids[i]) } else { write!(out, " {}*{run}", ids[i]) };
+        i += run;
     }
 }
 
@@ -368,8 +382,7 @@ mod tests {
         assert_eq!(lines[0], "block 0 -1 2");
         assert!(lines.contains(&format!("bname new 1 {}", hex(b"default:stone")).as_str()), "{lines:?}");
         let bnew = lines.iter().find(|l| l.starts_with("bnew ")).unwrap();
-        assert_eq!(bnew.split(' ').count(), 4097);
-        assert!(bnew.starts_with("bnew 1 1 "));
+        assert_eq!(*bnew, format!("bnew 1*{WHOLE_FROM} 0*{}", 4096 - WHOLE_FROM));
         assert!(!out.contains("\nnode "), "no node lines");
         // One node fewer: a line a node.
         let mut few = old.clone();
@@ -379,6 +392,13 @@ mod tests {
         let mut out = String::new();
         block_change(&mut out, BlockPos::new(0, -1, 2), &old, &few).unwrap();
         assert!(out.starts_with("node ") && !out.contains("block "), "{}", &out[..40]);
+    }
+
+    #[test]
+    fn ids_go_in_runs() {
+        let mut out = String::new();
+        run_lengths(&mut out, &[3, 3, 3, 1, 2, 2, 7]);
+        assert_eq!(out, " 3*3 1 2*2 7");
     }
 
     fn player() -> Player {
