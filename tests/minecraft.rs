@@ -30,7 +30,13 @@ fn all_chunks(world: &Path) -> BTreeMap<String, Vec<u8>> {
     for e in std::fs::read_dir(world.join("region")).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_str().unwrap().to_string();
-        let (rx, rz) = name.strip_prefix("r.").unwrap().strip_suffix(".mca").unwrap().split_once('.').unwrap();
+        // Not a region file: a rewrite's temporary file that a SIGKILL left
+        // (the game ignores it; the next mount removes it).
+        let Some((rx, rz)) =
+            name.strip_prefix("r.").and_then(|n| n.strip_suffix(".mca")).and_then(|n| n.split_once('.'))
+        else {
+            continue;
+        };
         let (rx, rz): (i64, i64) = (rx.parse().unwrap(), rz.parse().unwrap());
         let file = std::fs::read(&p).unwrap();
         for (i, raw) in region::all_chunks(&file).unwrap() {
