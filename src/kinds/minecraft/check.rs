@@ -7,6 +7,7 @@
 //! are checked on all cores, each read once.
 
 use super::chunk::ChunkDoc;
+use super::regions::chunk_nbt;
 use crate::codec::{nbt, region};
 use crate::kinds::{Context, Document};
 use std::collections::BTreeMap;
@@ -103,10 +104,9 @@ fn region_files(world: &Path, folder: &str) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// Region coordinates of a file name `r.X.Z.mca`.
+/// Region coordinates of a file name `r.X.Z.mca` (as the mount reads them).
 fn region_xz(name: &str) -> Option<(i64, i64)> {
-    let (x, z) = name.strip_prefix("r.")?.strip_suffix(".mca")?.split_once('.')?;
-    Some((x.parse().ok()?, z.parse().ok()?))
+    name.strip_prefix("r.")?.strip_suffix(".mca").and_then(super::regions::region_xz)
 }
 
 /// Check the world at `world`. `progress` is called with (region files
@@ -175,17 +175,6 @@ fn check_region_file(world: &Path, path: &Path, entities: bool) -> Report {
         r.corrupt.extend(problems.into_iter().map(|p| (shown.clone(), format!("{x},{z}"), p)));
     }
     r
-}
-
-/// The NBT bytes of the chunk at header index `i` of the region `file`
-/// (read from `c.X.Z.mcc` beside it when stored outside).
-fn chunk_nbt(path: &Path, file: &[u8], i: usize, (x, z): (i64, i64)) -> Result<Vec<u8>, String> {
-    let mut raw = region::raw_chunk(file, i)?.ok_or("listed but not stored")?;
-    if raw.external {
-        let mcc = path.with_file_name(format!("c.{x}.{z}.mcc"));
-        raw.data = std::fs::read(&mcc).map_err(|e| format!("{}: {e}", mcc.display()))?;
-    }
-    region::decompress(&raw)
 }
 
 /// Decode a chunk and count its parts; its problems.

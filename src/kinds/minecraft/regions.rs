@@ -55,8 +55,20 @@ pub fn parse_name(name: &str) -> Option<(i64, i64)> {
     (format!("{x},{z}") == name).then_some((x, z))
 }
 
+/// The NBT bytes of the chunk at header index `i` of the region `file` at
+/// `path` (read from `c.X.Z.mcc` beside it when stored outside). The
+/// caller names the file and the chunk in an error.
+pub fn chunk_nbt(path: &Path, file: &[u8], i: usize, (x, z): (i64, i64)) -> std::result::Result<Vec<u8>, String> {
+    let mut raw = region::raw_chunk(file, i)?.ok_or("listed but not stored")?;
+    if raw.external {
+        let mcc = path.with_file_name(format!("c.{x}.{z}.mcc"));
+        raw.data = std::fs::read(&mcc).map_err(|e| format!("{}: {e}", mcc.display()))?;
+    }
+    region::decompress(&raw)
+}
+
 /// Region coordinates from `X.Z` (of `r.X.Z.mca`).
-fn region_xz(name: &str) -> Option<(i64, i64)> {
+pub fn region_xz(name: &str) -> Option<(i64, i64)> {
     let (x, z) = name.split_once('.')?;
     let (x, z): (i64, i64) = (x.parse().ok()?, z.parse().ok()?);
     (format!("{x}.{z}") == name).then_some((x, z))
@@ -107,13 +119,11 @@ impl Regions {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
-        let at = |e: String| format!("{}: chunk {x},{z}: {e}", path.display());
-        let Some(mut raw) = region::raw_chunk(&file, Self::index(x, z)).map_err(at)? else { return Ok(None) };
-        if raw.external {
-            let mcc = self.mcc_of(x, z);
-            raw.data = std::fs::read(&mcc).map_err(|e| format!("{}: {e}", mcc.display()))?;
+        let (i, at) = (Self::index(x, z), |e: String| format!("{}: chunk {x},{z}: {e}", path.display()));
+        if region::raw_chunk(&file, i).map_err(at)?.is_none() {
+            return Ok(None);
         }
-        region::decompress(&raw).map(Some).map_err(at)
+        chunk_nbt(&path, &file, i, (x, z)).map(Some).map_err(at)
     }
 
     /// The stored NBT bytes of the chunks of the region file holding chunk
@@ -133,19 +143,14 @@ impl Regions {
         };
         let (rx, rz) = (x.div_euclid(32), z.div_euclid(32));
         let mut out = Vec::new();
-        for (i, raw) in region::all_chunks(&file).map_err(|e| format!("{}: {e}", path.display()))? {
+        for (i, _, _) in region::locations(&file).map_err(|e| format!("{}: {e}", path.display()))? {
             let (cx, cz) = (rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64);
             if !want(cx, cz) {
                 continue;
             }
-            let data = if raw.external {
-                self.read_chunk(cx, cz).map(Option::unwrap_or_default)
-            } else {
-                region::decompress(&raw)
-            };
-            match data {
+            match chunk_nbt(&path, &file, i, (cx, cz)) {
                 Ok(d) => out.push((cx, cz, d)),
-                Err(e) => log::warn!("{}: chunk {cx},{cz}: {e}", path.display()),
+                Err(e) => log::warn!("map: {}: chunk {cx},{cz}: {e}", path.display()),
             }
         }
         Ok(out)
