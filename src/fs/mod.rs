@@ -28,7 +28,7 @@ mod watch;
 
 pub use error::{ErrorKind, FsError, Result};
 pub use provenance::Caller;
-pub use tree::{NewName, ROOT, Services, Tree};
+pub use tree::{NewName, ROOT, Services, Tree, list_numbered};
 
 use namespace::Namespace;
 use parking_lot::Mutex;

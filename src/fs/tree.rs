@@ -23,6 +23,28 @@ pub const ROOT: u64 = 1;
 /// after the tree's own entries (whose cookies must stay below).
 pub const SCRATCH_COOKIES: u64 = 1 << 62;
 
+/// The cookie of a listing's first entry: the core's `.` and `..` come first.
+pub const FIRST_COOKIE: u64 = 3;
+
+/// Lists `entries` in order from cookie `offset`, for a [`Tree::list`]
+/// whose entries are numbered by position: the i-th gets cookie
+/// [`FIRST_COOKIE`] + i, those at or before `offset` are passed over, and
+/// `send` (given an entry and its cookie) returns true when the reply is
+/// full, which ends the listing.
+pub fn list_numbered<T>(
+    entries: impl IntoIterator<Item = T>,
+    offset: u64,
+    mut send: impl FnMut(T, u64) -> Result<bool>,
+) -> Result<()> {
+    let first = offset.saturating_sub(FIRST_COOKIE - 1) as usize;
+    for (i, entry) in entries.into_iter().enumerate().skip(first) {
+        if send(entry, FIRST_COOKIE + i as u64)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// What a new name in a tree directory becomes when a program creates it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NewName {

@@ -12,7 +12,9 @@
 //! (`luanti::records::RecordSet`).
 
 use super::{DocError, Document, Entry};
-use crate::fs::{Access, Attr, DirEntry, ErrorKind, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
+use crate::fs::{
+    Access, Attr, DirEntry, ErrorKind, FsError, Inval, Kind, NewName, Options, Result, Services, Tree, list_numbered,
+};
 use crate::view::escape;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::{BTreeSet, HashMap};
@@ -613,11 +615,7 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
         let mut st = self.lock();
         let dir = self.dir_path(&mut st, dir)?;
         let children = self.children(&mut st, &dir)?;
-        for (i, (name, is_dir)) in children.into_iter().enumerate() {
-            let cookie = i as u64 + 3;
-            if offset >= cookie {
-                continue;
-            }
+        list_numbered(children, offset, |(name, is_dir), cookie| {
             let path = join(&dir, &name);
             let ino = self.ino_of(&mut st, &path);
             // An item's directory needs nothing read: one item that cannot
@@ -628,11 +626,8 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
                 (true, false) => Some(self.attr(&mut st, &path)?),
             };
             let kind = if is_dir { Kind::Dir } else { Kind::File };
-            if add(&DirEntry { ino, offset: cookie, kind, name: name.into() }, attr.as_ref()) {
-                break;
-            }
-        }
-        Ok(())
+            Ok(add(&DirEntry { ino, offset: cookie, kind, name: name.into() }, attr.as_ref()))
+        })
     }
 
     fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>> {

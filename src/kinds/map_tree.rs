@@ -7,7 +7,7 @@
 //! list and the tiles are drawn again after [`FRESH`], so the map follows
 //! changes (through the mount or by a server) within it.
 
-use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree};
+use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree, list_numbered};
 use crate::view::picture;
 use crate::view::tiles::{self, Bounds, MAX_Z, TILE};
 use parking_lot::Mutex;
@@ -297,18 +297,11 @@ impl<S: TopSource> Tree for MapTree<S> {
                 .collect(),
             _ => return Err(FsError::not_dir()),
         };
-        for (i, (name, n)) in entries.into_iter().enumerate() {
-            let cookie = i as u64 + 3;
-            if offset >= cookie {
-                continue;
-            }
+        list_numbered(entries, offset, |(name, n), cookie| {
             let attr = if plus { Some(self.attr(&n)?) } else { None };
             let kind = if matches!(n, Node::Level(_)) { Kind::Dir } else { Kind::File };
-            if add(&DirEntry { ino: self.ino(&n), offset: cookie, kind, name: name.into() }, attr.as_ref()) {
-                break;
-            }
-        }
-        Ok(())
+            Ok(add(&DirEntry { ino: self.ino(&n), offset: cookie, kind, name: name.into() }, attr.as_ref()))
+        })
     }
 
     fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>> {

@@ -4,7 +4,7 @@
 
 use super::table::TableKey;
 use super::{LuantiTree, Node};
-use crate::fs::{Attr, DirEntry, ErrorKind, FsError, Kind, Result};
+use crate::fs::{Attr, DirEntry, ErrorKind, FsError, Kind, Result, list_numbered};
 use crate::store::BlockPos;
 use crate::view::{self, MetaFile, escape};
 use std::ffi::OsString;
@@ -99,16 +99,7 @@ impl LuantiTree {
             return self.list_find_name(*n, offset, plus, add);
         }
         let children = self.children(dir)?;
-        for (i, (name, node)) in children.into_iter().enumerate() {
-            let cookie = i as u64 + 3;
-            if offset >= cookie {
-                continue;
-            }
-            if self.emit(&node, name, cookie, plus, add)? {
-                return Ok(());
-            }
-        }
-        Ok(())
+        list_numbered(children, offset, |(name, node), cookie| self.emit(&node, name, cookie, plus, add))
     }
 
     /// Send one entry; true when the buffer is full.

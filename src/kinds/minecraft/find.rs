@@ -18,7 +18,7 @@
 
 use super::chunk::ChunkDoc;
 use super::regions::{FileStamp, Regions, stamp_of};
-use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree};
+use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree, list_numbered};
 use crate::kinds::{Context, Document};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -195,17 +195,12 @@ impl Tree for FindTree {
             let (chunks, _) = names.get(&unescape(&path)).ok_or_else(FsError::not_found)?;
             chunks.iter().map(|(x, z)| (format!("{x},{z}"), Kind::Symlink, format!("{path}/{x},{z}"))).collect()
         };
-        // Cookies from 3 up (the core's `.` and `..` come first).
-        for (i, (name, kind, path)) in entries.into_iter().enumerate().skip(offset.saturating_sub(2) as usize) {
+        list_numbered(entries, offset, |(name, kind, path), cookie| {
             let ino = self.ino_of(&path);
             let size = if kind == Kind::Symlink { Self::link_target(&name).len() as u64 } else { 0 };
             let attr = plus.then(|| self.attr(ino, kind, size));
-            let e = DirEntry { ino, offset: i as u64 + 3, kind, name: name.into() };
-            if add(&e, attr.as_ref()) {
-                break;
-            }
-        }
-        Ok(())
+            Ok(add(&DirEntry { ino, offset: cookie, kind, name: name.into() }, attr.as_ref()))
+        })
     }
     fn read(&self, ino: u64) -> Result<Arc<Vec<u8>>> {
         if ino == self.names_file() {
