@@ -2,10 +2,13 @@
 //! its SNBT text reads back to the same tags), region headers and chunk
 //! payloads (refused or read, never a panic), LZ4 chunk streams (lz4-java's
 //! framing: refused or read; what reads encodes and reads back the same),
-//! and a chunk's files (every writable one written back as shown changes
-//! nothing).
+//! a chunk's files (every writable one written back as shown changes
+//! nothing), and what users write into a real chunk's files (refused, or
+//! taken into a chunk that encodes, reads back, and shows that file as a
+//! fixed point).
 
 use worldfs::codec::{lz4block, nbt, region, snbt};
+use std::sync::OnceLock;
 use worldfs::kinds::Document;
 use worldfs::kinds::minecraft::chunk::ChunkDoc;
 
@@ -54,6 +57,53 @@ pub fn mc_lz4(data: &[u8]) {
     assert_eq!(lz4block::decode(&lz4block::encode(data), usize::MAX).unwrap(), data);
 }
 
+/// Real chunks' NBT, one of each layout the mount writes or refuses: 1.11
+/// (`Blocks`/`Data`), 1.15 (spanning longs), 1.17 (padded longs, a chest),
+/// 1.18 (containers, negative Y).
+fn real_chunks() -> &'static [Vec<u8>] {
+    static CHUNKS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    CHUNKS.get_or_init(|| {
+        let files: [&[u8]; 4] = [
+            include_bytes!("../../tests/data/minecraft/prismarine/region/r.-1.0.mca"),
+            include_bytes!("../../tests/data/minecraft/querz/region/r.0.0.mca"),
+            include_bytes!("../../tests/data/minecraft/querz/region/r.-3.-2.mca"),
+            include_bytes!("../../tests/data/minecraft/querz/region/r.-1.-1.mca"),
+        ];
+        let first = |f: &[u8]| {
+            let chunks = region::all_chunks(f).expect("a test region file reads");
+            region::decompress(&chunks[0].1).expect("a test chunk decompresses")
+        };
+        files.iter().map(|f| first(f)).collect()
+    })
+}
+
+/// `mc_view_files`: a write into a real chunk's file, as a mount makes it.
+/// Input: a byte choosing the chunk, two choosing the file (among the
+/// writable ones), then the content. What is taken encodes, decodes again,
+/// and shows the file so that writing it back changes nothing.
+pub fn mc_view_files(data: &[u8]) {
+    let [c, hi, lo, content @ ..] = data else { return };
+    let base = &real_chunks()[*c as usize % real_chunks().len()];
+    let mut doc = ChunkDoc::decode(base, &Default::default()).expect("a real chunk decodes");
+    let files: Vec<String> = doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+    let path = &files[u16::from_be_bytes([*hi, *lo]) as usize % files.len()];
+    let judged = ChunkDoc::judge(ChunkDoc::decode(base, &Default::default()).unwrap(), path, content);
+    if doc.check_content(path, content).is_err() || doc.apply(path, content).is_err() {
+        assert!(judged.is_err(), "{path}: judged fine but refused");
+        return;
+    }
+    let Ok(written) = doc.encode() else {
+        assert!(judged.is_err(), "{path}: judged fine but does not encode");
+        return;
+    };
+    assert!(judged.is_ok(), "{path}: taken but judged wrong: {}", judged.unwrap_err());
+    let mut again = ChunkDoc::decode(&written, &Default::default())
+        .unwrap_or_else(|e| panic!("{path}: what we write does not read back: {e}"));
+    let shown = again.render(path).unwrap_or_else(|e| panic!("{path}: the written file does not show: {e}"));
+    again.apply(path, &shown).unwrap_or_else(|e| panic!("{path}: its own text is refused: {e}"));
+    assert_eq!(again.encode().unwrap(), written, "{path}: writing back what it shows changed the chunk");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +112,22 @@ mod tests {
     fn mc_nbt_smoke() {
         let c = nbt::Compound(vec![("a".into(), nbt::Tag::List(nbt::List { elem: 3, items: vec![nbt::Tag::Int(5)] }))]);
         crate::smoke::run("mc_nbt", mc_nbt, vec![nbt::encode("", &c).unwrap()]);
+    }
+
+    #[test]
+    fn mc_view_files_smoke() {
+        let mut seeds = Vec::new();
+        for (c, base) in real_chunks().iter().enumerate() {
+            let doc = ChunkDoc::decode(base, &Default::default()).unwrap();
+            let files: Vec<String> = doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+            for (i, path) in files.iter().enumerate().step_by(7) {
+                let mut seed = vec![c as u8];
+                seed.extend((i as u16).to_be_bytes());
+                seed.extend(doc.render(path).unwrap());
+                seeds.push(seed);
+            }
+        }
+        crate::smoke::run("mc_view_files", mc_view_files, seeds);
     }
 
     #[test]
