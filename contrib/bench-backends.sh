@@ -30,6 +30,14 @@
 #   MAPPER_SRC   minetestmapper's source tree
 #   SED_BLOCKS   blocks edited by sed -i (1000)
 #   BACKENDS     which to run (default: "sqlite leveldb postgresql redis")
+#   WORLD        an existing sqlite3 world to copy instead of generating one
+#                (e.g. ../bench-data/augsburg-50k)
+#   CHECK_RUNS   with a number, only the check rows: `worldfs check` and
+#                minetestmapper CHECK_RUNS times each per backend, in turn,
+#                with their wall and CPU times (user + system) and the
+#                medians
+#   PERF_DIR     with CHECK_RUNS: also one `perf record` of check per
+#                backend, into PERF_DIR/check-BACKEND.data
 # Needs: minetest-server, postgresql, redis-server, sqlite3, python3, fuse3;
 # run as root to start PostgreSQL as the postgres user.
 set -euo pipefail
@@ -93,8 +101,14 @@ trap cleanup EXIT
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 
-echo "generating a world of radius $R, height $H ..." >&2
-sh "$SHARED/tools/genworld.sh" "$WORK/sqlite" "$R" "$H" >/dev/null 2>&1
+if [[ -n ${WORLD:-} ]]; then
+    mkdir -p "$WORK/sqlite"
+    cp "$WORLD/world.mt" "$WORLD/map.sqlite" "$WORK/sqlite/"
+    R="(the world $WORLD)" H=
+else
+    echo "generating a world of radius $R, height $H ..." >&2
+    sh "$SHARED/tools/genworld.sh" "$WORK/sqlite" "$R" "$H" >/dev/null 2>&1
+fi
 rm -f "$WORK"/sqlite/minetest.conf
 BLOCKS=$(sqlite3 "$WORK/sqlite/map.sqlite" 'SELECT count(*) FROM blocks')
 
@@ -138,7 +152,47 @@ rm "$WORK/redis/map.sqlite"
 sed -i 's/^backend = .*/backend = redis/' "$WORK/redis/world.mt"
 printf 'redis_address = 127.0.0.1\nredis_port = %s\nredis_hash = mt\n' "$REDIS_PORT" >>"$WORK/redis/world.mt"
 
+# "WALL CPU" of a command (CPU: user + system of it and its children).
+timed() {
+    /usr/bin/time -f '%e %U %S' -o "$WORK/time" "$@" >/dev/null 2>"$WORK/timed.err" || true
+    awk '{ printf "%.2f %.2f", $1, $2 + $3 }' "$WORK/time"
+}
+
+# The median of the numbers on stdin.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# Only check against the mapper, CHECK_RUNS times each, in turn.
+check_rows() {
+    local b W i c m cw cc mw mc
+    printf '| backend | check wall | check CPU | minetestmapper wall | its CPU | ratio, wall (medians) | ratio, CPU |\n'
+    printf '|---|---|---|---|---|---|---|\n'
+    for b in $BACKENDS; do
+        W=$WORK/$b
+        : >"$WORK/c-$b" && : >"$WORK/m-$b"
+        for ((i = 0; i < CHECK_RUNS; i++)); do
+            timed "$WORLDFS" check "$W" >>"$WORK/c-$b" && echo >>"$WORK/c-$b"
+            timed "$MAPPER" -i "$W" -o "$WORK/$b.png" --colors "$COLORS" >>"$WORK/m-$b" && echo >>"$WORK/m-$b"
+        done
+        if [[ -n ${PERF_DIR:-} ]]; then
+            perf record -q -o "$PERF_DIR/check-$b.data" "$WORLDFS" check "$W" >/dev/null 2>&1 || true
+        fi
+        cw=$(cut -d' ' -f1 "$WORK/c-$b" | median) cc=$(cut -d' ' -f2 "$WORK/c-$b" | median)
+        mw=$(cut -d' ' -f1 "$WORK/m-$b" | median) mc=$(cut -d' ' -f2 "$WORK/m-$b" | median)
+        printf '| %s | %s s | %s s | %s s | %s s | %s | %s |\n' "$b" \
+            "$(sort -g "$WORK/c-$b" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }')" \
+            "$(sort -g -k2 "$WORK/c-$b" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }')" \
+            "$(sort -g "$WORK/m-$b" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }')" \
+            "$(sort -g -k2 "$WORK/m-$b" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }')" \
+            "$(python3 -c "print(f'{$cw / $mw:.2f}')")" "$(python3 -c "print(f'{$cc / $mc:.2f}')")"
+    done
+    printf '\nload at the end %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
 printf '\n%s blocks (radius %s, height %s), %s cores, load %s\n\n' "$BLOCKS" "$R" "$H" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -n ${CHECK_RUNS:-} ]]; then
+    check_rows
+    exit 0
+fi
 printf '| backend | worldfs check | minetestmapper | mount | ls blocks | grep walk | sed -i %s blocks | sed -i per file |\n' "$SED_BLOCKS"
 printf '|---|---|---|---|---|---|---|---|\n'
 for b in $BACKENDS; do

@@ -129,7 +129,22 @@ one_run() {
         -v cpu="$cpu" -v neigh="$(cat "$WORK/neighbour.out")" -v load="$(cut -d' ' -f1 /proc/loadavg)" '
         { d[NR] = $1; if ($1 > 0.0905) over++ }
         END { printf "%-24s %s %5.1f s  daemon CPU %5.2f s  neighbour %5.2f M/s  steps %4d, over 90 ms %d, max %.0f ms  load %s\n",
-                  label, "'"$MODE"'", wall, cpu, neigh / 1e6, NR, over, 1000 * d[NR], load }'
+                  label, "'"$MODE"'", wall, cpu, neigh / 1e6, NR, over, 1000 * d[NR], load
+              printf "%s %s %s %.3f %d %d %.0f %s\n", label, wall, cpu, neigh / 1e6, NR, over + 0, 1000 * d[NR], load >> "'"$WORK/runs.txt"'" }'
+}
+
+# Per set: the median of each figure over the rounds (and the range of the
+# neighbour's throughput and the wall time), in the order of OPTION_SETS.
+medians() {
+    local set
+    echo "medians of $ROUNDS rounds ($MODE):"
+    for set in "${SETS[@]}"; do
+        awk -v set="$set" '$1 == set { n++; w[n] = $2; c[n] = $3; g[n] = $4; s += $5; o += $6; m[n] = $7; l[n] = $8 }
+            function med(a, k, i, j, t) { for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+                return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
+            END { printf "  %-24s wall %5.1f s (%s-%s)  daemon CPU %5.2f s  neighbour %5.2f M/s (%s-%s)  steps over 90 ms %d of %d, max median %.0f ms  load %.1f\n",
+                      set, med(w, n), w[1], w[n], med(c, n), med(g, n), g[1], g[n], o, s, med(m, n), med(l, n) }' "$WORK/runs.txt"
+    done
 }
 
 calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
@@ -141,3 +156,4 @@ for ((r = 1; r <= ROUNDS; r++)); do
     ((r % 2 == 0)) && order=($(printf '%s\n' "${SETS[@]}" | tac))
     for set in "${order[@]}"; do one_run "$set" "$set"; done
 done
+medians

@@ -209,7 +209,10 @@ impl Loaded {
     /// Approximate memory held without the decoding: this struct, the
     /// blob, the rendered files, and the cache's own bookkeeping.
     fn base_cost(&self) -> usize {
-        std::mem::size_of::<Loaded>() + 160 + self.blob.len() + self.rendered_bytes.load(Ordering::Relaxed)
+        std::mem::size_of::<Loaded>()
+            + ENTRY_BOOKKEEPING
+            + self.blob.len()
+            + self.rendered_bytes.load(Ordering::Relaxed)
     }
 
     /// Approximate memory held by the decoding (0 when it was dropped).
@@ -242,8 +245,34 @@ struct Ahead {
     seen: Seen,
 }
 
+impl Ahead {
+    fn cost(&self) -> usize {
+        self.blob.len() + AHEAD_BOOKKEEPING
+    }
+}
+
 /// Blocks asked for around a block that is not cached.
 const NEAR_BLOCKS: usize = 64;
+
+/// The most a hash table's place costs per live entry: after doubling, a
+/// table is 7/16 full.
+const fn table_place_cost(entry: usize) -> usize {
+    (entry + 1) * 16 / 7 + 1
+}
+
+/// What the cache keeps for an entry besides the `Loaded`: its slot, its
+/// place in `Slots`' table, in the free list, and in the LRU order (a
+/// B-tree entry at about half fill), and the `Arc`'s counts. Counted in
+/// the budget, so that the tables are bounded by it too.
+const ENTRY_BOOKKEEPING: usize = std::mem::size_of::<Option<Slot>>()
+    + table_place_cost(std::mem::size_of::<(BlockPos, u32)>())
+    + 4
+    + 2 * std::mem::size_of::<(u64, BlockPos)>()
+    + 16;
+
+/// What a block read ahead costs besides its blob: its place in the
+/// table (many tiny blobs would otherwise grow the table past the cap).
+const AHEAD_BOOKKEEPING: usize = table_place_cost(std::mem::size_of::<(BlockPos, Ahead)>());
 
 struct Slot {
     loaded: Arc<Loaded>,
@@ -260,9 +289,65 @@ struct Slot {
     decoded_tick: Option<u64>,
 }
 
+/// The cached entries: a table from position to a place in a list of
+/// slots. A hash table's memory never shrinks and doubles when an LRU's
+/// churn leaves it more than half full of live and deleted entries, so its
+/// entries are kept small (10 bytes and a control byte: 3.4 MB at 2^18
+/// places, where entries of the slots' size took 23 MB); the slots list
+/// grows only to the most entries held at once, and a freed slot is used
+/// again. Both are counted in an entry's bookkeeping (`Loaded::base_cost`).
+#[derive(Default)]
+struct Slots {
+    index: HashMap<BlockPos, u32>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    fn get(&self, pos: &BlockPos) -> Option<&Slot> {
+        self.index.get(pos).and_then(|&i| self.slots[i as usize].as_ref())
+    }
+
+    fn get_mut(&mut self, pos: &BlockPos) -> Option<&mut Slot> {
+        self.index.get(pos).and_then(|&i| self.slots[i as usize].as_mut())
+    }
+
+    fn contains_key(&self, pos: &BlockPos) -> bool {
+        self.index.contains_key(pos)
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn remove(&mut self, pos: &BlockPos) -> Option<Slot> {
+        let i = self.index.remove(pos)?;
+        self.free.push(i);
+        self.slots[i as usize].take()
+    }
+
+    fn insert(&mut self, pos: BlockPos, slot: Slot) {
+        if let Some(&i) = self.index.get(&pos) {
+            self.slots[i as usize] = Some(slot);
+            return;
+        }
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(slot);
+                i
+            }
+            None => {
+                self.slots.push(Some(slot));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(pos, i);
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    map: HashMap<BlockPos, Slot>,
+    map: Slots,
     /// Least recently used first.
     order: BTreeMap<u64, BlockPos>,
     /// The entries holding a decoding, least recently used first (by the
@@ -325,7 +410,7 @@ impl Inner {
     /// A block read ahead, if it is still within the TTL of its reading.
     fn take_ahead(&mut self, pos: BlockPos, ttl: Duration) -> Option<Ahead> {
         let a = self.ahead.remove(&pos)?;
-        self.ahead_bytes -= a.blob.len();
+        self.ahead_bytes -= a.cost();
         (a.seen.at.elapsed() <= ttl).then_some(a)
     }
 
@@ -333,13 +418,13 @@ impl Inner {
         if self.map.contains_key(&pos) {
             return; // cached entries are checked by their own version
         }
-        self.ahead_bytes += a.blob.len();
+        self.ahead_bytes += a.cost();
         if let Some(old) = self.ahead.insert(pos, a) {
-            self.ahead_bytes -= old.blob.len();
+            self.ahead_bytes -= old.cost();
         }
         if self.ahead_bytes > cap {
             self.ahead.retain(|_, a| a.seen.at.elapsed() <= ttl);
-            self.ahead_bytes = self.ahead.values().map(|a| a.blob.len()).sum();
+            self.ahead_bytes = self.ahead.values().map(Ahead::cost).sum();
         }
         if self.ahead_bytes > cap {
             self.ahead.clear();
@@ -349,7 +434,7 @@ impl Inner {
 
     fn drop_ahead(&mut self, pos: BlockPos) {
         if let Some(a) = self.ahead.remove(&pos) {
-            self.ahead_bytes -= a.blob.len();
+            self.ahead_bytes -= a.cost();
         }
     }
 
@@ -862,6 +947,29 @@ mod tests {
             cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
         }
         assert_eq!(store.calls.load(Ordering::SeqCst) - before, 10);
+    }
+
+    /// A walk over many more tiny blocks than fit: the budget bounds the
+    /// entries, and the tables holding them stay a small part of it (a
+    /// table of whole slots doubled under the churn to twice the budget's
+    /// share on the 2.8M-block walk).
+    #[test]
+    fn the_tables_stay_within_the_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let store = counting(&d, 12_000, true);
+        let cap = 1 << 20;
+        let cache = BlockCache::new(cap, Duration::from_secs(60));
+        for i in 0..12_000 {
+            let l = cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
+            l.file(BlockFile::Names).unwrap();
+        }
+        let inner = cache.inner.lock();
+        assert!(inner.bytes <= cap, "{}", inner.bytes);
+        assert!(inner.map.len() < 12_000, "{} entries kept", inner.map.len());
+        let slots = inner.map.slots.capacity() * std::mem::size_of::<Option<Slot>>();
+        let index = inner.map.index.capacity() * 8 / 7 * (std::mem::size_of::<(BlockPos, u32)>() + 1);
+        assert!(slots + index <= cap / 4, "slots {slots} and index {index} bytes for {} entries", inner.map.len());
+        assert_eq!(inner.map.slots.iter().filter(|s| s.is_some()).count(), inner.map.len());
     }
 
     #[test]
