@@ -4,7 +4,10 @@
 //! never linked): every section's blocks and every block entity agree,
 //! chunks decode and encode back byte for byte, and edits through the
 //! mount (`echo`, `sed -i`) are what the reader then finds, with every
-//! other chunk unchanged; a game holding session.lock refuses them.
+//! other chunk unchanged; a game holding session.lock refuses them. The
+//! 1.11.2 world (prismarine/) is written too: as numeric ids and data,
+//! checked by anvil-parser2's legacy table and byte-wise by amulet-nbt
+//! (tests/scripts/mc_legacy_oracle.py).
 
 mod common;
 
@@ -486,13 +489,179 @@ fn a_1_11_world_shows_its_blocks_by_name_as_anvil_parser_reads_their_ids() {
     }
     assert!(checked > 100, "only {checked} sections compared");
     assert!(m.ok("cat $MNT/chunks/-1,3/info").contains("1.12 or older"));
-    // Read-only: refused with a message, the region file unchanged.
-    let region = std::fs::read(d.path().join("region/r.-1.0.mca")).unwrap();
-    let (code, _, err) = m.sh("echo minecraft:granite > $MNT/block/-16,5,48");
-    assert_ne!(code, 0, "a 1.11 block was written");
-    let (code, _, _) = m.sh("sed -i 's/ minecraft:stone$/ minecraft:granite/' $MNT/chunks/-1,3/sections/1/blocks");
-    assert_ne!(code, 0, "a 1.11 section was written: {err}");
-    assert_eq!(m.ok("cat $MNT/block/-16,5,48"), format!("{}\n", states["1:0"]));
     m.unmount();
-    assert_eq!(std::fs::read(d.path().join("region/r.-1.0.mca")).unwrap(), region);
+}
+
+/// A 1.12 section's arrays as hex, by chunk, Y and key (`Blocks`, `Data`, `Add`).
+type Arrays = BTreeMap<(String, i64, String), String>;
+
+/// What amulet-nbt reads of each 1.12-or-older section's arrays and a
+/// digest of the rest of each chunk (`rest X,Z`, `light X,Z`).
+fn legacy_arrays(world: &Path) -> (Arrays, BTreeMap<String, String>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_legacy_oracle.py");
+    let out = Command::new("python3").arg(script).arg(world).output().unwrap();
+    assert!(out.status.success(), "mc_legacy_oracle.py: {}", String::from_utf8_lossy(&out.stderr));
+    let (mut arrays, mut rest) = (BTreeMap::new(), BTreeMap::new());
+    for l in String::from_utf8(out.stdout).unwrap().lines() {
+        let f: Vec<&str> = l.split(' ').collect();
+        match f[0] {
+            "arrays" => {
+                drop(arrays.insert((f[1].to_string(), f[2].parse().unwrap(), f[3].to_string()), f[4].to_string()))
+            }
+            "rest" | "light" => drop(rest.insert(format!("{} {}", f[0], f[1]), f[2].to_string())),
+            _ => panic!("{l}"),
+        }
+    }
+    (arrays, rest)
+}
+
+/// The arrays a 1.12 section of these ids ("ID:DATA", y*256 + z*16 + x)
+/// holds, as hex: Blocks, Data, and Add if an id needs it.
+fn arrays_of(ids: &[String]) -> Vec<(&'static str, String)> {
+    let ids: Vec<(u16, u8)> = ids
+        .iter()
+        .map(|s| {
+            let (i, d) = s.split_once(':').unwrap();
+            (i.parse().unwrap(), d.parse().unwrap())
+        })
+        .collect();
+    let nibbles = |f: &dyn Fn(&(u16, u8)) -> u8| -> String {
+        ids.chunks(2).map(|p| format!("{:02x}", f(&p[0]) | (f(&p[1]) << 4))).collect()
+    };
+    let mut out = vec![
+        ("Blocks", ids.iter().map(|(i, _)| format!("{:02x}", *i as u8)).collect()),
+        ("Data", nibbles(&|(_, d)| *d)),
+    ];
+    if ids.iter().any(|(i, _)| *i > 255) {
+        out.push(("Add", nibbles(&|(i, _)| (*i >> 8) as u8)));
+    }
+    out
+}
+
+fn legacy_sections(lines: &[String]) -> BTreeMap<(String, i64), Vec<String>> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with("legacy "))
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, ' ').collect();
+            ((f[1].to_string(), f[2].parse().unwrap()), f[3].split(' ').map(String::from).collect())
+        })
+        .collect()
+}
+
+#[test]
+fn a_1_11_world_is_written_as_ids_and_data_that_anvil_parser_and_amulet_read() {
+    require_fuse_and_oracle!("minecraft::a_1_11_world_is_written");
+    let amulet = Command::new("python3").args(["-c", "import amulet_nbt"]).output().is_ok_and(|o| o.status.success());
+    if !amulet {
+        common::skip("minecraft::a_1_11_world_is_written", "python3", "amulet-nbt is missing");
+        return;
+    }
+    let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"));
+    let region = d.path().join("region/r.-1.0.mca");
+    let (file, before, (arrays, rest)) =
+        (std::fs::read(&region).unwrap(), oracle(d.path(), &[]), legacy_arrays(d.path()));
+    let m = common::mount::Mounted::new(d.path(), &[]);
+    // Every section's blocks written back as shown: not a byte changes
+    // (leaves with and without the decay bit, 18:0 and 18:8, both read
+    // oak_leaves[distance=1,persistent=false] and stay apart).
+    m.ok("t=$(mktemp); for f in $MNT/chunks/*/sections/*/blocks; do cat \"$f\" > $t; cat $t > \"$f\"; done; rm $t");
+    assert_eq!(std::fs::read(&region).unwrap(), file, "a no-op rewrite changed the region file");
+    let leaves = legacy_sections(&before)[&("-1,3".to_string(), 4)].clone();
+    assert!(leaves.iter().any(|v| v == "18:0") && leaves.iter().any(|v| v == "18:8"));
+    // echo and sed -i; an id above 255 (shown as unknown_block) needs Add.
+    m.ok("echo minecraft:granite > $MNT/block/-16,5,48");
+    m.ok("echo 'minecraft:oak_log[axis=x]' > $MNT/block/-14,5,48");
+    m.ok("echo minecraft:granite > $MNT/block/-16,70,48"); // beside those leaves
+    m.ok("echo 'minecraft:unknown_block[id=300,data=3]' > $MNT/block/-15,5,48");
+    m.ok("sed -i 's/ minecraft:stone$/ minecraft:gold_block/' $MNT/chunks/-1,3/sections/1/blocks");
+    assert_eq!(m.ok("cat $MNT/block/-15,5,48"), "minecraft:unknown_block[data=3,id=300]\n");
+    // States 1.12 cannot store: refused, named, the region file unchanged.
+    let now = std::fs::read(&region).unwrap();
+    assert_ne!(m.sh("echo minecraft:deepslate > $MNT/block/-13,5,48").0, 0, "deepslate in a 1.11 chunk");
+    let sed = "sed -i 's/ minecraft:granite$/ minecraft:deepslate/' $MNT/chunks/-1,3/sections/0/blocks";
+    assert_ne!(m.sh(sed).0, 0, "deepslate in a 1.11 section");
+    assert_eq!(std::fs::read(&region).unwrap(), now, "a refused write changed the region file");
+    let errors = m.refusals();
+    for want in
+        ["block/-13,5,48: minecraft:deepslate cannot be stored in a 1.12", "block -16,5,48: minecraft:deepslate"]
+    {
+        assert!(errors.contains(want), "write-errors lacks '{want}':\n{errors}");
+    }
+    // No world-wide rename of a block id through find/ (nor for newer chunks).
+    assert_ne!(m.sh("mv $MNT/find/minecraft:stone $MNT/find/minecraft:granite").0, 0);
+    assert!(m.refusals().contains("renames no block id world-wide"), "{}", m.refusals());
+    m.unmount();
+    // anvil-parser2 reads the new ids, and every other block as it was.
+    let mut want = legacy_sections(&before);
+    let sec = want.get_mut(&("-1,3".to_string(), 0)).unwrap();
+    assert_eq!(sec[5 * 256], "1:0", "stone at -16,5,48 before");
+    (sec[5 * 256], sec[5 * 256 + 1], sec[5 * 256 + 2]) = ("1:1".into(), "300:3".into(), "17:4".into());
+    want.get_mut(&("-1,3".to_string(), 4)).unwrap()[6 * 256] = "1:1".into();
+    let sec = want.get_mut(&("-1,3".to_string(), 1)).unwrap();
+    assert!(sec.iter().filter(|v| *v == "1:0").count() > 1000);
+    sec.iter_mut().filter(|v| *v == "1:0").for_each(|v| *v = "41:0".into());
+    let after = oracle(d.path(), &[]);
+    assert_eq!(legacy_sections(&after), want);
+    // amulet-nbt: Blocks, Data and Add byte for byte; the rest of every chunk unchanged.
+    let (arrays_after, rest_after) = legacy_arrays(d.path());
+    assert_eq!(rest_after, rest, "something besides the blocks changed");
+    let mut want_arrays = arrays.clone();
+    for ((chunk, y), ids) in &want {
+        for (key, hex) in arrays_of(ids) {
+            want_arrays.insert((chunk.clone(), *y, key.to_string()), hex);
+        }
+    }
+    assert_eq!(arrays_after.len(), arrays.len() + 1, "Add only where id 300 needs it");
+    assert!(arrays_after == want_arrays, "Blocks, Data or Add differ from the edits");
+    // Undo puts every chunk back byte for byte.
+    let world = d.path().to_str().unwrap();
+    let (ok, list) = worldfs(&["undo", world]);
+    assert!(ok && list.contains("write block/-15,5,48") && list.contains("write chunks/-1,3"), "{list}");
+    let (ok, out) = worldfs(&["undo", world, "--since", "1970-01-01"]);
+    assert!(ok, "{out}");
+    assert_eq!(hashes(&oracle(d.path(), &[])), hashes(&before), "undo: every chunk as it was");
+}
+
+/// The 1.11 world's chunks without a mount: every writable file written
+/// back as shown changes no byte; a block set is stored as its id and
+/// data and marks the chunk for the game to light again; a state 1.12
+/// cannot store is refused and leaves the chunk as it was.
+#[test]
+fn a_1_11_chunk_takes_back_what_it_shows_and_marks_an_edit_for_light() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine/region");
+    let file = std::fs::read(dir.join("r.-1.0.mca")).unwrap();
+    let mut chunks = 0;
+    for (i, raw) in region::all_chunks(&file).unwrap() {
+        let bytes = region::decompress(&raw).unwrap();
+        let mut doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+        let writable: Vec<String> =
+            doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+        assert!(writable.iter().any(|p| p.ends_with("/blocks")), "chunk {i}: {writable:?}");
+        for path in &writable {
+            let shown = doc.render(path).unwrap();
+            doc.apply(path, &shown).unwrap_or_else(|e| panic!("chunk {i} {path}: {e}"));
+        }
+        assert_eq!(doc.encode().unwrap(), bytes, "chunk {i} after writing every file back");
+        chunks += 1;
+    }
+    assert_eq!(chunks, 28);
+    // Chunk -1,3 as if the game had lit it.
+    let raw = region::raw_chunk(&file, 3 * 32 + 31).unwrap().unwrap();
+    let (name, mut root) = nbt::decode(&region::decompress(&raw).unwrap()).unwrap();
+    root.compound_mut("Level").unwrap().insert("LightPopulated", nbt::Tag::Byte(1));
+    let lit = nbt::encode(&name, &root).unwrap();
+    let mut doc = ChunkDoc::decode(&lit, &Default::default()).unwrap();
+    let deepslate = worldfs::kinds::minecraft::section::parse_state("minecraft:deepslate").unwrap();
+    let err = doc.set_block(-16, 5, 48, deepslate).unwrap_err().to_string();
+    assert!(err.starts_with("minecraft:deepslate cannot be stored in a 1.12 or older chunk"), "{err}");
+    assert_eq!(doc.encode().unwrap(), lit, "a refused block changed the chunk");
+    let granite = worldfs::kinds::minecraft::section::parse_state("minecraft:granite").unwrap();
+    doc.set_block(-16, 5, 48, granite.clone()).unwrap();
+    let (_, new) = nbt::decode(&doc.encode().unwrap()).unwrap();
+    let level = new.compound("Level").unwrap();
+    assert_eq!(level.get("LightPopulated"), Some(&nbt::Tag::Byte(0)), "marked for the game to light again");
+    assert_eq!(level.get("HeightMap"), root.compound("Level").unwrap().get("HeightMap"), "HeightMap as stored");
+    let again = ChunkDoc::decode(&doc.encode().unwrap(), &Default::default()).unwrap();
+    assert_eq!(again.block_at(-16, 5, 48).unwrap(), Some(granite));
 }

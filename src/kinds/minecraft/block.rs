@@ -6,6 +6,7 @@
 //! file as `chunks/` does.
 
 use super::chunk::{ChunkDoc, Format};
+use super::legacy;
 use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
@@ -115,18 +116,18 @@ impl Tree for BlockTree {
         if !self.opts.force {
             super::regions::check_session_lock(&self.regions.world)?;
         }
-        let (x, _, z) = parse_pos(&name).ok_or_else(FsError::not_found)?;
-        match self.chunk(x, z)? {
-            Some((_, doc)) if doc.format == Format::Flat => Err(FsError::read_only(format!(
-                "block/{name}: blocks of a 1.12 or older chunk are read-only here (load the world in a newer game to upgrade it)"
-            ))),
-            _ => Ok(()),
-        }
+        parse_pos(&name).map(drop).ok_or_else(FsError::not_found)
     }
     /// Judged at `write()` for a whole line, so that `echo` reports it.
-    fn check_content(&self, _ino: u64, content: &[u8]) -> Result<()> {
+    /// A 1.12-or-older chunk's block also needs an id and data for it.
+    fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(content).map_err(|_| FsError::invalid("not UTF-8 text"))?;
-        parse_state(text).map(drop).map_err(FsError::invalid)
+        let state = parse_state(text).map_err(FsError::invalid)?;
+        let (x, _, z) = parse_pos(&self.name_of(ino)?).ok_or_else(FsError::not_found)?;
+        match self.chunk(x, z)? {
+            Some((_, doc)) if doc.format == Format::Flat => legacy::id_data(&state).map(drop).map_err(FsError::invalid),
+            _ => Ok(()),
+        }
     }
     fn complete(&self, _ino: u64, content: &[u8]) -> bool {
         crate::kinds::complete_lines(content, 1)

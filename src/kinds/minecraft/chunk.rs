@@ -18,11 +18,13 @@
 //! ```
 //!
 //! Formats, by where the sections are and the DataVersion: 1.12 and older
-//! (`Blocks` arrays, named by `legacy.rs`; read-only), 1.13 to 1.15 (indices span
+//! (`Blocks` arrays, named and written back by `legacy.rs`), 1.13 to 1.15 (indices span
 //! longs), 1.16 and 1.17 (padded longs), 1.18+ (`block_states` and
 //! `biomes` containers at the root). A changed section keeps its palette
-//! and gains new states at its end, as the game's container does; the
-//! chunk is marked for the game to light again (`isLightOn: 0b`).
+//! and gains new states at its end, as the game's container does (1.12
+//! and older: each unchanged block keeps its id and data); the chunk is
+//! marked for the game to light again (`isLightOn: 0b`; 1.12 and older
+//! `LightPopulated: 0b`).
 
 use super::items::{self, ItemForm};
 use super::legacy;
@@ -46,7 +48,7 @@ pub enum Format {
 impl Format {
     fn what(self) -> &'static str {
         match self {
-            Format::Flat => "1.12 or older (Blocks/Add/Data arrays; blocks read-only)",
+            Format::Flat => "1.12 or older (Blocks/Add/Data arrays)",
             Format::Spanning => "1.13-1.15 (block states spanning longs)",
             Format::Padded => "1.16-1.17 (block states in padded longs)",
             Format::Containers => "1.18+ (block_states and biomes containers)",
@@ -156,10 +158,42 @@ impl ChunkDoc {
             Some(d) => holder.insert(data_key, Tag::LongArray(d)),
             None => drop(holder.remove(data_key)),
         }
-        // The game lights the chunk again when it loads it.
-        if self.level().get("isLightOn").is_some() {
-            self.level_mut().insert("isLightOn", Tag::Byte(0));
+    }
+
+    /// Section `y`'s blocks become `values` (y*256 + z*16 + x): a 1.12 or
+    /// older section as ids and data, others in their palette `c`; the
+    /// chunk is then marked for the game to light again. Err: the first
+    /// block whose state a 1.12 chunk cannot store, and why.
+    fn store_blocks(&mut self, y: i64, mut c: Container, values: &[Tag]) -> Result<(), (usize, String)> {
+        if self.format == Format::Flat {
+            let ids = self.flat_ids(y, &c, values)?;
+            legacy::encode(self.section_mut(y).expect("a section that was read"), &ids);
+        } else {
+            c.set_all(values);
+            self.put_blocks(y, &c);
         }
+        // The game lights the chunk again when it loads it (1.12 and
+        // older: a chunk not `LightPopulated` is lit on its first tick).
+        let key = if self.format == Format::Flat { "LightPopulated" } else { "isLightOn" };
+        if self.level().get(key).is_some() {
+            self.level_mut().insert(key, Tag::Byte(0));
+        }
+        Ok(())
+    }
+
+    /// The id and data of each block of 1.12-or-older section `y` once
+    /// set to `values`: a block whose state is unchanged keeps its own (of
+    /// two ids showing the same, such as still and flowing water), a
+    /// changed one takes the table's (`legacy::id_data`).
+    fn flat_ids(&self, y: i64, c: &Container, values: &[Tag]) -> Result<Vec<legacy::IdData>, (usize, String)> {
+        let s = self.section(y).expect("a section that was read");
+        let (_, ids) = legacy::decode(s).ok().flatten().expect("decoded as `c` before");
+        let mut out = Vec::with_capacity(values.len());
+        for (i, v) in values.iter().enumerate() {
+            let k = c.indices[i] as usize;
+            out.push(if same_state(&c.palette[k], v) { ids[k] } else { legacy::id_data(v).map_err(|m| (i, m))? });
+        }
+        Ok(out)
     }
 
     fn biomes(&self, s: &Compound) -> DocResult<Option<Container>> {
@@ -216,11 +250,14 @@ impl ChunkDoc {
     pub fn set_block(&mut self, x: i64, y: i64, z: i64, state: Tag) -> DocResult<()> {
         let sy = y.div_euclid(16);
         let s = self.section(sy).ok_or_else(|| DocError::new(format!("section {sy} is not stored in this chunk")))?;
-        self.refuse_flat()?;
-        let mut c = self.blocks(s)?.ok_or_else(|| DocError::new(format!("section {sy} stores no blocks here")))?;
+        let c = self.blocks(s)?.ok_or_else(|| DocError::new(format!("section {sy} stores no blocks here")))?;
         let i = (y.rem_euclid(16) * 256 + z.rem_euclid(16) * 16 + x.rem_euclid(16)) as usize;
         if same_state(c.get(i), &state) {
             return Ok(());
+        }
+        if self.format == Format::Flat {
+            // Refused before the block entity goes.
+            legacy::id_data(&state).map_err(DocError::new)?;
         }
         let name = |t: &Tag| if let Tag::Compound(c) = t { c.string("Name").map(String::from) } else { None };
         if name(c.get(i)) != name(&state) {
@@ -232,9 +269,7 @@ impl ChunkDoc {
         }
         let mut values: Vec<Tag> = (0..4096).map(|k| c.get(k).clone()).collect();
         values[i] = state;
-        c.set_all(&values);
-        self.put_blocks(sy, &c);
-        Ok(())
+        self.store_blocks(sy, c, &values).map_err(|(_, m)| DocError::new(m))
     }
 
     /// The blocks of every section that stores them, by section Y.
@@ -323,17 +358,6 @@ impl ChunkDoc {
         found
     }
 
-    /// 1.12 and older blocks are shown, not written: the game upgrades
-    /// such chunks when it loads them.
-    fn refuse_flat(&self) -> DocResult<()> {
-        match self.format {
-            Format::Flat => Err(DocError::new(
-                "blocks of a 1.12 or older chunk are read-only here (load the world in a newer game to upgrade it)",
-            )),
-            _ => Ok(()),
-        }
-    }
-
     fn info(&self) -> String {
         let l = self.level();
         let (x, z) = self.pos();
@@ -397,19 +421,21 @@ impl ChunkDoc {
         let s = self.section(y).ok_or_else(|| DocError::new("no such section"))?;
         match file {
             "blocks" => {
-                self.refuse_flat()?;
-                let mut c = self.blocks(s)?.ok_or_else(|| DocError::new("this section stores no blocks"))?;
-                let d = layers::parse(&self.frame(y), text)?;
+                let c = self.blocks(s)?.ok_or_else(|| DocError::new("this section stores no blocks"))?;
+                let frame = self.frame(y);
+                let d = layers::parse(&frame, text)?;
                 let legend = legend_tags(&d.legend, &c.palette, state_label, parse_state)?;
-                let mut values = Vec::with_capacity(4096);
-                for i in 0..4096 {
-                    values.push(legend[d.at(i % 16, i / 256, i / 16 % 16)].clone());
-                }
+                let at = |i: usize| d.at(i % 16, i / 256, i / 16 % 16);
+                let values: Vec<Tag> = (0..4096).map(|i| legend[at(i)].clone()).collect();
                 if (0..4096).all(|i| same_state(c.get(i), &values[i])) {
                     return Ok(());
                 }
-                c.set_all(&values);
-                self.put_blocks(y, &c);
+                self.store_blocks(y, c, &values).map_err(|(i, m)| {
+                    let [x0, y0, z0] = frame.origin;
+                    let pos =
+                        format!("{},{},{}", x0 + (i % 16) as i64, y0 + (i / 256) as i64, z0 + (i / 16 % 16) as i64);
+                    DocError::at_line(d.legend[at(i)].line, format!("block {pos}: {m}"))
+                })?;
             }
             "biomes" => {
                 let mut c = self.biomes(s)?.ok_or_else(|| DocError::new("this section stores no biomes"))?;
@@ -629,7 +655,7 @@ impl Document for ChunkDoc {
             v.push(Entry::dir(d.clone()));
             if self.blocks(s).ok().flatten().is_some() {
                 v.push(Entry::file(format!("{d}/palette"), false));
-                v.push(Entry::file(format!("{d}/blocks"), self.format != Format::Flat));
+                v.push(Entry::file(format!("{d}/blocks"), true));
             }
             for (key, file) in [("BlockLight", "block_light"), ("SkyLight", "sky_light")] {
                 if matches!(s.get(key), Some(Tag::ByteArray(b)) if b.len() == 2048) {

@@ -228,6 +228,14 @@ impl Tree for FindTree {
     fn new_name(&self, _dir: u64, _name: &[u8]) -> Result<NewName> {
         Err(FsError::perm("find/ is made from the chunks; nothing can be added here"))
     }
+    /// Luanti's `mv find/A find/B` renames an id in every block; a Java
+    /// world has no such world-wide change here (of any version).
+    fn rename(&self, _dir: u64, _name: &[u8], _newdir: u64, _newname: &[u8]) -> Result<()> {
+        Err(FsError::perm(
+            "find/ of a Java world is made from the chunks and renames no block id world-wide; \
+             change the blocks in chunks/X,Z/sections/Y/blocks or block/X,Y,Z",
+        ))
+    }
     fn path(&self, ino: u64) -> String {
         if ino == self.names_file() {
             return "names".into();
