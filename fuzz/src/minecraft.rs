@@ -104,6 +104,23 @@ pub fn mc_view_files(data: &[u8]) {
     assert_eq!(again.encode().unwrap(), written, "{path}: writing back what it shows changed the chunk");
 }
 
+/// Inputs for [`mc_view_files`]: every writable file of the real chunks
+/// as it is shown.
+pub fn mc_view_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = Vec::new();
+    for (c, base) in real_chunks().iter().enumerate() {
+        let doc = ChunkDoc::decode(base, &Default::default()).expect("a real chunk decodes");
+        let files: Vec<String> = doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+        for (i, path) in files.iter().enumerate() {
+            let mut seed = vec![c as u8];
+            seed.extend((i as u16).to_be_bytes());
+            seed.extend(doc.render(path).expect("a real chunk's file shows"));
+            seeds.push(seed);
+        }
+    }
+    seeds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,18 +133,7 @@ mod tests {
 
     #[test]
     fn mc_view_files_smoke() {
-        let mut seeds = Vec::new();
-        for (c, base) in real_chunks().iter().enumerate() {
-            let doc = ChunkDoc::decode(base, &Default::default()).unwrap();
-            let files: Vec<String> = doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
-            for (i, path) in files.iter().enumerate().step_by(7) {
-                let mut seed = vec![c as u8];
-                seed.extend((i as u16).to_be_bytes());
-                seed.extend(doc.render(path).unwrap());
-                seeds.push(seed);
-            }
-        }
-        crate::smoke::run("mc_view_files", mc_view_files, seeds);
+        crate::smoke::run("mc_view_files", mc_view_files, mc_view_seeds().into_iter().step_by(7).collect());
     }
 
     #[test]
