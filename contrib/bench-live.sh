@@ -23,14 +23,16 @@
 #     server's longest step and the mod's most work in one step meanwhile,
 #     from the mod's steps.txt (goal: no step over 100 ms), and the mod's
 #     own profile of each request (parse, check, apply; from the server
-#     log, worldfs_live.log_ms = 0);
+#     log, worldfs_live.log_ms = 0), and the server's map saves meanwhile
+#     (blocks written, time: its info log and profiler);
 #   * the same rename on a copy of the world with the server stopped (an
 #     ordinary mount), for comparison.
 #
 # Environment: WORLDFS (default: target/release/worldfs, else target/ci),
 # LIVE_WORLD (a Luanti world with a sqlite3 map; only copied: its copy
 # runs with minetest_game, its world.mt's other mods dropped), RENAME_OLD,
-# RENAME_NEW (registered in minetest_game), QUIET.
+# RENAME_NEW (registered in minetest_game), QUIET, BLOCKS_PER_SAVE (the
+# mod's worldfs_live.blocks_per_save; its default when unset).
 # Needs: minetest-server with minetest_game, sqlite3, fuse3.
 set -euo pipefail
 export LC_ALL=C
@@ -48,6 +50,7 @@ W=$T/world MNT=$T/mnt
 mkdir "$MNT"
 cleanup() {
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
+    [ -n "${COLLECT:-}" ] && kill "$COLLECT" 2>/dev/null
     [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
     # Never remove through a mount that is still there.
     if mountpoint -q "$MNT"; then
@@ -78,7 +81,10 @@ fi
 echo "world: $(sqlite3 "$W/map.sqlite" 'SELECT count(*) FROM blocks') blocks"
 cp -a "$W" "$T/offline"
 "$WORLDFS" live install "$W" >/dev/null
-printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms = 0\n' > "$T/server.conf"
+# The info log has the server's map saves ("ServerMap: Written: N blocks")
+# and, every 5 s, its profiler ("Server: map saving (sum) [ms] ... 1x T").
+printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms = 0\ndebug_log_level = info\nprofiler_print_interval = 5\n' > "$T/server.conf"
+[ -n "${BLOCKS_PER_SAVE:-}" ] && echo "worldfs_live.blocks_per_save = $BLOCKS_PER_SAVE" >> "$T/server.conf"
 HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port 30123 --logfile "$T/server.log" \
     </dev/null >/dev/null 2>&1 &
 SPID=$!
@@ -91,10 +97,14 @@ mounted
 
 # steps.txt: TIME WORST_DTIME_MS WORST_WORK_MS REQUESTS, a line per 0.5 s.
 last_step() { tail -1 "$W/worldfs-live/steps.txt" | cut -d' ' -f1; }
+# steps.txt keeps two minutes; a copy every 20 s keeps all of a long rename.
+: > "$T/steps.all"
+( while :; do cat "$W/worldfs-live/steps.txt" >> "$T/steps.all" 2>/dev/null; sleep 20; done ) &
+COLLECT=$!
 steps_since() {
-    awk -v since="$1" '
+    cat "$T/steps.all" "$W/worldfs-live/steps.txt" | sort -u -n | awk -v since="$1" '
         $1 > since { n++; if ($2 > s) s = $2; if ($3 > w) w = $3; r += $4; if ($2 > 100) o++ }
-        END { printf "%.0f %.0f %d %d %d\n", s, w, r, o, n }' "$W/worldfs-live/steps.txt"
+        END { printf "%.0f %.0f %d %d %d\n", s, w, r, o, n }'
 }
 
 if [ "$EDITS" -gt 0 ]; then
@@ -137,10 +147,15 @@ tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] a re
     sort -n | awk '{ t[NR] = $1; p += $2; c += $3; a += $4 }
         END { if (NR) printf "the mod per request (%d): median %.1f ms, p99 %.1f ms, max %.1f ms; on average parse %.1f, check %.1f, apply %.1f ms\n",
               NR, t[int((NR + 1) / 2)], t[int((NR * 99 + 99) / 100)], t[NR], p / NR, c / NR, a / NR }'
+tail -n +"$((log_from + 1))" "$T/server.log" | awk '
+    /ServerMap: Written: / { for (i = 1; i <= NF; i++) if ($i == "Written:") { n++; b = $(i + 1); if (b > mb) mb = b } }
+    /Server: map saving \(sum\)/ { t = $NF + 0; if (t > mt) mt = t }
+    END { printf "the server'"'"'s map saves meanwhile: %d, at most %d blocks written in one, the longest %s ms\n", n, mb, mt + 0 }'
 echo "the mod's three slowest requests:"
 tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |
     sed 's/.*\[worldfs_live\] //' | awk '{ for (i = 1; i <= NF; i++) if ($i == "took") print $(i + 1), $0 }' |
     sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /' || true
+kill "$COLLECT"; wait "$COLLECT" 2>/dev/null || true; COLLECT=
 fusermount3 -u "$MNT"
 sleep 1
 kill "$SPID"; wait "$SPID" || true; SPID=

@@ -24,6 +24,11 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
 command -v lua5.1 >/dev/null || need+=(lua5.1)
 [ -x /usr/games/minetestmapper ] || need+=(minetestmapper)
+# The game's client under a virtual X server with Mesa's software GL: a
+# real player in the game for the live player tests (tests/live_players.rs).
+[ -x /usr/games/minetest ] || need+=(minetest)
+command -v xvfb-run >/dev/null || need+=(xvfb xauth)
+ls /usr/lib/*/dri/swrast_dri.so >/dev/null 2>&1 || need+=(libgl1-mesa-dri)
 # lz4-java (Apache-2.0) and a JDK: the game's own LZ4 stream classes read
 # back the LZ4 chunks worldfs writes (tests/minecraft_more.rs).
 command -v java >/dev/null || need+=(default-jdk-headless)
@@ -85,7 +90,7 @@ fi
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine,java
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine,java,client
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

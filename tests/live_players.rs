@@ -1,15 +1,14 @@
 //! Players and accounts through a live mount (docs/layout.md, "Live
-//! mounts"), against the real server (Debian's 5.6.1, headless). No client
-//! is installed, and 5.6.1 has no way to put a player in the game without
-//! one: the player API path of the mod (a player in the game) cannot run
-//! here. What is tested is what the server lets a test reach: an offline
-//! player's edit, the hold the mod puts on that player's joins while the
-//! mount writes, accounts the server reads again at once, and that the
-//! server's clean shutdown keeps all of it.
+//! mounts"), against the real server (Debian's 5.6.1, headless): an
+//! offline player's edit, the hold the mod puts on that player's joins
+//! while the mount writes, accounts the server reads again at once, a
+//! player in the game (Debian's 5.6.1 client under xvfb-run) changed
+//! through the mod's player API, and that the server's clean shutdown
+//! keeps all of it.
 
 mod common;
 
-use common::live::{self, LiveServer};
+use common::live::{self, Client, LiveServer};
 use std::time::Duration;
 use worldfs::codec::auth::AuthEntry;
 use worldfs::codec::player::Player;
@@ -132,4 +131,112 @@ fn a_player_change_holds_that_players_joins_until_released() {
     assert!(server.ask(&["prejoin carol".into()], Duration::from_secs(10))[0].contains(" refused "));
     std::thread::sleep(Duration::from_secs(11));
     assert_eq!(server.ask(&["prejoin carol".into()], Duration::from_secs(10)), ["prejoin carol ok"]);
+}
+
+/// The probe's "player NAME ..." answer: (hp, position in nodes), None
+/// when the player is not in the game, and the items it holds ("LIST
+/// INDEX ITEM").
+fn in_game(server: &LiveServer, name: &str) -> (Option<(u32, [f64; 3])>, Vec<String>) {
+    let said = server.ask(&[format!("player {name}")], Duration::from_secs(10));
+    let w: Vec<&str> = said[0].split(' ').collect();
+    let items = said[1..].iter().map(|l| l.splitn(3, ' ').nth(2).unwrap_or_default().to_string()).collect();
+    if w[2] == "offline" {
+        return (None, items);
+    }
+    let f = |i: usize| w[i].parse::<f64>().unwrap();
+    (Some((w[2].parse().unwrap(), [f(3), f(4), f(5)])), items)
+}
+
+/// Waits until `what` holds for what the game shows of `name` (a change
+/// through the mod is applied in one server step; the client's own moves
+/// come on top), panicking with the last answer after 30 s.
+fn wait_in_game(server: &LiveServer, name: &str, what: impl Fn(Option<(u32, [f64; 3])>, &[String]) -> bool) {
+    let start = std::time::Instant::now();
+    loop {
+        let (player, items) = in_game(server, name);
+        if what(player, &items) {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the game shows {player:?} {items:?}\n{}",
+            common::server::tail(&server.log, 30)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A player in the game (a real client joined) edited through a live
+/// mount as a user does: the inventory in vim, hp and position with echo,
+/// a privilege appended to the account. The game shows each change while
+/// the player plays (the mod applies it through the player API: the
+/// server would otherwise save its own copy over the database), and after
+/// the player quits and the server stops cleanly, the database holds them.
+#[test]
+fn an_online_players_inventory_hp_position_and_privileges_change_in_the_game() {
+    require_fuse!("an_online_players_inventory_hp_position_and_privileges_change_in_the_game");
+    require_minetestserver!("an_online_players_inventory_hp_position_and_privileges_change_in_the_game");
+    require_client!("an_online_players_inventory_hp_position_and_privileges_change_in_the_game");
+    if common::mount::which("vim").is_none() {
+        common::skip("an_online_players_inventory_hp_position_and_privileges_change_in_the_game", "vim", "no vim");
+        return;
+    }
+    let world = common::demo_world();
+    // Damage on: with it off players are immortal and the game ignores a
+    // lower hp. Bob arrives on the grass outside the demo house.
+    let mt = std::fs::read_to_string(world.path().join("world.mt")).unwrap();
+    std::fs::write(world.path().join("world.mt"), mt.replace("enable_damage = false", "enable_damage = true")).unwrap();
+    let (mut server, m) =
+        live::start(world.path(), "server_map_save_interval = 1\nstatic_spawnpoint = 20,1,20\nenable_damage = true");
+    let mut client = Client::join(&server, "bob", "bobs secret");
+    let start = std::time::Instant::now();
+    // Joined, landed (the spawn point is half a node above the grass) and
+    // saved (every second here), so the mount reads what the game has.
+    while in_game(&server, "bob").0.is_none_or(|(_, p)| (p[1] - 0.5).abs() > 0.01) {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "bob did not join\n{}",
+            common::server::tail(&client.log, 40)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        m.ok("cat $MNT/players/bob/position").starts_with("20 0.5 20"),
+        "{}",
+        m.ok("cat $MNT/players/bob/position")
+    );
+
+    m.ok("vim -es -c '/^List main/+2s/^Empty$/Item default:apple 7/' -c wq $MNT/players/bob/inventory");
+    assert_eq!(m.refusals(), "");
+    wait_in_game(&server, "bob", |_, items| items.iter().any(|i| i == "main 1 default:apple 7"));
+
+    m.ok("echo 13 > $MNT/players/bob/hp");
+    wait_in_game(&server, "bob", |p, _| p.is_some_and(|(hp, _)| hp == 13));
+
+    m.ok("echo '25 1 12' > $MNT/players/bob/position");
+    // Set half a node above the grass: bob lands at 25 0.5 12.
+    wait_in_game(&server, "bob", |p, _| {
+        p.is_some_and(|(_, p)| {
+            (p[0] - 25.0).abs() < 0.01 && (p[2] - 12.0).abs() < 0.01 && (0.49..=1.01).contains(&p[1])
+        })
+    });
+
+    m.ok("echo fly >> $MNT/auth/bob/privileges");
+    let privs = server.ask(&["privs bob".into()], Duration::from_secs(10));
+    assert!(privs[0].split(' ').nth(2).unwrap().split(',').any(|p| p == "fly"), "{privs:?}");
+    assert_eq!(m.refusals(), "");
+    m.unmount();
+
+    client.quit();
+    wait_in_game(&server, "bob", |p, _| p.is_none());
+    assert!(server.stop().success());
+    let bob = stored_player(world.path(), "bob");
+    assert_eq!(bob.hp, 13);
+    assert_eq!((bob.pos[0], bob.pos[2]), (250.0, 120.0), "{:?}", bob.pos);
+    let inv = String::from_utf8(bob.inventory.clone()).unwrap();
+    assert!(inv.contains("List main 32\nWidth 0\nItem default:apple 7\n"), "{inv}");
+    let store = worldfs::world::World::open(world.path()).unwrap().open_records(Collection::Auth, true, false).unwrap();
+    let account = AuthEntry::decode(&store.get("bob").unwrap().unwrap()).unwrap();
+    assert!(account.privileges.iter().any(|p| p == "fly"), "{:?}", account.privileges);
 }

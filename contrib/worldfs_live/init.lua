@@ -28,8 +28,11 @@
 --
 -- A request is applied inside one server step, all or nothing: every
 -- precondition is checked before anything changes. Requests are taken
--- until BUDGET seconds of a step are used (at least one per step), so a
--- big change sent in many small requests leaves the server responsive.
+-- until BUDGET seconds of a step are used, at a pace of changed blocks
+-- the server's map saves can write (see BLOCKS_PER_SAVE), so a big
+-- change sent in many small requests leaves the server responsive.
+-- Settings (minetest.conf): worldfs_live.step_budget_ms (20),
+-- worldfs_live.blocks_per_save (128), worldfs_live.log_ms (200).
 -- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
@@ -68,7 +71,22 @@ local replies = dir .. "/replies"
 local HEARTBEAT = 0.5
 local LIMIT = 31007
 local EXPIRE = 10
-local BUDGET = 0.05
+-- Pacing (docs/performance.md, "Live mounts"). The mod takes requests
+-- in a step until BUDGET seconds are used, and none in a step after a late
+-- one (dtime over 1.5 server steps) in which it took requests. And the
+-- blocks it changed in the last map save interval stay
+-- under BLOCKS_PER_SAVE: the server writes every changed block in one
+-- step at its next map save, which took 0.3 to 2 ms a block on a loaded
+-- machine (a world-wide rename changed 400 blocks a save: steps of
+-- 0.1 to 1.3 s).
+local BUDGET = (tonumber(core.settings:get("worldfs_live.step_budget_ms")) or 20) / 1000
+local BLOCKS_PER_SAVE = tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128
+local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
+-- The interval the pace counts blocks in: the map save interval, or 5.3 s
+-- when that is longer (blocks no player keeps are then written as they
+-- unload, 29 s after their last use, a batch every 2.92 s, before the
+-- save comes).
+local PACE_INTERVAL = math.min(tonumber(core.settings:get("server_map_save_interval")) or 5.3, 5.3)
 local STEP_LINES = 240
 local HOLD = 10
 -- Requests that take longer than this (ms) are logged with their parse,
@@ -334,11 +352,17 @@ local function read_block(b)
   return vm, VoxelArea:new({MinEdge = emin, MaxEdge = emax})
 end
 
+-- Checks the nodes against the game, block by block; keeps each block's
+-- VoxelManip and layers for apply_nodes, which changes them in place: a
+-- block is read once, not once to check and again to apply (the tables
+-- of 4096 entries are most of a small change's cost).
 local function check_nodes(req)
   for _, n in ipairs(req.nodes) do check_name(n, n.pos) end
-  for _, b in ipairs(by_block(req.nodes)) do
+  req.node_blocks = by_block(req.nodes)
+  for _, b in ipairs(req.node_blocks) do
     local vm, area = read_block(b)
     local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
+    b.vm, b.area, b.data, b.p1, b.p2 = vm, area, data, p1, p2
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
       local name = core.get_name_from_content_id(data[i])
@@ -416,33 +440,44 @@ local function light_differs(a, b)
     or (da.light_source or 0) ~= (db.light_source or 0)
 end
 
--- Nodes set to their `side` ("new", or "old" to undo). The light is
--- computed again only where a changed name's light properties differ
--- (a rename between two solid nodes needs none, and computing it loads
--- and changes the neighbouring blocks too), or where the change sets the
--- light in param1; param1 is written only where the change sets it.
-local function apply_nodes(nodes, side)
-  for _, b in ipairs(by_block(nodes)) do
-    local vm, area = read_block(b)
-    local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
-    local relight = false
+-- Nodes set to their `side` ("new", or "old" to undo), in `blocks` (the
+-- groups check_nodes read, whose layers are still the game's) or read
+-- again (an undo). The light is computed again only where a changed
+-- name's light properties differ (a rename between two solid nodes
+-- needs none, and computing it loads and changes the neighbouring blocks
+-- too), or where the change sets the light in param1. Only the layers
+-- that change are handed back to the manip.
+local function apply_nodes(nodes, side, blocks)
+  for _, b in ipairs(blocks or by_block(nodes)) do
+    if not b.vm then
+      b.vm, b.area = read_block(b)
+      b.data, b.p1, b.p2 = b.vm:get_data(), b.vm:get_light_data(), b.vm:get_param2_data()
+    end
+    local area, data, p1, p2 = b.area, b.data, b.p1, b.p2
+    local relight, set_names, set_p1, set_p2 = false, false, false, false
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
       local to, from = n[side], n[side == "new" and "old" or "new"]
       if to.name ~= from.name then
         data[i] = core.get_content_id(to.name)
+        set_names = true
         relight = relight or light_differs(to.name, from.name)
       end
       if to.param1 ~= from.param1 then
         p1[i] = to.param1
+        set_p1 = true
         relight = relight or light_param1(to.name)
       end
-      p2[i] = to.param2
+      if p2[i] ~= to.param2 then
+        p2[i] = to.param2
+        set_p2 = true
+      end
     end
-    vm:set_data(data)
-    vm:set_light_data(p1)
-    vm:set_param2_data(p2)
-    vm:write_to_map(relight)
+    if set_names then b.vm:set_data(data) end
+    if set_p1 then b.vm:set_light_data(p1) end
+    if set_p2 then b.vm:set_param2_data(p2) end
+    b.vm:write_to_map(relight)
+    b.vm = nil
   end
 end
 
@@ -501,6 +536,8 @@ local function check_blocks(req)
     local minp, maxp = block_area(blk.block)
     local vm, area = read_block({min = minp, max = maxp})
     local data, index = vm:get_data(), block_indexer(area, minp)
+    -- Kept for apply_blocks (one read of the block, see check_nodes).
+    blk.vm, blk.data, blk.index = vm, data, index
     local old = block_cids(blk, "old")
     blk.old_cids, blk.new_cids = old, block_cids(blk, "new")
     for i = 0, 4095 do
@@ -515,12 +552,19 @@ local function check_blocks(req)
 end
 
 -- Whole blocks' names set to their `side` ("new", or "old" to undo), by
--- the content ids check_blocks found.
-local function apply_blocks(blocks, side)
+-- the content ids check_blocks found, through the manip check_blocks
+-- read when `reuse` says its data is still the game's (nothing in the
+-- request changed the block since), else read again.
+local function apply_blocks(blocks, side, reuse)
   for _, blk in ipairs(blocks) do
     local minp, maxp = block_area(blk.block)
-    local vm, area = read_block({min = minp, max = maxp})
-    local data, index = vm:get_data(), block_indexer(area, minp)
+    local vm, data, index = blk.vm, blk.data, blk.index
+    if not (reuse and reuse(blk) and vm) then
+      local area
+      vm, area = read_block({min = minp, max = maxp})
+      data, index = vm:get_data(), block_indexer(area, minp)
+    end
+    blk.vm = nil
     local to = side == "new" and blk.new_cids or blk.old_cids
     local from = side == "new" and blk.old_cids or blk.new_cids
     local relight, pairs_seen = false, {}
@@ -560,9 +604,19 @@ local function apply_meta(meta)
   if #new.private > 0 then m:mark_as_private(new.private) end
 end
 
+-- Whether a whole block's manip from check_blocks is still current: not
+-- when the request's node lines changed the same block first.
+local function untouched_by_nodes(req)
+  local touched = {}
+  for _, n in ipairs(req.nodes) do
+    touched[math.floor(n.pos.x / 16) .. "," .. math.floor(n.pos.y / 16) .. "," .. math.floor(n.pos.z / 16)] = true
+  end
+  return function(blk) return not touched[pos_text(blk.block)] end
+end
+
 local function apply(req)
-  apply_nodes(req.nodes, "new")
-  apply_blocks(req.blocks, "new")
+  apply_nodes(req.nodes, "new", req.node_blocks)
+  apply_blocks(req.blocks, "new", untouched_by_nodes(req))
   for _, meta in ipairs(req.metas) do apply_meta(meta) end
   for _, t in ipairs(req.timers) do
     local timer = core.get_node_timer(t.pos)
@@ -703,6 +757,44 @@ end
 
 -- Check everything, then change everything; an error while changing puts
 -- the nodes back (the checks make that a bug, not a case).
+-- Blocks this mod changed in the last save interval: key -> when (µs).
+local changed = {}
+
+local function block_key(p)
+  return math.floor(p.x / 16) .. "," .. math.floor(p.y / 16) .. "," .. math.floor(p.z / 16)
+end
+
+-- Blocks the mod may change before it waits: refilled at BLOCKS_PER_SAVE
+-- a save interval, at most an eighth of that ahead, so the blocks are
+-- spread over the interval and a queued request never waits long (the
+-- mount withdraws one not taken in 5 s). A block changed again within the
+-- interval costs nothing: the save writes it once.
+local allowance = 0
+local ALLOWANCE_MAX = math.max(8, BLOCKS_PER_SAVE / 8)
+
+local function note_changed(req)
+  local now = core.get_us_time()
+  local function note(key)
+    if not changed[key] then allowance = allowance - 1 end
+    changed[key] = now
+  end
+  for _, n in ipairs(req.nodes) do note(block_key(n.pos)) end
+  for _, list in ipairs({req.metas, req.timers}) do
+    for _, m in ipairs(list) do note(block_key(m.pos)) end
+  end
+  for _, list in ipairs({req.blocks, req.deletes}) do
+    for _, b in ipairs(list) do note(pos_text(b.block)) end
+  end
+end
+
+-- Forgets blocks changed more than a save interval ago (saved since).
+local function forget_saved()
+  local before = core.get_us_time() - PACE_INTERVAL * 1e6
+  for key, t in pairs(changed) do
+    if t < before then changed[key] = nil end
+  end
+end
+
 local function handle(text)
   local t0 = core.get_us_time()
   local req = parse(text)
@@ -721,6 +813,7 @@ local function handle(text)
     pcall(apply_blocks, req.blocks, "old")
     fail("failed", tostring(type(err) == "table" and err.msg or err))
   end
+  note_changed(req)
   local t3 = core.get_us_time()
   if t3 - t0 >= LOG_MS * 1000 then
     core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes, %d whole blocks took %.1f ms "
@@ -787,16 +880,35 @@ end
 
 -- Requests in the order they were made, until BUDGET is used; gives how
 -- many were applied or refused.
-local function serve_requests()
+-- Requests taken in the last step.
+local served_before = 0
+
+-- Whether this step may take a request: the blocks changed are within
+-- pace, and the last step was not late with requests in it (then this
+-- one is left to the server; a late step without requests is the
+-- machine's, and waiting would only delay single edits).
+local function room(dtime)
+  if dtime > STEP * 1.5 and served_before > 0 then return false end
+  return allowance > 0
+end
+
+local function serve_requests(dtime)
+  allowance = math.min(ALLOWANCE_MAX, allowance + dtime * BLOCKS_PER_SAVE / PACE_INTERVAL)
+  forget_saved()
+  if not room(dtime) then
+    served_before = 0
+    return 0
+  end
   local names = core.get_dir_list(requests, false) or {}
   table.sort(names)
   local start, served = core.get_us_time(), 0
   for _, name in ipairs(names) do
-    if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
+    if served > 0 and (core.get_us_time() - start >= BUDGET * 1e6 or allowance <= 0) then break end
     if serve_one(name) then served = served + 1 end
     -- A long step is not a hung server: the mount keeps waiting.
     if core.get_us_time() - last_beat >= HEARTBEAT * 1e6 then heartbeat(false) end
   end
+  served_before = served
   return served
 end
 
@@ -836,7 +948,7 @@ core.register_globalstep(function(dtime)
     log_steps()
   end
   local start = core.get_us_time()
-  window.served = window.served + serve_requests()
+  window.served = window.served + serve_requests(dtime)
   window.work = math.max(window.work, core.get_us_time() - start)
   window.dtime = math.max(window.dtime, dtime)
 end)

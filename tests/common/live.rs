@@ -14,6 +14,8 @@ const PROBE_LUA: &str = include_str!("../fixtures/live/probe.lua");
 pub struct LiveServer {
     child: Option<Child>,
     pub world: PathBuf,
+    /// The UDP port it listens on (127.0.0.1).
+    pub port: u16,
     pub log: PathBuf,
     _home: tempfile::TempDir,
     seq: std::cell::Cell<u32>,
@@ -94,6 +96,7 @@ impl LiveServer {
         .unwrap();
         let log = world.join("worldfs_live_test.log");
         let home = tempfile::tempdir().unwrap();
+        let port = free_port();
         let child = Command::new(minetestserver().expect("minetestserver is installed"))
             .env("HOME", home.path())
             .arg("--world")
@@ -101,7 +104,7 @@ impl LiveServer {
             .arg("--config")
             .arg(&conf_path)
             .arg("--port")
-            .arg(free_port().to_string())
+            .arg(port.to_string())
             .arg("--logfile")
             .arg(&log)
             .stdin(Stdio::null())
@@ -109,7 +112,7 @@ impl LiveServer {
             .stderr(std::fs::File::create(world.join("worldfs_live_test.stderr")).unwrap())
             .spawn()
             .expect("start minetestserver");
-        let s = LiveServer { child: Some(child), world: world.to_path_buf(), log, _home: home, seq: 0.into() };
+        let s = LiveServer { child: Some(child), world: world.to_path_buf(), port, log, _home: home, seq: 0.into() };
         // Loading a block makes the server open the map database (it does
         // so at the first block, not at start).
         s.ask(&["node 0 0 0".into()], Duration::from_secs(120));
@@ -218,6 +221,109 @@ impl LiveServer {
 impl Drop for LiveServer {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Whether a real client can run here: Debian's `minetest` and `xvfb-run`.
+pub fn client_installed() -> bool {
+    Path::new(CLIENT).is_file()
+        && std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("xvfb-run").is_file()))
+}
+
+const CLIENT: &str = "/usr/games/minetest";
+
+/// Skips (the caller returns) without the client and xvfb-run ("client").
+#[macro_export]
+macro_rules! require_client {
+    ($test:expr) => {
+        if !common::live::client_installed() {
+            common::skip($test, "client", "the minetest client or xvfb-run is not installed (minetest, xvfb)");
+            return;
+        }
+    };
+}
+
+/// A real player in the game: Debian's `minetest` client under `xvfb-run`
+/// (a virtual X server; Mesa's software GL draws), joined to a server on
+/// 127.0.0.1, drawing as little as it can (5 frames a second, 320x240,
+/// viewing range 20). Quits cleanly on `quit`; killed when dropped.
+pub struct Client {
+    child: Option<Child>,
+    pub log: PathBuf,
+    _home: tempfile::TempDir,
+}
+
+impl Client {
+    /// Start the client as player `name` (password `password`) on `server`'s port.
+    pub fn join(server: &LiveServer, name: &str, password: &str) -> Client {
+        let home = tempfile::tempdir().unwrap();
+        let conf = home.path().join("client.conf");
+        std::fs::write(
+            &conf,
+            "fps_max = 5\nfps_max_unfocused = 5\nviewing_range = 20\nenable_sound = false\nscreen_w = 320\n\
+             screen_h = 240\nenable_shaders = false\nenable_clouds = false\nsmooth_lighting = false\n\
+             enable_minimap = false\nclient_mapblock_limit = 200\n",
+        )
+        .unwrap();
+        let password_file = home.path().join("password");
+        std::fs::write(&password_file, format!("{password}\n")).unwrap();
+        let log = home.path().join("client.log");
+        let child = Command::new("xvfb-run")
+            .env("HOME", home.path())
+            .args(["-a", "-s", "-screen 0 320x240x24", CLIENT, "--go", "--address", "127.0.0.1", "--port"])
+            .arg(server.port.to_string())
+            .args(["--name", name, "--password-file"])
+            .arg(&password_file)
+            .arg("--config")
+            .arg(&conf)
+            .arg("--logfile")
+            .arg(&log)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(home.path().join("client.stderr")).unwrap())
+            .spawn()
+            .expect("start xvfb-run minetest");
+        Client { child: Some(child), log, _home: home }
+    }
+
+    /// The game client's process (a child of xvfb-run, beside Xvfb).
+    fn game_pid(&self) -> Option<i32> {
+        let xvfb_run = self.child.as_ref()?.id();
+        let children = std::fs::read_to_string(format!("/proc/{xvfb_run}/task/{xvfb_run}/children")).ok()?;
+        children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<i32>().ok())
+            .find(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "minetest"))
+    }
+
+    /// Quit as a player closing the game does (SIGTERM: the client says
+    /// goodbye to the server) and wait for xvfb-run to end.
+    pub fn quit(&mut self) {
+        let pid = self.game_pid().unwrap_or_else(|| panic!("no client process\n{}", tail(&self.log, 40)));
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let mut child = self.child.take().expect("running");
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(60), "the client did not quit\n{}", tail(&self.log, 40));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Some(pid) = self.game_pid() {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        if let Some(mut child) = self.child.take() {
+            // xvfb-run stops its Xvfb once the game is gone.
+            let start = Instant::now();
+            while child.try_wait().ok().flatten().is_none() && start.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -20,7 +20,8 @@ use std::path::PathBuf;
 /// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4),
 /// prismarine (prismarine-chunk from npm, in target/npm-oracle), systemd
 /// (systemd-analyze), worldedit (the mod), man, java (a JDK with
-/// /usr/share/java/lz4-java.jar).
+/// /usr/share/java/lz4-java.jar), client (the minetest client and
+/// xvfb-run).
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");
