@@ -11,34 +11,12 @@ into worldfs. Prints one fact a line:
     python3 mc_nbt_oracle.py WORLD
 """
 
-import gzip
 import hashlib
 import os
-import re
 import sys
-import zlib
 
 import amulet_nbt as nbt
-
-
-def chunks(folder):
-    if not os.path.isdir(folder):
-        return
-    for name in sorted(os.listdir(folder)):
-        m = re.fullmatch(r"r\.(-?\d+)\.(-?\d+)\.mca", name)
-        if not m:
-            continue
-        data = open(os.path.join(folder, name), "rb").read()
-        for i in range(1024):
-            off = int.from_bytes(data[4 * i:4 * i + 3], "big")
-            if off == 0:
-                continue
-            length = int.from_bytes(data[off * 4096:off * 4096 + 4], "big")
-            kind = data[off * 4096 + 4]
-            body = data[off * 4096 + 5:off * 4096 + 4 + length]
-            raw = {1: gzip.decompress, 2: zlib.decompress, 3: lambda b: b}[kind](body)
-            key = f"{int(m.group(1)) * 32 + i % 32},{int(m.group(2)) * 32 + i // 32}"
-            yield key, nbt.load(raw, compressed=False)
+from mc_region_read import chunks
 
 
 def unpack(longs, n, bits, spanning):
