@@ -83,8 +83,18 @@ fn a_changed_block_is_packed_as_the_format_wants() {
         let (x, y, z) = (16 * cx + 3, 17, 16 * cz + 5);
         let state = worldfs::kinds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
         doc.set_block(x, y, z, state.clone()).unwrap();
-        let again = ChunkDoc::decode(&doc.encode().unwrap(), &Default::default()).unwrap();
+        let written = doc.encode().unwrap();
+        let again = ChunkDoc::decode(&written, &Default::default()).unwrap();
         assert_eq!(again.block_at(x, y, z).unwrap(), Some(state), "chunk {key}");
+        // The heightmaps are left for the game to compute (every sample
+        // chunk is 1.15 or later and stores some).
+        let maps = |b: &[u8]| {
+            let (_, root) = nbt::decode(b).unwrap();
+            let level = root.compound("Level").unwrap_or(&root).clone();
+            level.compound("Heightmaps").map(|m| m.0.len())
+        };
+        assert!(maps(&bytes).unwrap() > 0, "chunk {key} stores heightmaps");
+        assert_eq!(maps(&written), Some(0), "chunk {key}: heightmaps left for the game");
         assert_eq!(
             again.block_at(x + 1, y, z).unwrap(),
             ChunkDoc::decode(&bytes, &Default::default()).unwrap().block_at(x + 1, y, z).unwrap(),

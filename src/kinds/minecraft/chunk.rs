@@ -24,7 +24,8 @@
 //! and gains new states at its end, as the game's container does (1.12
 //! and older: each unchanged block keeps its id and data); the chunk is
 //! marked for the game to light again (`isLightOn: 0b`; 1.12 and older
-//! `LightPopulated: 0b`).
+//! `LightPopulated: 0b`) and, from 1.14 on, its `Heightmaps` emptied for
+//! the game to compute again when it loads the chunk.
 
 use super::items::{self, ItemForm};
 use super::legacy;
@@ -61,6 +62,10 @@ impl Format {
 }
 
 const BIOMES: Shape = Shape { n: 64, min_bits: 1, packing: Packing::Padded, single_without_data: true };
+
+/// The DataVersion of 1.14 (19w14b's loader and later compute a missing
+/// heightmap when they load a chunk).
+const FIRST_PRIMING_VERSION: i64 = 1952;
 
 pub struct ChunkDoc {
     root_name: String,
@@ -178,7 +183,23 @@ impl ChunkDoc {
         if self.level().get(key).is_some() {
             self.level_mut().insert(key, Tag::Byte(0));
         }
+        self.drop_heightmaps();
         Ok(())
+    }
+
+    /// Marks the chunk's heightmaps for the game to compute again: from
+    /// 1.14 on, the game's chunk loader computes each heightmap a chunk's
+    /// status needs and `Heightmaps` lacks from the blocks (and keeps
+    /// stored ones as they are, which a block change makes wrong). Before
+    /// 1.14 (a chunk a 1.13 game may load, and 1.12's `HeightMap`, which a
+    /// 1.12 game reads without a check) they are left as stored.
+    fn drop_heightmaps(&mut self) {
+        if self.data_version() < FIRST_PRIMING_VERSION {
+            return;
+        }
+        if let Some(maps) = self.level_mut().compound_mut("Heightmaps") {
+            maps.0.clear();
+        }
     }
 
     /// The id and data of each block of 1.12-or-older section `y` once

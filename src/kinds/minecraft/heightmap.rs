@@ -1,4 +1,5 @@
-//! A chunk's heightmaps as text (read-only: the game recomputes them).
+//! A chunk's heightmaps as text (read-only; a block change leaves 1.14+
+//! chunks' heightmaps for the game to compute, see chunk.rs).
 //!
 //! ```text
 //! # heightmaps: per column, the world Y just above its highest block of each kind;
