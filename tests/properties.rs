@@ -83,7 +83,11 @@ fn block(version: u8) -> impl Strategy<Value = Block> {
         ),
         (any::<u8>(), any::<u16>(), any::<u32>()),
     )
-        .prop_map(move |(names, p0, param1, param2, meta, timers, objects, (flags, light, ts))| {
+        .prop_map(move |(mut names, p0, param1, param2, meta, timers, objects, (flags, light, ts))| {
+            // The engine maps each name to one id: a block naming one twice
+            // is not one it writes, and its files show the two ids as one.
+            let mut seen = std::collections::HashSet::new();
+            names.retain(|n| seen.insert(n.clone()));
             let mut b = Block::new_air(version);
             b.mapping =
                 names.iter().enumerate().map(|(i, n)| MappingEntry { id: i as u16 * 3, name: n.clone() }).collect();
