@@ -282,6 +282,8 @@ fn requests_put_in_the_spool_by_others_are_checked_and_all_or_nothing() {
             "stale",
         ),
         ("a player beside blocks", format!("{body}player {}\npnew hp 5\nendplayer\nend\n", hex("bob")), "invalid"),
+        ("privileges beside blocks", format!("{body}privs {} {} -\nend\n", hex("bob"), hex("fly")), "invalid"),
+        ("a release beside blocks", format!("{body}release {}\nend\n", hex("bob")), "invalid"),
         ("a player without endplayer", format!("worldfs-live 1\nplayer {}\npnew hp 5\nend\n", hex("bob")), "invalid"),
         ("an unknown line", format!("{body}teleport 1 2 3\nend\n"), "invalid"),
         ("a NUL in a word", good.replacen(" 0 0\n", " 0\x000\n", 1), "invalid"),

@@ -305,6 +305,11 @@ local function parse(text)
   if #req.players > 1 or (#req.players == 1 and others > 0) then
     fail("invalid", "a player request changes one player and nothing else")
   end
+  -- They act at once (callbacks run, a hold ends), before any check: alone,
+  -- as the mount sends them, a refused request cannot have acted.
+  if #req.releases + #req.privs > 0 and (#req.releases + #req.privs > 1 or others + #req.players > 0) then
+    fail("invalid", "a release or privs line comes alone in its request")
+  end
   return req
 end
 
