@@ -246,6 +246,10 @@ fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() 
     m.ok("echo minecraft:gold_block > $MNT/block/-128,-64,-192");
     m.ok("echo 'minecraft:oak_stairs[facing=east,half=top]' > $MNT/block/17,40,53");
     let items = format!("$MNT/chunks/{chest_chunk}/block_entities/{chest_pos}/items");
+    // A chest has slots 0-26: the game would drop an item in slot 27.
+    let (code, _, err) = m.sh(&format!("sed -i '$a 27 7 minecraft:diamond' {items}"));
+    assert_ne!(code, 0, "{err}");
+    assert!(m.refusals().contains("slot 27: a minecraft:chest has slots 0 to 26"), "{}", m.refusals());
     m.ok(&format!("sed -i '$a 26 7 minecraft:diamond' {items}"));
     // vim then changes the count (as a user would, in place).
     let count = if common::mount::which("vim").is_some() {

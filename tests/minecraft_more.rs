@@ -240,8 +240,9 @@ fn a_mount_removes_temporary_files_no_live_worldfs_owns() {
     first.unmount();
 }
 
-/// A player's inventory edited with `sed -i` is what amulet-nbt reads, and
-/// `worldfs undo --last 1` puts the player's file back byte for byte.
+/// A player's inventory edited with `sed -i` is what amulet-nbt reads (the
+/// off hand too), an item in a slot the game does not keep is refused, and
+/// `worldfs undo --last 2` puts the player's file back byte for byte.
 #[test]
 fn a_player_edit_is_read_by_amulet_and_undone() {
     require_fuse_and_oracle!("minecraft_more::a_player_edit");
@@ -252,7 +253,14 @@ fn a_player_edit_is_read_by_amulet_and_undone() {
     let m = common::mount::Mounted::new(w.path(), &[]);
     let inv = format!("$MNT/players/{uuid}/inventory");
     assert!(m.ok(&format!("cat {inv}")).contains("\n1 12 minecraft:torch\n"));
+    // Slot 36 is not one the game keeps (it would drop the item when it
+    // loads the player): refused, the file as it was.
+    let (code, _, err) = m.sh(&format!("sed -i '$a 36 1 minecraft:dirt' {inv}"));
+    assert_ne!(code, 0, "{err}");
+    assert!(m.refusals().contains("slot 36: a player's inventory keeps slots 0 to 35"), "{}", m.refusals());
+    assert_eq!(std::fs::read(&file).unwrap(), before, "a refused edit leaves the file as it was");
     m.ok(&format!("sed -i '$a 5 3 minecraft:apple' {inv}"));
+    m.ok(&format!("sed -i '$a -106 1 minecraft:shield' {inv}"));
     m.unmount();
     let read = |f: &Path| {
         let code = "import amulet_nbt,sys; t=amulet_nbt.load(sys.argv[1]).compound; \
@@ -261,8 +269,8 @@ fn a_player_edit_is_read_by_amulet_and_undone() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(read(&file), "0:64:minecraft:stone;1:12:minecraft:torch;5:3:minecraft:apple\n");
-    let undo = Command::new(env!("CARGO_BIN_EXE_worldfs")).arg("undo").arg(w.path()).args(["--last", "1"]).output();
+    assert_eq!(read(&file), "0:64:minecraft:stone;1:12:minecraft:torch;5:3:minecraft:apple;-106:1:minecraft:shield\n");
+    let undo = Command::new(env!("CARGO_BIN_EXE_worldfs")).arg("undo").arg(w.path()).args(["--last", "2"]).output();
     let undo = undo.unwrap();
     assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
     assert_eq!(std::fs::read(&file).unwrap(), before, "the player's file is back byte for byte");

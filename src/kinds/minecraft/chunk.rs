@@ -27,7 +27,7 @@
 //! `LightPopulated: 0b`) and, from 1.14 on, its `Heightmaps` emptied for
 //! the game to compute again when it loads the chunk.
 
-use super::items::{self, ItemForm};
+use super::items::{self, ItemForm, Slots};
 use super::legacy;
 use super::section::{Container, Packing, Shape, label_part, parse_state, same_state, state_label};
 use super::{entities, heightmap, sign};
@@ -493,7 +493,8 @@ impl ChunkDoc {
         match file {
             "items" if has_items(be) => {
                 let old = be.list("Items").cloned();
-                let new = items::parse(text, old.as_ref().unwrap_or(&NO_ITEMS), form)?;
+                let slots = Slots::of_block_entity(be.string("id").unwrap_or_default());
+                let new = items::parse(text, old.as_ref().unwrap_or(&NO_ITEMS), form, slots)?;
                 // An empty container without Items stays without.
                 if old.is_some() || !new.items.is_empty() {
                     be.insert("Items", Tag::List(new));

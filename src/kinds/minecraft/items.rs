@@ -44,6 +44,73 @@ impl ItemForm {
 
 const HEADER: &str = "# slot count item [tag or components as SNBT]\n";
 
+/// The slots the game keeps when it loads an inventory. It reads a slot
+/// as `Slot & 255` and drops an item in any other slot without a word
+/// (`Inventory.load`, `ContainerHelper.loadAllItems`), so a new item there
+/// is refused rather than lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slots {
+    /// A player's `Inventory`: 0-35, armour 100-103, off hand 150
+    /// (written -106: the byte is signed).
+    Player,
+    /// A container (its block entity id) of this many slots from 0.
+    Container(&'static str, u8),
+    /// A kind the table below does not know: every slot.
+    Any,
+}
+
+/// Containers' sizes, by block entity id (1.11+ ids and the older ones).
+const CONTAINER_SLOTS: &[(&str, u8)] = &[
+    ("minecraft:chest", 27),
+    ("minecraft:trapped_chest", 27),
+    ("minecraft:barrel", 27),
+    ("minecraft:shulker_box", 27),
+    ("minecraft:dispenser", 9),
+    ("minecraft:dropper", 9),
+    ("minecraft:crafter", 9),
+    ("minecraft:chiseled_bookshelf", 6),
+    ("minecraft:hopper", 5),
+    ("minecraft:brewing_stand", 5),
+    ("minecraft:campfire", 4),
+    ("minecraft:soul_campfire", 4),
+    ("minecraft:furnace", 3),
+    ("minecraft:blast_furnace", 3),
+    ("minecraft:smoker", 3),
+    ("Chest", 27),
+    ("Trap", 9),
+    ("Dropper", 9),
+    ("Hopper", 5),
+    ("Cauldron", 5),
+    ("Furnace", 3),
+];
+
+impl Slots {
+    pub fn of_block_entity(id: &str) -> Slots {
+        match CONTAINER_SLOTS.iter().find(|(known, _)| *known == id) {
+            Some(&(known, n)) => Slots::Container(known, n),
+            None => Slots::Any,
+        }
+    }
+
+    fn keeps(self, slot: i8) -> bool {
+        let u = slot as u8;
+        match self {
+            Slots::Player => u < 36 || (100..104).contains(&u) || u == 150,
+            Slots::Container(_, n) => u < n,
+            Slots::Any => true,
+        }
+    }
+
+    fn refusal(self, slot: i8) -> String {
+        let which = match self {
+            Slots::Player => "a player's inventory keeps slots 0 to 35, armour 100 to 103 and the off hand -106".into(),
+            Slots::Container(id, n) => format!("a {id} has slots 0 to {}", n - 1),
+            Slots::Any => String::new(),
+        };
+        format!("slot {slot}: {which}; the game would drop an item there when it loads")
+    }
+}
+
 pub fn render(items: &List, form: ItemForm) -> String {
     let mut s = HEADER.to_string();
     for t in &items.items {
@@ -62,8 +129,9 @@ pub fn render(items: &List, form: ItemForm) -> String {
 }
 
 /// The new `Items` from text; `old`: the list it replaces (its items'
-/// other keys and its order of keys are kept).
-pub fn parse(text: &str, old: &List, form: ItemForm) -> DocResult<List> {
+/// other keys and its order of keys are kept); `slots`: where the game
+/// keeps items (a slot `old` already uses is taken as it is).
+pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots) -> DocResult<List> {
     let old_of = |slot: i64| {
         old.items.iter().find_map(|t| match t {
             Tag::Compound(c) if c.int("Slot") == Some(slot) => Some(c.clone()),
@@ -83,6 +151,9 @@ pub fn parse(text: &str, old: &List, form: ItemForm) -> DocResult<List> {
         let slot: i8 = slot.parse().map_err(|_| at(format!("'{slot}' is not a slot number (-128 to 127)")))?;
         if !seen.insert(slot) {
             return Err(at(format!("slot {slot} is given twice")));
+        }
+        if !slots.keeps(slot) && old_of(slot as i64).is_none() {
+            return Err(at(slots.refusal(slot)));
         }
         let count: i64 = count
             .parse()
@@ -159,17 +230,50 @@ mod tests {
     fn unchanged_text_gives_the_same_items() {
         let text = render(&chest(), ItemForm::Classic);
         assert_eq!(text, format!("{HEADER}0 5 minecraft:dirt\n3 1 minecraft:stick\n"));
-        assert_eq!(parse(&text, &chest(), ItemForm::Classic).unwrap(), chest());
+        assert_eq!(parse(&text, &chest(), ItemForm::Classic, Slots::Any).unwrap(), chest());
     }
 
     #[test]
     fn edits_and_bad_lines() {
-        let new = parse("0 64 minecraft:diamond {display: {Name: \"x\"}}\n", &chest(), ItemForm::Classic).unwrap();
+        let new = parse("0 64 minecraft:diamond {display: {Name: \"x\"}}\n", &chest(), ItemForm::Classic, Slots::Any)
+            .unwrap();
         let Tag::Compound(c) = &new.items[0] else { panic!() };
         assert_eq!((c.int("Count"), c.string("id")), (Some(64), Some("minecraft:diamond")));
         assert!(c.compound("tag").is_some());
         for bad in ["x 1 minecraft:a", "0 0 minecraft:a", "0 1 Bad", "0 1 minecraft:a {x", "0 1 a:b\n0 1 a:c"] {
-            assert!(parse(bad, &chest(), ItemForm::Classic).is_err(), "{bad}");
+            assert!(parse(bad, &chest(), ItemForm::Classic, Slots::Any).is_err(), "{bad}");
         }
+    }
+
+    /// The game drops an item in a slot it does not keep; a slot the old
+    /// list already uses is taken as it is (a no-op write of another
+    /// tool's inventory is not refused).
+    #[test]
+    fn slots_the_game_would_drop_are_refused() {
+        let chest27 = Slots::of_block_entity("minecraft:chest");
+        let hopper = Slots::of_block_entity("minecraft:hopper");
+        let empty = List { elem: 0, items: Vec::new() };
+        for (slots, good, bad) in [
+            (Slots::Player, &["0", "35", "100", "103", "-106"][..], &["36", "99", "104", "-105", "-1", "127"][..]),
+            (chest27, &["0", "26"], &["27", "-1", "100"]),
+            (hopper, &["4"], &["5"]),
+            (Slots::of_block_entity("mymod:crate"), &["-128", "127"], &[]),
+        ] {
+            for slot in good {
+                assert!(
+                    parse(&format!("{slot} 1 minecraft:dirt\n"), &empty, ItemForm::Classic, slots).is_ok(),
+                    "{slots:?} {slot}"
+                );
+            }
+            for slot in bad {
+                let err = parse(&format!("{slot} 1 minecraft:dirt\n"), &empty, ItemForm::Classic, slots).unwrap_err();
+                assert!(err.to_string().contains("the game would drop an item there"), "{slots:?} {slot}: {err}");
+            }
+        }
+        let mut odd = chest();
+        let Tag::Compound(c) = &mut odd.items[1] else { panic!() };
+        c.insert("Slot", Tag::Byte(40));
+        let text = render(&odd, ItemForm::Classic);
+        assert_eq!(parse(&text, &odd, ItemForm::Classic, chest27).unwrap(), odd, "kept as it was");
     }
 }

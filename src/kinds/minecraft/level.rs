@@ -3,7 +3,7 @@
 //! `playerdata/<uuid>.dat` (`players/<uuid>/`: `inventory` as inventory
 //! text, `position`, `health`, and `data`, the whole record as SNBT).
 
-use super::items::{self, ItemForm};
+use super::items::{self, ItemForm, Slots};
 use crate::codec::nbt::{self, Compound, List, Tag};
 use crate::codec::snbt;
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
@@ -172,7 +172,7 @@ impl Document for PlayerDoc {
             "data" => self.0.apply_snbt(text),
             "inventory" => {
                 let old = self.inventory().cloned().ok_or_else(|| DocError::new("no Inventory"))?;
-                let new = items::parse(text, &old, self.form())?;
+                let new = items::parse(text, &old, self.form(), Slots::Player)?;
                 self.0.root.insert("Inventory", Tag::List(new));
                 Ok(())
             }
