@@ -20,24 +20,36 @@ use crate::kinds::{DocError, DocResult};
 pub enum ItemForm {
     /// `Count` a byte, extras in `tag` (to 1.20.4).
     Classic,
-    /// `count` an int, extras in `components` (1.20.5+, DataVersion 3837).
-    Components,
+    /// `count` an int up to `max_count`, extras in `components` (1.20.5+,
+    /// DataVersion 3837; from 1.21, 3953, the game's codec takes counts of
+    /// 1 to 99 and drops an item with more).
+    Components { max_count: i64 },
 }
 
 impl ItemForm {
     pub fn of_data_version(v: i64) -> ItemForm {
-        if v >= 3837 { ItemForm::Components } else { ItemForm::Classic }
+        match v {
+            3953.. => ItemForm::Components { max_count: 99 },
+            3837.. => ItemForm::Components { max_count: 127 },
+            _ => ItemForm::Classic,
+        }
     }
     fn count_key(self) -> &'static str {
         match self {
             ItemForm::Classic => "Count",
-            ItemForm::Components => "count",
+            ItemForm::Components { .. } => "count",
         }
     }
     fn extra_key(self) -> &'static str {
         match self {
             ItemForm::Classic => "tag",
-            ItemForm::Components => "components",
+            ItemForm::Components { .. } => "components",
+        }
+    }
+    fn max_count(self) -> i64 {
+        match self {
+            ItemForm::Classic => 127,
+            ItemForm::Components { max_count } => max_count,
         }
     }
 }
@@ -155,15 +167,22 @@ pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots) -> DocResult<
         if !slots.keeps(slot) && old_of(slot as i64).is_none() {
             return Err(at(slots.refusal(slot)));
         }
+        let max = form.max_count();
         let count: i64 = count
             .parse()
             .ok()
-            .filter(|c| (1..=127).contains(c))
-            .ok_or_else(|| at(format!("'{count}' is not a count from 1 to 127")))?;
+            .filter(|c| (1..=max).contains(c))
+            .ok_or_else(|| at(format!("'{count}' is not a count from 1 to {max}")))?;
         let id_ok =
             !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-./:".contains(c));
         if !id_ok {
             return Err(at(format!("'{id}' is not an item id (like minecraft:stone)")));
+        }
+        let was_air = || old_of(slot as i64).is_some_and(|c| c.string("id").is_some_and(|i| i == id));
+        if (id == "minecraft:air" || id == "air") && !was_air() {
+            return Err(at(format!(
+                "slot {slot}: {id} is no item (the game drops it); leave the slot out to empty it"
+            )));
         }
         let extra = match f.next().map(str::trim).filter(|e| !e.is_empty()) {
             Some(e) => Some(snbt::parse_tag(e).map_err(|m| at(format!("the tag: {m}")))?),
@@ -176,7 +195,7 @@ pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots) -> DocResult<
             form.count_key(),
             match form {
                 ItemForm::Classic => Tag::Byte(count as i8),
-                ItemForm::Components => Tag::Int(count as i32),
+                ItemForm::Components { .. } => Tag::Int(count as i32),
             },
         );
         match extra {
@@ -275,5 +294,26 @@ mod tests {
         c.insert("Slot", Tag::Byte(40));
         let text = render(&odd, ItemForm::Classic);
         assert_eq!(parse(&text, &odd, ItemForm::Classic, chest27).unwrap(), odd, "kept as it was");
+    }
+
+    /// From 1.21 the game takes counts of 1 to 99; an air item is an empty
+    /// slot it drops.
+    #[test]
+    fn counts_past_the_games_codec_and_air_are_refused() {
+        let empty = List { elem: 0, items: Vec::new() };
+        let v1_21 = ItemForm::of_data_version(3953);
+        assert!(parse("0 99 minecraft:dirt\n", &empty, v1_21, Slots::Any).is_ok());
+        let err = parse("0 100 minecraft:dirt\n", &empty, v1_21, Slots::Any).unwrap_err();
+        assert!(err.to_string().contains("'100' is not a count from 1 to 99"), "{err}");
+        assert!(parse("0 127 minecraft:dirt\n", &empty, ItemForm::of_data_version(3839), Slots::Any).is_ok());
+        for form in [ItemForm::Classic, v1_21] {
+            let err = parse("0 1 minecraft:air\n", &empty, form, Slots::Any).unwrap_err();
+            assert!(err.to_string().contains("minecraft:air is no item"), "{err}");
+        }
+        let mut with_air = chest();
+        let Tag::Compound(c) = &mut with_air.items[0] else { panic!() };
+        c.insert("id", Tag::String("minecraft:air".into()));
+        let text = render(&with_air, ItemForm::Classic);
+        assert_eq!(parse(&text, &with_air, ItemForm::Classic, Slots::Any).unwrap(), with_air, "kept as it was");
     }
 }
