@@ -29,10 +29,12 @@
 -- A request is applied inside one server step, all or nothing: every
 -- precondition is checked before anything changes. Requests are taken
 -- until BUDGET seconds of a step are used, at a pace of changed blocks
--- the server's map saves can write (see BLOCKS_PER_SAVE), so a big
+-- the server's map saves can write (see pace.lua), so a big
 -- change sent in many small requests leaves the server responsive.
--- Settings (minetest.conf): worldfs_live.step_budget_ms (20),
--- worldfs_live.blocks_per_save (128), worldfs_live.log_ms (200).
+-- Settings (minetest.conf, settingtypes.txt): worldfs_live.step_budget_ms
+-- (20), worldfs_live.blocks_per_save (128: the pace it starts at),
+-- worldfs_live.blocks_per_save_min (16), worldfs_live.blocks_per_save_max
+-- (1024), worldfs_live.log_ms (200). The pace itself is pace.lua.
 -- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
@@ -74,19 +76,24 @@ local EXPIRE = 10
 -- Pacing (docs/performance.md, "Live mounts"). The mod takes requests
 -- in a step until BUDGET seconds are used, and none in a step after a late
 -- one (dtime over 1.5 server steps) in which it took requests. And the
--- blocks it changed in the last map save interval stay
--- under BLOCKS_PER_SAVE: the server writes every changed block in one
--- step at its next map save, which took 0.3 to 2 ms a block on a loaded
--- machine (a world-wide rename changed 400 blocks a save: steps of
--- 0.1 to 1.3 s).
+-- blocks it changed in the last map save interval stay under the pace
+-- (pace.lua): the server writes every changed block in one step at its
+-- next map save, which took 0.1 to 2 ms a block depending on the load (a
+-- world-wide rename changed 400 blocks a save: steps of 0.1 to 1.3 s).
+local pace = dofile(core.get_modpath(core.get_current_modname()) .. "/pace.lua")
 local BUDGET = (tonumber(core.settings:get("worldfs_live.step_budget_ms")) or 20) / 1000
-local BLOCKS_PER_SAVE = tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128
 local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
+local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
+  tonumber(core.settings:get("worldfs_live.blocks_per_save_min")) or 16,
+  tonumber(core.settings:get("worldfs_live.blocks_per_save_max")) or 1024, STEP * 1000)
+-- The server saves when its timer, counting each step's dtime, reaches
+-- this; the mod counts the same dtimes to know which step saved.
+local SAVE_INTERVAL = tonumber(core.settings:get("server_map_save_interval")) or 5.3
 -- The interval the pace counts blocks in: the map save interval, or 5.3 s
 -- when that is longer (blocks no player keeps are then written as they
 -- unload, 29 s after their last use, a batch every 2.92 s, before the
 -- save comes).
-local PACE_INTERVAL = math.min(tonumber(core.settings:get("server_map_save_interval")) or 5.3, 5.3)
+local PACE_INTERVAL = math.min(SAVE_INTERVAL, 5.3)
 local STEP_LINES = 240
 local HOLD = 10
 -- Requests that take longer than this (ms) are logged with their parse,
@@ -764,18 +771,23 @@ local function block_key(p)
   return math.floor(p.x / 16) .. "," .. math.floor(p.y / 16) .. "," .. math.floor(p.z / 16)
 end
 
--- Blocks the mod may change before it waits: refilled at BLOCKS_PER_SAVE
--- a save interval, at most an eighth of that ahead, so the blocks are
--- spread over the interval and a queued request never waits long (the
+-- Blocks the mod may change before it waits: refilled at the pace's
+-- blocks a save interval, at most an eighth of that ahead, so the blocks
+-- are spread over the interval and a queued request never waits long (the
 -- mount withdraws one not taken in 5 s). A block changed again within the
 -- interval costs nothing: the save writes it once.
 local allowance = 0
-local ALLOWANCE_MAX = math.max(8, BLOCKS_PER_SAVE / 8)
+local paced = pace.new(PACE_LIMITS)
+-- What the mod saw since the last map save, for pace.after_save.
+local seen = {changed = 0, held = false, late = false}
 
 local function note_changed(req)
   local now = core.get_us_time()
   local function note(key)
-    if not changed[key] then allowance = allowance - 1 end
+    if not changed[key] then
+      allowance = allowance - 1
+      seen.changed = seen.changed + 1
+    end
     changed[key] = now
   end
   for _, n in ipairs(req.nodes) do note(block_key(n.pos)) end
@@ -888,14 +900,26 @@ local served_before = 0
 -- one is left to the server; a late step without requests is the
 -- machine's, and waiting would only delay single edits).
 local function room(dtime)
-  if dtime > STEP * 1.5 and served_before > 0 then return false end
+  if dtime > STEP * 1.5 and served_before > 0 then
+    seen.late = true
+    return false
+  end
   return allowance > 0
 end
 
+-- Whether a request waits in the spool.
+local function waiting()
+  for _, name in ipairs(core.get_dir_list(requests, false) or {}) do
+    if name:match("%.req$") then return true end
+  end
+  return false
+end
+
 local function serve_requests(dtime)
-  allowance = math.min(ALLOWANCE_MAX, allowance + dtime * BLOCKS_PER_SAVE / PACE_INTERVAL)
+  allowance = math.min(math.max(8, paced.blocks / 8), allowance + dtime * paced.blocks / PACE_INTERVAL)
   forget_saved()
   if not room(dtime) then
+    if allowance <= 0 and not seen.held and waiting() then seen.held = true end
     served_before = 0
     return 0
   end
@@ -903,7 +927,11 @@ local function serve_requests(dtime)
   table.sort(names)
   local start, served = core.get_us_time(), 0
   for _, name in ipairs(names) do
-    if served > 0 and (core.get_us_time() - start >= BUDGET * 1e6 or allowance <= 0) then break end
+    if served > 0 and allowance <= 0 then
+      seen.held = true
+      break
+    end
+    if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
     if serve_one(name) then served = served + 1 end
     -- A long step is not a hung server: the mount keeps waiting.
     if core.get_us_time() - last_beat >= HEARTBEAT * 1e6 then heartbeat(false) end
@@ -938,8 +966,34 @@ end
 
 clean_spool()
 
+-- The map saves, as the server times them (its save timer adds each
+-- step's dtime after the mods' globalsteps and saves when it reaches
+-- SAVE_INTERVAL), and the start of the last step, for the length of the
+-- step that saved: the pace follows it (pace.lua).
+local save_timer, saved, step_start = 0, false, nil
+
+local function follow_saves(dtime, now)
+  if saved and step_start then
+    local before = paced.blocks
+    seen.save_ms = (now - step_start) / 1000
+    local what
+    paced, what = pace.after_save(paced, PACE_LIMITS, seen)
+    if paced.blocks ~= before then
+      core.log("action", string.format("[worldfs_live] pace: %d blocks per save interval (%s: the save step "
+        .. "took %.0f ms, %d blocks changed%s)", paced.blocks, what, seen.save_ms, seen.changed,
+        seen.late and ", a late step" or ""))
+    end
+    seen = {changed = 0, held = false, late = false}
+  end
+  step_start = now
+  save_timer = save_timer + dtime
+  saved = save_timer >= SAVE_INTERVAL
+  if saved then save_timer = 0 end
+end
+
 local since = HEARTBEAT
 core.register_globalstep(function(dtime)
+  follow_saves(dtime, core.get_us_time())
   since = since + dtime
   if since >= HEARTBEAT then
     since = 0
