@@ -359,17 +359,24 @@ local function read_block(b)
   return vm, VoxelArea:new({MinEdge = emin, MaxEdge = emax})
 end
 
--- Checks the nodes against the game, block by block; keeps each block's
--- VoxelManip and layers for apply_nodes, which changes them in place: a
--- block is read once, not once to check and again to apply (the tables
--- of 4096 entries are most of a small change's cost).
-local function check_nodes(req)
+-- The manip of a group of node lines (by_block) with its three layers.
+local function read_layers(b)
+  local vm, area = read_block(b)
+  return {vm = vm, area = area, data = vm:get_data(), p1 = vm:get_light_data(), p2 = vm:get_param2_data()}
+end
+
+-- Checks the nodes against the game, block by block; gives the groups,
+-- and keeps each one's manip and layers in `read` (the request's, see
+-- handle) for apply_nodes, which changes them in place: a block is read
+-- once, not once to check and again to apply (the tables of 4096 entries
+-- are most of a small change's cost).
+local function check_nodes(req, read)
   for _, n in ipairs(req.nodes) do check_name(n, n.pos) end
-  req.node_blocks = by_block(req.nodes)
-  for _, b in ipairs(req.node_blocks) do
-    local vm, area = read_block(b)
-    local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
-    b.vm, b.area, b.data, b.p1, b.p2 = vm, area, data, p1, p2
+  local groups = by_block(req.nodes)
+  for _, b in ipairs(groups) do
+    local r = read_layers(b)
+    read[b] = r
+    local area, data, p1, p2 = r.area, r.data, r.p1, r.p2
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
       local name = core.get_name_from_content_id(data[i])
@@ -381,6 +388,7 @@ local function check_nodes(req)
       end
     end
   end
+  return groups
 end
 
 -- A node's metadata as sorted text lines, in the request's "old" form.
@@ -447,20 +455,17 @@ local function light_differs(a, b)
     or (da.light_source or 0) ~= (db.light_source or 0)
 end
 
--- Nodes set to their `side` ("new", or "old" to undo), in `blocks` (the
--- groups check_nodes read, whose layers are still the game's) or read
--- again (an undo). The light is computed again only where a changed
--- name's light properties differ (a rename between two solid nodes
--- needs none, and computing it loads and changes the neighbouring blocks
--- too), or where the change sets the light in param1. Only the layers
--- that change are handed back to the manip.
-local function apply_nodes(nodes, side, blocks)
-  for _, b in ipairs(blocks or by_block(nodes)) do
-    if not b.vm then
-      b.vm, b.area = read_block(b)
-      b.data, b.p1, b.p2 = b.vm:get_data(), b.vm:get_light_data(), b.vm:get_param2_data()
-    end
-    local area, data, p1, p2 = b.area, b.data, b.p1, b.p2
+-- Nodes set to their `side` ("new", or "old" to undo), in `groups` with
+-- the manips and layers check_nodes kept in `read` (still the game's), or
+-- read again (putting a failed request back). The light is computed
+-- again only where a changed name's light properties differ (a rename
+-- between two solid nodes needs none, and computing it loads and changes
+-- the neighbouring blocks too), or where the change sets the light in
+-- param1. Only the layers that change are handed back to the manip.
+local function apply_nodes(nodes, side, groups, read)
+  for _, b in ipairs(groups or by_block(nodes)) do
+    local r = read and read[b] or read_layers(b)
+    local area, data, p1, p2 = r.area, r.data, r.p1, r.p2
     local relight, set_names, set_p1, set_p2 = false, false, false, false
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
@@ -480,11 +485,10 @@ local function apply_nodes(nodes, side, blocks)
         set_p2 = true
       end
     end
-    if set_names then b.vm:set_data(data) end
-    if set_p1 then b.vm:set_light_data(p1) end
-    if set_p2 then b.vm:set_param2_data(p2) end
-    b.vm:write_to_map(relight)
-    b.vm = nil
+    if set_names then r.vm:set_data(data) end
+    if set_p1 then r.vm:set_light_data(p1) end
+    if set_p2 then r.vm:set_param2_data(p2) end
+    r.vm:write_to_map(relight)
   end
 end
 
@@ -530,7 +534,16 @@ local function block_indexer(area, minp)
   end
 end
 
-local function check_blocks(req)
+-- A whole block's manip with its names layer and the layer's indexer.
+local function read_whole(blk)
+  local minp, maxp = block_area(blk.block)
+  local vm, area = read_block({min = minp, max = maxp})
+  return {vm = vm, data = vm:get_data(), index = block_indexer(area, minp)}
+end
+
+-- Checks whole blocks against the game; keeps each one's manip in `read`
+-- for apply_blocks (one read of the block, see check_nodes).
+local function check_blocks(req, read)
   for _, blk in ipairs(req.blocks) do
     if not blk.bold or not blk.bnew then fail("invalid", "block without bold and bnew") end
     local was = {}
@@ -540,11 +553,10 @@ local function check_blocks(req)
         fail("invalid", "block " .. pos_text(blk.block) .. ": '" .. name .. "' is not a registered node on this server")
       end
     end
-    local minp, maxp = block_area(blk.block)
-    local vm, area = read_block({min = minp, max = maxp})
-    local data, index = vm:get_data(), block_indexer(area, minp)
-    -- Kept for apply_blocks (one read of the block, see check_nodes).
-    blk.vm, blk.data, blk.index = vm, data, index
+    local minp = block_area(blk.block)
+    local r = read_whole(blk)
+    read[blk] = r
+    local data, index = r.data, r.index
     local old = block_cids(blk, "old")
     blk.old_cids, blk.new_cids = old, block_cids(blk, "new")
     for i = 0, 4095 do
@@ -559,19 +571,13 @@ local function check_blocks(req)
 end
 
 -- Whole blocks' names set to their `side` ("new", or "old" to undo), by
--- the content ids check_blocks found, through the manip check_blocks
--- read when `reuse` says its data is still the game's (nothing in the
--- request changed the block since), else read again.
-local function apply_blocks(blocks, side, reuse)
+-- the content ids check_blocks found, through the manip `kept(blk)` gives
+-- (check_blocks' read, when nothing in the request changed the block
+-- since), else read again.
+local function apply_blocks(blocks, side, kept)
   for _, blk in ipairs(blocks) do
-    local minp, maxp = block_area(blk.block)
-    local vm, data, index = blk.vm, blk.data, blk.index
-    if not (reuse and reuse(blk) and vm) then
-      local area
-      vm, area = read_block({min = minp, max = maxp})
-      data, index = vm:get_data(), block_indexer(area, minp)
-    end
-    blk.vm = nil
+    local r = kept and kept(blk) or read_whole(blk)
+    local vm, data, index = r.vm, r.data, r.index
     local to = side == "new" and blk.new_cids or blk.old_cids
     local from = side == "new" and blk.old_cids or blk.new_cids
     local relight, pairs_seen = false, {}
@@ -611,19 +617,20 @@ local function apply_meta(meta)
   if #new.private > 0 then m:mark_as_private(new.private) end
 end
 
--- Whether a whole block's manip from check_blocks is still current: not
+-- A whole block's manip from check_blocks while it is still current: not
 -- when the request's node lines changed the same block first.
-local function untouched_by_nodes(req)
+local function kept_unless_nodes_changed(req, read)
   local touched = {}
   for _, n in ipairs(req.nodes) do
     touched[math.floor(n.pos.x / 16) .. "," .. math.floor(n.pos.y / 16) .. "," .. math.floor(n.pos.z / 16)] = true
   end
-  return function(blk) return not touched[pos_text(blk.block)] end
+  return function(blk) return not touched[pos_text(blk.block)] and read[blk] or nil end
 end
 
-local function apply(req)
-  apply_nodes(req.nodes, "new", req.node_blocks)
-  apply_blocks(req.blocks, "new", untouched_by_nodes(req))
+-- `groups` and `read`: what check_nodes and check_blocks read.
+local function apply(req, groups, read)
+  apply_nodes(req.nodes, "new", groups, read)
+  apply_blocks(req.blocks, "new", kept_unless_nodes_changed(req, read))
   for _, meta in ipairs(req.metas) do apply_meta(meta) end
   for _, t in ipairs(req.timers) do
     local timer = core.get_node_timer(t.pos)
@@ -814,12 +821,15 @@ local function handle(text)
   for _, c in ipairs(req.privs) do privs_changed(c) end
   if req.players[1] then return handle_player(req.players[1]) end
   local t1 = core.get_us_time()
-  check_nodes(req)
-  check_blocks(req)
+  -- The manips the checks read, by the request's entries, for its apply:
+  -- they go with this call.
+  local read = {}
+  local groups = check_nodes(req, read)
+  check_blocks(req, read)
   check_metas(req)
   check_deletes(req)
   local t2 = core.get_us_time()
-  local ok, err = pcall(apply, req)
+  local ok, err = pcall(apply, req, groups, read)
   if not ok then
     pcall(apply_nodes, req.nodes, "old")
     pcall(apply_blocks, req.blocks, "old")
