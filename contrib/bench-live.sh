@@ -24,7 +24,8 @@
 #     from the mod's steps.txt (goal: no step over 100 ms), and the mod's
 #     own profile of each request (parse, check, apply; from the server
 #     log, worldfs_live.log_ms = 0), and the server's map saves meanwhile
-#     (blocks written, time: its info log and profiler);
+#     (blocks written, time: its info log and profiler), and how the mod's
+#     pace changed ("grow to N", "halve to N": blocks per save interval);
 #   * the same rename on a copy of the world with the server stopped (an
 #     ordinary mount), for comparison.
 #
