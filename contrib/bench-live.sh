@@ -24,15 +24,18 @@
 #     from the mod's steps.txt (goal: no step over 100 ms), and the mod's
 #     own profile of each request (parse, check, apply; from the server
 #     log, worldfs_live.log_ms = 0), and the server's map saves meanwhile
-#     (blocks written, time: its info log and profiler);
+#     (blocks written, time: its info log and profiler), and how the mod's
+#     pace changed ("grow to N", "halve to N": blocks per save interval);
 #   * the same rename on a copy of the world with the server stopped (an
 #     ordinary mount), for comparison.
 #
 # Environment: WORLDFS (default: target/release/worldfs, else target/ci),
 # LIVE_WORLD (a Luanti world with a sqlite3 map; only copied: its copy
 # runs with minetest_game, its world.mt's other mods dropped), RENAME_OLD,
-# RENAME_NEW (registered in minetest_game), QUIET, BLOCKS_PER_SAVE (the
-# mod's worldfs_live.blocks_per_save; its default when unset).
+# RENAME_NEW (registered in minetest_game), QUIET, BLOCKS_PER_SAVE,
+# BLOCKS_PER_SAVE_MIN, BLOCKS_PER_SAVE_MAX (the mod's pace: where it
+# starts, its floor and its cap, worldfs_live.blocks_per_save[_min|_max];
+# its defaults when unset).
 # Needs: minetest-server with minetest_game, sqlite3, fuse3.
 set -euo pipefail
 export LC_ALL=C
@@ -85,6 +88,8 @@ cp -a "$W" "$T/offline"
 # and, every 5 s, its profiler ("Server: map saving (sum) [ms] ... 1x T").
 printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms = 0\ndebug_log_level = info\nprofiler_print_interval = 5\n' > "$T/server.conf"
 [ -n "${BLOCKS_PER_SAVE:-}" ] && echo "worldfs_live.blocks_per_save = $BLOCKS_PER_SAVE" >> "$T/server.conf"
+[ -n "${BLOCKS_PER_SAVE_MIN:-}" ] && echo "worldfs_live.blocks_per_save_min = $BLOCKS_PER_SAVE_MIN" >> "$T/server.conf"
+[ -n "${BLOCKS_PER_SAVE_MAX:-}" ] && echo "worldfs_live.blocks_per_save_max = $BLOCKS_PER_SAVE_MAX" >> "$T/server.conf"
 HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port 30123 --logfile "$T/server.log" \
     </dev/null >/dev/null 2>&1 &
 SPID=$!
@@ -151,6 +156,9 @@ tail -n +"$((log_from + 1))" "$T/server.log" | awk '
     /ServerMap: Written: / { for (i = 1; i <= NF; i++) if ($i == "Written:") { n++; b = $(i + 1); if (b > mb) mb = b } }
     /Server: map saving \(sum\)/ { t = $NF + 0; if (t > mt) mt = t }
     END { printf "the server'"'"'s map saves meanwhile: %d, at most %d blocks written in one, the longest %s ms\n", n, mb, mt + 0 }'
+# "[worldfs_live] pace: N blocks per save interval (grow: ...)": the pace's changes.
+paces=$(tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] pace: \([0-9]*\) .*(\([a-z]*\):.*/\2 to \1/p' | paste -sd, - || true)
+echo "the mod's pace (blocks per save interval) meanwhile: ${paces:-unchanged}"
 echo "the mod's three slowest requests:"
 tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |
     sed 's/.*\[worldfs_live\] //' | awk '{ for (i = 1; i <= NF; i++) if ($i == "took") print $(i + 1), $0 }' |

@@ -29,10 +29,12 @@
 -- A request is applied inside one server step, all or nothing: every
 -- precondition is checked before anything changes. Requests are taken
 -- until BUDGET seconds of a step are used, at a pace of changed blocks
--- the server's map saves can write (see BLOCKS_PER_SAVE), so a big
+-- the server's map saves can write (see pace.lua), so a big
 -- change sent in many small requests leaves the server responsive.
--- Settings (minetest.conf): worldfs_live.step_budget_ms (20),
--- worldfs_live.blocks_per_save (128), worldfs_live.log_ms (200).
+-- Settings (minetest.conf, settingtypes.txt): worldfs_live.step_budget_ms
+-- (20), worldfs_live.blocks_per_save (128: the pace it starts at),
+-- worldfs_live.blocks_per_save_min (16), worldfs_live.blocks_per_save_max
+-- (1024), worldfs_live.log_ms (200). The pace itself is pace.lua.
 -- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
@@ -74,19 +76,24 @@ local EXPIRE = 10
 -- Pacing (docs/performance.md, "Live mounts"). The mod takes requests
 -- in a step until BUDGET seconds are used, and none in a step after a late
 -- one (dtime over 1.5 server steps) in which it took requests. And the
--- blocks it changed in the last map save interval stay
--- under BLOCKS_PER_SAVE: the server writes every changed block in one
--- step at its next map save, which took 0.3 to 2 ms a block on a loaded
--- machine (a world-wide rename changed 400 blocks a save: steps of
--- 0.1 to 1.3 s).
+-- blocks it changed in the last map save interval stay under the pace
+-- (pace.lua): the server writes every changed block in one step at its
+-- next map save, which took 0.1 to 2 ms a block depending on the load (a
+-- world-wide rename changed 400 blocks a save: steps of 0.1 to 1.3 s).
+local pace = dofile(core.get_modpath(core.get_current_modname()) .. "/pace.lua")
 local BUDGET = (tonumber(core.settings:get("worldfs_live.step_budget_ms")) or 20) / 1000
-local BLOCKS_PER_SAVE = tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128
 local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
+local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
+  tonumber(core.settings:get("worldfs_live.blocks_per_save_min")) or 16,
+  tonumber(core.settings:get("worldfs_live.blocks_per_save_max")) or 1024, STEP * 1000)
+-- The server saves when its timer, counting each step's dtime, reaches
+-- this; the mod counts the same dtimes to know which step saved.
+local SAVE_INTERVAL = tonumber(core.settings:get("server_map_save_interval")) or 5.3
 -- The interval the pace counts blocks in: the map save interval, or 5.3 s
 -- when that is longer (blocks no player keeps are then written as they
 -- unload, 29 s after their last use, a batch every 2.92 s, before the
 -- save comes).
-local PACE_INTERVAL = math.min(tonumber(core.settings:get("server_map_save_interval")) or 5.3, 5.3)
+local PACE_INTERVAL = math.min(SAVE_INTERVAL, 5.3)
 local STEP_LINES = 240
 local HOLD = 10
 -- Requests that take longer than this (ms) are logged with their parse,
@@ -357,17 +364,24 @@ local function read_block(b)
   return vm, VoxelArea:new({MinEdge = emin, MaxEdge = emax})
 end
 
--- Checks the nodes against the game, block by block; keeps each block's
--- VoxelManip and layers for apply_nodes, which changes them in place: a
--- block is read once, not once to check and again to apply (the tables
--- of 4096 entries are most of a small change's cost).
-local function check_nodes(req)
+-- The manip of a group of node lines (by_block) with its three layers.
+local function read_layers(b)
+  local vm, area = read_block(b)
+  return {vm = vm, area = area, data = vm:get_data(), p1 = vm:get_light_data(), p2 = vm:get_param2_data()}
+end
+
+-- Checks the nodes against the game, block by block; gives the groups,
+-- and keeps each one's manip and layers in `read` (the request's, see
+-- handle) for apply_nodes, which changes them in place: a block is read
+-- once, not once to check and again to apply (the tables of 4096 entries
+-- are most of a small change's cost).
+local function check_nodes(req, read)
   for _, n in ipairs(req.nodes) do check_name(n, n.pos) end
-  req.node_blocks = by_block(req.nodes)
-  for _, b in ipairs(req.node_blocks) do
-    local vm, area = read_block(b)
-    local data, p1, p2 = vm:get_data(), vm:get_light_data(), vm:get_param2_data()
-    b.vm, b.area, b.data, b.p1, b.p2 = vm, area, data, p1, p2
+  local groups = by_block(req.nodes)
+  for _, b in ipairs(groups) do
+    local r = read_layers(b)
+    read[b] = r
+    local area, data, p1, p2 = r.area, r.data, r.p1, r.p2
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
       local name = core.get_name_from_content_id(data[i])
@@ -379,6 +393,7 @@ local function check_nodes(req)
       end
     end
   end
+  return groups
 end
 
 -- A node's metadata as sorted text lines, in the request's "old" form.
@@ -445,20 +460,17 @@ local function light_differs(a, b)
     or (da.light_source or 0) ~= (db.light_source or 0)
 end
 
--- Nodes set to their `side` ("new", or "old" to undo), in `blocks` (the
--- groups check_nodes read, whose layers are still the game's) or read
--- again (an undo). The light is computed again only where a changed
--- name's light properties differ (a rename between two solid nodes
--- needs none, and computing it loads and changes the neighbouring blocks
--- too), or where the change sets the light in param1. Only the layers
--- that change are handed back to the manip.
-local function apply_nodes(nodes, side, blocks)
-  for _, b in ipairs(blocks or by_block(nodes)) do
-    if not b.vm then
-      b.vm, b.area = read_block(b)
-      b.data, b.p1, b.p2 = b.vm:get_data(), b.vm:get_light_data(), b.vm:get_param2_data()
-    end
-    local area, data, p1, p2 = b.area, b.data, b.p1, b.p2
+-- Nodes set to their `side` ("new", or "old" to undo), in `groups` with
+-- the manips and layers check_nodes kept in `read` (still the game's), or
+-- read again (putting a failed request back). The light is computed
+-- again only where a changed name's light properties differ (a rename
+-- between two solid nodes needs none, and computing it loads and changes
+-- the neighbouring blocks too), or where the change sets the light in
+-- param1. Only the layers that change are handed back to the manip.
+local function apply_nodes(nodes, side, groups, read)
+  for _, b in ipairs(groups or by_block(nodes)) do
+    local r = read and read[b] or read_layers(b)
+    local area, data, p1, p2 = r.area, r.data, r.p1, r.p2
     local relight, set_names, set_p1, set_p2 = false, false, false, false
     for _, n in ipairs(b.list) do
       local i = area:indexp(n.pos)
@@ -478,11 +490,10 @@ local function apply_nodes(nodes, side, blocks)
         set_p2 = true
       end
     end
-    if set_names then b.vm:set_data(data) end
-    if set_p1 then b.vm:set_light_data(p1) end
-    if set_p2 then b.vm:set_param2_data(p2) end
-    b.vm:write_to_map(relight)
-    b.vm = nil
+    if set_names then r.vm:set_data(data) end
+    if set_p1 then r.vm:set_light_data(p1) end
+    if set_p2 then r.vm:set_param2_data(p2) end
+    r.vm:write_to_map(relight)
   end
 end
 
@@ -528,7 +539,16 @@ local function block_indexer(area, minp)
   end
 end
 
-local function check_blocks(req)
+-- A whole block's manip with its names layer and the layer's indexer.
+local function read_whole(blk)
+  local minp, maxp = block_area(blk.block)
+  local vm, area = read_block({min = minp, max = maxp})
+  return {vm = vm, data = vm:get_data(), index = block_indexer(area, minp)}
+end
+
+-- Checks whole blocks against the game; keeps each one's manip in `read`
+-- for apply_blocks (one read of the block, see check_nodes).
+local function check_blocks(req, read)
   for _, blk in ipairs(req.blocks) do
     if not blk.bold or not blk.bnew then fail("invalid", "block without bold and bnew") end
     local was = {}
@@ -538,11 +558,10 @@ local function check_blocks(req)
         fail("invalid", "block " .. pos_text(blk.block) .. ": '" .. name .. "' is not a registered node on this server")
       end
     end
-    local minp, maxp = block_area(blk.block)
-    local vm, area = read_block({min = minp, max = maxp})
-    local data, index = vm:get_data(), block_indexer(area, minp)
-    -- Kept for apply_blocks (one read of the block, see check_nodes).
-    blk.vm, blk.data, blk.index = vm, data, index
+    local minp = block_area(blk.block)
+    local r = read_whole(blk)
+    read[blk] = r
+    local data, index = r.data, r.index
     local old = block_cids(blk, "old")
     blk.old_cids, blk.new_cids = old, block_cids(blk, "new")
     for i = 0, 4095 do
@@ -557,19 +576,13 @@ local function check_blocks(req)
 end
 
 -- Whole blocks' names set to their `side` ("new", or "old" to undo), by
--- the content ids check_blocks found, through the manip check_blocks
--- read when `reuse` says its data is still the game's (nothing in the
--- request changed the block since), else read again.
-local function apply_blocks(blocks, side, reuse)
+-- the content ids check_blocks found, through the manip `kept(blk)` gives
+-- (check_blocks' read, when nothing in the request changed the block
+-- since), else read again.
+local function apply_blocks(blocks, side, kept)
   for _, blk in ipairs(blocks) do
-    local minp, maxp = block_area(blk.block)
-    local vm, data, index = blk.vm, blk.data, blk.index
-    if not (reuse and reuse(blk) and vm) then
-      local area
-      vm, area = read_block({min = minp, max = maxp})
-      data, index = vm:get_data(), block_indexer(area, minp)
-    end
-    blk.vm = nil
+    local r = kept and kept(blk) or read_whole(blk)
+    local vm, data, index = r.vm, r.data, r.index
     local to = side == "new" and blk.new_cids or blk.old_cids
     local from = side == "new" and blk.old_cids or blk.new_cids
     local relight, pairs_seen = false, {}
@@ -609,19 +622,20 @@ local function apply_meta(meta)
   if #new.private > 0 then m:mark_as_private(new.private) end
 end
 
--- Whether a whole block's manip from check_blocks is still current: not
+-- A whole block's manip from check_blocks while it is still current: not
 -- when the request's node lines changed the same block first.
-local function untouched_by_nodes(req)
+local function kept_unless_nodes_changed(req, read)
   local touched = {}
   for _, n in ipairs(req.nodes) do
     touched[math.floor(n.pos.x / 16) .. "," .. math.floor(n.pos.y / 16) .. "," .. math.floor(n.pos.z / 16)] = true
   end
-  return function(blk) return not touched[pos_text(blk.block)] end
+  return function(blk) return not touched[pos_text(blk.block)] and read[blk] or nil end
 end
 
-local function apply(req)
-  apply_nodes(req.nodes, "new", req.node_blocks)
-  apply_blocks(req.blocks, "new", untouched_by_nodes(req))
+-- `groups` and `read`: what check_nodes and check_blocks read.
+local function apply(req, groups, read)
+  apply_nodes(req.nodes, "new", groups, read)
+  apply_blocks(req.blocks, "new", kept_unless_nodes_changed(req, read))
   for _, meta in ipairs(req.metas) do apply_meta(meta) end
   for _, t in ipairs(req.timers) do
     local timer = core.get_node_timer(t.pos)
@@ -769,18 +783,23 @@ local function block_key(p)
   return math.floor(p.x / 16) .. "," .. math.floor(p.y / 16) .. "," .. math.floor(p.z / 16)
 end
 
--- Blocks the mod may change before it waits: refilled at BLOCKS_PER_SAVE
--- a save interval, at most an eighth of that ahead, so the blocks are
--- spread over the interval and a queued request never waits long (the
+-- Blocks the mod may change before it waits: refilled at the pace's
+-- blocks a save interval, at most an eighth of that ahead, so the blocks
+-- are spread over the interval and a queued request never waits long (the
 -- mount withdraws one not taken in 5 s). A block changed again within the
 -- interval costs nothing: the save writes it once.
 local allowance = 0
-local ALLOWANCE_MAX = math.max(8, BLOCKS_PER_SAVE / 8)
+local paced = pace.new(PACE_LIMITS)
+-- What the mod saw since the last map save, for pace.after_save.
+local seen = {changed = 0, held = false, late = false}
 
 local function note_changed(req)
   local now = core.get_us_time()
   local function note(key)
-    if not changed[key] then allowance = allowance - 1 end
+    if not changed[key] then
+      allowance = allowance - 1
+      seen.changed = seen.changed + 1
+    end
     changed[key] = now
   end
   for _, n in ipairs(req.nodes) do note(block_key(n.pos)) end
@@ -807,12 +826,15 @@ local function handle(text)
   for _, c in ipairs(req.privs) do privs_changed(c) end
   if req.players[1] then return handle_player(req.players[1]) end
   local t1 = core.get_us_time()
-  check_nodes(req)
-  check_blocks(req)
+  -- The manips the checks read, by the request's entries, for its apply:
+  -- they go with this call.
+  local read = {}
+  local groups = check_nodes(req, read)
+  check_blocks(req, read)
   check_metas(req)
   check_deletes(req)
   local t2 = core.get_us_time()
-  local ok, err = pcall(apply, req)
+  local ok, err = pcall(apply, req, groups, read)
   if not ok then
     pcall(apply_nodes, req.nodes, "old")
     pcall(apply_blocks, req.blocks, "old")
@@ -893,14 +915,26 @@ local served_before = 0
 -- one is left to the server; a late step without requests is the
 -- machine's, and waiting would only delay single edits).
 local function room(dtime)
-  if dtime > STEP * 1.5 and served_before > 0 then return false end
+  if dtime > STEP * 1.5 and served_before > 0 then
+    seen.late = true
+    return false
+  end
   return allowance > 0
 end
 
+-- Whether a request waits in the spool.
+local function waiting()
+  for _, name in ipairs(core.get_dir_list(requests, false) or {}) do
+    if name:match("%.req$") then return true end
+  end
+  return false
+end
+
 local function serve_requests(dtime)
-  allowance = math.min(ALLOWANCE_MAX, allowance + dtime * BLOCKS_PER_SAVE / PACE_INTERVAL)
+  allowance = math.min(math.max(8, paced.blocks / 8), allowance + dtime * paced.blocks / PACE_INTERVAL)
   forget_saved()
   if not room(dtime) then
+    if allowance <= 0 and not seen.held and waiting() then seen.held = true end
     served_before = 0
     return 0
   end
@@ -908,7 +942,11 @@ local function serve_requests(dtime)
   table.sort(names)
   local start, served = core.get_us_time(), 0
   for _, name in ipairs(names) do
-    if served > 0 and (core.get_us_time() - start >= BUDGET * 1e6 or allowance <= 0) then break end
+    if served > 0 and allowance <= 0 then
+      seen.held = true
+      break
+    end
+    if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
     if serve_one(name) then served = served + 1 end
     -- A long step is not a hung server: the mount keeps waiting.
     if core.get_us_time() - last_beat >= HEARTBEAT * 1e6 then heartbeat(false) end
@@ -943,8 +981,34 @@ end
 
 clean_spool()
 
+-- The map saves, as the server times them (its save timer adds each
+-- step's dtime after the mods' globalsteps and saves when it reaches
+-- SAVE_INTERVAL), and the start of the last step, for the length of the
+-- step that saved: the pace follows it (pace.lua).
+local save_timer, saved, step_start = 0, false, nil
+
+local function follow_saves(dtime, now)
+  if saved and step_start then
+    local before = paced.blocks
+    seen.save_ms = (now - step_start) / 1000
+    local what
+    paced, what = pace.after_save(paced, PACE_LIMITS, seen)
+    if paced.blocks ~= before then
+      core.log("action", string.format("[worldfs_live] pace: %d blocks per save interval (%s: the save step "
+        .. "took %.0f ms, %d blocks changed%s)", paced.blocks, what, seen.save_ms, seen.changed,
+        seen.late and ", a late step" or ""))
+    end
+    seen = {changed = 0, held = false, late = false}
+  end
+  step_start = now
+  save_timer = save_timer + dtime
+  saved = save_timer >= SAVE_INTERVAL
+  if saved then save_timer = 0 end
+end
+
 local since = HEARTBEAT
 core.register_globalstep(function(dtime)
+  follow_saves(dtime, core.get_us_time())
   since = since + dtime
   if since >= HEARTBEAT then
     since = 0

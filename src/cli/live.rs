@@ -13,9 +13,11 @@ use crate::world::World;
 use std::path::{Path, PathBuf};
 
 /// The mod's files, as `worldfs live install` writes them.
-const FILES: [(&str, &str); 2] = [
+const FILES: [(&str, &str); 4] = [
     ("mod.conf", include_str!("../../contrib/worldfs_live/mod.conf")),
     ("init.lua", include_str!("../../contrib/worldfs_live/init.lua")),
+    ("pace.lua", include_str!("../../contrib/worldfs_live/pace.lua")),
+    ("settingtypes.txt", include_str!("../../contrib/worldfs_live/settingtypes.txt")),
 ];
 
 /// Install (or update) the mod in `world`; the lines to print.
@@ -118,6 +120,10 @@ mod tests {
         assert!(said[0].contains("installed in"), "{said:?}");
         let init = std::fs::read_to_string(d.path().join("worldmods/worldfs_live/init.lua")).unwrap();
         assert!(init.contains("worldfs-live 1"));
+        // init.lua loads its pace from the mod's directory.
+        let pace = std::fs::read_to_string(d.path().join("worldmods/worldfs_live/pace.lua")).unwrap();
+        assert!(init.contains("\"/pace.lua\"") && pace.contains("function pace.after_save"));
+        assert!(d.path().join("worldmods/worldfs_live/settingtypes.txt").is_file());
         assert!(install(d.path()).unwrap()[0].contains("unchanged"));
     }
 }

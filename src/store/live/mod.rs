@@ -35,14 +35,17 @@ pub use spool::{ServerState, check_spool, server_state};
 pub const BATCH_BYTES: usize = 64 * 1024;
 
 /// What a block's request lines cost in a batch: their bytes, but at
-/// least a quarter batch (the mod loads each block the request touches,
-/// from the database when the server does not hold it: on the 2.8M-block
-/// world a request of a dozen blocks with a few renamed nodes each took up
-/// to 1.2 s), and a whole batch for a whole block (`request::WHOLE_FROM`):
-/// the mod's work on it is its 4096 nodes, not its bytes (three in one
-/// request made steps of 100 ms whatever the mod's budget per step).
+/// least a quarter batch, so a batch holds four blocks at most (the mod
+/// loads each block the request touches, from the database when the
+/// server does not hold it: on the 2.8M-block world a request of a dozen
+/// blocks with a few renamed nodes each took up to 1.2 s). A whole block
+/// (`request::WHOLE_FROM`) is a few hundred bytes in runs, and the mod's
+/// work on one about a millisecond (the block's ids by content id: median
+/// 0.6 ms a request of one at load 8), so four go in a request too: one
+/// a request, the spool's `IN_FLIGHT` requests a step made the most a
+/// rename could go, about 44 blocks a second, whatever the mod's pace.
 fn batch_cost(text: &str) -> usize {
-    if text.starts_with(request::WHOLE_BLOCK) { BATCH_BYTES } else { text.len().max(BATCH_BYTES / 4) }
+    text.len().max(BATCH_BYTES / 4)
 }
 
 /// How many batches of one change may wait in the spool at once, so that
@@ -389,15 +392,21 @@ impl MapStore for LiveStore {
 mod tests {
     use super::*;
 
-    /// Small blocks share a batch up to `BATCH_BYTES`, four at most; a
-    /// whole block goes alone, whatever its size.
+    /// Small blocks and whole blocks share a batch up to `BATCH_BYTES`,
+    /// four at most; a block bigger than a batch goes alone.
     #[test]
-    fn whole_blocks_go_one_a_batch() {
+    fn blocks_go_four_a_batch_at_most() {
         let small = |x: i16| (BlockPos::new(x, 0, 0), format!("node {x} 0 0 61 0 0 62 0 0\n"));
         let whole = |x: i16| (BlockPos::new(x, 0, 0), format!("{}{x} 0 0\nbold 1\nbnew 2\n", request::WHOLE_BLOCK));
         let blocks = vec![small(0), small(1), whole(2), whole(3), small(4), small(5)];
         let sizes: Vec<usize> = batches(&blocks).iter().map(|b| b.len()).collect();
-        assert_eq!(sizes, [2, 1, 1, 2]);
+        assert_eq!(sizes, [4, 2]);
+        let wholes: Vec<_> = (0..6).map(whole).collect();
+        let sizes: Vec<usize> = batches(&wholes).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [4, 2], "whole blocks too");
+        let big = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES + 1));
+        let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)]).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [1, 1, 1], "a block over a batch alone");
         let smalls: Vec<_> = (0..9).map(small).collect();
         let sizes: Vec<usize> = batches(&smalls).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 4, 1], "at most four blocks a batch");

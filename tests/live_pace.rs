@@ -1,0 +1,164 @@
+//! The worldfs_live mod's pace (contrib/worldfs_live/pace.lua): how many
+//! blocks it may change per map save interval. A pure Lua function, run
+//! here under lua5.1 with sequences of what the mod sees at each save (the
+//! save step's length, whether a step was late, the blocks changed,
+//! whether the pace held the mod back): no server, no timing.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const PACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/worldfs_live/pace.lua");
+const MOD_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/worldfs_live");
+
+fn lua() -> Option<&'static str> {
+    ["lua5.1", "lua5.4"].into_iter().find(|l| common::mount::which(l).is_some())
+}
+
+/// One interval as the mod sees it at the save that ends it.
+#[derive(Clone, Copy)]
+struct Seen {
+    save_ms: f64,
+    late: bool,
+    changed: u32,
+    held: bool,
+}
+
+/// A short save step after an interval in which the pace held the mod back.
+const BUSY_SHORT: Seen = Seen { save_ms: 90.0, late: false, changed: 100, held: true };
+/// A save step of 1.5 server steps or more (the server step is 90 ms).
+const LATE_SAVE: Seen = Seen { save_ms: 180.0, late: false, changed: 100, held: true };
+/// A late step of the mod's in the interval; the save step itself short.
+const LATE_STEP: Seen = Seen { save_ms: 90.0, late: true, changed: 100, held: true };
+
+/// The pace after each interval of `seq`, from limits (start, floor, cap)
+/// and a 90 ms server step: (blocks, what happened).
+fn run(limits: (u32, u32, u32), seq: &[Seen]) -> Vec<(u32, String)> {
+    let lua = lua().expect("lua");
+    let mut script = format!(
+        "local pace = dofile({PACE:?})\nlocal limits = pace.limits({}, {}, {}, 90)\nlocal s = pace.new(limits)\n\
+         print(s.blocks .. ' start')\nlocal what\n",
+        limits.0, limits.1, limits.2
+    );
+    for s in seq {
+        script += &format!(
+            "s, what = pace.after_save(s, limits, {{save_ms = {}, late = {}, changed = {}, held = {}}})\n\
+             print(s.blocks .. ' ' .. what)\n",
+            s.save_ms, s.late, s.changed, s.held
+        );
+    }
+    let mut child =
+        Command::new(lua).arg("-").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{lua}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (n, what) = l.split_once(' ').unwrap();
+            (n.parse().unwrap(), what.to_string())
+        })
+        .collect()
+}
+
+fn blocks(steps: &[(u32, String)]) -> Vec<u32> {
+    steps.iter().map(|s| s.0).collect()
+}
+
+macro_rules! require_lua {
+    ($test:expr) => {
+        if lua().is_none() {
+            common::skip($test, "lua", "no lua5.1/lua5.4 (apt install lua5.1)");
+            return;
+        }
+    };
+}
+
+#[test]
+fn the_pace_doubles_while_saves_are_short_and_stops_at_the_cap() {
+    require_lua!("the_pace_doubles_while_saves_are_short_and_stops_at_the_cap");
+    let steps = run((128, 16, 1024), &[BUSY_SHORT; 5]);
+    assert_eq!(blocks(&steps), [128, 256, 512, 1024, 1024, 1024]);
+    assert_eq!(steps[3].1, "grow");
+    assert_eq!(steps[4].1, "keep", "at the cap it stays");
+}
+
+#[test]
+fn the_pace_halves_after_a_late_save_step_or_a_late_step_down_to_the_floor() {
+    require_lua!("the_pace_halves_after_a_late_save_step_or_a_late_step_down_to_the_floor");
+    let steps = run((128, 16, 1024), &[LATE_SAVE, LATE_STEP, LATE_SAVE, LATE_STEP, LATE_SAVE]);
+    assert_eq!(blocks(&steps), [128, 64, 32, 16, 16, 16]);
+    assert!(steps[1..].iter().all(|s| s.1 == "halve"), "{steps:?}");
+    // Halving a pace that is not a power of two rounds down, to the floor at least.
+    assert_eq!(blocks(&run((100, 30, 1024), &[LATE_SAVE, LATE_SAVE])), [100, 50, 30]);
+}
+
+#[test]
+fn after_a_halving_the_pace_grows_by_a_quarter() {
+    require_lua!("after_a_halving_the_pace_grows_by_a_quarter");
+    let seq = [BUSY_SHORT, BUSY_SHORT, LATE_SAVE, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT];
+    // 128 → 256 → 512, too many: 256, then 320, 400, 500 (not 512 again at once).
+    assert_eq!(blocks(&run((128, 16, 1024), &seq)), [128, 256, 512, 256, 320, 400, 500]);
+    // The quarter steps stop at the cap too.
+    let seq = [LATE_SAVE, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT];
+    assert_eq!(blocks(&run((512, 16, 600), &seq)), [512, 256, 320, 400, 500, 600]);
+    assert_eq!(blocks(&run((512, 16, 450), &seq)), [450, 225, 282, 353, 442, 450]);
+}
+
+#[test]
+fn the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_late() {
+    require_lua!("the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_late");
+    let not_held = Seen { held: false, ..BUSY_SHORT };
+    // 1.2 server steps (108 ms) is short; over 1.5 (135 ms) is late.
+    let middling = Seen { save_ms: 120.0, ..BUSY_SHORT };
+    let edge_short = Seen { save_ms: 108.0, ..BUSY_SHORT };
+    let edge_late = Seen { save_ms: 135.0, ..BUSY_SHORT };
+    let steps = run((128, 16, 1024), &[not_held, middling, edge_late, edge_short]);
+    assert_eq!(blocks(&steps), [128, 128, 128, 128, 256]);
+    assert_eq!(steps[1].1, "keep");
+    assert_eq!(steps[3].1, "keep");
+    // A late step halves even when the pace did not hold the mod back.
+    assert_eq!(blocks(&run((128, 16, 1024), &[Seen { held: false, ..LATE_STEP }])), [128, 64]);
+}
+
+#[test]
+fn an_interval_without_changes_puts_the_pace_back_to_its_start() {
+    require_lua!("an_interval_without_changes_puts_the_pace_back_to_its_start");
+    let idle = Seen { save_ms: 90.0, late: false, changed: 0, held: false };
+    let seq = [BUSY_SHORT, BUSY_SHORT, idle, BUSY_SHORT, LATE_SAVE, idle, BUSY_SHORT, BUSY_SHORT];
+    let steps = run((128, 16, 1024), &seq);
+    // After the reset it doubles again: the halving before it is forgotten.
+    assert_eq!(blocks(&steps), [128, 256, 512, 128, 256, 128, 128, 256, 512]);
+    assert_eq!(steps[3].1, "reset");
+    // Even a late save step of an idle interval (the server's own) is no reason to halve.
+    assert_eq!(blocks(&run((128, 16, 1024), &[Seen { save_ms: 500.0, ..idle }])), [128, 128]);
+}
+
+#[test]
+fn the_limits_keep_start_between_floor_and_cap() {
+    require_lua!("the_limits_keep_start_between_floor_and_cap");
+    assert_eq!(blocks(&run((4, 16, 1024), &[])), [16]);
+    assert_eq!(blocks(&run((5000, 16, 1024), &[BUSY_SHORT])), [1024, 1024]);
+    // A cap under the floor is the floor: the pace is then fixed.
+    assert_eq!(blocks(&run((128, 64, 8), &[BUSY_SHORT, LATE_SAVE])), [64, 64, 64]);
+}
+
+/// Each setting in the mod's settingtypes.txt has the default init.lua
+/// uses when minetest.conf does not set it.
+#[test]
+fn the_settings_documented_are_the_ones_the_mod_reads() {
+    let types = std::fs::read_to_string(format!("{MOD_DIR}/settingtypes.txt")).unwrap();
+    let init = std::fs::read_to_string(format!("{MOD_DIR}/init.lua")).unwrap();
+    let mut n = 0;
+    for line in types.lines().filter(|l| l.starts_with("worldfs_live.")) {
+        let name = line.split(' ').next().unwrap();
+        let default = line.split(") int ").nth(1).unwrap().split(' ').next().unwrap();
+        let read = format!("core.settings:get(\"{name}\")) or {default}");
+        assert!(init.contains(&read), "init.lua does not read {name} with default {default}");
+        n += 1;
+    }
+    assert_eq!(n, 5);
+    assert_eq!(init.matches("core.settings:get(\"worldfs_live.").count(), n, "a setting settingtypes.txt lacks");
+}
