@@ -27,7 +27,8 @@ struct Seen {
 
 /// A short save step after an interval in which the pace held the mod back.
 const BUSY_SHORT: Seen = Seen { save_ms: 90.0, late: false, changed: 100, held: true };
-/// A save step of 1.5 server steps or more (the server step is 90 ms).
+/// A save step of two server steps (the server step is 90 ms) after 100
+/// blocks changed: 1.8 ms a block, so 40 fit in 0.8 of a step.
 const LATE_SAVE: Seen = Seen { save_ms: 180.0, late: false, changed: 100, held: true };
 /// A late step of the mod's in the interval; the save step itself short.
 const LATE_STEP: Seen = Seen { save_ms: 90.0, late: true, changed: 100, held: true };
@@ -86,36 +87,62 @@ fn the_pace_doubles_while_saves_are_short_and_stops_at_the_cap() {
 }
 
 #[test]
-fn the_pace_halves_after_a_late_save_step_or_a_late_step_down_to_the_floor() {
-    require_lua!("the_pace_halves_after_a_late_save_step_or_a_late_step_down_to_the_floor");
-    let steps = run((128, 16, 1024), &[LATE_SAVE, LATE_STEP, LATE_SAVE, LATE_STEP, LATE_SAVE]);
+fn the_pace_halves_after_a_late_step_down_to_the_floor() {
+    require_lua!("the_pace_halves_after_a_late_step_down_to_the_floor");
+    let steps = run((128, 16, 1024), &[LATE_STEP; 5]);
     assert_eq!(blocks(&steps), [128, 64, 32, 16, 16, 16]);
     assert!(steps[1..].iter().all(|s| s.1 == "halve"), "{steps:?}");
     // Halving a pace that is not a power of two rounds down, to the floor at least.
-    assert_eq!(blocks(&run((100, 30, 1024), &[LATE_SAVE, LATE_SAVE])), [100, 50, 30]);
+    assert_eq!(blocks(&run((100, 30, 1024), &[LATE_STEP, LATE_STEP])), [100, 50, 30]);
+}
+
+/// A save step over 1.1 server steps shows what a block costs to save; the
+/// pace drops to what fits in 0.8 of a step at that cost and does not grow
+/// past it (one overflow, not one at every growth), until a reset.
+#[test]
+fn a_long_save_fits_the_pace_to_its_cost_until_a_reset() {
+    require_lua!("a_long_save_fits_the_pace_to_its_cost_until_a_reset");
+    let long = Seen { save_ms: 180.0, changed: 500, ..BUSY_SHORT };
+    let idle = Seen { save_ms: 90.0, late: false, changed: 0, held: false };
+    let seq = [BUSY_SHORT, BUSY_SHORT, long, BUSY_SHORT, BUSY_SHORT, idle, BUSY_SHORT, BUSY_SHORT];
+    let steps = run((128, 16, 1024), &seq);
+    // 500 blocks in 180 ms: 72 ms hold 200.
+    assert_eq!(blocks(&steps), [128, 256, 512, 200, 200, 200, 128, 256, 512]);
+    assert_eq!(steps[3].1, "fit");
+    assert_eq!(steps[4].1, "keep", "no growth past what the cost allows");
+    assert_eq!(steps[6].1, "reset");
+    // A cheaper cost later does not raise the bound; the floor holds.
+    let cheap_long = Seen { save_ms: 100.0, changed: 1000, ..BUSY_SHORT };
+    assert_eq!(blocks(&run((512, 16, 1024), &[long, cheap_long, BUSY_SHORT])), [512, 200, 200, 200]);
+    let dear = Seen { save_ms: 1000.0, changed: 10, ..BUSY_SHORT };
+    assert_eq!(blocks(&run((128, 16, 1024), &[dear, BUSY_SHORT])), [128, 16, 16]);
+    // A long save never raises the pace, however cheap its blocks.
+    let many = Seen { save_ms: 100.0, changed: 5000, ..BUSY_SHORT };
+    assert_eq!(blocks(&run((128, 16, 1024), &[many])), [128, 128]);
+    assert_eq!(blocks(&run((128, 16, 1024), &[LATE_SAVE])), [128, 40]);
 }
 
 #[test]
-fn after_a_halving_the_pace_grows_by_a_quarter() {
-    require_lua!("after_a_halving_the_pace_grows_by_a_quarter");
-    let seq = [BUSY_SHORT, BUSY_SHORT, LATE_SAVE, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT];
-    // 128 → 256 → 512, too many: 256, then 320, 400, 500 (not 512 again at once).
+fn after_a_drop_the_pace_grows_by_a_quarter() {
+    require_lua!("after_a_drop_the_pace_grows_by_a_quarter");
+    let seq = [BUSY_SHORT, BUSY_SHORT, LATE_STEP, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT];
+    // 128 → 256 → 512, a late step: 256, then 320, 400, 500 (not 512 again at once).
     assert_eq!(blocks(&run((128, 16, 1024), &seq)), [128, 256, 512, 256, 320, 400, 500]);
     // The quarter steps stop at the cap too.
-    let seq = [LATE_SAVE, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT];
+    let seq = [LATE_STEP, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT, BUSY_SHORT];
     assert_eq!(blocks(&run((512, 16, 600), &seq)), [512, 256, 320, 400, 500, 600]);
     assert_eq!(blocks(&run((512, 16, 450), &seq)), [450, 225, 282, 353, 442, 450]);
 }
 
 #[test]
-fn the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_late() {
-    require_lua!("the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_late");
+fn the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_long() {
+    require_lua!("the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_long");
     let not_held = Seen { held: false, ..BUSY_SHORT };
-    // 1.2 server steps (108 ms) is short; over 1.5 (135 ms) is late.
-    let middling = Seen { save_ms: 120.0, ..BUSY_SHORT };
-    let edge_short = Seen { save_ms: 108.0, ..BUSY_SHORT };
-    let edge_late = Seen { save_ms: 135.0, ..BUSY_SHORT };
-    let steps = run((128, 16, 1024), &[not_held, middling, edge_late, edge_short]);
+    // Up to 1.05 server steps (94.5 ms) is short; over 1.1 (99 ms) is long.
+    let middling = Seen { save_ms: 97.0, ..BUSY_SHORT };
+    let edge_short = Seen { save_ms: 94.5, ..BUSY_SHORT };
+    let edge_long = Seen { save_ms: 99.0, ..BUSY_SHORT };
+    let steps = run((128, 16, 1024), &[not_held, middling, edge_long, edge_short]);
     assert_eq!(blocks(&steps), [128, 128, 128, 128, 256]);
     assert_eq!(steps[1].1, "keep");
     assert_eq!(steps[3].1, "keep");
@@ -127,12 +154,12 @@ fn the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neith
 fn an_interval_without_changes_puts_the_pace_back_to_its_start() {
     require_lua!("an_interval_without_changes_puts_the_pace_back_to_its_start");
     let idle = Seen { save_ms: 90.0, late: false, changed: 0, held: false };
-    let seq = [BUSY_SHORT, BUSY_SHORT, idle, BUSY_SHORT, LATE_SAVE, idle, BUSY_SHORT, BUSY_SHORT];
+    let seq = [BUSY_SHORT, BUSY_SHORT, idle, BUSY_SHORT, LATE_STEP, idle, BUSY_SHORT, BUSY_SHORT];
     let steps = run((128, 16, 1024), &seq);
     // After the reset it doubles again: the halving before it is forgotten.
     assert_eq!(blocks(&steps), [128, 256, 512, 128, 256, 128, 128, 256, 512]);
     assert_eq!(steps[3].1, "reset");
-    // Even a late save step of an idle interval (the server's own) is no reason to halve.
+    // Even a late save step of an idle interval (the server's own) is no reason to drop.
     assert_eq!(blocks(&run((128, 16, 1024), &[Seen { save_ms: 500.0, ..idle }])), [128, 128]);
 }
 
@@ -142,7 +169,7 @@ fn the_limits_keep_start_between_floor_and_cap() {
     assert_eq!(blocks(&run((4, 16, 1024), &[])), [16]);
     assert_eq!(blocks(&run((5000, 16, 1024), &[BUSY_SHORT])), [1024, 1024]);
     // A cap under the floor is the floor: the pace is then fixed.
-    assert_eq!(blocks(&run((128, 64, 8), &[BUSY_SHORT, LATE_SAVE])), [64, 64, 64]);
+    assert_eq!(blocks(&run((128, 64, 8), &[BUSY_SHORT, LATE_SAVE, LATE_STEP])), [64, 64, 64, 64]);
 }
 
 /// Each setting in the mod's settingtypes.txt has the default init.lua
