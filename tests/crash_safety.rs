@@ -179,9 +179,10 @@ fn sigkill_during_bulk_edit_loses_nothing() {
 }
 
 /// `mv find/OLD find/NEW` (a world-wide rename: one journaled transaction
-/// per part) killed at a random moment: every block decodes, each block
-/// holds either its original bytes or exactly what a journaled part wrote,
-/// and undoing the journal gives the original world back byte for byte.
+/// per part; a 1 MiB cache makes parts of 512 KiB of blobs, several here)
+/// killed at a random moment: every block decodes, each block holds either
+/// its original bytes or exactly what a journaled part wrote, and undoing
+/// the journal gives the original world back byte for byte.
 #[test]
 fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
     require_fuse!("sigkill_during_a_world_wide_rename_leaves_the_journal_consistent");
@@ -190,17 +191,22 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
     let whole = {
         let world = tempfile::tempdir().unwrap();
         big_world(world.path());
-        let m = Mounted::new(world.path(), &[]);
+        let m = Mounted::new(world.path(), &["cache_mb=1"]);
         assert!(m.ok("ls $MNT/find").contains(OLD));
         let t = Instant::now();
         m.ok(&format!("mv $MNT/find/{OLD} $MNT/find/{NEW}"));
-        t.elapsed().as_millis() as u64
+        let whole = t.elapsed().as_millis() as u64;
+        drop(m);
+        let journal = Journal::open(&world.path().join("worldfs-journal.sqlite")).unwrap().unwrap();
+        let parts = journal.changes(None, None).unwrap().len();
+        assert!(parts >= 3, "{parts} part(s): the kills should land between parts too");
+        whole
     };
     for round in 0..4 {
         let world = tempfile::tempdir().unwrap();
         big_world(world.path());
         let original = all_blocks(world.path());
-        let m = Mounted::new(world.path(), &[]);
+        let m = Mounted::new(world.path(), &["cache_mb=1"]);
         // The index is built before the rename starts (ls), so that the kill
         // lands in the rename itself.
         assert!(m.ok("ls $MNT/find").contains(OLD));

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 use worldfs::codec::Block;
 use worldfs::fs::{Kind, Options, ROOT, WorldFs};
+use worldfs::store::journal::Journal;
 use worldfs::store::sqlite::SqliteStore;
 use worldfs::store::{BlockPos, Change, MapStore, Note};
 
@@ -179,4 +180,97 @@ fn all_blocks(world: &Path) -> BTreeMap<BlockPos, Vec<u8>> {
         .unwrap()
         .into_iter()
         .collect()
+}
+
+/// A world of `n` blocks in a row, each holding `name` and `default:dirt`
+/// in a noisy pattern (blobs of a few KB, as real blocks are), and a block
+/// without `name`.
+fn noisy_world(dir: &Path, n: i16, name: &[u8]) {
+    use worldfs::codec::MappingEntry;
+    use worldfs::store::sqlite::Schema;
+    std::fs::write(dir.join("world.mt"), "gameid = minetest\nbackend = sqlite3\n").unwrap();
+    let store = SqliteStore::create(&dir.join("map.sqlite"), Schema::Split).unwrap();
+    let mut seed = 0x2545_f491_u32;
+    let mut changes = vec![Change::Put(BlockPos::new(-1, 0, 0), Block::new_air(29).encode().unwrap())];
+    for x in 0..n {
+        let mut b = Block::new_air(29);
+        b.mapping.push(MappingEntry { id: 1, name: name.to_vec() });
+        b.mapping.push(MappingEntry { id: 2, name: b"default:dirt".to_vec() });
+        for id in b.param0.iter_mut() {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            *id = [0, 0, 1, 2][(seed % 4) as usize];
+        }
+        changes.push(Change::Put(BlockPos::new(x, 0, x % 7), b.encode().unwrap()));
+    }
+    store.apply(&changes, &Note::default()).unwrap();
+}
+
+/// The world-wide rename holds at most its part budget of blobs (half the
+/// block cache's budget, at least 64 KiB) before writing them: on a small
+/// cache a rename of 300 blocks goes in many parts, each one transaction
+/// and journal entry whose old and new blobs stay within the budget (plus
+/// one block per decoding thread), covering every block once, in key
+/// order; the parts are labelled so that the listing tells how many to
+/// undo, and `worldfs undo --last N` takes the whole rename back.
+#[test]
+fn a_world_wide_rename_on_a_small_budget_goes_in_parts_and_undo_takes_all_back() {
+    const OLD: &[u8] = b"default:cobble";
+    const NEW: &[u8] = b"default:mossycobble";
+    let (world, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    noisy_world(world.path(), 300, OLD);
+    let before = all_blocks(world.path());
+    let budget = 64 << 10;
+    let opts = Options {
+        read_only: false,
+        ttl: Duration::ZERO,
+        index_dir: Some(cache.path().to_path_buf()),
+        cache_bytes: 2 * budget,
+        ..Options::default()
+    };
+    let fs = worldfs::open::open_world(world.path(), opts).unwrap();
+    let find = fs.lookup(ROOT, OsStr::new("find")).unwrap().ino;
+    fs.rename(find, OsStr::new("default:cobble"), find, OsStr::new("default:mossycobble"), 0).unwrap();
+    drop(fs);
+    let after = all_blocks(world.path());
+    let (_, holding) = scan(world.path());
+    assert!(!holding.contains_key(OLD));
+    assert_eq!(holding[NEW].len(), 300);
+
+    let journal = Journal::open(&world.path().join("worldfs-journal.sqlite")).unwrap().unwrap();
+    let mut parts = journal.changes(None, None).unwrap();
+    parts.reverse();
+    let n = parts.len();
+    assert!(n >= 10, "{n} part(s) for 300 blocks of about 4 KB each (old and new) in 64 KiB");
+    let largest = before.values().map(Vec::len).max().unwrap() + after.values().map(Vec::len).max().unwrap();
+    let threads = std::thread::available_parallelism().unwrap().get().clamp(1, 8);
+    let mut seen = Vec::new();
+    for (k, part) in parts.iter().enumerate() {
+        let label = if k + 1 == n { format!("(part {n} of {n})") } else { format!("(part {})", k + 1) };
+        assert!(part.what.starts_with("mv find/default:cobble find/default:mossycobble: "), "{}", part.what);
+        assert!(part.what.ends_with(&label), "{} does not end with {label}", part.what);
+        let blocks = journal.blocks(part.id).unwrap();
+        let bytes: usize = blocks.iter().map(|b| b.before.as_ref().unwrap().len() + after[&b.pos].len()).sum();
+        assert!(bytes <= budget + threads * largest, "part {}: {bytes} bytes of blobs", k + 1);
+        assert!(bytes >= budget * 3 / 4 || k + 1 == n, "part {} ended early: {bytes} bytes of blobs", k + 1);
+        for b in blocks {
+            assert_eq!(b.before.as_ref(), before.get(&b.pos), "{}", b.pos);
+            seen.push(b.pos);
+        }
+    }
+    let in_key_order: Vec<BlockPos> = {
+        let mut v: Vec<BlockPos> = holding[NEW].iter().copied().collect();
+        v.sort_by_key(BlockPos::legacy_key);
+        v
+    };
+    assert_eq!(seen, in_key_order, "every block once, the parts in key order");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+        .args(["undo", "--last", &n.to_string()])
+        .arg(world.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(all_blocks(world.path()) == before, "undo of {n} parts did not restore every block");
 }

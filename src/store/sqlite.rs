@@ -402,7 +402,14 @@ impl MapStore for SqliteStore {
                             Change::Delete(p) => (*p, None),
                             Change::Expect(..) => continue,
                         };
-                        blocks.push((p, read(p)?, after));
+                        // The expectation's read moved, not copied (a world-wide
+                        // rename's part holds many); nothing is written yet, so
+                        // a second change of the same block reads the same.
+                        let before = match current.remove(&p) {
+                            Some(b) => b,
+                            None => self.get_in(&tx, p)?,
+                        };
+                        blocks.push((p, before, after));
                     }
                     journal::record(&tx, note, &blocks).map_err(backend)?;
                 }

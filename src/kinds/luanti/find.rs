@@ -8,9 +8,14 @@
 //!   keys are (`%XX` for bytes a file name cannot hold).
 //! * Renaming `find/OLD` to `find/NEW` renames the node type OLD to NEW in
 //!   every block that holds it (merging with NEW where a block has both),
-//!   decoded and encoded on all cores, written in transactions of at most
-//!   `RENAME_PART` blocks, each journaled (`worldfs undo --last N` with N
-//!   the number of parts, which the listing shows, takes it back).
+//!   decoded and encoded on all cores, written in parts, each one
+//!   transaction, each journaled (`worldfs undo --last N` with N the number
+//!   of parts, which the listing shows, takes it back). A part holds the
+//!   old and new blobs of its blocks until they are written, so it ends
+//!   when they reach `part_budget` bytes (half the block cache's budget):
+//!   the rename's memory does not grow with the world. Parts are
+//!   contiguous runs of the block list in key order; a crash between two
+//!   leaves the parts written, each whole, and their journal entries.
 
 use super::{LuantiTree, Node, index::NameInfo};
 use crate::codec::Block;
@@ -20,12 +25,14 @@ use crate::view::{escape, parse, quote_text};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A block a rename changes: position, old blob, new blob.
 type Edit = (BlockPos, Vec<u8>, Vec<u8>);
 
-/// Blocks per transaction of a world-wide rename.
-pub const RENAME_PART: usize = 200_000;
+/// What one block of a rename part costs besides its blobs (the edit's
+/// entry, the change list's two entries, the store's read of it).
+const EDIT_OVERHEAD: usize = 160;
 
 /// Directory cookies of `find/NAME/`: a block's packed position plus this.
 const COOKIE_BASE: u64 = 3;
@@ -184,23 +191,22 @@ impl LuantiTree {
             Some(index) if !index.has(self.store.as_ref(), &to).map_err(FsError::io)? => vec![to.clone()],
             _ => Vec::new(),
         };
-        let parts = list.len().div_ceil(RENAME_PART);
         let t = std::time::Instant::now();
         // In the store's usual key order: neighbouring reads and writes.
         let mut ordered = list.to_vec();
         ordered.sort_by_key(BlockPos::legacy_key);
-        let r = self.rename_parts(&ordered, &from, &to, from_file, to_file, parts);
+        let r = self.rename_parts(&ordered, &from, &to, from_file, to_file);
         if let Some(index) = &self.index {
             match &r {
-                Ok(()) => index.renamed(&from, &to),
+                Ok(_) => index.renamed(&from, &to),
                 Err(_) => index.invalidate(),
             }
         }
-        r?;
+        let parts = r?;
         let what = format!("mv find/{} find/{}", String::from_utf8_lossy(from_file), String::from_utf8_lossy(to_file));
         self.warn_unseen(&what, unseen);
         log::info!(
-            "renamed {} to {} in {} block(s) in {:.1} s",
+            "renamed {} to {} in {} block(s) in {:.1} s, {parts} part(s) (`worldfs undo --last {parts}` takes it back)",
             String::from_utf8_lossy(&from),
             String::from_utf8_lossy(&to),
             list.len(),
@@ -209,6 +215,17 @@ impl LuantiTree {
         Ok(())
     }
 
+    /// What the old and new blobs of one part of a world-wide rename may
+    /// hold: half the block cache's budget (24 MiB by default), at least
+    /// 64 KiB. A part stops taking blocks once its blobs reach it, so it
+    /// can pass it by one block per decoding thread.
+    fn part_budget(&self) -> usize {
+        (self.opts.cache_bytes / 2).max(64 << 10)
+    }
+
+    /// Rename in parts of at most `part_budget` bytes of blobs, each
+    /// written and journaled before the next is read; returns the number
+    /// of parts.
     fn rename_parts(
         &self,
         list: &[BlockPos],
@@ -216,95 +233,154 @@ impl LuantiTree {
         to: &[u8],
         from_file: &[u8],
         to_file: &[u8],
-        parts: usize,
-    ) -> Result<()> {
-        for (k, part) in list.chunks(RENAME_PART).enumerate() {
+    ) -> Result<usize> {
+        let r = self.rename_each_part(list, from, to, from_file, to_file);
+        // The names in find/ once, after the last part (or a failed one):
+        // the `mv` holds find/ locked until it returns, so invalidating a
+        // name in it waits for that, and a daemon killed while its sending
+        // thread waits could never exit (the `mv` waiting for its answer).
+        self.send_invals(vec![
+            Inval::Entry(super::inode::FIND_DIR, OsString::from_vec(from_file.to_vec())),
+            Inval::Entry(super::inode::FIND_DIR, OsString::from_vec(to_file.to_vec())),
+        ]);
+        r
+    }
+
+    fn rename_each_part(
+        &self,
+        list: &[BlockPos],
+        from: &[u8],
+        to: &[u8],
+        from_file: &[u8],
+        to_file: &[u8],
+    ) -> Result<usize> {
+        let mut start = 0;
+        let mut k = 0;
+        while k == 0 || start < list.len() {
+            k += 1;
             let t = std::time::Instant::now();
-            let edits = self.renamed_blocks(part, from, to)?;
+            let (edits, end) = self.renamed_blocks(list, start, self.part_budget(), from, to)?;
             let prepared = t.elapsed();
-            let mut changes = Vec::with_capacity(edits.len() * 2);
-            for (pos, old, new) in &edits {
-                changes.push(Change::Expect(*pos, Some(old.clone())));
-                changes.push(Change::Put(*pos, new.clone()));
-            }
+            // The part's label: how many parts there are is known at the last.
+            let label = match (k, end == list.len()) {
+                (1, true) => String::new(),
+                (_, true) => format!(" (part {k} of {k})"),
+                (_, false) => format!(" (part {k})"),
+            };
             let what = format!(
-                "mv find/{} find/{}: {} in {} block(s){}",
+                "mv find/{} find/{}: {} in {} block(s){label}",
                 String::from_utf8_lossy(from_file),
                 String::from_utf8_lossy(to_file),
                 String::from_utf8_lossy(to),
                 edits.len(),
-                if parts > 1 { format!(" (part {} of {parts})", k + 1) } else { String::new() }
             );
-            self.apply_changes(&changes, &Note::new(what))?;
-            drop(changes);
+            let (done, bytes) = self.write_part(edits, &what)?;
             log::info!(
-                "rename part {}: {} block(s) read and re-encoded in {:.2} s, written in {:.2} s",
-                k + 1,
-                edits.len(),
+                "rename part {k}: {} block(s), {:.1} MB of blobs, read and re-encoded in {:.2} s, written in {:.2} s",
+                done.len(),
+                bytes as f64 / 1e6,
                 prepared.as_secs_f64(),
                 (t.elapsed() - prepared).as_secs_f64()
             );
-            let mut inval = Vec::new();
-            let now = std::time::SystemTime::now();
-            let mut changed = self.changed.lock();
-            for (pos, _, _) in &edits {
-                self.cache.remove(*pos);
-                changed.insert(*pos, now);
-            }
-            drop(changed);
-            let mut served = self.served.lock();
-            for (pos, _, _) in &edits {
-                if let Some(inos) = served.remove(pos) {
-                    inval.extend(inos.into_keys().map(Inval::Inode));
-                }
-                inval.push(Inval::Inode(Node::BlockDir(*pos).ino()));
-            }
-            drop(served);
-            inval.extend([
-                Inval::Inode(super::inode::NAMES_FILE),
-                Inval::Inode(super::inode::FIND_DIR),
-                Inval::Entry(super::inode::FIND_DIR, OsString::from_vec(from_file.to_vec())),
-                Inval::Entry(super::inode::FIND_DIR, OsString::from_vec(to_file.to_vec())),
-            ]);
-            self.send_invals(inval);
+            self.after_part(&done);
+            start = end;
         }
-        Ok(())
+        Ok(k)
     }
 
-    /// The blocks at `part` with `from` renamed to `to`: (position, old
-    /// blob, new blob), made on all cores. Blocks that no longer hold
-    /// `from` (or do not decode) are left out.
-    fn renamed_blocks(&self, part: &[BlockPos], from: &[u8], to: &[u8]) -> Result<Vec<Edit>> {
+    /// Write one part in one journaled transaction, the blobs moved into
+    /// the change list (not copied); returns its positions and blob bytes.
+    fn write_part(&self, edits: Vec<Edit>, what: &str) -> Result<(Vec<BlockPos>, usize)> {
+        let mut changes = Vec::with_capacity(edits.len() * 2);
+        let mut done = Vec::with_capacity(edits.len());
+        let mut bytes = 0;
+        for (pos, old, new) in edits {
+            bytes += old.len() + new.len();
+            done.push(pos);
+            changes.push(Change::Expect(pos, Some(old)));
+            changes.push(Change::Put(pos, new));
+        }
+        self.apply_changes(&changes, &Note::new(what.to_string()))?;
+        Ok((done, bytes))
+    }
+
+    /// What the cache and the kernel hold about the blocks a part changed.
+    fn after_part(&self, done: &[BlockPos]) {
+        let mut inval = Vec::new();
+        let now = std::time::SystemTime::now();
+        let mut changed = self.changed.lock();
+        for pos in done {
+            self.cache.remove(*pos);
+            changed.insert(*pos, now);
+        }
+        drop(changed);
+        let mut served = self.served.lock();
+        for pos in done {
+            if let Some(inos) = served.remove(pos) {
+                inval.extend(inos.into_keys().map(Inval::Inode));
+            }
+            inval.push(Inval::Inode(Node::BlockDir(*pos).ino()));
+        }
+        drop(served);
+        inval.extend([Inval::Inode(super::inode::NAMES_FILE), Inval::Inode(super::inode::FIND_DIR)]);
+        self.send_invals(inval);
+    }
+
+    /// The next part of a rename: the blocks of `list` from `start` on,
+    /// read, renamed and encoded on all cores, until their old and new
+    /// blobs reach `budget` bytes. Each thread takes the next block while
+    /// the part is under budget, so the part is the run `start..end` of
+    /// the list, whole; returns its (position, old blob, new blob) in the
+    /// list's order and `end`. Blocks that no longer hold `from` (or do
+    /// not decode) are left out.
+    fn renamed_blocks(
+        &self,
+        list: &[BlockPos],
+        start: usize,
+        budget: usize,
+        from: &[u8],
+        to: &[u8],
+    ) -> Result<(Vec<Edit>, usize)> {
+        let next = AtomicUsize::new(start);
+        let held = AtomicUsize::new(0);
+        let take = || -> Result<Vec<(usize, Edit)>> {
+            let mut out = Vec::new();
+            while held.load(Ordering::Relaxed) < budget {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&pos) = list.get(i) else { break };
+                let Some(old) = self.store.get(pos)? else { continue };
+                let Ok(mut b) = Block::decode(&old) else { continue };
+                if !rename_in_block(&mut b, from, to) {
+                    continue;
+                }
+                let new = b.encode().map_err(|e| FsError::io(format!("block {pos}: {e}")))?;
+                held.fetch_add(old.len() + new.len() + EDIT_OVERHEAD, Ordering::Relaxed);
+                out.push((i, (pos, old, new)));
+            }
+            Ok(out)
+        };
         let threads = crate::scan::threads();
-        let chunk = part.len().div_ceil(threads).max(1);
         let results: Vec<Result<Vec<_>>> = std::thread::scope(|s| {
-            let handles: Vec<_> = part
-                .chunks(chunk)
-                .enumerate()
-                .map(|(i, ps)| {
-                    s.spawn(move || -> Result<Vec<_>> {
+            let handles: Vec<_> = (0..threads)
+                .map(|i| {
+                    let take = &take;
+                    s.spawn(move || {
                         crate::affinity::start_on(i);
-                        let mut out = Vec::with_capacity(ps.len());
-                        for &pos in ps {
-                            let Some(old) = self.store.get(pos)? else { continue };
-                            let Ok(mut b) = Block::decode(&old) else { continue };
-                            if !rename_in_block(&mut b, from, to) {
-                                continue;
-                            }
-                            let new = b.encode().map_err(|e| FsError::io(format!("block {pos}: {e}")))?;
-                            out.push((pos, old, new));
-                        }
-                        Ok(out)
+                        take()
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().expect("rename thread")).collect()
         });
-        let mut all = Vec::with_capacity(part.len());
+        let mut all = Vec::new();
         for r in results {
             all.extend(r?);
         }
-        Ok(all)
+        all.sort_unstable_by_key(|(i, _)| *i);
+        // Every index taken was done (or failed above), so the part ends
+        // where the taking stopped.
+        let end = next.load(Ordering::Relaxed).min(list.len());
+        Ok((all.into_iter().map(|(_, e)| e).collect(), end))
     }
 }
 
