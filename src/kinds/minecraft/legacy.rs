@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 const TABLE: &str = include_str!("legacy_blocks.txt");
+const OPACITY: &str = include_str!("legacy_opacity.txt");
 
 struct Table {
     states: HashMap<(u16, u8), &'static str>,
@@ -53,6 +54,24 @@ fn table() -> &'static Table {
         }
         t
     })
+}
+
+/// Whether blocks of a 1.12 id stop light (their light opacity is not 0,
+/// which 1.12 gives per block, not per data value), from
+/// `legacy_opacity.txt` (generated from minecraft-data by
+/// contrib/mc-legacy-blocks.py). An id the table lacks (a mod's) counts as
+/// stopping light, as most blocks are whole opaque cubes.
+pub fn stops_light(id: u16) -> bool {
+    static T: OnceLock<HashMap<u16, bool>> = OnceLock::new();
+    let t = T.get_or_init(|| {
+        let rows = OPACITY.lines().filter(|l| !l.starts_with('#'));
+        rows.map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].parse().expect("an id"), f[2] == "1")
+        })
+        .collect()
+    });
+    t.get(&id).copied().unwrap_or(true)
 }
 
 /// The block state shown for a legacy (id, data).
