@@ -7,7 +7,10 @@
 //! other chunk unchanged; a game holding session.lock refuses them. The
 //! 1.11.2 world (prismarine/) is written too: as numeric ids and data,
 //! checked by anvil-parser2's legacy table and byte-wise by amulet-nbt
-//! (tests/scripts/mc_legacy_oracle.py).
+//! (tests/scripts/mc_legacy_oracle.py), its HeightMap against the rule
+//! computed in Python; the 1.11.2 and 1.12.2 worlds are the oracle of that
+//! rule, and the 1.13.2 world (prismarine-1.13/) mounts as anvil-parser2
+//! reads it.
 
 mod common;
 
@@ -786,6 +789,44 @@ fn a_1_13_chunk_takes_back_what_it_shows_and_leaves_its_heightmaps_to_the_game()
         changed += 1;
     }
     assert!(changed > 150, "{changed}");
+}
+
+/// The 1.13.2 world mounted: anvil-parser2 agrees with every section's
+/// blocks and every block entity of its 189 chunks (1.13's block states
+/// spanning longs, every generation status), and a block set through
+/// `block/` is what it then reads, the chunk's `Heightmaps` emptied for the
+/// game (read by amulet-nbt) and every other chunk unchanged.
+#[test]
+fn a_1_13_world_mounts_as_anvil_parser_reads_it_and_an_edit_leaves_heightmaps_to_the_game() {
+    require_fuse_and_oracle!("minecraft::a_1_13_world_mounts");
+    let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine-1.13"));
+    let before = oracle(d.path(), &[]);
+    let m = common::mount::Mounted::new(d.path(), &[]);
+    let checked = check_mount_against_oracle(&m, &before);
+    assert!(checked > 500, "only {checked} sections and block entities compared");
+    let key = before.iter().find_map(|l| l.strip_prefix("section ")).map(|l| l.split(' ').next().unwrap()).unwrap();
+    let (cx, cz) = key.split_once(',').unwrap();
+    let (x, z) = (16 * cx.parse::<i64>().unwrap() + 2, 16 * cz.parse::<i64>().unwrap() + 9);
+    m.ok(&format!("echo minecraft:gold_block > $MNT/block/{x},40,{z}"));
+    m.unmount();
+    let after = oracle(d.path(), &[]);
+    let (mut want, got) = (hashes(&before), hashes(&after));
+    want.insert(key.to_string(), got[key].clone());
+    assert_ne!(hashes(&before)[key], got[key], "chunk {key} changed");
+    assert_eq!(got, want, "only chunk {key} changed");
+    let row = section_row(&after, key, 2);
+    assert_eq!(row[8 * 256 + 9 * 16 + 2], "minecraft:gold_block");
+    let script = "import sys; sys.path.insert(0, sys.argv[1]); from mc_region_read import chunks; \
+                  print([len(t.compound['Level']['Heightmaps']) for k, t in chunks(sys.argv[2]) if k == sys.argv[3]])";
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(scripts)
+        .arg(d.path().join("region"))
+        .arg(key)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[0]", "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The 1.11 world's chunks without a mount: every writable file written
