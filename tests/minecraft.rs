@@ -7,7 +7,10 @@
 //! other chunk unchanged; a game holding session.lock refuses them. The
 //! 1.11.2 world (prismarine/) is written too: as numeric ids and data,
 //! checked by anvil-parser2's legacy table and byte-wise by amulet-nbt
-//! (tests/scripts/mc_legacy_oracle.py).
+//! (tests/scripts/mc_legacy_oracle.py), its HeightMap against the rule
+//! computed in Python; the 1.11.2 and 1.12.2 worlds are the oracle of that
+//! rule, and the 1.13.2 world (prismarine-1.13/) mounts as anvil-parser2
+//! reads it.
 
 mod common;
 
@@ -511,11 +514,15 @@ type Arrays = BTreeMap<(String, i64, String), String>;
 
 /// What amulet-nbt reads of each 1.12-or-older section's arrays and a
 /// digest of the rest of each chunk (`rest X,Z`, `light X,Z`).
-fn legacy_arrays(world: &Path) -> (Arrays, BTreeMap<String, String>) {
+/// Each chunk's HeightMap ("heightmap X,Z") and, where minecraft-data is
+/// found, the one its blocks give in Python ("computed X,Z").
+type Heights = BTreeMap<String, Vec<i32>>;
+
+fn legacy_oracle(world: &Path) -> (Arrays, BTreeMap<String, String>, Heights) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_legacy_oracle.py");
     let out = Command::new("python3").arg(script).arg(world).output().unwrap();
     assert!(out.status.success(), "mc_legacy_oracle.py: {}", String::from_utf8_lossy(&out.stderr));
-    let (mut arrays, mut rest) = (BTreeMap::new(), BTreeMap::new());
+    let (mut arrays, mut rest, mut heights) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for l in String::from_utf8(out.stdout).unwrap().lines() {
         let f: Vec<&str> = l.split(' ').collect();
         match f[0] {
@@ -523,10 +530,14 @@ fn legacy_arrays(world: &Path) -> (Arrays, BTreeMap<String, String>) {
                 drop(arrays.insert((f[1].to_string(), f[2].parse().unwrap(), f[3].to_string()), f[4].to_string()))
             }
             "rest" | "light" => drop(rest.insert(format!("{} {}", f[0], f[1]), f[2].to_string())),
+            "heightmap" | "computed" => {
+                let h: Vec<i32> = f[2..].iter().map(|v| v.parse().unwrap()).collect();
+                drop(heights.insert(format!("{} {}", f[0], f[1]), h))
+            }
             _ => panic!("{l}"),
         }
     }
-    (arrays, rest)
+    (arrays, rest, heights)
 }
 
 /// The arrays a 1.12 section of these ids ("ID:DATA", y*256 + z*16 + x)
@@ -573,8 +584,8 @@ fn a_1_11_world_is_written_as_ids_and_data_that_anvil_parser_and_amulet_read() {
     }
     let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"));
     let region = d.path().join("region/r.-1.0.mca");
-    let (file, before, (arrays, rest)) =
-        (std::fs::read(&region).unwrap(), oracle(d.path(), &[]), legacy_arrays(d.path()));
+    let (file, before, (arrays, rest, heights_before)) =
+        (std::fs::read(&region).unwrap(), oracle(d.path(), &[]), legacy_oracle(d.path()));
     let m = common::mount::Mounted::new(d.path(), &[]);
     // Every section's blocks written back as shown: not a byte changes
     // (leaves with and without the decay bit, 18:0 and 18:8, both read
@@ -589,6 +600,10 @@ fn a_1_11_world_is_written_as_ids_and_data_that_anvil_parser_and_amulet_read() {
     m.ok("echo minecraft:granite > $MNT/block/-16,70,48"); // beside those leaves
     m.ok("echo 'minecraft:unknown_block[id=300,data=3]' > $MNT/block/-15,5,48");
     m.ok("sed -i 's/ minecraft:stone$/ minecraft:gold_block/' $MNT/chunks/-1,3/sections/1/blocks");
+    // Tree tops taken away (section 4's leaves, 18:0 and 18:8, become air):
+    // those columns' HeightMap goes down to what is under them.
+    m.ok("sed -i 's/ minecraft:[a-z_]*_leaves\\[[^]]*\\]$/ minecraft:air/' \
+          $MNT/chunks/-1,3/sections/4/blocks");
     assert_eq!(m.ok("cat $MNT/block/-15,5,48"), "minecraft:unknown_block[data=3,id=300]\n");
     // States 1.12 cannot store: refused, named, the region file unchanged.
     let now = std::fs::read(&region).unwrap();
@@ -611,15 +626,18 @@ fn a_1_11_world_is_written_as_ids_and_data_that_anvil_parser_and_amulet_read() {
     let sec = want.get_mut(&("-1,3".to_string(), 0)).unwrap();
     assert_eq!(sec[5 * 256], "1:0", "stone at -16,5,48 before");
     (sec[5 * 256], sec[5 * 256 + 1], sec[5 * 256 + 2]) = ("1:1".into(), "300:3".into(), "17:4".into());
-    want.get_mut(&("-1,3".to_string(), 4)).unwrap()[6 * 256] = "1:1".into();
+    let leaves = want.get_mut(&("-1,3".to_string(), 4)).unwrap();
+    leaves[6 * 256] = "1:1".into();
+    leaves.iter_mut().filter(|v| v.starts_with("18:") || v.starts_with("161:")).for_each(|v| *v = "0:0".into());
     let sec = want.get_mut(&("-1,3".to_string(), 1)).unwrap();
     assert!(sec.iter().filter(|v| *v == "1:0").count() > 1000);
     sec.iter_mut().filter(|v| *v == "1:0").for_each(|v| *v = "41:0".into());
     let after = oracle(d.path(), &[]);
     assert_eq!(legacy_sections(&after), want);
     // amulet-nbt: Blocks, Data and Add byte for byte; the rest of every chunk unchanged.
-    let (arrays_after, rest_after) = legacy_arrays(d.path());
-    assert_eq!(rest_after, rest, "something besides the blocks changed");
+    let (arrays_after, rest_after, heights_after) = legacy_oracle(d.path());
+    assert_eq!(rest_after, rest, "something besides the blocks and HeightMap changed");
+    check_heightmaps_after_edits(&heights_before, &heights_after);
     let mut want_arrays = arrays.clone();
     for ((chunk, y), ids) in &want {
         for (key, hex) in arrays_of(ids) {
@@ -635,6 +653,184 @@ fn a_1_11_world_is_written_as_ids_and_data_that_anvil_parser_and_amulet_read() {
     let (ok, out) = worldfs(&["undo", world, "--since", "1970-01-01"]);
     assert!(ok, "{out}");
     assert_eq!(hashes(&oracle(d.path(), &[])), hashes(&before), "undo: every chunk as it was");
+}
+
+/// The 1.11 world's HeightMaps after the edits of
+/// `a_1_11_world_is_written_...`, read by amulet-nbt: chunk -1,3's changed
+/// where the edits moved a column's top (granite in the air at -16,70,48,
+/// tree tops taken away) and each column is what the blocks give in
+/// Python; every other chunk's as it was. Without minecraft-data (no
+/// "computed" lines), the stored HeightMaps, which are what the blocks give
+/// before the edits (`every_heightmap_a_1_12_game_wrote_...`), stand in
+/// for the unchanged columns only.
+fn check_heightmaps_after_edits(before: &Heights, after: &Heights) {
+    let get = |m: &Heights, k: &str| m.get(k).cloned().unwrap_or_else(|| panic!("{k} missing"));
+    let (old, new) = (get(before, "heightmap -1,3"), get(after, "heightmap -1,3"));
+    let moved: Vec<usize> = (0..256).filter(|&c| old[c] != new[c]).collect();
+    assert_eq!(new[0], 71, "granite at -16,70,48 is column 0's top");
+    assert!(moved.len() > 5 && moved.iter().any(|&c| new[c] < old[c]), "tree tops taken away: {moved:?}");
+    for (key, h) in before.iter().filter(|(k, _)| k.starts_with("heightmap ") && k.as_str() != "heightmap -1,3") {
+        assert_eq!(&get(after, key), h, "{key} changed");
+    }
+    if before.keys().any(|k| k.starts_with("computed ")) {
+        for (key, h) in after.iter().filter(|(k, _)| k.starts_with("heightmap ")) {
+            assert_eq!(h, &get(after, &key.replace("heightmap", "computed")), "{key}: not what its blocks give");
+        }
+    } else {
+        common::skip("minecraft::a_1_11_world_is_written", "minecraft-data", "HeightMaps not recomputed in Python");
+    }
+}
+
+fn legacy_world(name: &str) -> Vec<(usize, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name).join("region");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let file = std::fs::read(e.unwrap().path()).unwrap();
+        for (i, raw) in region::all_chunks(&file).unwrap() {
+            out.push((i, region::decompress(&raw).unwrap()));
+        }
+    }
+    out
+}
+
+fn stored_heightmap(bytes: &[u8]) -> Vec<i32> {
+    let (_, root) = nbt::decode(bytes).unwrap();
+    match root.compound("Level").unwrap().get("HeightMap") {
+        Some(nbt::Tag::IntArray(h)) => h.clone(),
+        other => panic!("HeightMap: {other:?}"),
+    }
+}
+
+/// The oracle of the 1.12 HeightMap: every chunk a 1.11.2 and a 1.12.2
+/// game wrote (133 chunks, 34,048 columns) stores the HeightMap that
+/// `legacy_heights_from_blocks` computes from its blocks, column for column.
+#[test]
+fn every_heightmap_a_1_12_game_wrote_is_what_its_blocks_give() {
+    for (world, chunks) in [("prismarine", 28), ("prismarine-1.12", 105)] {
+        let all = legacy_world(world);
+        assert_eq!(all.len(), chunks, "{world}");
+        for (i, bytes) in all {
+            let doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+            assert_eq!(doc.legacy_heights_from_blocks(), stored_heightmap(&bytes), "{world} chunk {i}");
+        }
+    }
+}
+
+/// A block change that moves a column's top sets that column of the
+/// HeightMap, through `block/` and through a section's blocks; one that
+/// does not (a block under the top, glass above it) leaves it as stored.
+#[test]
+fn a_1_12_edit_that_moves_a_column_top_sets_its_heightmap() {
+    let parse = |l: &str| worldfs::kinds::minecraft::section::parse_state(l).unwrap();
+    let (_, bytes) =
+        legacy_world("prismarine-1.12").into_iter().find(|(_, b)| (3..250).contains(&stored_heightmap(b)[0])).unwrap();
+    let stored = stored_heightmap(&bytes);
+    let mut doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+    let (cx, cz) = doc.pos();
+    let (x, z) = (16 * cx, 16 * cz); // column 0
+    let top = stored[0] as i64;
+    let heights = |doc: &ChunkDoc| stored_heightmap(&doc.encode().unwrap());
+    doc.set_block(x, top + 2, z, parse("minecraft:glass")).unwrap();
+    doc.set_block(x, top - 2, z, parse("minecraft:granite")).unwrap();
+    assert_eq!(heights(&doc), stored, "glass above the top, granite under it");
+    doc.set_block(x, top + 1, z, parse("minecraft:oak_leaves[distance=1,persistent=false]")).unwrap();
+    assert_eq!(heights(&doc)[0] as i64, top + 2, "leaves stop light");
+    doc.set_block(x, top + 1, z, parse("minecraft:air")).unwrap();
+    doc.set_block(x, top - 1, z, parse("minecraft:air")).unwrap();
+    let lower = heights(&doc)[0] as i64;
+    assert!(lower < top && lower > 0, "the top block gone: {lower}, was {top}");
+    assert_eq!(heights(&doc)[1..], stored[1..], "other columns as stored");
+    assert_eq!(heights(&doc), doc.legacy_heights_from_blocks());
+    // A section's blocks: every block of the top section that stops light
+    // becomes glass, so each column's top is lower (or gone).
+    let sy = (stored.iter().max().unwrap() - 1) as i64 / 16;
+    let path = format!("sections/{sy}/blocks");
+    let text = String::from_utf8(doc.render(&path).unwrap()).unwrap();
+    let glassy: String = text
+        .lines()
+        .map(|l| match l.split_once(' ') {
+            Some((c, s)) if c.chars().count() == 1 && s.starts_with("minecraft:") && s != "minecraft:air" => {
+                format!("{c} minecraft:glass\n")
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    doc.apply(&path, glassy.as_bytes()).unwrap();
+    let after = heights(&doc);
+    assert_eq!(after, doc.legacy_heights_from_blocks());
+    assert!((0..256).all(|c| after[c] <= 16 * sy as i32 || stored[c] <= 16 * sy as i32), "{after:?}");
+}
+
+/// The 1.13.2 world (189 chunks written by the game, every generation
+/// status): each writable file written back as shown changes no byte, and
+/// a block change empties the chunk's `Heightmaps`, which 1.13's loader
+/// computes again from the blocks.
+#[test]
+fn a_1_13_chunk_takes_back_what_it_shows_and_leaves_its_heightmaps_to_the_game() {
+    let all = legacy_world("prismarine-1.13");
+    assert_eq!(all.len(), 189);
+    let mut changed = 0;
+    for (i, bytes) in all {
+        let mut doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+        let writable: Vec<String> =
+            doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+        for path in &writable {
+            let shown = doc.render(path).unwrap();
+            doc.apply(path, &shown).unwrap_or_else(|e| panic!("chunk {i} {path}: {e}"));
+        }
+        assert_eq!(doc.encode().unwrap(), bytes, "chunk {i} after writing every file back");
+        if doc.section_count() == 0 {
+            continue;
+        }
+        let (cx, cz) = doc.pos();
+        let chest = worldfs::kinds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
+        doc.set_block(16 * cx + 3, 17, 16 * cz + 5, chest.clone()).unwrap();
+        let (_, root) = nbt::decode(&doc.encode().unwrap()).unwrap();
+        let maps = root.compound("Level").unwrap().compound("Heightmaps").map(|m| m.0.len());
+        assert_eq!(maps, Some(0), "chunk {i}: heightmaps left for the game");
+        let again = ChunkDoc::decode(&doc.encode().unwrap(), &Default::default()).unwrap();
+        assert_eq!(again.block_at(16 * cx + 3, 17, 16 * cz + 5).unwrap(), Some(chest));
+        changed += 1;
+    }
+    assert!(changed > 150, "{changed}");
+}
+
+/// The 1.13.2 world mounted: anvil-parser2 agrees with every section's
+/// blocks and every block entity of its 189 chunks (1.13's block states
+/// spanning longs, every generation status), and a block set through
+/// `block/` is what it then reads, the chunk's `Heightmaps` emptied for the
+/// game (read by amulet-nbt) and every other chunk unchanged.
+#[test]
+fn a_1_13_world_mounts_as_anvil_parser_reads_it_and_an_edit_leaves_heightmaps_to_the_game() {
+    require_fuse_and_oracle!("minecraft::a_1_13_world_mounts");
+    let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine-1.13"));
+    let before = oracle(d.path(), &[]);
+    let m = common::mount::Mounted::new(d.path(), &[]);
+    let checked = check_mount_against_oracle(&m, &before);
+    assert!(checked > 500, "only {checked} sections and block entities compared");
+    let key = before.iter().find_map(|l| l.strip_prefix("section ")).map(|l| l.split(' ').next().unwrap()).unwrap();
+    let (cx, cz) = key.split_once(',').unwrap();
+    let (x, z) = (16 * cx.parse::<i64>().unwrap() + 2, 16 * cz.parse::<i64>().unwrap() + 9);
+    m.ok(&format!("echo minecraft:gold_block > $MNT/block/{x},40,{z}"));
+    m.unmount();
+    let after = oracle(d.path(), &[]);
+    let (mut want, got) = (hashes(&before), hashes(&after));
+    want.insert(key.to_string(), got[key].clone());
+    assert_ne!(hashes(&before)[key], got[key], "chunk {key} changed");
+    assert_eq!(got, want, "only chunk {key} changed");
+    let row = section_row(&after, key, 2);
+    assert_eq!(row[8 * 256 + 9 * 16 + 2], "minecraft:gold_block");
+    let script = "import sys; sys.path.insert(0, sys.argv[1]); from mc_region_read import chunks; \
+                  print([len(t.compound['Level']['Heightmaps']) for k, t in chunks(sys.argv[2]) if k == sys.argv[3]])";
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(scripts)
+        .arg(d.path().join("region"))
+        .arg(key)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[0]", "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// The 1.11 world's chunks without a mount: every writable file written

@@ -394,14 +394,41 @@ fn palette_after(palette: &[u32], bits: u8, old: &[u32], new: &[u32]) -> Option<
     Some((palette, bits))
 }
 
-/// The nibble of entry `i` of a light array.
-pub fn nibble(light: &[u8], i: usize) -> u8 {
-    (light[i / 2] >> ((i % 2) * 4)) & 15
+/// A byte of a nibble array: u8 (light arrays of the network format) or
+/// i8 (NBT byte arrays: 1.12 sections' `Data` and `Add`, light), the
+/// same layout either way.
+pub trait NibbleByte: Copy {
+    fn bits(self) -> u8;
+    fn from_bits(bits: u8) -> Self;
 }
 
-pub fn set_nibble(light: &mut [u8], i: usize, v: u8) {
+impl NibbleByte for u8 {
+    fn bits(self) -> u8 {
+        self
+    }
+    fn from_bits(bits: u8) -> Self {
+        bits
+    }
+}
+
+impl NibbleByte for i8 {
+    fn bits(self) -> u8 {
+        self as u8
+    }
+    fn from_bits(bits: u8) -> Self {
+        bits as i8
+    }
+}
+
+/// The nibble of entry `i` of a nibble array (the first of two entries in
+/// the low half of a byte).
+pub fn nibble<B: NibbleByte>(bytes: &[B], i: usize) -> u8 {
+    (bytes[i / 2].bits() >> ((i % 2) * 4)) & 15
+}
+
+pub fn set_nibble<B: NibbleByte>(bytes: &mut [B], i: usize, v: u8) {
     let shift = (i % 2) * 4;
-    light[i / 2] = (light[i / 2] & !(15 << shift)) | ((v & 15) << shift);
+    bytes[i / 2] = B::from_bits((bytes[i / 2].bits() & !(15 << shift)) | ((v & 15) << shift));
 }
 
 #[cfg(test)]

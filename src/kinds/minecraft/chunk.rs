@@ -24,8 +24,10 @@
 //! and gains new states at its end, as the game's container does (1.12
 //! and older: each unchanged block keeps its id and data); the chunk is
 //! marked for the game to light again (`isLightOn: 0b`; 1.12 and older
-//! `LightPopulated: 0b`) and, from 1.14 on, its `Heightmaps` emptied for
-//! the game to compute again when it loads the chunk.
+//! `LightPopulated: 0b`) and, from 1.13 on, its `Heightmaps` emptied for
+//! the game to compute again when it loads the chunk; 1.12 and older: the
+//! changed columns of its `HeightMap` set from the blocks, as the game
+//! sets them.
 
 use super::items::{self, ItemForm, Slots};
 use super::legacy;
@@ -63,9 +65,10 @@ impl Format {
 
 const BIOMES: Shape = Shape { n: 64, min_bits: 1, packing: Packing::Padded, single_without_data: true };
 
-/// The DataVersion of 1.14 (19w14b's loader and later compute a missing
-/// heightmap when they load a chunk).
-const FIRST_PRIMING_VERSION: i64 = 1952;
+/// The first DataVersion with `Heightmaps` (17w47a, on the way to 1.13):
+/// from it on, the game computes a heightmap a chunk lacks from its blocks
+/// (see `drop_heightmaps`).
+const FIRST_COMPUTING_VERSION: i64 = 1451;
 
 pub struct ChunkDoc {
     root_name: String,
@@ -172,7 +175,10 @@ impl ChunkDoc {
     fn store_blocks(&mut self, y: i64, mut c: Container, values: &[Tag]) -> Result<(), (usize, String)> {
         if self.format == Format::Flat {
             let ids = self.flat_ids(y, &c, values)?;
+            let before = self.flat_block_ids(self.section(y).expect("a section that was read"));
             legacy::encode(self.section_mut(y).expect("a section that was read"), &ids);
+            let changed = (0..4096).filter(|&i| before[i] != ids[i].0).map(|i| i % 256);
+            self.set_legacy_heights(changed.collect());
         } else {
             c.set_all(values);
             self.put_blocks(y, &c);
@@ -187,19 +193,63 @@ impl ChunkDoc {
         Ok(())
     }
 
-    /// Marks the chunk's heightmaps for the game to compute again: from
-    /// 1.14 on, the game's chunk loader computes each heightmap a chunk's
-    /// status needs and `Heightmaps` lacks from the blocks (and keeps
-    /// stored ones as they are, which a block change makes wrong). Before
-    /// 1.14 (a chunk a 1.13 game may load, and 1.12's `HeightMap`, which a
-    /// 1.12 game reads without a check) they are left as stored.
+    /// Marks a 1.13+ chunk's heightmaps for the game to compute again:
+    /// the game keeps stored ones as they are (which a block change makes
+    /// wrong) and computes each one it needs and `Heightmaps` lacks from
+    /// the blocks. 1.13.2's AnvilChunkLoader.readChunkFromNBT calls
+    /// `getHeightmap(type).generate()` for each missing LIVE_WORLD type of
+    /// a full chunk, and ChunkPrimer generates a missing one when first
+    /// asked for it (a chunk still being generated); 1.14+'s
+    /// ChunkSerializer primes the missing ones of the chunk's status.
+    /// 1.12's `HeightMap`, read without a check, is set by
+    /// [`Self::set_legacy_heights`] instead.
     fn drop_heightmaps(&mut self) {
-        if self.data_version() < FIRST_PRIMING_VERSION {
+        if self.data_version() < FIRST_COMPUTING_VERSION {
             return;
         }
         if let Some(maps) = self.level_mut().compound_mut("Heightmaps") {
             maps.0.clear();
         }
+    }
+
+    /// Each block's id in 1.12-or-older section `s` (y*256 + z*16 + x).
+    fn flat_block_ids(&self, s: &Compound) -> Vec<u16> {
+        let (c, ids) = legacy::decode(s).ok().flatten().expect("a section whose blocks were read");
+        c.indices.iter().map(|&k| ids[k as usize].0).collect()
+    }
+
+    /// Sets `columns` (z*16 + x) of a 1.12-or-older chunk's `HeightMap`
+    /// from its blocks, as the game does for each block it sets (its
+    /// loader reads the stored one as it is); other columns keep theirs.
+    /// A chunk without a `HeightMap` of 256 ints is left without.
+    fn set_legacy_heights(&mut self, mut columns: Vec<usize>) {
+        columns.sort_unstable();
+        columns.dedup();
+        let Some(Tag::IntArray(old)) = self.level().get("HeightMap") else { return };
+        if columns.is_empty() || old.len() != 256 {
+            return;
+        }
+        let mut heights = old.clone();
+        let computed = self.legacy_heights_from_blocks();
+        for col in columns {
+            heights[col] = computed[col];
+        }
+        self.level_mut().insert("HeightMap", Tag::IntArray(heights));
+    }
+
+    /// A 1.12-or-older chunk's `HeightMap` as its blocks give it
+    /// (heightmap::legacy_height), z*16 + x; other formats: empty.
+    pub fn legacy_heights_from_blocks(&self) -> Vec<i32> {
+        if self.format != Format::Flat {
+            return Vec::new();
+        }
+        let sections: Vec<(i64, Vec<u16>)> = self
+            .sections()
+            .into_iter()
+            .filter(|s| matches!(legacy::decode(s), Ok(Some(_))))
+            .map(|s| (s.int("Y").unwrap_or(0), self.flat_block_ids(s)))
+            .collect();
+        (0..256).map(|col| heightmap::legacy_height(&sections, col)).collect()
     }
 
     /// The id and data of each block of 1.12-or-older section `y` once

@@ -1,5 +1,6 @@
-//! A chunk's heightmaps as text (read-only; a block change leaves 1.14+
-//! chunks' heightmaps for the game to compute, see chunk.rs).
+//! A chunk's heightmaps as text (read-only; a block change leaves 1.13+
+//! chunks' heightmaps for the game to compute and sets the changed columns
+//! of a 1.12-or-older chunk's `HeightMap`, see chunk.rs).
 //!
 //! ```text
 //! # heightmaps: per column, the world Y just above its highest block of each kind;
@@ -13,6 +14,7 @@
 //! after), counted from the bottom of the world (`yPos` sections down in
 //! 1.18+); 1.12 and older `HeightMap`, 256 ints. Pure.
 
+use super::legacy;
 use super::section::{Packing, longs_needed, unpack};
 use crate::codec::nbt::{Compound, Tag};
 
@@ -47,6 +49,22 @@ pub fn render(level: &Compound, spanning: bool) -> Result<String, String> {
     Ok(out)
 }
 
+/// One column of a 1.12-or-older chunk's `HeightMap`, as the game's
+/// `Chunk.generateHeightMap` and `Chunk.relightBlock` (run for each block
+/// change) give it: y + 1 of the column's highest block that stops light
+/// ([`legacy::stops_light`]), 0 if none does. `sections`: each section's
+/// Y and block ids (y*256 + z*16 + x); `column`: z*16 + x.
+pub fn legacy_height(sections: &[(i64, Vec<u16>)], column: usize) -> i32 {
+    let mut top: Option<i64> = None;
+    for (sy, ids) in sections {
+        if let Some(y) = (0..16).rev().find(|y| legacy::stops_light(ids[y * 256 + column])) {
+            let h = 16 * sy + y as i64 + 1;
+            top = Some(top.map_or(h, |t| t.max(h)));
+        }
+    }
+    top.unwrap_or(0) as i32
+}
+
 fn grid(name: &str, heights: &[i64], bottom: i64) -> Result<String, String> {
     if heights.len() != 256 {
         return Err(format!("heightmap {name}: {} heights, not 256", heights.len()));
@@ -75,5 +93,21 @@ mod tests {
         assert_eq!(first[..3], ["0", "1", "2"]);
         assert_eq!(text.lines().count(), 2 + 1 + 16);
         assert!(render(&level, true).unwrap_err().contains("37 longs"));
+    }
+
+    #[test]
+    fn a_1_12_column_is_as_high_as_its_highest_block_that_stops_light() {
+        // Section 0: stone (1) at y 3 of column 5; section 4: glass (20,
+        // light passes) at y 70 and leaves (18, opacity 1) at y 66.
+        let mut low = vec![0u16; 4096];
+        low[3 * 256 + 5] = 1;
+        let mut high = vec![0u16; 4096];
+        high[6 * 256 + 5] = 20;
+        high[2 * 256 + 5] = 18;
+        let sections = vec![(4, high), (0, low)];
+        assert_eq!(legacy_height(&sections, 5), 67);
+        assert_eq!(legacy_height(&sections[1..], 5), 4);
+        assert_eq!(legacy_height(&sections, 6), 0, "no block that stops light");
+        assert!(legacy::stops_light(44) && legacy::stops_light(9) && !legacy::stops_light(33), "slab, water; piston");
     }
 }

@@ -11,10 +11,12 @@
 
 use super::section::{Container, parse_state};
 use crate::codec::nbt::{Compound, Tag};
+use crate::kinds::mcchunk::codec::{nibble, set_nibble};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 const TABLE: &str = include_str!("legacy_blocks.txt");
+const OPACITY: &str = include_str!("legacy_opacity.txt");
 
 struct Table {
     states: HashMap<(u16, u8), &'static str>,
@@ -55,6 +57,24 @@ fn table() -> &'static Table {
     })
 }
 
+/// Whether blocks of a 1.12 id stop light (their light opacity is not 0,
+/// which 1.12 gives per block, not per data value), from
+/// `legacy_opacity.txt` (generated from minecraft-data by
+/// contrib/mc-legacy-blocks.py). An id the table lacks (a mod's) counts as
+/// stopping light, as most blocks are whole opaque cubes.
+pub fn stops_light(id: u16) -> bool {
+    static T: OnceLock<HashMap<u16, bool>> = OnceLock::new();
+    let t = T.get_or_init(|| {
+        let rows = OPACITY.lines().filter(|l| !l.starts_with('#'));
+        rows.map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0].parse().expect("an id"), f[2] == "1")
+        })
+        .collect()
+    });
+    t.get(&id).copied().unwrap_or(true)
+}
+
 /// The block state shown for a legacy (id, data).
 pub fn label(id: u16, data: u8) -> String {
     let t = table();
@@ -65,15 +85,31 @@ pub fn label(id: u16, data: u8) -> String {
     }
 }
 
+/// A state's name and properties, read once for both [`state_key`] and
+/// [`id_data`].
+struct Parts<'a> {
+    name: Option<&'a str>,
+    props: Vec<(&'a str, &'a Tag)>,
+}
+
+/// None: the state is not a compound.
+fn parts(state: &Tag) -> Option<Parts<'_>> {
+    let Tag::Compound(c) = state else { return None };
+    let props = c.compound("Properties").map(|p| p.0.iter().map(|(k, v)| (k.as_str(), v)).collect());
+    Some(Parts { name: c.string("Name"), props: props.unwrap_or_default() })
+}
+
+/// A state as one string, its properties sorted (None: no name).
+fn key_of(p: &Parts) -> Option<String> {
+    let mut props: Vec<String> =
+        p.props.iter().map(|(k, v)| format!("{k}={}", crate::codec::snbt::tag_inline(v))).collect();
+    props.sort();
+    Some(format!("{}[{}]", p.name?, props.join(",")))
+}
+
 /// A state as one string, its properties sorted (None: not a compound).
 fn state_key(state: &Tag) -> Option<String> {
-    let Tag::Compound(c) = state else { return None };
-    let mut props: Vec<String> = match c.compound("Properties") {
-        Some(p) => p.0.iter().map(|(k, v)| format!("{k}={}", crate::codec::snbt::tag_inline(v))).collect(),
-        None => Vec::new(),
-    };
-    props.sort();
-    Some(format!("{}[{}]", c.string("Name")?, props.join(",")))
+    key_of(&parts(state)?)
 }
 
 /// The (id, data) a 1.12 chunk stores `state` as: the first the table
@@ -83,19 +119,16 @@ fn state_key(state: &Tag) -> Option<String> {
 /// refused, naming it and the states of its name the table knows.
 pub fn id_data(state: &Tag) -> Result<IdData, String> {
     let t = table();
-    if let Some(k) = state_key(state).and_then(|k| t.ids_of_states.get(&k).copied()) {
+    let Some(p) = parts(state) else { return Err("a block state is a compound".into()) };
+    if let Some(k) = key_of(&p).and_then(|k| t.ids_of_states.get(&k).copied()) {
         return Ok(k);
     }
-    let Tag::Compound(c) = state else { return Err("a block state is a compound".into()) };
-    let name = c.string("Name").unwrap_or("?");
-    let props: Vec<(&str, &str)> = c
-        .compound("Properties")
-        .map(|p| {
-            p.0.iter()
-                .filter_map(|(k, v)| if let Tag::String(s) = v { Some((k.as_str(), s.as_str())) } else { None })
-                .collect()
-        })
-        .unwrap_or_default();
+    let name = p.name.unwrap_or("?");
+    let props: Vec<(&str, &str)> = p
+        .props
+        .iter()
+        .filter_map(|(k, v)| if let Tag::String(s) = v { Some((*k, s.as_str())) } else { None })
+        .collect();
     let prop = |key: &str| props.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     let number = |key: &str, below: u32| prop(key).and_then(|v| v.parse::<u32>().ok()).filter(|n| *n < below);
     let numbered = match (name, props.len()) {
@@ -122,11 +155,6 @@ fn cannot_store(state: &Tag, name: &str) -> String {
         "{} cannot be stored in a 1.12 or older chunk: no id and data of its table (legacy_blocks.txt) reads as it{hint}",
         super::section::state_label(state)
     )
-}
-
-fn nibble(bytes: &[i8], i: usize) -> u8 {
-    let b = bytes[i / 2] as u8;
-    if i.is_multiple_of(2) { b & 0x0f } else { b >> 4 }
 }
 
 fn array<'a>(s: &'a Compound, key: &str, len: usize) -> Result<Option<&'a [i8]>, String> {
@@ -162,12 +190,6 @@ pub fn decode(s: &Compound) -> Result<Option<(Container, Vec<IdData>)>, String> 
     }
     let palette = ids.iter().map(|&(id, d)| parse_state(&label(id, d)).expect("table labels are states")).collect();
     Ok(Some((Container { palette, indices }, ids)))
-}
-
-fn set_nibble(bytes: &mut [i8], i: usize, v: u8) {
-    let b = bytes[i / 2] as u8;
-    let b = if i.is_multiple_of(2) { (b & 0xf0) | (v & 0x0f) } else { (b & 0x0f) | ((v & 0x0f) << 4) };
-    bytes[i / 2] = b as i8;
 }
 
 /// Store one (id, data) per block (y*256 + z*16 + x) in section `s`:
