@@ -54,7 +54,8 @@
 #                       requests per file of the read-only grep walk,
 #                       counted with perf's fuse:fuse_request_send
 #                       tracepoint; needs root and perf), live (edits
-#                       through a running server: see LIVE_EDITS)
+#                       through a running server: see LIVE_EDITS),
+#                       minecraft (see MC_WORLD)
 #   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
 #   LIVE_EDITS          the live section (`live` in SECTIONS, needs
 #                       minetest-server): contrib/bench-live.sh's edits
@@ -65,6 +66,15 @@
 #                       (default:obsidian -> default:obsidian_block, both
 #                       in minetest_game) against the same rename offline,
 #                       with the server's worst step time meanwhile
+#   MC_WORLD            the minecraft section: contrib/bench-minecraft.sh on
+#                       this Java world (default: the data directory's
+#                       mc-0x00cl, the public 1.14.4 world 0x00cl/world,
+#                       `fetch`ed and copied there; else the test world
+#                       tests/data/minecraft/prismarine-1.13): a grep walk
+#                       of a read-only mount and `worldfs check`, each
+#                       against the Python reader anvil-parser2's full
+#                       read of the same region files, in one run
+#   MC_REGIONS          its region files, largest first (1; 0: all)
 
 # The benchmarked commands are single-quoted on purpose: they run in a
 # child shell that sees the exported variables.
@@ -90,7 +100,7 @@ BULK_MAX=${BULK_MAX:-1000}
 GREP_VARIANTS=${GREP_VARIANTS:-rw rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600 rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0}
 SUBTREE=${SUBTREE:-1000}
 WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
-SECTIONS=${SECTIONS:-ls grep sed find rename requests live}
+SECTIONS=${SECTIONS:-ls grep sed find rename requests live minecraft}
 LIVE_EDITS=${LIVE_EDITS:-200}
 LIVE_RENAME_OLD=${LIVE_RENAME_OLD:-default:obsidian}
 LIVE_RENAME_NEW=${LIVE_RENAME_NEW:-default:obsidian_block}
@@ -558,6 +568,21 @@ live_figures() {
     fi
 }
 
+# Minecraft Java worlds (docs/performance.md, "Minecraft Java worlds"):
+# contrib/bench-minecraft.sh, the mount's grep walk and `worldfs check`
+# against the independent Python reader, in one run.
+minecraft_figures() {
+    local world=${MC_WORLD:-$DATA/mc-0x00cl}
+    [[ -f $world/level.dat ]] || world=$ROOT/tests/data/minecraft/prismarine-1.13
+    if ! python3 -c 'import anvil' 2>/dev/null; then
+        echo "note: no anvil-parser2 (pip install anvil-parser2): no Minecraft figures" >&2
+        return
+    fi
+    echo
+    echo "Minecraft Java world (contrib/bench-minecraft.sh, against anvil-parser2):"
+    WORLDFS=$WORLDFS "$ROOT/contrib/bench-minecraft.sh" "$world" "${MC_REGIONS:-1}" "$RUNS" 2>&1 | sed 's/^/  /'
+}
+
 main() {
     local which=both quick=0
     case ${1:-} in
@@ -618,6 +643,9 @@ main() {
     growth_table
     if want live; then
         live_figures "$which"
+    fi
+    if want minecraft; then
+        minecraft_figures
     fi
     if [[ -s $TMPROOT/stderr ]]; then
         echo
