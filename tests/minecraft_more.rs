@@ -240,9 +240,10 @@ fn a_mount_removes_temporary_files_no_live_worldfs_owns() {
     first.unmount();
 }
 
-/// A player's inventory edited with `sed -i` is what amulet-nbt reads (the
-/// off hand too), an item in a slot the game does not keep is refused, and
-/// `worldfs undo --last 2` puts the player's file back byte for byte.
+/// A player's inventory edited with `sed -i`, vim and `echo >>` is what
+/// amulet-nbt reads (the off hand too), an item in a slot the game does not
+/// keep is refused, and `worldfs undo --last N` puts the player's file back
+/// byte for byte.
 #[test]
 fn a_player_edit_is_read_by_amulet_and_undone() {
     require_fuse_and_oracle!("minecraft_more::a_player_edit");
@@ -261,6 +262,21 @@ fn a_player_edit_is_read_by_amulet_and_undone() {
     assert_eq!(std::fs::read(&file).unwrap(), before, "a refused edit leaves the file as it was");
     m.ok(&format!("sed -i '$a 5 3 minecraft:apple' {inv}"));
     m.ok(&format!("sed -i '$a -106 1 minecraft:shield' {inv}"));
+    // vim changes a count in place; echo appends an item.
+    let mut edits = 3;
+    let apples = if common::mount::which("vim").is_some() {
+        let home = tempfile::tempdir().unwrap();
+        m.ok(&format!(
+            "HOME={} TERM=dumb vim -es -c '%s/^5 3 /5 4 /' -c wq {inv} </dev/null >/dev/null 2>&1; true",
+            home.path().display()
+        ));
+        edits += 1;
+        4
+    } else {
+        common::skip("minecraft_more::a_player_edit (vim part)", "vim", "vim not installed");
+        3
+    };
+    m.ok(&format!("echo '7 2 minecraft:bread' >> {inv}"));
     m.unmount();
     let read = |f: &Path| {
         let code = "import amulet_nbt,sys; t=amulet_nbt.load(sys.argv[1]).compound; \
@@ -269,8 +285,17 @@ fn a_player_edit_is_read_by_amulet_and_undone() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
-    assert_eq!(read(&file), "0:64:minecraft:stone;1:12:minecraft:torch;5:3:minecraft:apple;-106:1:minecraft:shield\n");
-    let undo = Command::new(env!("CARGO_BIN_EXE_worldfs")).arg("undo").arg(w.path()).args(["--last", "2"]).output();
+    assert_eq!(
+        read(&file),
+        format!(
+            "0:64:minecraft:stone;1:12:minecraft:torch;5:{apples}:minecraft:apple;-106:1:minecraft:shield;7:2:minecraft:bread\n"
+        )
+    );
+    let undo = Command::new(env!("CARGO_BIN_EXE_worldfs"))
+        .arg("undo")
+        .arg(w.path())
+        .args(["--last", &edits.to_string()])
+        .output();
     let undo = undo.unwrap();
     assert!(undo.status.success(), "{}", String::from_utf8_lossy(&undo.stderr));
     assert_eq!(std::fs::read(&file).unwrap(), before, "the player's file is back byte for byte");
