@@ -157,7 +157,7 @@ tail -n +"$((log_from + 1))" "$T/server.log" | awk '
     /Server: map saving \(sum\)/ { t = $NF + 0; if (t > mt) mt = t }
     END { printf "the server'"'"'s map saves meanwhile: %d, at most %d blocks written in one, the longest %s ms\n", n, mb, mt + 0 }'
 # "[worldfs_live] pace: N blocks per save interval (grow: ...)": the pace's changes.
-paces=$(tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] pace: \([0-9]*\) .*(\([a-z]*\):.*/\2 to \1/p' | paste -sd, - || true)
+paces=$(tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] pace: \([0-9]*\) .*(\([a-z]*\): the save step took \([0-9]*\) ms, \([0-9]*\) blocks.*/\2 to \1 (\3 ms, \4)/p' | paste -sd, - || true)
 echo "the mod's pace (blocks per save interval) meanwhile: ${paces:-unchanged}"
 echo "the mod's three slowest requests:"
 tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |

@@ -96,7 +96,7 @@ fn the_pace_halves_after_a_late_step_down_to_the_floor() {
     assert_eq!(blocks(&run((100, 30, 1024), &[LATE_STEP, LATE_STEP])), [100, 50, 30]);
 }
 
-/// A save step over 1.1 server steps shows what a block costs to save; the
+/// A save step over 1.5 server steps shows what a block costs to save; the
 /// pace drops to what fits in 0.8 of a step at that cost and does not grow
 /// past it (one overflow, not one at every growth), until a reset.
 #[test]
@@ -112,12 +112,12 @@ fn a_long_save_fits_the_pace_to_its_cost_until_a_reset() {
     assert_eq!(steps[4].1, "keep", "no growth past what the cost allows");
     assert_eq!(steps[6].1, "reset");
     // A cheaper cost later does not raise the bound; the floor holds.
-    let cheap_long = Seen { save_ms: 100.0, changed: 1000, ..BUSY_SHORT };
+    let cheap_long = Seen { save_ms: 140.0, changed: 1000, ..BUSY_SHORT };
     assert_eq!(blocks(&run((512, 16, 1024), &[long, cheap_long, BUSY_SHORT])), [512, 200, 200, 200]);
     let dear = Seen { save_ms: 1000.0, changed: 10, ..BUSY_SHORT };
     assert_eq!(blocks(&run((128, 16, 1024), &[dear, BUSY_SHORT])), [128, 16, 16]);
     // A long save never raises the pace, however cheap its blocks.
-    let many = Seen { save_ms: 100.0, changed: 5000, ..BUSY_SHORT };
+    let many = Seen { save_ms: 140.0, changed: 5000, ..BUSY_SHORT };
     assert_eq!(blocks(&run((128, 16, 1024), &[many])), [128, 128]);
     assert_eq!(blocks(&run((128, 16, 1024), &[LATE_SAVE])), [128, 40]);
 }
@@ -138,10 +138,10 @@ fn after_a_drop_the_pace_grows_by_a_quarter() {
 fn the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_long() {
     require_lua!("the_pace_is_kept_when_it_did_not_hold_the_mod_back_or_the_save_step_was_neither_short_nor_long");
     let not_held = Seen { held: false, ..BUSY_SHORT };
-    // Up to 1.05 server steps (94.5 ms) is short; over 1.1 (99 ms) is long.
-    let middling = Seen { save_ms: 97.0, ..BUSY_SHORT };
-    let edge_short = Seen { save_ms: 94.5, ..BUSY_SHORT };
-    let edge_long = Seen { save_ms: 99.0, ..BUSY_SHORT };
+    // Up to 1.2 server steps (108 ms) is short; over 1.5 (135 ms) is long.
+    let middling = Seen { save_ms: 120.0, ..BUSY_SHORT };
+    let edge_short = Seen { save_ms: 108.0, ..BUSY_SHORT };
+    let edge_long = Seen { save_ms: 135.0, ..BUSY_SHORT };
     let steps = run((128, 16, 1024), &[not_held, middling, edge_long, edge_short]);
     assert_eq!(blocks(&steps), [128, 128, 128, 128, 256]);
     assert_eq!(steps[1].1, "keep");

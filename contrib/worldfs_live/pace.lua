@@ -9,10 +9,11 @@
 -- The mod sees a save only through the length of the step that saved
 -- (from its start to the next step's): a save that fits in the server's
 -- step leaves it at one step, so its cost shows only once it overflows.
--- So the pace starts at `start` and doubles after each interval whose
--- save step was no longer than a step (5 % for jitter) while the pace held
--- the mod back (more work was waiting). A save step over 1.1 steps (the
--- goal is no step over 100 ms at the server's 90) gives the cost of a
+-- The length wobbles by a few tens of ms from step to step (the server
+-- thread also waits for the network between steps), so the pace starts at
+-- `start` and doubles after each interval whose save step took at most 1.2
+-- steps while the pace held the mod back (more work was waiting). A save
+-- step over 1.5 steps has clearly overflowed: it gives the cost of a
 -- block (its length over the blocks changed, an overestimate), and the
 -- pace drops to what fits in 0.8 of a step at that cost, and never grows
 -- past it again until the next reset: one overflow teaches the pace its
@@ -31,7 +32,7 @@ function pace.limits(start, floor, cap, step_ms)
   floor = math.max(1, math.floor(floor))
   cap = math.max(floor, math.floor(cap))
   start = math.min(cap, math.max(floor, math.floor(start)))
-  return {start = start, floor = floor, cap = cap, short_ms = step_ms * 1.05, over_ms = step_ms * 1.1,
+  return {start = start, floor = floor, cap = cap, short_ms = step_ms * 1.2, over_ms = step_ms * 1.5,
     fit_ms = step_ms * 0.8}
 end
 
