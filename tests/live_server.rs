@@ -275,6 +275,11 @@ fn sigkill_of_the_server_mid_request_leaves_no_half_applied_block() {
     let check: String = db.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(check, "ok");
     assert!(!world.path().join("map.sqlite-journal").exists(), "no hot journal is left");
+    // The journal reads whole: undo lists the changes, the edit after the
+    // restart among them.
+    let (code, out, err) = worldfs(&["undo".as_ref(), world.path().as_os_str()]);
+    assert_eq!(code, 0, "worldfs undo lists the journal: {out}{err}");
+    assert!(out.contains("node/5,3,5"), "{out}");
 }
 
 /// What a dead mount leaves in the spool is cleaned up by the mod: a reply

@@ -76,8 +76,9 @@ fn undo_of_live_changes_goes_through_the_server() {
 
 /// `worldfs import` on a running server goes through the mod, as a live
 /// mount's change: in the game at once, journaled, undone through the
-/// server; a file that reaches blocks the map does not have is refused
-/// (the server makes new blocks) and nothing changes.
+/// server, and in the database after the server's clean shutdown; a file
+/// that reaches blocks the map does not have is refused (the server makes
+/// new blocks) and nothing changes.
 #[test]
 fn import_goes_through_a_running_server() {
     require_fuse!("import_goes_through_a_running_server");
@@ -89,7 +90,7 @@ fn import_goes_through_a_running_server() {
     let (code, out, err) =
         worldfs(&["export".as_ref(), &arg(world.path()), "2,1,1".as_ref(), "2,2,1".as_ref(), &arg(&we)]);
     assert_eq!(code, 0, "{out}{err}");
-    let server = LiveServer::start(world.path(), "", true);
+    let mut server = LiveServer::start(world.path(), "", true);
     assert!(server.node([7, 7, 7]).starts_with("air "));
     let (code, out, err) = worldfs(&["import".as_ref(), &arg(world.path()), &arg(&we), "7,7,7".as_ref()]);
     assert_eq!(code, 0, "{out}{err}");
@@ -102,6 +103,13 @@ fn import_goes_through_a_running_server() {
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("new blocks cannot be made while the server runs"), "{err}");
     assert!(server.ask(&["peek 500 500 500".into()], Duration::from_secs(10))[0].ends_with(" none"));
+    // Imported again, it is in the database after the server's clean shutdown.
+    let (code, out, err) = worldfs(&["import".as_ref(), &arg(world.path()), &arg(&we), "7,7,7".as_ref()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(server.stop().success());
+    for p in [[7, 7, 7], [7, 8, 7]] {
+        assert_eq!(common::live::stored_node(world.path(), p), "default:cobble", "node {p:?} in the database");
+    }
 }
 
 /// The id of the newest change whose listing line contains `what`.
