@@ -1,8 +1,8 @@
 use std::time::Instant;
-use worldfs::codec::Block;
-use worldfs::store::MapStore;
-use worldfs::store::sqlite::SqliteStore;
 use worldfs::view::BlockFile;
+use worldfs_codec::luanti::Block;
+use worldfs_store::MapStore;
+use worldfs_store::sqlite::SqliteStore;
 
 fn main() {
     let path = std::env::args().nth(1).unwrap();

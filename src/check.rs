@@ -1,9 +1,9 @@
 //! `worldfs check WORLD`: decode every block and report.
 
-use crate::codec::Block;
-use crate::store::{BlockPos, MapStore};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
+use worldfs_codec::luanti::Block;
+use worldfs_store::{BlockPos, MapStore};
 
 #[derive(Default, Debug)]
 pub struct Report {
@@ -150,8 +150,8 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Change;
-    use crate::store::sqlite::{Schema, SqliteStore};
+    use worldfs_store::Change;
+    use worldfs_store::sqlite::{Schema, SqliteStore};
 
     #[test]
     fn reports_exactly_the_truncated_block() {
@@ -161,7 +161,7 @@ mod tests {
         let bad = good[..good.len() - 5].to_vec();
         let mut changes: Vec<Change> = (0..10).map(|i| Change::Put(BlockPos::new(i, 0, 0), good.clone())).collect();
         changes.push(Change::Put(BlockPos::new(-4, 2, 9), bad));
-        store.apply(&changes, &crate::store::Note::default()).unwrap();
+        store.apply(&changes, &worldfs_store::Note::default()).unwrap();
         let r = check(&store, &mut |_, _| {}).unwrap();
         assert_eq!(r.blocks, 11);
         assert_eq!(r.per_version[&29], 11);
@@ -195,7 +195,7 @@ mod tests {
             };
             changes.push(Change::Put(BlockPos::new(i, 0, 0), blob));
         }
-        store.apply(&changes, &crate::store::Note::default()).unwrap();
+        store.apply(&changes, &worldfs_store::Note::default()).unwrap();
         let r = check(&store, &mut |_, _| {}).unwrap();
         assert_eq!(r.blocks, 3000);
         let corrupt: Vec<BlockPos> = r.corrupt.iter().map(|c| c.0).collect();

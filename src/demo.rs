@@ -3,12 +3,12 @@
 //! of 3x3 blocks with a cobblestone house holding a chest, a sign and a
 //! lit furnace. The real server (minetest_game) loads it.
 
-use crate::codec::block::{Block, FLAG_DAY_NIGHT_DIFFERS, FLAG_UNDERGROUND, MappingEntry, node_index};
-use crate::codec::nodemeta::{MetaEntry, MetaVar};
-use crate::codec::objects::NodeTimer;
-use crate::store::sqlite::{Schema, SqliteStore};
-use crate::store::{BlockPos, Change, MapStore, Note};
 use std::path::Path;
+use worldfs_codec::luanti::block::{Block, FLAG_DAY_NIGHT_DIFFERS, FLAG_UNDERGROUND, MappingEntry, node_index};
+use worldfs_codec::luanti::nodemeta::{MetaEntry, MetaVar};
+use worldfs_codec::luanti::objects::NodeTimer;
+use worldfs_store::sqlite::{Schema, SqliteStore};
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// Where the demo's furnishings are (world node coordinates).
 pub const CHEST: [i32; 3] = [3, 1, 3];
@@ -113,7 +113,7 @@ pub fn demo_block(pos: BlockPos) -> Block {
         b.metadata.entries.push(e);
     }
     b.metadata.entries.sort_by_key(|e| {
-        let (x, y, z) = crate::codec::block::index_xyz(e.pos as usize);
+        let (x, y, z) = worldfs_codec::luanti::block::index_xyz(e.pos as usize);
         (x, y, z)
     });
     b.metadata.version = b.metadata.version_for(b.version);
@@ -162,7 +162,7 @@ pub fn write_demo(dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::inventory::Inventory;
+    use worldfs_codec::luanti::inventory::Inventory;
 
     #[test]
     fn demo_blocks_decode_and_inventories_are_valid() {

@@ -640,8 +640,8 @@ impl Filesystem for FuseAdapter {
 mod tests {
     use super::errno_of;
     use crate::fs::{ErrorKind, FsError};
-    use crate::store::StoreError;
     use std::collections::HashSet;
+    use worldfs_store::StoreError;
 
     #[test]
     fn every_kind_has_its_own_errno() {

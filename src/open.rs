@@ -6,10 +6,10 @@
 //! kind of world and no store.
 
 use crate::fs::{Options, Services, Tree, WorldFs};
-use crate::store::MapStore;
-use crate::world::World;
 use std::path::Path;
 use std::sync::Arc;
+use worldfs_store::MapStore;
+use worldfs_store::world::World;
 
 /// Open what `path` is (a Luanti world directory, or a file of a kind
 /// `crate::kinds` knows; `kind` forces one). `extra`: mount options for

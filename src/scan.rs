@@ -2,7 +2,7 @@
 //! store in key order while the previous page is split across threads.
 //! Used by `worldfs check` and the world-wide name set.
 
-use crate::store::{BlockPos, MapStore};
+use worldfs_store::{BlockPos, MapStore};
 
 /// Blocks read from the store per query.
 const PAGE: usize = 1000;

@@ -7,9 +7,9 @@
 //! that did not go through worldfs (a server, another tool) is a conflict,
 //! and the undo is refused unless forced.
 
-use crate::store::journal::{BlockRecord, ChangeInfo, Fingerprint, Journal, RecordDates};
-use crate::store::{BlockPos, Change, MapStore, Note};
 use std::collections::{BTreeMap, HashSet};
+use worldfs_store::journal::{BlockRecord, ChangeInfo, Fingerprint, Journal, RecordDates};
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// Which changes to revert.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,7 +242,7 @@ fn step_records_back(
                 rec_state.insert(key, current);
             }
         }
-        let unapplied = |r: &crate::store::journal::RecordEntry| {
+        let unapplied = |r: &worldfs_store::journal::RecordEntry| {
             let cur = &rec_state[&(r.collection.clone(), r.name.clone())];
             *cur == r.before && cur.as_deref().map(Fingerprint::of) != r.after
         };
@@ -272,7 +272,7 @@ fn step_records_back(
 }
 
 /// The journal's changes as a table, newest first (`limit` of them).
-pub fn listing(journal: &Journal, limit: Option<usize>) -> crate::store::Result<String> {
+pub fn listing(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result<String> {
     use std::fmt::Write;
     let list = journal.changes(None, limit.map(|l| l + 1))?;
     let mut out = String::new();
@@ -294,7 +294,7 @@ pub fn listing(journal: &Journal, limit: Option<usize>) -> crate::store::Result<
 
 /// The journal's changes for scripts, newest first (`limit` of them):
 /// id, time (UTC text and milliseconds), what, blocks, reverted_by.
-pub fn listing_json(journal: &Journal, limit: Option<usize>) -> crate::store::Result<serde_json::Value> {
+pub fn listing_json(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result<serde_json::Value> {
     let list = journal.changes(None, limit)?;
     Ok(serde_json::Value::Array(
         list.iter()
@@ -322,7 +322,7 @@ pub fn execute(store: &dyn MapStore, plan: &Plan) -> Result<(), String> {
 /// changed since the plan was made.
 pub fn execute_all(
     store: &dyn MapStore,
-    records: &[(&str, Box<dyn crate::store::records::RecordStore>)],
+    records: &[(&str, Box<dyn worldfs_store::records::RecordStore>)],
     plan: &Plan,
 ) -> Result<(), String> {
     if !plan.changes.is_empty() || plan.records.is_empty() {
@@ -343,13 +343,13 @@ pub fn execute_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::sqlite::{Schema, SqliteStore};
+    use worldfs_store::sqlite::{Schema, SqliteStore};
 
     fn setup() -> (tempfile::TempDir, SqliteStore, Journal) {
         let d = tempfile::tempdir().unwrap();
         let mut st = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Split).unwrap();
         st.apply(&[Change::Put(BlockPos::new(0, 0, 0), b"A".to_vec())], &Note::default()).unwrap();
-        let jp = d.path().join(crate::store::journal::FILE_NAME);
+        let jp = d.path().join(worldfs_store::journal::FILE_NAME);
         st.enable_journal(&jp).unwrap();
         let j = Journal::open(&jp).unwrap().unwrap();
         (d, st, j)
@@ -369,11 +369,9 @@ mod tests {
         put(&st, 1, b"B");
         // Journaled just before a commit that a crash prevented (stores
         // whose journal is outside their database).
-        let mut c = crate::store::journal::attached(&d.path().join(crate::store::journal::FILE_NAME)).unwrap();
-        let tx = c.transaction().unwrap();
+        let journal = d.path().join(worldfs_store::journal::FILE_NAME);
         let steps = [(BlockPos::new(1, 0, 0), Some(b"B".to_vec()), Some(&b"C"[..]))];
-        crate::store::journal::record(&tx, &Note::new("lost"), &steps).unwrap();
-        tx.commit().unwrap();
+        worldfs_store::journal::Pending::blocks(&journal, &Note::new("lost"), &steps).unwrap().kept();
         let p = plan(&j, &st, Selection::Last(2)).unwrap();
         assert!(p.conflicts.is_empty(), "{:?}", p.conflicts);
         assert_eq!(p.changes, vec![Change::Delete(BlockPos::new(1, 0, 0))]);

@@ -6,7 +6,7 @@
 //! migration back to sqlite3; the refusal while a server holds the
 //! database; SIGKILL of the daemon during a bulk edit.
 
-mod common;
+use crate::common;
 
 use common::mount::{Mounted, bulk_rename_then_kill};
 use common::server::{generate_world, migrate, server_dump};
@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use worldfs::codec::Block;
-use worldfs::store::journal::{Fingerprint, Journal};
-use worldfs::store::leveldb::LevelDbStore;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note};
+use worldfs_codec::luanti::Block;
+use worldfs_store::journal::{Fingerprint, Journal};
+use worldfs_store::leveldb::LevelDbStore;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// Every block of a store with the fingerprint of its blob.
 fn fingerprints(store: &dyn MapStore) -> BTreeMap<BlockPos, Fingerprint> {
@@ -158,7 +158,7 @@ fn server_migrated_world_edited_undone_and_read_back_by_the_server() {
     let out = worldfs(&["undo", w.to_str().unwrap(), "--last", "1"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(blob(w, stone), Some(stone_before));
-    assert!(Journal::open(&w.join(worldfs::store::journal::FILE_NAME)).unwrap().is_some());
+    assert!(Journal::open(&w.join(worldfs_store::journal::FILE_NAME)).unwrap().is_some());
 
     // The server reads the LevelDB world itself...
     let facts = server_dump(w, &[node]);
@@ -310,7 +310,7 @@ fn bulk_world(dir: &Path) -> BTreeMap<BlockPos, Vec<u8>> {
     for x in 0..20i16 {
         for z in 0..100i16 {
             let mut b = Block::new_air(29);
-            b.mapping.push(worldfs::codec::block::MappingEntry { id: 1, name: OLD.into() });
+            b.mapping.push(worldfs_codec::luanti::block::MappingEntry { id: 1, name: OLD.into() });
             for (i, id) in b.param0.iter_mut().enumerate() {
                 *id = u16::from((i + x as usize * 3 + z as usize).is_multiple_of(5));
             }
@@ -342,7 +342,7 @@ fn sigkill_during_bulk_edit_keeps_every_block_whole() {
         let fsynced = bulk_rename_then_kill(m, &list, &log, (OLD, NEW), 1, 3 + round as usize * 20, Duration::ZERO);
         // A writable open settles what the crash left pending in the journal.
         let mut store = LevelDbStore::open(&w.join("map.db"), false).unwrap();
-        store.enable_journal(&w.join(worldfs::store::journal::FILE_NAME)).unwrap();
+        store.enable_journal(&w.join(worldfs_store::journal::FILE_NAME)).unwrap();
         let now: BTreeMap<BlockPos, Vec<u8>> = store.scan_after(None, usize::MAX).unwrap().into_iter().collect();
         drop(store);
         assert_eq!(now.len(), original.len(), "blocks appeared or vanished");
@@ -359,7 +359,7 @@ fn sigkill_during_bulk_edit_keeps_every_block_whole() {
             assert_ne!(now[&p], original[&p], "block {p}: its fsync returned but the edit is lost");
         }
         // The journal agrees with the map: the newest record of each block.
-        let j = Journal::open(&w.join(worldfs::store::journal::FILE_NAME)).unwrap().unwrap();
+        let j = Journal::open(&w.join(worldfs_store::journal::FILE_NAME)).unwrap().unwrap();
         let mut newest = BTreeMap::new();
         for c in j.changes(None, None).unwrap().into_iter().rev() {
             for r in j.blocks(c.id).unwrap() {
@@ -399,7 +399,7 @@ fn node_name(world: &Path, x: i32, y: i32, z: i32) -> Vec<u8> {
     let pos = BlockPos::of_node(x, y, z).unwrap();
     let blob = blob(world, pos).expect("the block exists");
     let b = Block::decode(&blob).unwrap();
-    let i = worldfs::codec::block::node_index(
+    let i = worldfs_codec::luanti::block::node_index(
         x.rem_euclid(16) as usize,
         y.rem_euclid(16) as usize,
         z.rem_euclid(16) as usize,
@@ -429,7 +429,7 @@ fn full_disk_is_reported_and_loses_nothing() {
     {
         let store = LevelDbStore::open(&world.join("map.db"), false).unwrap();
         let mut b = Block::new_air(29);
-        b.mapping.push(worldfs::codec::block::MappingEntry { id: 1, name: b"default:stone".to_vec() });
+        b.mapping.push(worldfs_codec::luanti::block::MappingEntry { id: 1, name: b"default:stone".to_vec() });
         b.param0[0] = 1;
         store.apply(&[Change::Put(BlockPos::new(0, 0, 0), b.encode().unwrap())], &Note::default()).unwrap();
     }

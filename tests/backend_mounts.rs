@@ -6,12 +6,12 @@
 //! test (HSET of every block of a sqlite world, the engine's layout) and
 //! checked block for block against the sqlite world it came from.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use common::server::server_dump;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 fn set_world_mt(world: &std::path::Path, extra: &str) {
     let mt = std::fs::read_to_string(world.join("world.mt")).unwrap();
@@ -64,7 +64,7 @@ fn a_postgresql_world_is_edited_through_the_mount_and_the_server_sees_it() {
         let Some(last) = page.last() else { break };
         after = Some(last.0);
         for (pos, blob) in &page {
-            let b = worldfs::codec::Block::decode(blob).unwrap();
+            let b = worldfs_codec::luanti::Block::decode(blob).unwrap();
             assert!(!b.mapping.iter().any(|e| e.name == b"default:dirt"), "block {pos} still has dirt");
         }
     }
@@ -108,7 +108,7 @@ fn a_redis_world_reads_like_its_sqlite_original_and_takes_writes() {
     let mut c = client.get_connection().unwrap();
     let blob: Vec<u8> =
         redis::cmd("HGET").arg("mt").arg(BlockPos::new(0, 0, 0).legacy_key().to_string()).query(&mut c).unwrap();
-    let b = worldfs::codec::Block::decode(&blob).unwrap();
+    let b = worldfs_codec::luanti::Block::decode(&blob).unwrap();
     assert!(b.mapping.iter().any(|e| e.name == b"default:mese"));
     // worldfs undo takes it back (the journal beside the world), but not
     // while another client (as a running server would be) is connected.
@@ -135,7 +135,7 @@ fn a_redis_world_reads_like_its_sqlite_original_and_takes_writes() {
 /// A PostgreSQL world made from the demo world by our own store, in the
 /// engine's int4 table (for the tests that need no server oracle).
 fn pg_world(pg: &common::pg::Pg) -> (tempfile::TempDir, Vec<(BlockPos, Vec<u8>)>) {
-    use worldfs::store::{Change, Note};
+    use worldfs_store::{Change, Note};
     pg.create_db("mt");
     pg.sql(
         "mt",
@@ -145,7 +145,7 @@ fn pg_world(pg: &common::pg::Pg) -> (tempfile::TempDir, Vec<(BlockPos, Vec<u8>)>
     let world = common::demo_world();
     let w = world.path();
     let all = SqliteStore::open(&w.join("map.sqlite"), true).unwrap().scan_after(None, 100_000).unwrap();
-    let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), false).unwrap();
+    let store = worldfs_store::postgres::PgStore::open(&pg.conninfo("mt"), false).unwrap();
     let puts: Vec<Change> = all.iter().map(|(p, b)| Change::Put(*p, b.clone())).collect();
     store.apply(&puts, &Note::new("fill")).unwrap();
     std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
@@ -272,11 +272,11 @@ fn killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committ
     assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
     m.unmount();
     // Nothing half-written: every block is there and decodes.
-    let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    let store = worldfs_store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
     assert_eq!(store.count().unwrap(), all.len() as u64);
     for (pos, _) in &all {
         let blob = store.get(*pos).unwrap().expect("block kept");
-        worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
+        worldfs_codec::luanti::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
     }
 }
 
@@ -287,12 +287,12 @@ fn killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() 
         common::skip("killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed", "redis", &why);
         return;
     }
-    use worldfs::store::{Change, Note};
+    use worldfs_store::{Change, Note};
     let mut r = common::redis::Redis::start_with(Some("pw"), true);
     let world = common::demo_world();
     let w = world.path();
     let all = SqliteStore::open(&w.join("map.sqlite"), true).unwrap().scan_after(None, 100_000).unwrap();
-    let fill = worldfs::store::redis::RedisStore::open("127.0.0.1", r.port, "mt", Some("pw"), false).unwrap();
+    let fill = worldfs_store::redis::RedisStore::open("127.0.0.1", r.port, "mt", Some("pw"), false).unwrap();
     fill.apply(&all.iter().map(|(p, b)| Change::Put(*p, b.clone())).collect::<Vec<_>>(), &Note::new("fill")).unwrap();
     drop(fill);
     std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
@@ -313,10 +313,10 @@ fn killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() 
     m.ok("echo default:mese > $MNT/node/5,3,5");
     assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "));
     m.unmount();
-    let store = worldfs::store::redis::RedisStore::open("127.0.0.1", port, "mt", Some("pw"), true).unwrap();
+    let store = worldfs_store::redis::RedisStore::open("127.0.0.1", port, "mt", Some("pw"), true).unwrap();
     assert_eq!(store.count().unwrap(), all.len() as u64);
     for (pos, _) in &all {
         let blob = store.get(*pos).unwrap().expect("block kept");
-        worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
+        worldfs_codec::luanti::Block::decode(&blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
     }
 }

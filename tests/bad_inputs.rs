@@ -7,9 +7,8 @@
 //! must leave the world's database exactly as it was.
 //!
 //! The codec cases are pure and fast; the mount cases skip themselves when
-//! FUSE is missing. Memory is measured with a counting allocator that keeps
-//! a per-thread peak (allocations of the C zstd and zlib code are not
-//! counted; their windows are bounded by the libraries).
+//! FUSE is missing. Memory is measured with the test binary's counting
+//! allocator (`common::alloc`), which keeps a per-thread peak.
 //!
 //! Two things are deliberately not decode errors: content ids without a
 //! name (shown as `?ID`; refused when written, see the `raw` cases) and
@@ -17,77 +16,17 @@
 //! unquoted text). Real blocks from ../shared/realdata join the synthetic
 //! samples when that directory is present.
 
-mod common;
+use crate::common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::{Duration, Instant};
-use worldfs::codec::block::{Block, MappingEntry};
-use worldfs::codec::bytes::{DecodeError, Region, WriteBe};
-use worldfs::codec::compress;
-use worldfs::codec::inventory::Inventory;
-use worldfs::codec::nodemeta::{MAX_VARS, MetaEntry, MetaVar};
-use worldfs::codec::objects::{LuaEntity, NodeTimer, StaticObject};
+use worldfs_codec::bytes::{DecodeError, Region, WriteBe};
+use worldfs_codec::compress;
+use worldfs_codec::luanti::block::{Block, MappingEntry};
+use worldfs_codec::luanti::inventory::Inventory;
+use worldfs_codec::luanti::nodemeta::{MAX_VARS, MetaEntry, MetaVar};
+use worldfs_codec::luanti::objects::{LuaEntity, NodeTimer, StaticObject};
 
-// ------------------------------------------------------------ memory
-
-struct Counting;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn track(delta: isize) {
-    let _ = LIVE.try_with(|live| {
-        let now = live.get() + delta;
-        live.set(now);
-        let _ = PEAK.try_with(|p| p.set(p.get().max(now)));
-    });
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            track(l.size() as isize);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(l) };
-        if !p.is_null() {
-            track(l.size() as isize);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        track(-(l.size() as isize));
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            track(new as isize - l.size() as isize);
-        }
-        q
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
-
-/// Run `f`; return its result, the most memory this thread held at once
-/// beyond what it held before, and the time it took.
-fn measured<T>(f: impl FnOnce() -> T) -> (T, usize, Duration) {
-    let base = LIVE.with(|l| l.get());
-    PEAK.with(|p| p.set(base));
-    let t = Instant::now();
-    let r = f();
-    let took = t.elapsed();
-    let peak = PEAK.with(|p| p.get());
-    (r, (peak - base).max(0) as usize, took)
-}
+use common::alloc::measured;
 
 const MIB: usize = 1 << 20;
 
@@ -1096,11 +1035,11 @@ mod mount {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
-    use worldfs::store::MapStore;
-    use worldfs::store::sqlite::SqliteStore;
+    use worldfs_store::MapStore;
+    use worldfs_store::sqlite::SqliteStore;
 
     /// Every row of the map database.
-    fn rows(world: &Path) -> Vec<(worldfs::store::BlockPos, Vec<u8>)> {
+    fn rows(world: &Path) -> Vec<(worldfs_store::BlockPos, Vec<u8>)> {
         SqliteStore::open(&world.join("map.sqlite"), true).unwrap().scan_after(None, 1 << 30).unwrap()
     }
 
@@ -1660,8 +1599,8 @@ mod mount {
 #[test]
 fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
     use worldfs::kinds::cubeset::Cubeset;
-    use worldfs::kinds::mcchunk::codec::{Chunk, Layout, Shape};
     use worldfs::kinds::{Context, Document};
+    use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape};
     let Some(shared) = common::shared_dir() else {
         common::skip("cubesets_and_chunk_dumps_that_are_bent_fail_clearly", "shared", "../shared is absent");
         return;
@@ -1715,10 +1654,10 @@ fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
 /// the file and line, and leaves the record exactly as it was.
 #[test]
 fn bad_player_and_account_edits_change_nothing() {
-    use worldfs::codec::auth::AuthEntry;
-    use worldfs::codec::player::Player;
     use worldfs::kinds::Document;
     use worldfs::kinds::luanti::records::RecordView;
+    use worldfs_codec::luanti::auth::AuthEntry;
+    use worldfs_codec::luanti::player::Player;
     let alice = Player {
         hp: 18,
         breath: 10,

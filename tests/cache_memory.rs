@@ -1,43 +1,16 @@
 //! The block cache's memory budget counts what it really holds: blocks of
 //! real worlds are loaded, decoded and every file rendered, and the bytes
 //! the cache says it holds are compared with what the allocator handed out
-//! for it (counted as glibc malloc chunks: the request plus its header,
-//! rounded up to 16 bytes, at least 32).
+//! for it on the measuring thread (counted as glibc malloc chunks by the
+//! test binary's allocator, `common::alloc`; the cache does its work on the
+//! calling thread).
 
-mod common;
+use crate::common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 use worldfs::kinds::luanti::cache::BlockCache;
-use worldfs::store::MapStore;
-use worldfs::store::sqlite::SqliteStore;
-
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-fn chunk(size: usize) -> isize {
-    ((size + 8 + 15) & !15).max(32) as isize
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(chunk(l.size()), Ordering::Relaxed);
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(chunk(l.size()), Ordering::Relaxed);
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(chunk(new) - chunk(l.size()), Ordering::Relaxed);
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+use worldfs_store::MapStore;
+use worldfs_store::sqlite::SqliteStore;
 
 fn measure(world: &std::path::Path, limit: usize) -> (usize, isize) {
     let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
@@ -45,7 +18,7 @@ fn measure(world: &std::path::Path, limit: usize) -> (usize, isize) {
     let cache = BlockCache::new(usize::MAX / 4, Duration::from_secs(3600));
     // Warm up whatever the store allocates once (statements, buffers).
     let _ = store.get(positions[0]).unwrap();
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = common::alloc::chunks_held();
     for p in &positions {
         let l = cache.get(*p, &store).unwrap().unwrap();
         for f in l.files() {
@@ -54,7 +27,7 @@ fn measure(world: &std::path::Path, limit: usize) -> (usize, isize) {
         // counted again now that its files exist
         cache.get(*p, &store).unwrap();
     }
-    let real = LIVE.load(Ordering::Relaxed) - before;
+    let real = common::alloc::chunks_held() - before;
     (cache.bytes(), real)
 }
 

@@ -2,13 +2,13 @@
 //! body must be byte-identical, and decoding our own blob must give the
 //! same block.
 
-mod common;
+use crate::common;
 
-use worldfs::codec::block::{self, Block};
-use worldfs::codec::inventory::Inventory;
-use worldfs::codec::jsonish::HighBytes;
-use worldfs::store::MapStore;
-use worldfs::store::sqlite::SqliteStore;
+use worldfs_codec::jsonish::HighBytes;
+use worldfs_codec::luanti::block::{self, Block};
+use worldfs_codec::luanti::inventory::Inventory;
+use worldfs_store::MapStore;
+use worldfs_store::sqlite::SqliteStore;
 
 #[test]
 fn every_block_of_every_real_world_round_trips() {
@@ -34,12 +34,12 @@ fn every_block_of_every_real_world_round_trips() {
                 let again = Block::decode(&b.encode().unwrap()).unwrap();
                 assert!(again == b, "{} {pos}: decode(encode(b)) != b", world.display());
                 // The name index's partial read counts what the decode holds.
-                let counts = worldfs::codec::NodeCounts::of(&blob).unwrap();
+                let counts = worldfs_codec::luanti::NodeCounts::of(&blob).unwrap();
                 assert_eq!(counts.mapping, b.mapping, "{} {pos}", world.display());
                 let mut by_id = vec![0u32; counts.by_id.len()];
                 b.param0.iter().for_each(|&id| by_id[id as usize] += 1);
                 assert_eq!(counts.by_id, by_id, "{} {pos}: node counts", world.display());
-                let ids = worldfs::codec::NodeIds::of(&blob).unwrap();
+                let ids = worldfs_codec::luanti::NodeIds::of(&blob).unwrap();
                 assert!(ids.mapping == b.mapping && ids.param0 == b.param0, "{} {pos}: node ids", world.display());
                 for e in &b.metadata.entries {
                     let inv = Inventory::parse_strict(&e.inventory)

@@ -29,7 +29,7 @@
 //!
 //! `WORLDFS_STRESS_OPTIONS=ttl=0` (or `group_ms=50`, ...) adds mount options.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,9 +38,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
-use worldfs::codec::block::{Block, index_xyz, node_index};
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::block::{Block, index_xyz, node_index};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 /// How long the writers run.
 const RUN_FOR: Duration = Duration::from_secs(12);

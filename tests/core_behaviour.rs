@@ -4,13 +4,13 @@
 //! check), and regression tests of defects the reference model
 //! (tests/core_reference.rs) found.
 
-mod common;
+use crate::common;
 
 use common::core_fs::{Source, open_core};
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, FsError, Options, ROOT, WorldFs};
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 const PID: u32 = 4242;
 const ORIGIN: BlockPos = BlockPos::new(0, 0, 0);

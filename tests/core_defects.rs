@@ -1,7 +1,7 @@
 //! Defects found by trying worldfs as a hostile or careless user would
 //! (issue 21), each checked on the core without a mount.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, Options, WorldFs};

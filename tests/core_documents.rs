@@ -5,7 +5,7 @@
 //! document here is a small `key = value` file defined by the test: the
 //! machinery is the same for every kind.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -271,10 +271,10 @@ fn keys_take_the_usual_edits(fs: &WorldFs, keys: u64, bad: &[u8], value: &dyn Fn
 /// the same to both.
 #[test]
 fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
-    use worldfs::codec::mod_storage::ModStorage;
     use worldfs::kinds::files_tree::FilesTree;
     use worldfs::kinds::luanti::records::RecordSet;
-    use worldfs::store::records::{Collection, RecordStore, files::FileRecords};
+    use worldfs_codec::luanti::mod_storage::ModStorage;
+    use worldfs_store::records::{Collection, RecordStore, files::FileRecords};
 
     let (_d, f) = setup("a = 1\n");
     let doc = mount(&f, Duration::from_secs(1));

@@ -2,7 +2,7 @@
 //! clamp or never read are refused with the reason, and the world is left
 //! as it was. Driven through the core (no mount) over demo worlds.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, FsError, Options, WorldFs};
@@ -149,8 +149,8 @@ fn renaming_a_node_type_to_an_unseen_name_warns() {
 /// A player's yaw of 1e30 was accepted; the server keeps yaw within a turn.
 #[test]
 fn player_yaw_past_a_turn_is_refused() {
-    use worldfs::codec::player::Player;
     use worldfs::kinds::Document;
+    use worldfs_codec::luanti::player::Player;
     let mut p = Player {
         hp: 20,
         breath: 10,
@@ -337,10 +337,10 @@ fn a_block_stored_as_text_is_one_corrupt_block() {
     db.execute(&format!("UPDATE blocks SET data = CAST(data AS TEXT) WHERE {good}"), []).unwrap();
     drop(db);
 
-    let store = worldfs::world::World::open(world.path()).unwrap().open_store(true, false).unwrap();
+    let store = worldfs_store::world::World::open(world.path()).unwrap().open_store(true, false).unwrap();
     let report = worldfs::check::check(store.as_ref(), &mut |_, _| {}).unwrap();
     assert_eq!(report.corrupt.len(), 1, "{:?}", report.corrupt);
-    assert_eq!(report.corrupt[0].0, worldfs::store::BlockPos::new(1, 0, 0));
+    assert_eq!(report.corrupt[0].0, worldfs_store::BlockPos::new(1, 0, 0));
 
     let fs = worldfs::open::open_world(world.path(), Options::default()).unwrap();
     let error = read_file(&fs, lookup_path(&fs, "blocks/1,0,0/error").unwrap());

@@ -13,7 +13,7 @@
 //! map itself: every close() or rename() that returned 0 is in it, every
 //! refused one left it as it was.
 
-mod common;
+use crate::common;
 
 use common::core_fs::ModelPending;
 use proptest::prelude::*;
@@ -21,8 +21,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::sync::Arc;
 use worldfs::fs::{ErrorKind, Options, ROOT, WorldFs};
-use worldfs::store::memory::MemoryStore;
-use worldfs::store::{BlockPos, MapStore, StoreError};
+use worldfs_store::memory::MemoryStore;
+use worldfs_store::{BlockPos, MapStore, StoreError};
 
 const CHEST_FIELDS: &str = "blocks/0,0,0/meta/3,1,3/fields";
 const DIRS: [&str; 2] = ["", CHEST_FIELDS];
@@ -189,7 +189,7 @@ fn demo_copy() -> (tempfile::TempDir, Arc<MemoryStore>) {
 
 fn real() -> Real {
     let (world, store) = demo_copy();
-    let w = worldfs::world::World::open(world.path()).unwrap();
+    let w = worldfs_store::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, ..Options::default() };
     let fs = worldfs::open::world_with_store(w, Box::new(store.clone()), opts);
     Real { fs, store, _world: world, handed: Vec::new() }
@@ -782,7 +782,7 @@ fn judged<T: std::fmt::Debug>(
 /// the core).
 fn stored(store: &MemoryStore, blk: usize) -> Option<[Vec<u8>; 2]> {
     let blob = store.get(block_pos(blk)).unwrap()?;
-    let b = worldfs::codec::Block::decode(&blob).unwrap_or_else(|e| panic!("block {}: {e}", BLOCK_NAMES[blk]));
+    let b = worldfs_codec::luanti::Block::decode(&blob).unwrap_or_else(|e| panic!("block {}: {e}", BLOCK_NAMES[blk]));
     Some([b.param1, b.param2])
 }
 
@@ -816,7 +816,7 @@ impl BlockReal {
     /// TTL: a change by another process shows at once (with one, after up
     /// to the TTL, as documented), so the model need not know the clock.
     fn core(world: &tempfile::TempDir, store: &Arc<MemoryStore>) -> WorldFs {
-        let w = worldfs::world::World::open(world.path()).unwrap();
+        let w = worldfs_store::world::World::open(world.path()).unwrap();
         let opts = Options { read_only: false, ttl: std::time::Duration::ZERO, ..Options::default() };
         worldfs::open::world_with_store(w, Box::new(store.clone()), opts)
     }
@@ -1018,7 +1018,7 @@ fn map_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Ou
         }
         BlockOp::OutsideEdit { blk, file, value } if m.blocks[blk].is_some() => {
             let pos = block_pos(blk);
-            let mut b = worldfs::codec::Block::decode(&r.store.get(pos).unwrap().unwrap()).unwrap();
+            let mut b = worldfs_codec::luanti::Block::decode(&r.store.get(pos).unwrap().unwrap()).unwrap();
             let param = if file == 0 { &mut b.param1 } else { &mut b.param2 };
             *param = vec![value; NODES];
             r.store.put_behind_the_back(pos, b.encode().unwrap());

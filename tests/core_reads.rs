@@ -2,15 +2,15 @@
 //! read-only mounts serve files) and the mtime that tells the kernel when
 //! a file's content changed.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::time::Duration;
-use worldfs::codec::Block;
 use worldfs::fs::{ErrorKind, Options, WorldFs};
 use worldfs::kinds::luanti::inode;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note};
+use worldfs_codec::luanti::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// The inode of blocks/0,0,0/NAME.
 fn block_file(fs: &WorldFs, name: &str) -> u64 {
@@ -96,24 +96,24 @@ impl MapStore for CountingStore {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn get(&self, pos: BlockPos) -> worldfs::store::Result<Option<Vec<u8>>> {
+    fn get(&self, pos: BlockPos) -> worldfs_store::Result<Option<Vec<u8>>> {
         self.count();
         self.inner.get(pos)
     }
-    fn contains(&self, pos: BlockPos) -> worldfs::store::Result<bool> {
+    fn contains(&self, pos: BlockPos) -> worldfs_store::Result<bool> {
         self.count();
         self.inner.contains(pos)
     }
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<BlockPos>> {
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs_store::Result<Vec<BlockPos>> {
         self.inner.list_after(after, limit)
     }
-    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<(BlockPos, Vec<u8>)>> {
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs_store::Result<Vec<(BlockPos, Vec<u8>)>> {
         self.inner.scan_after(after, limit)
     }
-    fn apply(&self, changes: &[Change], note: &Note) -> worldfs::store::Result<()> {
+    fn apply(&self, changes: &[Change], note: &Note) -> worldfs_store::Result<()> {
         self.inner.apply(changes, note)
     }
-    fn count(&self) -> worldfs::store::Result<u64> {
+    fn count(&self) -> worldfs_store::Result<u64> {
         self.inner.count()
     }
     fn is_read_only(&self) -> bool {
@@ -133,7 +133,7 @@ fn reading_a_block_file_queries_the_map_once() {
         inner: SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap(),
         reads: reads.clone(),
     };
-    let w = worldfs::world::World::open(world.path()).unwrap();
+    let w = worldfs_store::world::World::open(world.path()).unwrap();
     let fs = worldfs::open::world_with_store(w, Box::new(store), Options { read_only: true, ..Options::default() });
     let n = || reads.load(std::sync::atomic::Ordering::SeqCst);
 

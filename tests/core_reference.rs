@@ -26,7 +26,7 @@
 //! step may fail with EIO instead: the store must then hold either what
 //! the model predicted (and the call said so) or what it held before.
 
-mod common;
+use crate::common;
 
 use common::core_fs::{FlakyStore, ModelPending, Source, demo_copy, open_core};
 use proptest::prelude::*;
@@ -34,11 +34,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use worldfs::codec::Block;
-use worldfs::codec::block::node_index;
 use worldfs::fs::{ErrorKind, FsError, Options, ROOT, WorldFs};
 use worldfs::kinds::mts::Schematic;
-use worldfs::store::BlockPos;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::block::node_index;
+use worldfs_store::BlockPos;
 
 /// The writer's process id (a reader uses another).
 const PID: u32 = 4242;

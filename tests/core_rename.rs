@@ -2,7 +2,7 @@
 //! `sed -i` (a temporary file renamed over the original) and the requests
 //! that follow it.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use worldfs::fs::Options;

@@ -3,7 +3,7 @@
 //! the change, the memory of write buffers, sizes while writing, and the
 //! errno of a refusal.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -4,7 +4,7 @@
 //! every edit whose fsync returned present (also with grouped commits), and
 //! in the end the journal must restore the original world byte for byte.
 
-mod common;
+use crate::common;
 
 use common::mount::{Mounted, bulk_rename_then_kill};
 use rusqlite::Connection;
@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
-use worldfs::codec::block::{Block, MappingEntry};
-use worldfs::store::journal::{Fingerprint, Journal};
-use worldfs::store::sqlite::{Schema, SqliteStore};
-use worldfs::store::{BlockPos, Change, MapStore, Note};
+use worldfs_codec::luanti::block::{Block, MappingEntry};
+use worldfs_store::journal::{Fingerprint, Journal};
+use worldfs_store::sqlite::{Schema, SqliteStore};
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 const OLD: &str = "default:stone";
 const NEW: &str = "default:cobble";
@@ -109,7 +109,7 @@ fn check_after_crash(world: &Path, original: &BTreeMap<BlockPos, Vec<u8>>, fsync
         }
     }
     for p in fsynced {
-        let pos = worldfs::store::parse_triple(p).map(|(x, y, z)| BlockPos::new(x, y, z)).unwrap();
+        let pos = worldfs_store::parse_triple(p).map(|(x, y, z)| BlockPos::new(x, y, z)).unwrap();
         let b = Block::decode(&now[&pos]).unwrap();
         assert!(
             b.mapping.iter().any(|m| m.name == NEW.as_bytes()),
@@ -305,7 +305,7 @@ fn sigkill_on_a_server_world(name: &str, world: &Path, open: &dyn Fn(bool) -> Bo
     }
     assert!(renamed >= fsynced.len() && renamed < original.len(), "{name}: {renamed} renamed");
     for p in &fsynced {
-        let pos = worldfs::store::parse_triple(p).map(|(x, y, z)| BlockPos::new(x, y, z)).unwrap();
+        let pos = worldfs_store::parse_triple(p).map(|(x, y, z)| BlockPos::new(x, y, z)).unwrap();
         let b = Block::decode(&now[&pos]).unwrap();
         assert!(b.mapping.iter().any(|m| m.name == NEW.as_bytes()), "{name}: block {p}: fsynced, but lost");
     }
@@ -331,8 +331,8 @@ fn sigkill_during_bulk_edit_of_postgresql_and_redis_worlds_loses_nothing() {
         common::skip("sigkill_during_bulk_edit_of_postgresql_and_redis_worlds_loses_nothing", "redis", &why);
         return;
     }
-    use worldfs::store::postgres::PgStore;
-    use worldfs::store::redis::RedisStore;
+    use worldfs_store::postgres::PgStore;
+    use worldfs_store::redis::RedisStore;
     let pg = common::pg::Pg::start();
     pg.create_db("mt");
     pg.sql(

@@ -3,7 +3,7 @@
 //! file we write (as Cuberite does, by running it) and its tables differ
 //! from the original's exactly by the edit.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::{Path, PathBuf};

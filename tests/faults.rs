@@ -3,16 +3,16 @@
 //! open. Each is reported clearly, the mount stays usable, nothing is lost.
 //! (A database locked by another process: tests/mount_write.rs.)
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use worldfs::codec::block::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::block::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 fn demo_world_in(dir: &Path) {
     worldfs::demo::write_demo(dir).unwrap();

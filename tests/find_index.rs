@@ -4,18 +4,18 @@
 //! made by another process, and a world-wide rename is undone byte for
 //! byte by `worldfs undo`.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
-use worldfs::codec::Block;
 use worldfs::fs::{Kind, Options, ROOT, WorldFs};
-use worldfs::store::journal::Journal;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note};
+use worldfs_codec::luanti::Block;
+use worldfs_store::journal::Journal;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// Every name with (blocks, nodes), and every name's blocks.
 type Seen = (BTreeMap<Vec<u8>, (u64, u64)>, BTreeMap<Vec<u8>, BTreeSet<BlockPos>>);
@@ -119,7 +119,7 @@ fn the_index_follows_commits_and_other_processes() {
     // Another process adds a block with a new name.
     let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
     let mut b = Block::new_air(29);
-    b.mapping.push(worldfs::codec::MappingEntry { id: 1, name: b"default:diamondblock".to_vec() });
+    b.mapping.push(worldfs_codec::luanti::MappingEntry { id: 1, name: b"default:diamondblock".to_vec() });
     b.param0[0] = 1;
     store.apply(&[Change::Put(BlockPos::new(5, 5, 5), b.encode().unwrap())], &Note::default()).unwrap();
     assert_eq!(shown(&fs), scan(world.path()));
@@ -186,8 +186,8 @@ fn all_blocks(world: &Path) -> BTreeMap<BlockPos, Vec<u8>> {
 /// in a noisy pattern (blobs of a few KB, as real blocks are), and a block
 /// without `name`.
 fn noisy_world(dir: &Path, n: i16, name: &[u8]) {
-    use worldfs::codec::MappingEntry;
-    use worldfs::store::sqlite::Schema;
+    use worldfs_codec::luanti::MappingEntry;
+    use worldfs_store::sqlite::Schema;
     std::fs::write(dir.join("world.mt"), "gameid = minetest\nbackend = sqlite3\n").unwrap();
     let store = SqliteStore::create(&dir.join("map.sqlite"), Schema::Split).unwrap();
     let mut seed = 0x2545_f491_u32;

@@ -1,12 +1,12 @@
 //! Problems the fuzz targets (fuzz/) found, kept as tests that run in CI.
 //! The inputs themselves are in fuzz/regressions/ for the fuzz harness.
 
-use worldfs::codec::block::Block;
-use worldfs::codec::itemstring::ItemStack;
-use worldfs::codec::nodemeta::{MetaEntry, MetaList, MetaVar};
-use worldfs::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
-use worldfs::store::BlockPos;
 use worldfs::view::{parse, render};
+use worldfs_codec::luanti::block::Block;
+use worldfs_codec::luanti::itemstring::ItemStack;
+use worldfs_codec::luanti::nodemeta::{MetaEntry, MetaList, MetaVar};
+use worldfs_codec::luanti::objects::{LUA_ENTITY, LuaEntity, StaticObject};
+use worldfs_store::BlockPos;
 
 /// `\u0001\u0002\u0003` is an empty item metadata pair: the engine drops it
 /// when it writes the item, so accepting it would not read back the same.
@@ -109,7 +109,7 @@ fn lighting_complete_refused_in_old_versions() {
 /// it iterates) come back in the order stored.
 #[test]
 fn player_value_with_repeated_metadata_key_is_refused() {
-    use worldfs::codec::player::Player;
+    use worldfs_codec::luanti::player::Player;
     let value =
         hex("01f72b008000f701f33b0000000b7a080c0000000201000000000000020000000000000000000000000000000001f72b00");
     let e = Player::decode(&value).unwrap_err();
@@ -127,7 +127,7 @@ fn player_value_with_repeated_metadata_key_is_refused() {
 /// writes sorted: a repeated or out-of-order key is refused.
 #[test]
 fn mod_storage_value_with_repeated_key_is_refused() {
-    use worldfs::codec::mod_storage::ModStorage;
+    use worldfs_codec::luanti::mod_storage::ModStorage;
     let entry = |k: &[u8]| [&(k.len() as u32).to_be_bytes()[..], k, &0u32.to_be_bytes()].concat();
     let repeated = [&2u32.to_be_bytes()[..], &entry(b"k"), &entry(b"k")].concat();
     assert!(ModStorage::decode(&repeated).unwrap_err().contains("out of order or repeated"));
@@ -314,7 +314,7 @@ fn a_cubeset_meta_out_of_range_is_refused_at_decode() {
 /// 0), which would re-encode shorter, is refused, naming the byte.
 #[test]
 fn a_chunk_re_encodes_to_its_bytes_when_its_palette_repeats_a_state() {
-    use worldfs::kinds::mcchunk::codec::{Chunk, Layout, Shape};
+    use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape};
     let data = include_bytes!("../fuzz/regressions/mcchunk/mcchunk-crash-42e1675064b2cec1ad3fe148347756f4efaacd35");
     let [l, mask, rest @ ..] = &data[..] else { unreachable!() };
     let layout = if l & 1 == 0 { Layout::Spanning } else { Layout::Padded };
@@ -410,7 +410,7 @@ fn a_java_chunk_takes_back_a_palette_name_holding_a_newline() {
 /// the key.
 #[test]
 fn an_nbt_compound_with_a_key_twice_is_refused() {
-    use worldfs::codec::nbt;
+    use worldfs_codec::minecraft::nbt;
     let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-8fde077ba0831cdb5f3527bd4b3633abdf45eb1d");
     let e = nbt::decode(data).unwrap_err();
     assert!(e.contains("holds the key 'Sections' twice"), "{e}");

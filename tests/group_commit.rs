@@ -2,13 +2,13 @@
 //! written together later, fsync and unmount wait for the write, and a
 //! storage failure is reported and retried rather than lost.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::Path;
-use worldfs::codec::block::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::block::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 /// Shell code: fsync a file through the mount (`sync` does not reach FUSE).
 const FSYNC: &str =

@@ -2,7 +2,7 @@
 //! write: a read-only opener does not (it overwrites nothing), and a
 //! daemon whose mount was just unmounted is waited for, not refused.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! read. Read-only opens (`worldfs check`, `mount -o ro`) say so and what
 //! to do; `worldfs check --repair` rolls it back.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::Path;
@@ -98,7 +98,7 @@ fn read_only_mount_works_after_check_repair() {
 /// read-only read says what it is, and `check --repair` rolls it back.
 #[test]
 fn a_hot_journal_of_players_sqlite_is_explained_and_rolled_back() {
-    use worldfs::store::records::{Collection, RecordStore, sqlite::SqliteRecords};
+    use worldfs_store::records::{Collection, RecordStore, sqlite::SqliteRecords};
     let w = common::demo_world();
     let players = w.path().join("players.sqlite");
     let c = rusqlite::Connection::open(&players).unwrap();

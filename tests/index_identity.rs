@@ -8,10 +8,10 @@ use std::ffi::OsStr;
 use std::io::{Seek, Write};
 use std::path::Path;
 use std::time::Duration;
-use worldfs::codec::Block;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 /// Every name of the map with its blocks, by a scan.
 fn scan(world: &Path) -> BTreeMap<Vec<u8>, BTreeSet<BlockPos>> {

@@ -4,7 +4,7 @@
 //! atomically; a bad edit is refused with the reason in write-errors and
 //! the file unchanged.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::{Path, PathBuf};

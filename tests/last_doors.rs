@@ -1,16 +1,16 @@
 //! The last doors of issue 26 item 13: what `umount; mount` at once and
 //! `worldfs undo` of a player edit must keep on every backend.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use worldfs::codec::Block;
-use worldfs::codec::block::MappingEntry;
-use worldfs::store::leveldb::LevelDbStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note};
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::block::MappingEntry;
+use worldfs_store::leveldb::LevelDbStore;
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// A LevelDB world (`backend = leveldb`) of one block of stone.
 fn leveldb_world(dir: &Path) {
@@ -121,19 +121,19 @@ Item default:dirt 42\nEmpty\nEndInventoryList\nEndInventory\n";
 /// alice and bob in the world's player store (as world.mt says), written
 /// without the journal: the state before anything worldfs journals.
 fn add_players(world: &Path) {
-    let w = worldfs::world::World::open(world).unwrap();
+    let w = worldfs_store::world::World::open(world).unwrap();
     let settings = |k: &str| w.setting(k).map(str::to_string);
-    let store = worldfs::store::backends::open_record_store(
+    let store = worldfs_store::backends::open_record_store(
         world,
         &settings,
         true,
-        worldfs::store::records::Collection::Players,
+        worldfs_store::records::Collection::Players,
         false,
         None,
     )
     .unwrap();
     for name in ["alice", "bob"] {
-        let (_, p) = worldfs::codec::player::Player::from_file(PLAYER.replace("NAME", name).as_bytes()).unwrap();
+        let (_, p) = worldfs_codec::luanti::player::Player::from_file(PLAYER.replace("NAME", name).as_bytes()).unwrap();
         store.put(name, None, Some(&p.encode()), &Note::new("setup")).unwrap();
     }
 }

@@ -3,7 +3,7 @@
 //! own, since the fork copies every descriptor of the process, the locks
 //! of tests running beside it included.
 
-use worldfs::store::leveldb::lock::{take, take_after_exiting_daemons};
+use worldfs_store::leveldb::lock::{take, take_after_exiting_daemons};
 
 /// A child forked while this process held the lock keeps it until it
 /// runs its own program or exits (here: 400 ms); the lock is taken

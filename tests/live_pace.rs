@@ -4,7 +4,7 @@
 //! save step's length, whether a step was late, the blocks changed,
 //! whether the pace held the mod back): no server, no timing.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

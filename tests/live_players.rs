@@ -6,21 +6,21 @@
 //! through the mod's player API, and that the server's clean shutdown
 //! keeps all of it.
 
-mod common;
+use crate::common;
 
 use common::live::{self, Client, LiveServer};
 use std::time::Duration;
-use worldfs::codec::auth::AuthEntry;
-use worldfs::codec::player::Player;
-use worldfs::store::Note;
-use worldfs::store::records::{Collection, RecordStore};
+use worldfs_codec::luanti::auth::AuthEntry;
+use worldfs_codec::luanti::player::Player;
+use worldfs_store::Note;
+use worldfs_store::records::{Collection, RecordStore};
 
 const INVENTORY: &[u8] = b"List main 4\nWidth 0\nItem default:apple 5\nEmpty\nItem default:torch 20\nEmpty\n\
 EndInventoryList\nList craft 9\nWidth 3\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\nEmpty\n\
 EndInventoryList\nEndInventory\n";
 
 fn records(world: &std::path::Path, c: Collection) -> Box<dyn RecordStore> {
-    worldfs::world::World::open(world).unwrap().open_records(c, false, false).unwrap()
+    worldfs_store::world::World::open(world).unwrap().open_records(c, false, false).unwrap()
 }
 
 /// Player alice (offline: no client) and her account, before the server starts.
@@ -41,7 +41,8 @@ fn add_alice(world: &std::path::Path) {
 }
 
 fn stored_player(world: &std::path::Path, name: &str) -> Player {
-    let store = worldfs::world::World::open(world).unwrap().open_records(Collection::Players, true, false).unwrap();
+    let store =
+        worldfs_store::world::World::open(world).unwrap().open_records(Collection::Players, true, false).unwrap();
     Player::decode(&store.get(name).unwrap().expect("the player is stored")).unwrap()
 }
 
@@ -91,7 +92,8 @@ fn offline_players_and_accounts_change_alongside_a_live_server() {
     let inv = String::from_utf8(alice.inventory.clone()).unwrap();
     assert!(inv.contains("Item default:apple 9\n") && inv.contains("Item default:torch 20\n"), "{inv}");
     assert_eq!(alice.meta.get(&b"note"[..]).map(Vec::as_slice), Some(&b"live note"[..]));
-    let store = worldfs::world::World::open(world.path()).unwrap().open_records(Collection::Auth, true, false).unwrap();
+    let store =
+        worldfs_store::world::World::open(world.path()).unwrap().open_records(Collection::Auth, true, false).unwrap();
     let account = AuthEntry::decode(&store.get("alice").unwrap().unwrap()).unwrap();
     let mut privs = account.privileges.clone();
     privs.sort();
@@ -106,7 +108,7 @@ fn offline_players_and_accounts_change_alongside_a_live_server() {
 fn a_player_change_holds_that_players_joins_until_released() {
     require_fuse!("a_player_change_holds_that_players_joins_until_released");
     require_minetestserver!("a_player_change_holds_that_players_joins_until_released");
-    use worldfs::store::live::{request, spool::Spool};
+    use worldfs_store::live::{request, spool::Spool};
     let world = common::demo_world();
     add_alice(world.path());
     let server = LiveServer::start(world.path(), "", true);
@@ -236,7 +238,8 @@ fn an_online_players_inventory_hp_position_and_privileges_change_in_the_game() {
     assert_eq!((bob.pos[0], bob.pos[2]), (250.0, 120.0), "{:?}", bob.pos);
     let inv = String::from_utf8(bob.inventory.clone()).unwrap();
     assert!(inv.contains("List main 32\nWidth 0\nItem default:apple 7\n"), "{inv}");
-    let store = worldfs::world::World::open(world.path()).unwrap().open_records(Collection::Auth, true, false).unwrap();
+    let store =
+        worldfs_store::world::World::open(world.path()).unwrap().open_records(Collection::Auth, true, false).unwrap();
     let account = AuthEntry::decode(&store.get("bob").unwrap().unwrap()).unwrap();
     assert!(account.privileges.iter().any(|p| p == "fly"), "{:?}", account.privileges);
 }

@@ -5,14 +5,14 @@
 //! returns, and the map database has it after the server's clean shutdown.
 //! One server process per test; it never restarts.
 
-mod common;
+use crate::common;
 
 use common::live::{self, LiveServer, stored_block, stored_name, worldfs};
 use common::mount::Mounted;
 use std::time::Duration;
-use worldfs::codec::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 const CHEST: [i32; 3] = worldfs::demo::CHEST;
 const SIGN: [i32; 3] = worldfs::demo::SIGN;
@@ -74,12 +74,14 @@ fn edits_through_a_live_mount_are_in_the_game_at_close() {
     let b = stored_block(world.path(), BlockPos::new(0, 0, 0)).unwrap();
     assert_eq!(stored_name(&b, [5, 3, 5]), "default:mese");
     assert_eq!(stored_name(&b, [2, 1, 1]), "default:stonebrick");
-    let inv = &b.metadata.get(worldfs::codec::block::node_index(3, 1, 3) as u16).unwrap().inventory;
+    let inv = &b.metadata.get(worldfs_codec::luanti::block::node_index(3, 1, 3) as u16).unwrap().inventory;
     assert!(String::from_utf8_lossy(inv).contains("Item default:apple 13\n"), "{}", String::from_utf8_lossy(inv));
-    let sign = b.metadata.get(worldfs::codec::block::node_index(3, 2, 8) as u16).unwrap();
+    let sign = b.metadata.get(worldfs_codec::luanti::block::node_index(3, 2, 8) as u16).unwrap();
     assert_eq!(sign.get(b"text").unwrap().value, b"Hello live");
     assert!(
-        b.timers.iter().any(|t| t.pos == worldfs::codec::block::node_index(5, 3, 5) as u16 && t.timeout == 300_000)
+        b.timers
+            .iter()
+            .any(|t| t.pos == worldfs_codec::luanti::block::node_index(5, 3, 5) as u16 && t.timeout == 300_000)
     );
     assert!(stored_block(world.path(), BlockPos::new(-1, -1, -1)).is_none(), "the deleted block stays deleted");
 }
@@ -338,11 +340,11 @@ fn add_stone_blocks(world: &std::path::Path, n: i16) -> Vec<BlockPos> {
     for x in -n / 2..n - n / 2 {
         for z in -n / 2..n - n / 2 {
             let pos = BlockPos::new(x, -3, z);
-            changes.push(worldfs::store::Change::Put(pos, worldfs::demo::demo_block(pos).encode().unwrap()));
+            changes.push(worldfs_store::Change::Put(pos, worldfs::demo::demo_block(pos).encode().unwrap()));
             placed.push(pos);
         }
     }
-    store.apply(&changes, &worldfs::store::Note::default()).unwrap();
+    store.apply(&changes, &worldfs_store::Note::default()).unwrap();
     placed
 }
 
@@ -501,7 +503,7 @@ fn a_postgresql_map_is_live() {
     assert_eq!(m.refusals(), "");
     m.unmount();
     assert!(server.stop().success());
-    let store = worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    let store = worldfs_store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
     let b = Block::decode(&store.get(BlockPos::new(0, 0, 0)).unwrap().unwrap()).unwrap();
     assert_eq!(stored_name(&b, [5, 3, 5]), "default:mese");
     let b = Block::decode(&store.get(BlockPos::new(0, -1, 0)).unwrap().unwrap()).unwrap();

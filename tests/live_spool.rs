@@ -9,15 +9,15 @@
 //! by the mount's own request builder and is applied at the end, so each
 //! refusal is the damage's doing.
 
-mod common;
+use crate::common;
 
 use common::live::{LiveServer, stored_block, stored_node};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use worldfs::codec::Block;
-use worldfs::codec::block::node_index;
-use worldfs::store::BlockPos;
-use worldfs::store::live::request;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::block::node_index;
+use worldfs_store::BlockPos;
+use worldfs_store::live::request;
 
 const CHEST: [i32; 3] = worldfs::demo::CHEST;
 const SIGN: [i32; 3] = worldfs::demo::SIGN;

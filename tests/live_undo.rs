@@ -3,7 +3,7 @@
 //! undo sends the inverse through the mod, which refuses it where the game
 //! changed a node since. Against the real server (Debian's 5.6.1).
 
-mod common;
+use crate::common;
 
 use common::live::{self, LiveServer, worldfs};
 use std::time::Duration;
@@ -66,10 +66,11 @@ fn undo_of_live_changes_goes_through_the_server() {
     assert!(items.contains(&"item 3 1 3 main 1 default:apple 13".to_string()), "{items:?}");
     m.unmount();
     assert!(server.stop().success());
-    let store = worldfs::store::sqlite::SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
-    use worldfs::store::MapStore;
+    let store = worldfs_store::sqlite::SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
+    use worldfs_store::MapStore;
     let b =
-        worldfs::codec::Block::decode(&store.get(worldfs::store::BlockPos::new(-1, -1, -1)).unwrap().unwrap()).unwrap();
+        worldfs_codec::luanti::Block::decode(&store.get(worldfs_store::BlockPos::new(-1, -1, -1)).unwrap().unwrap())
+            .unwrap();
     let names: Vec<&[u8]> = b.mapping.iter().map(|m| m.name.as_slice()).collect();
     assert!(names.contains(&&b"default:stone"[..]) && !names.contains(&&b"default:desert_stone"[..]), "{names:?}");
 }
@@ -142,7 +143,7 @@ fn undo_after_the_server_stopped_takes_what_it_applied_as_ours() {
     m.unmount();
     assert!(server.stop().success());
     assert_eq!(live::stored_node(w, [5, 3, 5]), "default:mese", "the server saved the change");
-    assert_eq!(worldfs::store::live::server_state(w), worldfs::store::live::ServerState::Stopped);
+    assert_eq!(worldfs_store::live::server_state(w), worldfs_store::live::ServerState::Stopped);
 
     let (code, out, err) = undo(w, &["--last", "1"]);
     assert_ne!(code, 0, "{out}{err}");

@@ -3,14 +3,14 @@
 //! chunk we write and sees the same block states, light and biomes as we
 //! meant, the 13-bit direct form included.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use worldfs::kinds::mcchunk::McChunk;
-use worldfs::kinds::mcchunk::codec::{Chunk, Layout, Shape, nibble};
 use worldfs::kinds::{Context, Document};
+use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape, nibble};
 
 struct Sample {
     dump: PathBuf,

@@ -12,15 +12,15 @@
 //! rule, and the 1.13.2 world (prismarine-1.13/) mounts as anvil-parser2
 //! reads it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use worldfs::codec::{nbt, region};
 use worldfs::kinds::Document;
 use worldfs::kinds::minecraft::chunk::ChunkDoc;
 use worldfs::view::layers::{self, Frame, Rows};
+use worldfs_codec::minecraft::{nbt, region};
 
 fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/querz")

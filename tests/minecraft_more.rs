@@ -5,7 +5,7 @@
 //! tests/data/minecraft/made/ (made by contrib/mc-make-test-world.py with
 //! amulet-nbt from Querz/NBT's real chunks) and prismarine/ (1.11.2).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -146,9 +146,9 @@ fn entities_and_heightmaps_are_what_amulet_reads() {
 /// back as shown changes no byte.
 #[test]
 fn every_file_written_back_as_shown_changes_no_chunk() {
-    use worldfs::codec::region;
     use worldfs::kinds::Document;
     use worldfs::kinds::minecraft::chunk::ChunkDoc;
+    use worldfs_codec::minecraft::region;
     let mut texts = 0;
     for e in std::fs::read_dir(data("made").join("region")).unwrap() {
         let file = std::fs::read(e.unwrap().path()).unwrap();
@@ -382,8 +382,8 @@ fn check_reads_every_chunk_of_good_worlds() {
 
 /// Rewrite chunk (x, z) of region file `path` (zlib, as the game does)
 /// after `change` edits its NBT.
-fn edit_chunk(path: &Path, (x, z): (i64, i64), change: impl FnOnce(&mut worldfs::codec::nbt::Compound)) {
-    use worldfs::codec::{nbt, region};
+fn edit_chunk(path: &Path, (x, z): (i64, i64), change: impl FnOnce(&mut worldfs_codec::minecraft::nbt::Compound)) {
+    use worldfs_codec::minecraft::{nbt, region};
     let file = std::fs::read(path).unwrap();
     let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
     let mut chunks = region::all_chunks(&file).unwrap();
@@ -400,7 +400,7 @@ fn edit_chunk(path: &Path, (x, z): (i64, i64), change: impl FnOnce(&mut worldfs:
 /// still counted.
 #[test]
 fn check_names_each_broken_chunk_and_section() {
-    use worldfs::codec::nbt::{Compound, Tag};
+    use worldfs_codec::minecraft::nbt::{Compound, Tag};
     let w = world_copy("querz");
     break_first_chunk(&w.path().join("region/r.0.0.mca"));
     let mut cut = None;
@@ -430,7 +430,7 @@ fn check_names_each_broken_chunk_and_section() {
 /// The NBT of chunk (x, z) of `world`, through worldfs's region codec (an
 /// external chunk's bytes from its `c.X.Z.mcc`), and its compression byte.
 fn stored_chunk(world: &Path, (x, z): (i64, i64)) -> (u8, bool, Vec<u8>) {
-    use worldfs::codec::region;
+    use worldfs_codec::minecraft::region;
     let path = world.join(format!("region/r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)));
     let file = std::fs::read(path).unwrap();
     let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
@@ -448,7 +448,7 @@ fn stored_chunk(world: &Path, (x, z): (i64, i64)) -> (u8, bool, Vec<u8>) {
 /// to the NBT querz/ stores with zlib; ours round-trip.
 #[test]
 fn lz4_chunks_written_by_lz4_java_read_back_as_the_originals() {
-    use worldfs::codec::lz4block;
+    use worldfs_codec::minecraft::lz4block;
     let lz4 = data("lz4");
     let querz = data("querz");
     let (kind, external, a) = stored_chunk(&lz4, (-8, -12));
@@ -521,7 +521,7 @@ fn lz4_chunks_are_written_back_as_lz4_that_lz4_java_reads() {
         let path = w.path().join(format!("region/r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)));
         let file = std::fs::read(path).unwrap();
         let i = (x.rem_euclid(32) + 32 * z.rem_euclid(32)) as usize;
-        let raw = worldfs::codec::region::raw_chunk(&file, i).unwrap().unwrap();
+        let raw = worldfs_codec::minecraft::region::raw_chunk(&file, i).unwrap().unwrap();
         match lz4_java_reads(&raw.data) {
             Some(read) => assert_eq!(read, nbt, "lz4-java reads what worldfs reads"),
             None => {

@@ -4,7 +4,7 @@
 //! chunk's sections, in that block's colour of src/view/mc_colors.txt
 //! shaded by its height; columns with nothing visible are transparent.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

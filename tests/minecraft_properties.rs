@@ -5,8 +5,8 @@
 //! never a panic.
 
 use proptest::prelude::*;
-use worldfs::codec::nbt::{self, Compound, List, Tag};
-use worldfs::codec::{region, snbt};
+use worldfs_codec::minecraft::nbt::{self, Compound, List, Tag};
+use worldfs_codec::minecraft::{region, snbt};
 
 /// Any text, including NUL and characters beyond the BMP (which modified
 /// UTF-8 stores as surrogate pairs).

@@ -1,13 +1,13 @@
 //! Real mounts, real tools: cat, grep, find, cp -r, ls -l, python3 against
 //! mounted copies of the demo world and of the real worlds.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::collections::BTreeSet;
-use worldfs::codec::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore};
+use worldfs_codec::luanti::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, Change, MapStore};
 
 /// Every (block, blob) of a world, via the codec, for expected values.
 fn all_blocks(world: &std::path::Path) -> Vec<(BlockPos, Vec<u8>)> {
@@ -90,7 +90,7 @@ fn a_corrupt_block_shows_raw_and_error_and_check_reports_it() {
     let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
     let p = BlockPos::new(1, -1, 0);
     let blob = store.get(p).unwrap().unwrap();
-    store.apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())], &worldfs::store::Note::default()).unwrap();
+    store.apply(&[Change::Put(p, blob[..blob.len() / 2].to_vec())], &worldfs_store::Note::default()).unwrap();
     drop(store);
     let m = Mounted::new(world.path(), &["ro"]);
     assert_eq!(m.ok("ls $MNT/blocks/1,-1,0"), "error\nraw\n");
@@ -276,7 +276,7 @@ fn outside_changes_show_within_the_ttl() {
         for v in &mut b.param1[..4] {
             *v = v.wrapping_add(1);
         }
-        store.apply(&[Change::Put(p, b.encode().unwrap())], &worldfs::store::Note::default()).unwrap();
+        store.apply(&[Change::Put(p, b.encode().unwrap())], &worldfs_store::Note::default()).unwrap();
         drop(store);
         let expected: String = b.param1[..4].iter().map(|v| format!(" {v}")).collect::<String>() + "\n";
         assert_ne!(expected, before);
@@ -291,9 +291,9 @@ fn outside_changes_show_within_the_ttl() {
         // file's size until the map changes; a new node name must show.
         let store = SqliteStore::open(&world.path().join("map.sqlite"), false).unwrap();
         let id = b.mapping.iter().map(|m| m.id).max().unwrap() + 1;
-        b.mapping.push(worldfs::codec::MappingEntry { id, name: b"default:mese".to_vec() });
+        b.mapping.push(worldfs_codec::luanti::MappingEntry { id, name: b"default:mese".to_vec() });
         b.param0[0] = id;
-        store.apply(&[Change::Put(p, b.encode().unwrap())], &worldfs::store::Note::default()).unwrap();
+        store.apply(&[Change::Put(p, b.encode().unwrap())], &worldfs_store::Note::default()).unwrap();
         drop(store);
         common::wait_until("names with default:mese", || m.ok("cat $MNT/blocks/0,0,0/names").contains("default:mese"));
         let size: usize = m.ok("stat -c %s $MNT/blocks/0,0,0/names").trim().parse().unwrap();

@@ -4,13 +4,13 @@
 //! of `raw` and the world's text files are checked on the core, in
 //! tests/core_behaviour.rs.)
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::Path;
-use worldfs::codec::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 const ORIGIN: BlockPos = BlockPos::new(0, 0, 0);
 const CHEST: &str = "blocks/0,0,0/meta/3,1,3";
@@ -230,7 +230,7 @@ fn a_running_server_blocks_writes() {
     let holder = || std::process::Command::new("sleep").arg("123").stdin(rw()).spawn().unwrap();
     let wait_seen = || {
         let t = std::time::Instant::now();
-        while !worldfs::holders::openers(&map).iter().any(|s| s.contains("sleep 123")) {
+        while !worldfs_store::holders::openers(&map).iter().any(|s| s.contains("sleep 123")) {
             assert!(t.elapsed().as_secs() < 5);
         }
     };
@@ -381,7 +381,7 @@ fn layers_are_drawn_with_vim_and_sed() {
             home.path().display()
         ));
         let b = db_block(world.path(), ORIGIN);
-        let i = worldfs::codec::block::node_index(0, 0, 15);
+        let i = worldfs_codec::luanti::block::node_index(0, 0, 15);
         assert_eq!(b.name_of(b.param0[i]), Some(&b"default:mese"[..]), "{}", m.refusals());
         let changed = (0..4096).filter(|&j| b.param0[j] != before.param0[j] || b.param2[j] != before.param2[j]).count();
         assert_eq!(changed, 1);
@@ -398,7 +398,7 @@ fn layers_are_drawn_with_vim_and_sed() {
     let cobble = b.mapping.iter().find(|e| e.name == b"default:cobble").unwrap().id;
     let mut turned = 0;
     for i in 0..4096 {
-        let (_, y, _) = worldfs::codec::block::index_xyz(i);
+        let (_, y, _) = worldfs_codec::luanti::block::index_xyz(i);
         if y == 1 && was.name_of(was.param0[i]) == Some(b"air") {
             assert_eq!(b.param0[i], cobble);
             turned += 1;

@@ -2,7 +2,7 @@
 //! shell, sed, cp and python see when a change is refused, and parallel
 //! `sed -i` on one file.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 

@@ -1,11 +1,11 @@
 //! Schematics (.mts) on every real sample in shared/realdata/formats/mts:
 //! codec round trip, and every file of the mounted view applied to itself.
 
-mod common;
+use crate::common;
 
 use worldfs::kinds::mts::MtsDocument;
-use worldfs::kinds::mts::codec::{self, Schematic};
 use worldfs::kinds::{Context, Document};
+use worldfs_codec::mts::{self as codec, Schematic};
 
 fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
     let Some(shared) = common::shared_dir() else {

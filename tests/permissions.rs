@@ -4,7 +4,7 @@
 //! writable. The tests that switch users run as root (they use setpriv to
 //! act as nobody) and are skipped otherwise.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -3,7 +3,7 @@
 //! minetestmapper (Debian's, with the same colors.txt) and in a real
 //! browser (headless chromium).
 
-mod common;
+use crate::common;
 
 use common::mount::{Mounted, which};
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! engine's reader and writes it again with the engine's writer, so an
 //! edit made through the mount in one backend must come out of the other.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::path::Path;
@@ -113,7 +113,8 @@ fn players_accounts_and_mod_storage_read_and_edit_as_files() {
 
     // The engine's files, as worldfs left them, read by our own codecs.
     let (_, alice) =
-        worldfs::codec::player::Player::from_file(&std::fs::read(w.path().join("players/alice")).unwrap()).unwrap();
+        worldfs_codec::luanti::player::Player::from_file(&std::fs::read(w.path().join("players/alice")).unwrap())
+            .unwrap();
     assert_eq!((alice.hp, alice.pos), (20, [15.0, 20.0, -30.0]));
     assert!(!w.path().join("players/bob").exists());
     let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
@@ -126,11 +127,11 @@ fn players_accounts_and_mod_storage_read_and_edit_as_files() {
 }
 
 /// What the engine wrote for a player, read back from its files backend.
-fn engine_player(world: &Path, name: &str) -> worldfs::codec::player::Player {
+fn engine_player(world: &Path, name: &str) -> worldfs_codec::luanti::player::Player {
     let dir = world.join("players");
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
         let bytes = std::fs::read(e.path()).unwrap();
-        if let Ok((n, p)) = worldfs::codec::player::Player::from_file(&bytes)
+        if let Ok((n, p)) = worldfs_codec::luanti::player::Player::from_file(&bytes)
             && n == name
         {
             return p;
@@ -211,7 +212,8 @@ fn undo_takes_back_player_and_account_changes() {
     assert!(list.contains("rmdir players/bob") && list.contains("write players/alice/hp"), "{list}");
     undo(&["--last", "3"]);
     let (_, alice) =
-        worldfs::codec::player::Player::from_file(&std::fs::read(w.path().join("players/alice")).unwrap()).unwrap();
+        worldfs_codec::luanti::player::Player::from_file(&std::fs::read(w.path().join("players/alice")).unwrap())
+            .unwrap();
     assert_eq!(alice.hp, 18);
     assert!(w.path().join("players/bob").is_file(), "bob is back");
     let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
@@ -297,7 +299,7 @@ fn players_and_accounts_in_postgresql_round_trip_through_the_server() {
         .unwrap()
         .map(|e| {
             let path = e.unwrap().path();
-            let read = worldfs::codec::player::Player::from_file(&std::fs::read(&path).unwrap());
+            let read = worldfs_codec::luanti::player::Player::from_file(&std::fs::read(&path).unwrap());
             read.unwrap_or_else(|err| panic!("{}: {err}", path.display())).0
         })
         .collect();
@@ -336,7 +338,9 @@ fn players_and_accounts_in_leveldb_round_trip_through_the_server() {
     let names: Vec<String> = std::fs::read_dir(w.path().join("players"))
         .unwrap()
         .flatten()
-        .filter_map(|e| worldfs::codec::player::Player::from_file(&std::fs::read(e.path()).ok()?).ok().map(|(n, _)| n))
+        .filter_map(|e| {
+            worldfs_codec::luanti::player::Player::from_file(&std::fs::read(e.path()).ok()?).ok().map(|(n, _)| n)
+        })
         .collect();
     assert!(!names.contains(&"bob".to_string()), "{names:?}");
 }
@@ -370,19 +374,19 @@ fn real_records_made_by_the_server_round_trip_and_take_edits() {
     assert!(status.success(), "{}", common::server::tail(&log, 30));
     // Every record the engine wrote decodes and encodes back to itself.
     let original = std::fs::read(w.path().join("players/singleplayer")).unwrap();
-    let (name, p) = worldfs::codec::player::Player::from_file(&original).unwrap();
+    let (name, p) = worldfs_codec::luanti::player::Player::from_file(&original).unwrap();
     assert_eq!(
-        worldfs::codec::player::Player::from_file(&p.to_file(&name).unwrap()).unwrap(),
+        worldfs_codec::luanti::player::Player::from_file(&p.to_file(&name).unwrap()).unwrap(),
         (name.clone(), p.clone())
     );
-    assert_eq!(worldfs::codec::player::Player::decode(&p.encode()).unwrap(), p);
+    assert_eq!(worldfs_codec::luanti::player::Player::decode(&p.encode()).unwrap(), p);
     let auth = std::fs::read_to_string(w.path().join("auth.txt")).unwrap();
     for line in auth.lines() {
-        let (n, e) = worldfs::codec::auth::AuthEntry::from_line(line).unwrap();
-        assert_eq!(worldfs::codec::auth::AuthEntry::from_line(&e.to_line(&n)), Some((n, e)));
+        let (n, e) = worldfs_codec::luanti::auth::AuthEntry::from_line(line).unwrap();
+        assert_eq!(worldfs_codec::luanti::auth::AuthEntry::from_line(&e.to_line(&n)), Some((n, e)));
     }
     let ms = std::fs::read(w.path().join("mod_storage/worldfs_probe")).unwrap();
-    let m = worldfs::codec::mod_storage::ModStorage::from_json(&ms).unwrap();
+    let m = worldfs_codec::luanti::mod_storage::ModStorage::from_json(&ms).unwrap();
     assert_eq!(m.to_json().unwrap(), ms, "mod storage JSON as the engine wrote it");
 
     let mnt = Mounted::new(w.path(), &[]);

@@ -2,14 +2,14 @@
 //! trips the mount relies on.
 
 use proptest::prelude::*;
-use worldfs::codec::block::{Block, MappingEntry, NODE_COUNT};
-use worldfs::codec::inventory::{Inventory, InventoryList};
-use worldfs::codec::itemstring::ItemStack;
-use worldfs::codec::jsonish::HighBytes;
-use worldfs::codec::nodemeta::{MetaEntry, MetaVar};
-use worldfs::codec::objects::{LuaEntity, NodeTimer, StaticObject};
-use worldfs::store::BlockPos;
 use worldfs::view::{parse, render};
+use worldfs_codec::jsonish::HighBytes;
+use worldfs_codec::luanti::block::{Block, MappingEntry, NODE_COUNT};
+use worldfs_codec::luanti::inventory::{Inventory, InventoryList};
+use worldfs_codec::luanti::itemstring::ItemStack;
+use worldfs_codec::luanti::nodemeta::{MetaEntry, MetaVar};
+use worldfs_codec::luanti::objects::{LuaEntity, NodeTimer, StaticObject};
+use worldfs_store::BlockPos;
 
 /// Node and item names: usual ones, and any bytes but NUL, CR and LF
 /// (which the strict parsers refuse in names on purpose).
@@ -135,7 +135,7 @@ proptest! {
         let blob = b.encode().unwrap();
         prop_assert_eq!(blob[0], v);
         prop_assert_eq!(Block::decode(&blob).unwrap(), b.clone());
-        prop_assert_eq!(worldfs::codec::block::uncompressed(&blob).unwrap(), b.encode_uncompressed().unwrap());
+        prop_assert_eq!(worldfs_codec::luanti::block::uncompressed(&blob).unwrap(), b.encode_uncompressed().unwrap());
     }
 
     #[test]

@@ -2,15 +2,15 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use worldfs::codec::Block;
 use worldfs::kinds::mts::{MtsDocument, Schematic};
 use worldfs::kinds::transfer::NodeBox;
 use worldfs::kinds::transfer::capture::{CaptureOptions, capture};
 use worldfs::kinds::transfer::place::{PlaceOptions, place_schematic};
 use worldfs::kinds::transfer::rotate::{NodeDefs, Rotation};
-use worldfs::kinds::we::codec::{self as we, WeFile, WeMeta, WeNode};
 use worldfs::kinds::{Context, Document};
-use worldfs::store::BlockPos;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::we::codec::{self as we, WeFile, WeMeta, WeNode};
+use worldfs_store::BlockPos;
 
 const NAMES: [&str; 6] = ["air", "default:stone", "default:chest", "default:torch_wall", "stairs:stair_wood", "x:y"];
 

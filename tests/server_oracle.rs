@@ -5,17 +5,17 @@
 //! worlds of ../shared. (tests/common/server.rs runs the server; the probe
 //! is tests/fixtures/oracle/probe.lua.)
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use common::server::{self, Facts, block_of};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use worldfs::codec::Block;
-use worldfs::codec::inventory::Inventory;
-use worldfs::codec::itemstring::ItemStack;
-use worldfs::store::sqlite::{Schema, SqliteStore};
-use worldfs::store::{BlockPos, Change, MapStore};
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::inventory::Inventory;
+use worldfs_codec::luanti::itemstring::ItemStack;
+use worldfs_store::sqlite::{Schema, SqliteStore};
+use worldfs_store::{BlockPos, Change, MapStore};
 
 /// A deterministic pseudo-random sequence (an LCG), for sampling.
 struct Lcg(u64);
@@ -364,7 +364,7 @@ fn round_trip(world: &Path) -> (Vec<BlockPos>, Vec<[i32; 3]>) {
         after = Some(last.0);
         for (pos, blob) in page {
             let b = Block::decode(&blob).unwrap_or_else(|e| panic!("{pos}: {e}"));
-            let body = worldfs::codec::block::uncompressed(&blob).unwrap();
+            let body = worldfs_codec::luanti::block::uncompressed(&blob).unwrap();
             assert!(body == b.encode_uncompressed().unwrap(), "{pos}: re-encoded body differs");
             assert!(Block::decode(&b.encode().unwrap()).unwrap() == b, "{pos}: decode(encode(b)) != b");
             for e in &b.metadata.entries {
@@ -509,7 +509,7 @@ fn to_legacy_schema(world: &Path) {
     std::fs::remove_file(&path).unwrap();
     let store = SqliteStore::create(&path, Schema::Legacy).unwrap();
     let changes: Vec<Change> = blobs.into_iter().map(|(p, b)| Change::Put(p, b)).collect();
-    store.apply(&changes, &worldfs::store::Note::default()).unwrap();
+    store.apply(&changes, &worldfs_store::Note::default()).unwrap();
 }
 
 const REAL: &str = "real_worlds_match_the_server_at_every_metadata_node";

@@ -13,19 +13,19 @@
 //!     the same nodes and metadata, and a .we file WorldEdit writes imports
 //!     through worldfs to the same nodes and metadata.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use worldfs::codec::Block;
-use worldfs::codec::compress;
-use worldfs::codec::inventory::Inventory;
 use worldfs::kinds::mts::{MtsDocument, Schematic};
 use worldfs::kinds::transfer::rotate::ParamType2;
 use worldfs::kinds::transfer::{self, ImportOptions, NodeBox};
 use worldfs::kinds::{Context, Document};
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::compress;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::inventory::Inventory;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 const LUA: &str = include_str!("fixtures/oracle/schematic.lua");
 
@@ -121,7 +121,7 @@ impl WorldNodes {
                             .map(|i| {
                                 let mut i = i.clone();
                                 i.meta.sort();
-                                i.serialize(worldfs::codec::jsonish::HighBytes::Raw)
+                                i.serialize(worldfs_codec::jsonish::HighBytes::Raw)
                             })
                             .unwrap_or_default()
                     })
@@ -176,7 +176,7 @@ struct Meta {
 
 fn index(p: [i32; 3]) -> usize {
     let l = |v: i32| v.rem_euclid(16) as usize;
-    worldfs::codec::block::node_index(l(p[0]), l(p[1]), l(p[2]))
+    worldfs_codec::luanti::block::node_index(l(p[0]), l(p[1]), l(p[2]))
 }
 
 /// What read_schematic said about one file: size, slices, nodes
@@ -458,7 +458,7 @@ fn worldedit_files_agree_with_worldedit() {
         a[0], a[1], a[2], b[0], b[1], b[2], target[0], target[1], target[2]
     );
     let out = run_tasks(c, &tasks, true);
-    let file = worldfs::kinds::we::codec::decode(&ours).unwrap();
+    let file = worldfs_codec::we::codec::decode(&ours).unwrap();
     let count: usize = out.iter().find_map(|l| l.strip_prefix("wecount ")).unwrap().parse().unwrap();
     // WorldEdit 0.6 counts the entries it split off, and drops the last
     // one (a bug fixed in later WorldEdit): compare all the others.
@@ -484,7 +484,7 @@ fn worldedit_files_agree_with_worldedit() {
     std::fs::write(o.join("theirs.we"), &theirs).unwrap();
     transfer::import(o, &o.join("theirs.we"), target, &ImportOptions { rotate: 0, force: false, nodedefs: None })
         .unwrap();
-    let f = worldfs::kinds::we::codec::decode(&theirs).unwrap();
+    let f = worldfs_codec::we::codec::decode(&theirs).unwrap();
     assert_eq!(f.version, 4);
     let mut imported = WorldNodes::open(o);
     let bx = NodeBox::new(a, b).unwrap();

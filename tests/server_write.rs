@@ -3,13 +3,13 @@
 //! rmdir of blocks, a node type replaced in hundreds of blocks, and blocks
 //! of the real worlds in versions 25 and 28.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use common::server::{generate_world, server_dump, server_dump_with_objects};
-use worldfs::codec::Block;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::Block;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 const CHEST: [i32; 3] = worldfs::demo::CHEST;
 const SIGN: [i32; 3] = worldfs::demo::SIGN;
@@ -124,7 +124,7 @@ fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
     for src in worlds {
         let world = common::copy_world(&src);
         let store = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
-        if matches!(store.schema(), worldfs::store::sqlite::Schema::Split) {
+        if matches!(store.schema(), worldfs_store::sqlite::Schema::Split) {
             eprintln!("{}: x,y,z schema, which the 5.6.1 server cannot open; skipped", src.display());
             continue;
         }

@@ -3,11 +3,11 @@
 //! PostgreSQL (int4 and smallint columns) and Redis, the last two on real
 //! servers started for the test.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
-use worldfs::store::journal::Journal;
-use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
+use worldfs_store::journal::Journal;
+use worldfs_store::{BlockPos, Change, MapStore, Note, StoreError};
 
 /// A store to test, a second handle on the same map (another process or
 /// machine), a read-only handle on it when the store has such a mode, and
@@ -141,12 +141,12 @@ fn contract(name: &str, s: Subject) {
     }
 }
 
-fn sqlite_subject(schema: worldfs::store::sqlite::Schema) -> (tempfile::TempDir, Subject) {
-    use worldfs::store::sqlite::SqliteStore;
+fn sqlite_subject(schema: worldfs_store::sqlite::Schema) -> (tempfile::TempDir, Subject) {
+    use worldfs_store::sqlite::SqliteStore;
     let d = tempfile::tempdir().unwrap();
     let map = d.path().join("map.sqlite");
     SqliteStore::create(&map, schema).unwrap();
-    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let j = d.path().join(worldfs_store::journal::FILE_NAME);
     let mut store = SqliteStore::open(&map, false).unwrap();
     store.enable_journal(&j).unwrap();
     let other = SqliteStore::open(&map, false).unwrap();
@@ -156,19 +156,19 @@ fn sqlite_subject(schema: worldfs::store::sqlite::Schema) -> (tempfile::TempDir,
 
 #[test]
 fn sqlite_legacy_schema() {
-    let (_d, s) = sqlite_subject(worldfs::store::sqlite::Schema::Legacy);
+    let (_d, s) = sqlite_subject(worldfs_store::sqlite::Schema::Legacy);
     contract("sqlite legacy", s);
 }
 
 #[test]
 fn sqlite_split_schema() {
-    let (_d, s) = sqlite_subject(worldfs::store::sqlite::Schema::Split);
+    let (_d, s) = sqlite_subject(worldfs_store::sqlite::Schema::Split);
     contract("sqlite split", s);
 }
 
 #[test]
 fn memory_store() {
-    let m = std::sync::Arc::new(worldfs::store::memory::MemoryStore::new());
+    let m = std::sync::Arc::new(worldfs_store::memory::MemoryStore::new());
     contract("memory", Subject { store: Box::new(m.clone()), other: Box::new(m), read_only: None, journal: None });
 }
 
@@ -190,12 +190,12 @@ fn postgresql_int4_and_smallint() {
         common::skip("postgresql_int4_and_smallint", "pg", &why);
         return;
     }
-    use worldfs::store::postgres::PgStore;
+    use worldfs_store::postgres::PgStore;
     let pg = common::pg::Pg::start();
     for (db, column) in [("mt_int", "INT"), ("mt_small", "SMALLINT")] {
         pg_blocks(&pg, db, column);
         let d = tempfile::tempdir().unwrap();
-        let j = d.path().join(worldfs::store::journal::FILE_NAME);
+        let j = d.path().join(worldfs_store::journal::FILE_NAME);
         let mut store = PgStore::open(&pg.conninfo(db), false).unwrap();
         store.enable_journal(&j).unwrap();
         assert!(store.describe().contains(if column == "INT" { "int4" } else { "smallint" }));
@@ -220,7 +220,7 @@ fn postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum() {
         common::skip("postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum", "pg", &why);
         return;
     }
-    use worldfs::store::postgres::PgStore;
+    use worldfs_store::postgres::PgStore;
     let pg = common::pg::Pg::start();
     pg_blocks(&pg, "mt", "INT");
     // No autovacuum: its ANALYZE is a commit (of statistics), at a time
@@ -255,11 +255,11 @@ fn postgresql_lost_connection_writes_nothing_and_reconnects() {
         common::skip("postgresql_lost_connection_writes_nothing_and_reconnects", "pg", &why);
         return;
     }
-    use worldfs::store::postgres::PgStore;
+    use worldfs_store::postgres::PgStore;
     let pg = common::pg::Pg::start();
     pg_blocks(&pg, "mt", "INT");
     let d = tempfile::tempdir().unwrap();
-    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let j = d.path().join(worldfs_store::journal::FILE_NAME);
     let mut store = PgStore::open(&pg.conninfo("mt"), false).unwrap();
     store.enable_journal(&j).unwrap();
     store.apply(&[Change::Put(p(1, 2, 3), b"one".to_vec())], &Note::new("one")).unwrap();
@@ -278,10 +278,10 @@ fn redis_hash() {
         common::skip("redis_hash", "redis", &why);
         return;
     }
-    use worldfs::store::redis::RedisStore;
+    use worldfs_store::redis::RedisStore;
     let r = common::redis::Redis::start(Some("s3cret"));
     let d = tempfile::tempdir().unwrap();
-    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let j = d.path().join(worldfs_store::journal::FILE_NAME);
     let mut store = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), false).unwrap();
     store.enable_journal(&j).unwrap();
     let other = RedisStore::open("127.0.0.1", r.port, "mt_blocks", Some("s3cret"), false).unwrap();
@@ -296,11 +296,11 @@ fn redis_hash() {
 
 #[test]
 fn leveldb_directory() {
-    use worldfs::store::leveldb::LevelDbStore;
+    use worldfs_store::leveldb::LevelDbStore;
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("map.db");
     common::leveldb::create_empty(&dir);
-    let j = d.path().join(worldfs::store::journal::FILE_NAME);
+    let j = d.path().join(worldfs_store::journal::FILE_NAME);
     let mut store = LevelDbStore::open(&dir, false).unwrap();
     store.enable_journal(&j).unwrap();
     // LevelDB admits one process: the second handle is the same store.
@@ -320,7 +320,7 @@ fn leveldb_directory() {
 /// writable store and on a read-only snapshot alike.
 #[test]
 fn leveldb_reads_a_column_of_neighbours_at_once() {
-    use worldfs::store::leveldb::LevelDbStore;
+    use worldfs_store::leveldb::LevelDbStore;
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("map.db");
     common::leveldb::create_empty(&dir);
@@ -367,8 +367,8 @@ fn database_servers_name_their_other_clients() {
         common::skip("database_servers_name_their_other_clients", "redis", &why);
         return;
     }
-    use worldfs::store::postgres::PgStore;
-    use worldfs::store::redis::RedisStore;
+    use worldfs_store::postgres::PgStore;
+    use worldfs_store::redis::RedisStore;
     let pg = common::pg::Pg::start();
     pg_blocks(&pg, "mt", "INT");
     let store = PgStore::open(&pg.conninfo("mt"), false).unwrap();
@@ -404,7 +404,7 @@ fn redis_fields_that_are_not_blocks_are_left_out() {
         common::skip("redis_fields_that_are_not_blocks_are_left_out", "redis", &why);
         return;
     }
-    use worldfs::store::redis::RedisStore;
+    use worldfs_store::redis::RedisStore;
     let r = common::redis::Redis::start(None);
     let store = RedisStore::open("127.0.0.1", r.port, "mt", None, false).unwrap();
     store.apply(&[Change::Put(p(1, 2, 3), b"x".to_vec())], &Note::new("one")).unwrap();

@@ -3,7 +3,7 @@
 //! (through the `mount.fuse.worldfs` helper), the form mount.fuse3 uses,
 //! the systemd unit, `--version`, completions and man pages.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

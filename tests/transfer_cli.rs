@@ -1,12 +1,12 @@
 //! `worldfs export` and `worldfs import` on a demo world: a round trip
 //! through both formats, undo, and the refusals (exact messages).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 /// Held while this process has a map open or starts a process: a child
 /// forked meanwhile would hold the other test's map open until it execs,

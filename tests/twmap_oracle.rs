@@ -6,17 +6,17 @@
 //! `tiles`, a setting added in `info`, an embedded image replaced with a
 //! PNG) as edited.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use worldfs::codec::jsonish;
 use worldfs::kinds::twmap::TwMap;
-use worldfs::kinds::twmap::items::Layer;
-use worldfs::kinds::twmap::tiles::TileKind;
 use worldfs::kinds::twmap::view;
 use worldfs::kinds::{Context, Document};
+use worldfs_codec::jsonish;
+use worldfs_codec::twmap::items::Layer;
+use worldfs_codec::twmap::tiles::TileKind;
 
 const DUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/twmap_dump.py");
 

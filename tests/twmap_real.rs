@@ -2,15 +2,15 @@
 //! shared/realdata/formats/twmap: the container and the items round trip,
 //! every file renders, and writing back what a file shows changes nothing.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
 use worldfs::kinds::twmap::TwMap;
-use worldfs::kinds::twmap::datafile::Datafile;
-use worldfs::kinds::twmap::items::{self, types};
 use worldfs::kinds::twmap::map::Map;
 use worldfs::kinds::{Context, Document};
+use worldfs_codec::twmap::datafile::Datafile;
+use worldfs_codec::twmap::items::{self, types};
 
 /// The real maps, or None (with SKIP) when ../shared is absent.
 fn real_maps(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
@@ -125,7 +125,7 @@ fn recompressed_real_maps_hold_the_same_items_and_data() {
         let mut fresh = df.clone();
         for i in 0..fresh.data.len() {
             let content = fresh.data[i].bytes().unwrap().to_vec();
-            fresh.data[i] = worldfs::kinds::twmap::datafile::DataItem::new(content);
+            fresh.data[i] = worldfs_codec::twmap::datafile::DataItem::new(content);
         }
         let again = fresh.encode().unwrap();
         let back = Datafile::decode(&again).unwrap();

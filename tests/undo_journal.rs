@@ -1,14 +1,14 @@
 //! The undo journal through a real mount: bulk edits with real tools, then
 //! `worldfs undo` restores the world byte for byte.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 
 fn all_blocks(world: &Path) -> BTreeMap<BlockPos, Vec<u8>> {
     let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();

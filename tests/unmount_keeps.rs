@@ -2,7 +2,7 @@
 //! that cannot be written at unmount (a full disk) is kept, said loudly,
 //! listed by `worldfs check`, and written by the next writable mount.
 
-mod common;
+use crate::common;
 
 use common::mount::Mounted;
 use std::ffi::OsStr;
@@ -10,12 +10,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use worldfs::codec::Block;
 use worldfs::fs::{Options, ROOT, WorldFs};
 use worldfs::kinds::luanti::unwritten;
-use worldfs::store::memory::MemoryStore;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore, StoreError};
+use worldfs_codec::luanti::Block;
+use worldfs_store::memory::MemoryStore;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore, StoreError};
 
 fn node_name(store: &dyn MapStore, pos: BlockPos) -> Vec<u8> {
     let b = Block::decode(&store.get(pos).unwrap().unwrap()).unwrap();
@@ -37,7 +37,7 @@ fn a_group_that_cannot_be_written_at_unmount_is_kept_and_written_next_time() {
     let world = common::demo_world();
     let sqlite = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();
     let store = Arc::new(MemoryStore::with_blocks(sqlite.scan_after(None, 100_000).unwrap()));
-    let w = worldfs::world::World::open(world.path()).unwrap();
+    let w = worldfs_store::world::World::open(world.path()).unwrap();
     let opts = Options { read_only: false, group_commit: Duration::from_secs(60), ..Options::default() };
     let fs = worldfs::open::world_with_store(w, Box::new(store.clone()), opts);
     let origin = BlockPos::new(0, 0, 0);

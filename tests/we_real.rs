@@ -3,9 +3,9 @@
 //! every one reads, and writing it as version 5 and reading that back
 //! gives the same nodes and metadata.
 
-mod common;
+use crate::common;
 
-use worldfs::kinds::we::codec;
+use worldfs_codec::we::codec;
 
 fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
     let Some(shared) = common::shared_dir() else {

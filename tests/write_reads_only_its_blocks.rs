@@ -7,7 +7,7 @@
 //! PostgreSQL's data version (the WAL position) moves by more than one per
 //! commit, and must not be taken for another process's change.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsStr;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use worldfs::fs::{Options, ROOT, WorldFs};
 use worldfs::kinds::luanti::inode;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 const TTL: Duration = Duration::from_secs(1);
 
@@ -40,26 +40,26 @@ impl MapStore for Counting {
     fn describe(&self) -> String {
         self.0.describe()
     }
-    fn get(&self, pos: BlockPos) -> worldfs::store::Result<Option<Vec<u8>>> {
+    fn get(&self, pos: BlockPos) -> worldfs_store::Result<Option<Vec<u8>>> {
         self.1.gets.fetch_add(1, Ordering::SeqCst);
         self.0.get(pos)
     }
-    fn contains(&self, pos: BlockPos) -> worldfs::store::Result<bool> {
+    fn contains(&self, pos: BlockPos) -> worldfs_store::Result<bool> {
         self.1.gets.fetch_add(1, Ordering::SeqCst);
         self.0.contains(pos)
     }
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<BlockPos>> {
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs_store::Result<Vec<BlockPos>> {
         self.1.pages.fetch_add(1, Ordering::SeqCst);
         self.0.list_after(after, limit)
     }
-    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<(BlockPos, Vec<u8>)>> {
+    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> worldfs_store::Result<Vec<(BlockPos, Vec<u8>)>> {
         self.1.pages.fetch_add(1, Ordering::SeqCst);
         self.0.scan_after(a, limit)
     }
-    fn apply(&self, changes: &[Change], note: &Note) -> worldfs::store::Result<()> {
+    fn apply(&self, changes: &[Change], note: &Note) -> worldfs_store::Result<()> {
         self.0.apply(changes, note)
     }
-    fn count(&self) -> worldfs::store::Result<u64> {
+    fn count(&self) -> worldfs_store::Result<u64> {
         self.0.count()
     }
     fn is_read_only(&self) -> bool {
@@ -93,7 +93,7 @@ fn fill(store: &dyn MapStore, all: &[(BlockPos, Vec<u8>)]) {
 /// The core over the world's own store (journal on, as a mount), counted,
 /// with the mount's default TTL (how long a check of the map is trusted).
 fn counted_core(world: &std::path::Path, cache: &std::path::Path) -> (WorldFs, Arc<Calls>) {
-    let w = worldfs::world::World::open(world).unwrap();
+    let w = worldfs_store::world::World::open(world).unwrap();
     let store = w.open_store(false, true).unwrap();
     let calls = Arc::new(Calls::default());
     let opts = Options { read_only: false, index_dir: Some(cache.to_path_buf()), ttl: TTL, ..Options::default() };
@@ -164,7 +164,7 @@ fn a_one_block_write_on_postgresql_reads_only_its_block() {
     );
     let world = common::demo_world();
     let all = demo_blocks(world.path());
-    fill(&worldfs::store::postgres::PgStore::open(&pg.conninfo("mt"), false).unwrap(), &all);
+    fill(&worldfs_store::postgres::PgStore::open(&pg.conninfo("mt"), false).unwrap(), &all);
     append_world_mt(world.path(), &format!("backend = postgresql\npgsql_connection = {}\n", pg.conninfo("mt")));
     one_block_edits_read_only_that_block("postgresql", world.path());
 }
@@ -179,7 +179,7 @@ fn a_one_block_write_on_redis_reads_only_its_block() {
     let r = common::redis::Redis::start(None);
     let world = common::demo_world();
     let all = demo_blocks(world.path());
-    fill(&worldfs::store::redis::RedisStore::open("127.0.0.1", r.port, "mt", None, false).unwrap(), &all);
+    fill(&worldfs_store::redis::RedisStore::open("127.0.0.1", r.port, "mt", None, false).unwrap(), &all);
     append_world_mt(
         world.path(),
         &format!("backend = redis\nredis_address = 127.0.0.1\nredis_port = {}\nredis_hash = mt\n", r.port),
@@ -193,7 +193,7 @@ fn a_one_block_write_on_leveldb_reads_only_its_block() {
     let all = demo_blocks(world.path());
     let map_db = world.path().join("map.db");
     common::leveldb::create_empty(&map_db);
-    fill(&worldfs::store::leveldb::LevelDbStore::open(&map_db, false).unwrap(), &all);
+    fill(&worldfs_store::leveldb::LevelDbStore::open(&map_db, false).unwrap(), &all);
     append_world_mt(world.path(), "backend = leveldb\n");
     one_block_edits_read_only_that_block("leveldb", world.path());
 }

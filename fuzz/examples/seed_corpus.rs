@@ -21,10 +21,10 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
-use worldfs::codec::block::{self, Block};
-use worldfs::codec::jsonish::{self, HighBytes};
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, MapStore};
+use worldfs_codec::luanti::block::{self, Block};
+use worldfs_codec::jsonish::{self, HighBytes};
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, MapStore};
 use worldfs::view::{MetaFile, escape, render};
 use worldfs_fuzz::view_header;
 

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 use worldfs::kinds::twmap::TwMap;
-use worldfs::kinds::twmap::datafile::Datafile;
+use worldfs_codec::twmap::datafile::Datafile;
 use worldfs::kinds::{Context, Document};
 
 fn put(root: &Path, target: &str, name: &str, data: &[u8]) {
@@ -33,7 +33,7 @@ fn main() {
         df.version = 3;
         put(root, "twmap_map", &format!("{name}-v3"), &df.encode().unwrap());
     }
-    let example = worldfs::kinds::twmap::example::example().encode().unwrap();
+    let example = worldfs_codec::twmap::example::example().encode().unwrap();
     let doc = TwMap::decode(&example, &Context::default()).unwrap();
     for (i, p) in worldfs_fuzz::twmap_writable().iter().enumerate() {
         put(root, "twmap_view_files", &format!("example-{i}"), &[&[i as u8][..], &doc.render(p).unwrap()].concat());

@@ -12,16 +12,16 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
-use worldfs::codec::block::{self, Block, MAX_VERSION, MIN_WRITE_VERSION, MappingEntry, NODE_COUNT};
-use worldfs::codec::bytes::{Reader, Region};
-use worldfs::codec::compress;
-use worldfs::codec::inventory::{self, Inventory};
-use worldfs::codec::itemstring::ItemStack;
-use worldfs::codec::jsonish::{self, HighBytes};
-use worldfs::codec::legacy_meta;
-use worldfs::codec::nodemeta::{MetaEntry, MetaList, MetaVar};
-use worldfs::codec::objects::{LUA_ENTITY, LuaEntity, NodeTimer, StaticObject, StaticObjects};
-use worldfs::store::BlockPos;
+use worldfs_codec::luanti::block::{self, Block, MAX_VERSION, MIN_WRITE_VERSION, MappingEntry, NODE_COUNT};
+use worldfs_codec::bytes::{Reader, Region};
+use worldfs_codec::compress;
+use worldfs_codec::luanti::inventory::{self, Inventory};
+use worldfs_codec::luanti::itemstring::ItemStack;
+use worldfs_codec::jsonish::{self, HighBytes};
+use worldfs_codec::luanti::legacy_meta;
+use worldfs_codec::luanti::nodemeta::{MetaEntry, MetaList, MetaVar};
+use worldfs_codec::luanti::objects::{LUA_ENTITY, LuaEntity, NodeTimer, StaticObject, StaticObjects};
+use worldfs_store::BlockPos;
 use worldfs::view::{MetaFile, decimal, escape, parse, render};
 
 #[cfg(test)]
@@ -130,7 +130,7 @@ fn encode(b: &Block, real: bool) -> Result<Vec<u8>, block::EncodeError> {
 /// [`encode`].
 pub fn check_blob(blob: &[u8], real: bool) -> Option<Block> {
     let flat = block::uncompressed(blob);
-    let counts = worldfs::codec::NodeCounts::of(blob);
+    let counts = worldfs_codec::luanti::NodeCounts::of(blob);
     let decoded = Block::decode(blob);
     assert_eq!(
         counts.is_ok(),
@@ -144,7 +144,7 @@ pub fn check_blob(blob: &[u8], real: bool) -> Option<Block> {
         assert_eq!(n as usize, b.param0.iter().filter(|&&p| p as usize == id).count(), "nodes of id {id}");
     }
     assert_eq!(counts.by_id.iter().map(|&n| n as usize).sum::<usize>(), NODE_COUNT);
-    let ids = worldfs::codec::NodeIds::of(blob).expect("NodeIds::of fails where Block::decode does not");
+    let ids = worldfs_codec::luanti::NodeIds::of(blob).expect("NodeIds::of fails where Block::decode does not");
     assert!(ids.mapping == b.mapping && ids.param0 == b.param0, "NodeIds::of reads other node ids");
     let flat = flat.unwrap_or_else(|e| panic!("Block::decode is Ok but block::uncompressed fails: {e}"));
     assert_eq!(b.version, blob[0], "decoded version differs from the version byte");
@@ -700,7 +700,7 @@ pub fn view_files(data: &[u8]) {
 // ------------------------------------------------- Teeworlds/DDNet maps
 
 use worldfs::kinds::twmap::TwMap;
-use worldfs::kinds::twmap::datafile::Datafile;
+use worldfs_codec::twmap::datafile::Datafile;
 use worldfs::kinds::{Context, Document};
 
 /// `twmap_datafile`: a `.map` file read by the container codec. When it
@@ -734,7 +734,7 @@ pub fn twmap_map(data: &[u8]) {
     let m = doc.map();
     let large = (0..m.index.groups.len()).any(|g| {
         (0..m.index.groups[g].layers.len()).any(|l| match m.layer(g, l) {
-            worldfs::kinds::twmap::items::Layer::Tiles(t) => t.width as i64 * t.height as i64 > RENDER_TILES,
+            worldfs_codec::twmap::items::Layer::Tiles(t) => t.width as i64 * t.height as i64 > RENDER_TILES,
             _ => false,
         })
     });
@@ -756,7 +756,7 @@ pub fn twmap_map(data: &[u8]) {
 fn twmap_example() -> &'static TwMap {
     static DOC: OnceLock<TwMap> = OnceLock::new();
     DOC.get_or_init(|| {
-        let bytes = worldfs::kinds::twmap::example::example().encode().unwrap();
+        let bytes = worldfs_codec::twmap::example::example().encode().unwrap();
         TwMap::decode(&bytes, &Context::default()).unwrap()
     })
 }

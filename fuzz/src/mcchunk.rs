@@ -1,7 +1,7 @@
 //! Minecraft chunk data: the codec on any bytes in both layouts (what it
 //! accepts re-encodes byte for byte), and edits of a section's files.
 
-use worldfs::kinds::mcchunk::codec::{Chunk, Layout, Shape};
+use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape};
 
 /// `mcchunk`: byte 0 picks the layout, byte 1 the bit mask; the rest is
 /// the chunk data.

@@ -7,7 +7,7 @@
 //! taken into a chunk that encodes, reads back, and shows that file as a
 //! fixed point).
 
-use worldfs::codec::{lz4block, nbt, region, snbt};
+use worldfs_codec::minecraft::{lz4block, nbt, region, snbt};
 use std::sync::OnceLock;
 use worldfs::kinds::Document;
 use worldfs::kinds::minecraft::chunk::ChunkDoc;

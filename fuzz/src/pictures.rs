@@ -1,7 +1,7 @@
 //! The pure picture code on untrusted input: a colors.txt, a block blob
 //! (its `top.png`), a PNG (a tile read back to make a coarser one).
 
-use worldfs::codec::Block;
+use worldfs_codec::luanti::Block;
 use worldfs::view::picture::{Colors, block_top_png, decode_png, scale};
 use worldfs::view::tiles::{TILE, compose};
 

@@ -1,9 +1,9 @@
 //! Players, accounts and mod storage: every parser of their encodings, and
 //! the round trips that must hold for whatever they accept.
 
-use worldfs::codec::auth::AuthEntry;
-use worldfs::codec::mod_storage::ModStorage;
-use worldfs::codec::player::Player;
+use worldfs_codec::luanti::auth::AuthEntry;
+use worldfs_codec::luanti::mod_storage::ModStorage;
+use worldfs_codec::luanti::player::Player;
 
 /// `records`: the first byte picks the parser: 0 a `players/<name>` file,
 /// 1 the LevelDB/canonical player value, 2 an auth.txt line, 3 the auth

@@ -1,7 +1,7 @@
 //! Fuzz target bodies for schematics (`.mts`) and WorldEdit files (`.we`):
 //! the decoders and the files of a mounted schematic.
 
-use worldfs::kinds::mts::codec::{self as mts, Schematic};
+use worldfs_codec::mts::{self as mts, Schematic};
 use worldfs::kinds::mts::{MtsDocument, view};
 use worldfs::kinds::we::{codec as we, lua};
 use worldfs::kinds::{Context, Document};

@@ -8,7 +8,7 @@
 use super::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use worldfs::codec::bytes::WriteBe;
+use worldfs_codec::bytes::WriteBe;
 
 /// SplitMix64.
 struct Rng(u64);
@@ -250,7 +250,7 @@ fn zlib_stored_inflates() {
         let z = zlib_stored(&data);
         let tail = b"after";
         let blob = [&z[..], tail].concat();
-        let (back, used) = worldfs::codec::compress::inflate_zlib(&blob, 0, "test", 0).unwrap();
+        let (back, used) = worldfs_codec::compress::inflate_zlib(&blob, 0, "test", 0).unwrap();
         assert_eq!(back, data);
         assert_eq!(used, z.len());
     }
@@ -334,7 +334,7 @@ fn view_files_smoke() {
 
 /// The example map, as DDNet writes it (v4) and with raw data (v3).
 fn twmap_seeds() -> Vec<Vec<u8>> {
-    let df = worldfs::kinds::twmap::example::example();
+    let df = worldfs_codec::twmap::example::example();
     let mut v3 = df.clone();
     v3.version = 3;
     vec![df.encode().unwrap(), v3.encode().unwrap()]

@@ -2,15 +2,15 @@
 //! contrib/worldfs_live/, built into the binary) into WORLD/worldmods/,
 //! where the server loads it without it being enabled in world.mt.
 
-use crate::store::journal::Journal;
-use crate::store::live::LiveStore;
-use crate::store::live::journal::AsJournaled;
-use crate::store::live::records::LiveRecords;
-use crate::store::records::{Collection, RecordStore};
-use crate::store::{Change, MapStore};
 use crate::undo::Selection;
-use crate::world::World;
 use std::path::{Path, PathBuf};
+use worldfs_store::journal::Journal;
+use worldfs_store::live::LiveStore;
+use worldfs_store::live::journal::AsJournaled;
+use worldfs_store::live::records::LiveRecords;
+use worldfs_store::records::{Collection, RecordStore};
+use worldfs_store::world::World;
+use worldfs_store::{Change, MapStore};
 
 /// The mod's files, as `worldfs live install` writes them.
 const FILES: [(&str, &str); 4] = [
@@ -49,7 +49,7 @@ pub fn install(world: &Path) -> Result<Vec<String>, String> {
 
 /// Whether the server of `world` runs the worldfs_live mod now.
 pub fn server_runs_mod(world: &Path) -> bool {
-    matches!(crate::store::live::server_state(world), crate::store::live::ServerState::Running { .. })
+    matches!(worldfs_store::live::server_state(world), worldfs_store::live::ServerState::Running { .. })
 }
 
 /// `worldfs undo` while the server runs the worldfs_live mod: the blocks
@@ -58,7 +58,7 @@ pub fn server_runs_mod(world: &Path) -> bool {
 /// refuses the undo as a conflict otherwise), the players and accounts as
 /// a live mount changes them (`store::live::records`).
 pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Result<(), String> {
-    crate::store::live::check_spool(&w.dir)?;
+    worldfs_store::live::check_spool(&w.dir)?;
     let store = LiveStore::new(&w.dir, w.open_store(true, false)?).with_journal(Some(w.journal_path()));
     let planned = AsJournaled::new(&store, journal.path(), true).map_err(|e| e.to_string())?;
     let records: Vec<(&'static str, Box<dyn RecordStore>)> =

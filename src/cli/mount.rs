@@ -174,7 +174,7 @@ fn serve(
         if bg.guard.is_finished() {
             // Unmounted (from outside, or detached after a signal and the
             // last open file closed).
-            crate::holders::mark_exiting();
+            worldfs_store::holders::mark_exiting();
             let r = join_without_unmount(bg);
             if !finish(&fs) {
                 return r.and(Err("changes could not be written at unmount (see above)".into()));
@@ -191,7 +191,7 @@ fn serve(
                 "signal {sig} again: stopping now; files still open on {} lose their connection",
                 mountpoint.display()
             );
-            crate::holders::mark_exiting();
+            worldfs_store::holders::mark_exiting();
             if !finish(&fs) {
                 return Err("changes could not be written at unmount (see above)".into());
             }

@@ -20,7 +20,7 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     if crate::kinds::minecraft::is_java_world(&world) {
         return check_minecraft(&world, json, repair);
     }
-    let w = crate::world::World::open(&world)?;
+    let w = worldfs_store::world::World::open(&world)?;
     if repair {
         roll_back_hot_journal(&w)?;
     }
@@ -87,8 +87,8 @@ fn check_minecraft(world: &Path, json: bool, repair: bool) -> Result<bool, Strin
 /// journal (the map, players, accounts, mod storage) for writing once, so
 /// that SQLite rolls back the transaction a crash left there (nothing else
 /// is written), and say what was done.
-fn roll_back_hot_journal(w: &crate::world::World) -> Result<(), String> {
-    use crate::store::sqlite::{has_hot_journal, rollback_journal_path};
+fn roll_back_hot_journal(w: &worldfs_store::world::World) -> Result<(), String> {
+    use worldfs_store::sqlite::{has_hot_journal, rollback_journal_path};
     let files = ["map.sqlite", "players.sqlite", "auth.sqlite", "mod_storage.sqlite"];
     let hot: Vec<std::path::PathBuf> = files.iter().map(|f| w.dir.join(f)).filter(|p| has_hot_journal(p)).collect();
     if hot.is_empty() {
@@ -110,9 +110,9 @@ fn roll_back_hot_journal(w: &crate::world::World) -> Result<(), String> {
     Ok(())
 }
 
-fn open_journal(w: &crate::world::World) -> Result<crate::store::journal::Journal, String> {
+fn open_journal(w: &worldfs_store::world::World) -> Result<worldfs_store::journal::Journal, String> {
     let path = w.journal_path();
-    crate::store::journal::Journal::open(&path)
+    worldfs_store::journal::Journal::open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", path.display()))
 }
@@ -133,7 +133,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     use crate::undo::{Selection, execute_all, plan_all};
     let minecraft = crate::kinds::minecraft::is_java_world(world);
     let mc_records = crate::kinds::minecraft::undo::Records::new(world);
-    let w = if minecraft { None } else { Some(crate::world::World::open(world)?) };
+    let w = if minecraft { None } else { Some(worldfs_store::world::World::open(world)?) };
     let journal = match &w {
         Some(w) => open_journal(w)?,
         None => mc_records
@@ -159,7 +159,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     if !force && super::live::server_runs_mod(&w.dir) {
         return super::live::undo(&w, &journal, sel, dry_run);
     }
-    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
+    let who = worldfs_store::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() && !force && !dry_run {
         return Err(format!(
             "{} is open in {}; stop it (or unmount) first, or use --force",
@@ -173,9 +173,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     }
     let record_stores = crate::kinds::luanti::records::open_stores(&w, dry_run, !dry_run);
     fn find<'a>(
-        stores: &'a [(&'static str, Box<dyn crate::store::records::RecordStore>)],
+        stores: &'a [(&'static str, Box<dyn worldfs_store::records::RecordStore>)],
         c: &str,
-    ) -> Option<&'a dyn crate::store::records::RecordStore> {
+    ) -> Option<&'a dyn worldfs_store::records::RecordStore> {
         stores.iter().find(|(n, _)| *n == c).map(|(_, s)| s.as_ref())
     }
     let read = |c: &str, name: &str| match find(&record_stores, c) {
@@ -183,7 +183,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
         None => Err(format!("{c}: its backend cannot be opened here")),
     };
     // Blocks a running server changed for the journal and saved since.
-    let planned = crate::store::live::journal::AsJournaled::new(store.as_ref(), journal.path(), false)
+    let planned = worldfs_store::live::journal::AsJournaled::new(store.as_ref(), journal.path(), false)
         .map_err(|e| e.to_string())?;
     let p = plan_all(&journal, &planned, Some(&read), sel)?;
     if p.records.is_empty() {
@@ -208,7 +208,7 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
 fn undo_minecraft(
     world: &Path,
     records: &crate::kinds::minecraft::undo::Records,
-    journal: &crate::store::journal::Journal,
+    journal: &worldfs_store::journal::Journal,
     sel: crate::undo::Selection,
     dry_run: bool,
     force: bool,
@@ -232,7 +232,7 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
             .journal()?
             .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?
     } else {
-        open_journal(&crate::world::World::open(world)?)?
+        open_journal(&worldfs_store::world::World::open(world)?)?
     };
     let before = match before {
         Some(t) => Some(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
@@ -264,7 +264,7 @@ pub fn map(
     }
     let (colors, from) = crate::view::picture::choose(world, colors)?;
     log::info!("colours from {from}");
-    let w = crate::world::World::open(world)?;
+    let w = worldfs_store::world::World::open(world)?;
     let store = w.open_store(true, false)?;
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_message("listing the blocks");

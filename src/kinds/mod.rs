@@ -15,7 +15,6 @@
 pub mod cubeset;
 pub mod doc_tree;
 pub mod files_tree;
-pub mod lua_escape;
 pub mod luanti;
 pub mod map_tree;
 pub mod mcchunk;
@@ -26,7 +25,7 @@ pub mod transfer;
 pub mod twmap;
 pub mod we;
 
-pub use crate::view::doc_error::{DocError, DocResult};
+pub use worldfs_codec::error::{DocError, DocResult};
 
 use crate::fs::{Options, Services, Tree};
 use std::path::{Path, PathBuf};

@@ -3,11 +3,11 @@
 //! one spelling, node names. Errors carry line and column. Pure.
 
 use super::{DocError, DocResult};
-use crate::codec::jsonish;
+use worldfs_codec::jsonish;
 
 /// The most lines a text file of a document may have: one per node of the
 /// largest schematic, plus a margin.
-pub const MAX_LINES: usize = crate::kinds::mts::codec::MAX_NODES + 1024;
+pub const MAX_LINES: usize = worldfs_codec::mts::MAX_NODES + 1024;
 
 /// The lines of a file (split on `\n`, one final newline optional); `\r`
 /// and NUL are refused.

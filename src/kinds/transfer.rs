@@ -22,9 +22,9 @@ mod tests {
     use super::place::{PlaceOptions, place_schematic};
     use super::rotate::{NodeDefs, Rotation};
     use super::*;
-    use crate::codec::Block;
     use crate::kinds::mts::Schematic;
     use std::collections::BTreeMap;
+    use worldfs_codec::luanti::Block;
 
     type World = BTreeMap<BlockPos, Block>;
 
@@ -175,12 +175,12 @@ mod tests {
 
 // ------------------------------------------------------------ the CLI side
 
-use crate::codec::Block;
 use crate::kinds::luanti::limits;
 use crate::kinds::mts::Schematic;
-use crate::store::{BlockPos, Change, MapStore, Note, parse_triple};
 use std::collections::HashMap;
 use std::path::Path;
+use worldfs_codec::luanti::Block;
+use worldfs_store::{BlockPos, Change, MapStore, Note, parse_triple};
 
 /// "X,Y,Z" as node coordinates.
 pub fn parse_pos(s: &str) -> Result<[i32; 3], String> {
@@ -234,17 +234,18 @@ impl Reader<'_> {
 /// blocks (as the mount does), 29 for an empty world.
 fn new_block_version(store: &dyn MapStore) -> u8 {
     let page = store.scan_after(None, 64).unwrap_or_default();
-    let newest = page.iter().filter_map(|(_, b)| b.first().copied()).max().unwrap_or(crate::codec::block::MAX_VERSION);
-    newest.clamp(25, crate::codec::block::MAX_VERSION)
+    let newest =
+        page.iter().filter_map(|(_, b)| b.first().copied()).max().unwrap_or(worldfs_codec::luanti::block::MAX_VERSION);
+    newest.clamp(25, worldfs_codec::luanti::block::MAX_VERSION)
 }
 
 /// The world's mapchunk size in blocks (`chunksize` in map_meta.txt, 5 by
 /// default).
-fn chunksize(w: &crate::world::World) -> i16 {
+fn chunksize(w: &worldfs_store::world::World) -> i16 {
     std::fs::read_to_string(w.dir.join("map_meta.txt"))
         .ok()
         .and_then(|t| {
-            crate::world::parse_settings(&t).into_iter().rev().find(|(k, _)| k == "chunksize").map(|(_, v)| v)
+            worldfs_store::world::parse_settings(&t).into_iter().rev().find(|(k, _)| k == "chunksize").map(|(_, v)| v)
         })
         .and_then(|v| v.trim().parse::<i16>().ok())
         .filter(|&c| (1..=10).contains(&c))
@@ -271,7 +272,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
 pub fn export(world: &Path, a: [i32; 3], b: [i32; 3], out: &Path, sparse: bool) -> Result<Vec<String>, String> {
     let kind = FileKind::of(out)?;
     let bx = NodeBox::new(a, b)?;
-    let w = crate::world::World::open(world)?;
+    let w = worldfs_store::world::World::open(world)?;
     let store = w.open_store(true, false)?;
     let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
     let mut fetch = |p: BlockPos| {
@@ -315,7 +316,7 @@ pub fn export(world: &Path, a: [i32; 3], b: [i32; 3], out: &Path, sparse: bool) 
                     c.widths_lost
                 ));
             }
-            crate::kinds::we::codec::encode(&c.file)
+            worldfs_codec::we::codec::encode(&c.file)
         }
     };
     write_atomically(out, &bytes)?;
@@ -351,7 +352,7 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
     let kind = FileKind::of(file)?;
     let rotation = rotate::Rotation::from_degrees(opts.rotate)?;
     let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let w = crate::world::World::open(world)?;
+    let w = worldfs_store::world::World::open(world)?;
     let store = import_store(&w)?;
     let version = new_block_version(store.as_ref());
     let mut reader = Reader { store: store.as_ref(), blobs: HashMap::new() };
@@ -397,14 +398,14 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
 /// worldfs_live mod (in batches, as a live world-wide rename; the mod
 /// checks every node it replaces), else the database, refused while
 /// another process has it open.
-fn import_store(w: &crate::world::World) -> Result<Box<dyn crate::store::MapStore>, String> {
-    use crate::store::live::{LiveStore, ServerState, check_spool, server_state};
+fn import_store(w: &worldfs_store::world::World) -> Result<Box<dyn worldfs_store::MapStore>, String> {
+    use worldfs_store::live::{LiveStore, ServerState, check_spool, server_state};
     if let ServerState::Running { .. } = server_state(&w.dir) {
         check_spool(&w.dir)?;
         let db = w.open_store(true, false)?;
         return Ok(Box::new(LiveStore::new(&w.dir, db).with_journal(Some(w.journal_path()))));
     }
-    let who = crate::holders::openers_after_daemons_exit(&w.map_path());
+    let who = worldfs_store::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() {
         return Err(format!(
             "{} is open in {}; stop the server (or unmount) before importing, or let the server apply it: \
@@ -455,7 +456,7 @@ fn place_file(
             if rotation.0 != 0 || opts.force {
                 return Err("--rotate and --force are for schematics; a .we file is placed as WorldEdit does".into());
             }
-            let we = crate::kinds::we::codec::decode(f.bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            let we = worldfs_codec::we::codec::decode(f.bytes).map_err(|e| format!("{}: {e}", file.display()))?;
             let writes = crate::kinds::we::transfer::writes(&we, f.at)?;
             place::apply_writes(writes, &mut |p| reader.fetch(p), version)
         }
@@ -478,7 +479,7 @@ fn mark_generated(placement: &mut place::Placement) -> Result<Vec<BlockPos>, Str
                 after.param0.iter_mut().filter(|c| **c == id).for_each(|c| *c = air);
                 crate::view::parse::drop_unused_names(after);
             }
-            after.flags &= !crate::codec::block::FLAG_NOT_GENERATED;
+            after.flags &= !worldfs_codec::luanti::block::FLAG_NOT_GENERATED;
             made.push(*p);
         }
     }

@@ -28,8 +28,8 @@
 //! values, so boxes with more than 90 different labels still draw.
 //! Pure functions.
 
-use super::doc_error::{DocError, DocResult};
 use std::collections::HashMap;
+use worldfs_codec::error::{DocError, DocResult};
 
 /// Which way rows run inside a level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

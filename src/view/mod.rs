@@ -4,7 +4,6 @@
 //! one directory per node with metadata (see [`MetaFile`]).
 
 pub mod decimal;
-pub mod doc_error;
 pub mod escape;
 pub mod game_textures;
 pub mod layers;
@@ -17,7 +16,7 @@ pub mod tiles;
 
 pub use render::*;
 
-use crate::codec::jsonish::{self, HighBytes};
+use worldfs_codec::jsonish::{self, HighBytes};
 
 /// The files of a decodable block directory, in listing order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -3,9 +3,9 @@
 
 use super::decimal;
 use super::parse::{Result, Word, at, int, lines, node_name, raw_tokens, text, word_of};
-use crate::codec::Block;
-use crate::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
 use std::collections::HashSet;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::objects::{LUA_ENTITY, LuaEntity, StaticObject};
 
 fn object_pos(s: &str, n: usize) -> Result<[i32; 3]> {
     let parts: Vec<&str> = s.split(',').collect();

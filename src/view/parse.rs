@@ -8,14 +8,14 @@
 //! as something other than what is written, is an error here.
 
 use super::{decimal, escape};
-use crate::codec::block::{Block, MAX_VERSION, MIN_WRITE_VERSION, MappingEntry, NODE_COUNT, node_index};
-use crate::codec::inventory::Inventory;
-use crate::codec::jsonish::{self, HighBytes};
-use crate::codec::nodemeta::{MetaEntry, MetaVar};
-use crate::codec::objects::NodeTimer;
-use crate::store::BlockPos;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use worldfs_codec::jsonish::{self, HighBytes};
+use worldfs_codec::luanti::block::{Block, MAX_VERSION, MIN_WRITE_VERSION, MappingEntry, NODE_COUNT, node_index};
+use worldfs_codec::luanti::inventory::Inventory;
+use worldfs_codec::luanti::nodemeta::{MetaEntry, MetaVar};
+use worldfs_codec::luanti::objects::NodeTimer;
+use worldfs_store::BlockPos;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
@@ -289,7 +289,7 @@ pub fn apply_info(block: &mut Block, content: &[u8]) -> Result<()> {
         let set_flag = |b: &mut Block, bit: u8, on: bool| {
             if on { b.flags |= bit } else { b.flags &= !bit }
         };
-        use crate::codec::block::{FLAG_DAY_NIGHT_DIFFERS, FLAG_NOT_GENERATED, FLAG_UNDERGROUND};
+        use worldfs_codec::luanti::block::{FLAG_DAY_NIGHT_DIFFERS, FLAG_NOT_GENERATED, FLAG_UNDERGROUND};
         match k {
             "version" => {
                 let v: u8 =
@@ -359,7 +359,7 @@ pub fn apply_names(b: &mut Block, content: &[u8]) -> Result<()> {
         known_or_valid(b, &name, n)?;
         mapping.push(MappingEntry { id, name });
     }
-    let used = crate::codec::block::ids_present(&b.param0);
+    let used = worldfs_codec::luanti::block::ids_present(&b.param0);
     let mut missing: Vec<u16> = b.param0.iter().copied().filter(|id| !ids.contains(id)).collect();
     if !missing.is_empty() {
         missing.sort();
@@ -392,7 +392,7 @@ pub fn id_for(b: &mut Block, name: &[u8]) -> Result<u16> {
 
 /// Drop mapping entries that no node uses (the engine writes only used ids).
 pub fn drop_unused_names(b: &mut Block) {
-    let used = crate::codec::block::ids_present(&b.param0);
+    let used = worldfs_codec::luanti::block::ids_present(&b.param0);
     b.mapping.retain(|m| used.contains(m.id));
 }
 
@@ -521,9 +521,9 @@ pub fn apply_param0(b: &mut Block, content: &[u8]) -> Result<()> {
         return Err(whole(format!("param0 must be exactly 8192 bytes (4096 big-endian u16), not {}", content.len())));
     }
     let ids: Vec<u16> = content.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
-    let named = crate::codec::block::ids_present(&b.mapping.iter().map(|m| m.id).collect::<Vec<_>>());
+    let named = worldfs_codec::luanti::block::ids_present(&b.mapping.iter().map(|m| m.id).collect::<Vec<_>>());
     if let Some(i) = ids.iter().position(|&id| !named.contains(id)) {
-        let (x, y, z) = crate::codec::block::index_xyz(i);
+        let (x, y, z) = worldfs_codec::luanti::block::index_xyz(i);
         return Err(whole(format!(
             "content id {} (node {i}, in-block {x},{y},{z}) has no name in names; add it there first",
             ids[i]
@@ -586,7 +586,7 @@ pub use super::objects::apply_objects;
 // ---------------------------------------------------------------- metadata
 
 /// Largest metadata value accepted (the format's string32 limit).
-pub const MAX_FIELD: usize = crate::codec::bytes::LONG_STRING_MAX;
+pub const MAX_FIELD: usize = worldfs_codec::bytes::LONG_STRING_MAX;
 
 /// A field file's content -> the value (one trailing newline stripped).
 pub fn field_value(content: &[u8]) -> Result<Vec<u8>> {
@@ -650,8 +650,8 @@ pub fn apply_inventory(e: &mut MetaEntry, content: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::objects::{LuaEntity, StaticObject};
     use crate::view::render;
+    use worldfs_codec::luanti::objects::{LuaEntity, StaticObject};
 
     fn block() -> Block {
         let mut b = Block::new_air(29);

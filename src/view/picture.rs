@@ -13,9 +13,9 @@
 //! block models and textures).
 
 pub use super::pixels::{Rgba, decode_png, encode_png, scale};
-use crate::codec::block::node_index;
-use crate::codec::{Block, MappingEntry};
 use std::collections::HashMap;
+use worldfs_codec::luanti::block::node_index;
+use worldfs_codec::luanti::{Block, MappingEntry};
 
 const DEFAULT_COLORS: &str = include_str!("colors.txt");
 const MINECRAFT_COLORS: &str = include_str!("mc_colors.txt");
@@ -236,7 +236,7 @@ pub fn block_top_png(block: &Block, colors: &Colors) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::MappingEntry;
+    use worldfs_codec::luanti::MappingEntry;
 
     #[test]
     fn tops_and_png() {

@@ -1,11 +1,11 @@
 //! Rendering a decoded block into file contents.
 
 use super::{BlockFile, MetaFile, decimal, escape, quote_always, quote_text};
-use crate::codec::block::{Block, NODE_COUNT, index_xyz};
-use crate::codec::nodemeta::MetaEntry;
-use crate::codec::objects::{LUA_ENTITY, LuaEntity, StaticObject};
-use crate::store::BlockPos;
 use std::io::Write;
+use worldfs_codec::luanti::block::{Block, NODE_COUNT, index_xyz};
+use worldfs_codec::luanti::nodemeta::MetaEntry;
+use worldfs_codec::luanti::objects::{LUA_ENTITY, LuaEntity, StaticObject};
+use worldfs_store::BlockPos;
 
 /// The content of one file of a decodable block directory; None for
 /// `schematic.mts`, which the layer that knows schematics makes
@@ -152,7 +152,7 @@ fn layers_legend(b: &Block) -> (Vec<super::layers::LegendEntry>, Vec<usize>) {
     for y in 0..16 {
         for z in (0..16).rev() {
             for x in 0..16 {
-                let i = crate::codec::block::node_index(x, y, z);
+                let i = worldfs_codec::luanti::block::node_index(x, y, z);
                 let l = of_node[i] as usize;
                 cells[i] = *char_of[l].get_or_insert_with(|| legend.index(&labels[l], &layers_preferred(&labels[l])));
             }
@@ -165,8 +165,10 @@ fn layers_legend(b: &Block) -> (Vec<super::layers::LegendEntry>, Vec<usize>) {
 /// `view::layers`); legend labels are names with param2 when not 0.
 pub fn render_layers(pos: BlockPos, b: &Block) -> Vec<u8> {
     let (legend, cells) = layers_legend(b);
-    super::layers::render(&layers_frame(pos), &legend, |x, y, z| cells[crate::codec::block::node_index(x, y, z)])
-        .into_bytes()
+    super::layers::render(&layers_frame(pos), &legend, |x, y, z| {
+        cells[worldfs_codec::luanti::block::node_index(x, y, z)]
+    })
+    .into_bytes()
 }
 
 /// The size of `layers` without drawing it (`ls -l` of many blocks).
@@ -360,8 +362,8 @@ pub fn field_names(entry: &MetaEntry) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::block::{MappingEntry, node_index};
-    use crate::codec::nodemeta::MetaVar;
+    use worldfs_codec::luanti::block::{MappingEntry, node_index};
+    use worldfs_codec::luanti::nodemeta::MetaVar;
 
     fn block() -> Block {
         let mut b = Block::new_air(29);
@@ -400,7 +402,7 @@ mod tests {
         b.param2[4] = 9;
         // Enough labels to need characters of other scripts (2 bytes).
         for i in 0..200u16 {
-            b.mapping.push(crate::codec::MappingEntry { id: 100 + i, name: format!("m:n{i}").into_bytes() });
+            b.mapping.push(worldfs_codec::luanti::MappingEntry { id: 100 + i, name: format!("m:n{i}").into_bytes() });
             b.param0[1000 + i as usize] = 100 + i;
         }
         for pos in [BlockPos::new(0, 0, 0), BlockPos::new(-1, -700, 2047)] {
@@ -445,7 +447,7 @@ mod tests {
             "lua_entity 12.5,0,-1 mobs:sheep hp=10 velocity=0,-1,0.5 yaw=90 pitch=0 roll=0 staticdata=\"{hp=3}\"\n\
              object type=1 0,0,0 data=\"\\u0000\\u0001\"\n"
         );
-        b.timers.push(crate::codec::objects::NodeTimer { pos: 1, timeout: 30000, elapsed: 1500 });
+        b.timers.push(worldfs_codec::luanti::objects::NodeTimer { pos: 1, timeout: 30000, elapsed: 1500 });
         assert_eq!(render_timers(BlockPos::new(0, 0, 0), &b), b"1 0 0 30 1.5\n");
     }
 }

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use worldfs::fs::{Options, Services, WorldFs};
-use worldfs::store::memory::MemoryStore;
-use worldfs::store::sqlite::SqliteStore;
-use worldfs::store::{BlockPos, Change, MapStore, Note, StoreError};
+use worldfs_store::memory::MemoryStore;
+use worldfs_store::sqlite::SqliteStore;
+use worldfs_store::{BlockPos, Change, MapStore, Note, StoreError};
 
 /// What a core serves.
 pub enum Source<'a> {
@@ -27,10 +27,10 @@ pub enum Source<'a> {
 pub fn open_core(source: Source, opts: Options) -> WorldFs {
     match source {
         Source::World { dir, store } => {
-            let world = worldfs::world::World::open(dir).unwrap();
+            let world = worldfs_store::world::World::open(dir).unwrap();
             let services = Services::new();
             let map = worldfs::kinds::luanti::LuantiTree::new(world, Box::new(store), opts.clone(), services.clone());
-            let world = worldfs::world::World::open(dir).unwrap();
+            let world = worldfs_store::world::World::open(dir).unwrap();
             let tree = worldfs::kinds::luanti::records::world_tree(
                 Arc::new(map.with_index()),
                 &world,
@@ -154,7 +154,7 @@ impl FlakyStore {
     }
 
     /// Count down `left`; the call that finds it at zero fails.
-    fn countdown(&self, left: &Mutex<Option<usize>>, what: &str) -> worldfs::store::Result<()> {
+    fn countdown(&self, left: &Mutex<Option<usize>>, what: &str) -> worldfs_store::Result<()> {
         let mut left = left.lock().unwrap();
         match *left {
             Some(0) => {
@@ -172,7 +172,7 @@ impl FlakyStore {
         }
     }
 
-    fn read(&self) -> worldfs::store::Result<()> {
+    fn read(&self) -> worldfs_store::Result<()> {
         self.countdown(&self.reads_left, "read")
     }
 }
@@ -181,27 +181,27 @@ impl MapStore for FlakyStore {
     fn describe(&self) -> String {
         format!("flaky {}", self.inner.describe())
     }
-    fn get(&self, pos: BlockPos) -> worldfs::store::Result<Option<Vec<u8>>> {
+    fn get(&self, pos: BlockPos) -> worldfs_store::Result<Option<Vec<u8>>> {
         self.read()?;
         self.inner.get(pos)
     }
-    fn contains(&self, pos: BlockPos) -> worldfs::store::Result<bool> {
+    fn contains(&self, pos: BlockPos) -> worldfs_store::Result<bool> {
         self.read()?;
         self.inner.contains(pos)
     }
-    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<BlockPos>> {
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> worldfs_store::Result<Vec<BlockPos>> {
         self.read()?;
         self.inner.list_after(after, limit)
     }
-    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> worldfs::store::Result<Vec<(BlockPos, Vec<u8>)>> {
+    fn scan_after(&self, a: Option<BlockPos>, limit: usize) -> worldfs_store::Result<Vec<(BlockPos, Vec<u8>)>> {
         self.read()?;
         self.inner.scan_after(a, limit)
     }
-    fn apply(&self, changes: &[Change], note: &Note) -> worldfs::store::Result<()> {
+    fn apply(&self, changes: &[Change], note: &Note) -> worldfs_store::Result<()> {
         self.countdown(&self.applies_left, "transaction")?;
         self.inner.apply(changes, note)
     }
-    fn count(&self) -> worldfs::store::Result<u64> {
+    fn count(&self) -> worldfs_store::Result<u64> {
         self.read()?;
         self.inner.count()
     }

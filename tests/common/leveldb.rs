@@ -11,5 +11,5 @@ pub fn create_empty(dir: &Path) {
 
 /// Who holds the fcntl lock on `map.db/LOCK` (a running server), if anyone.
 pub fn lock_holder(map_db: &Path) -> Option<String> {
-    worldfs::store::leveldb::lock::holder(&map_db.join("LOCK")).unwrap()
+    worldfs_store::leveldb::lock::holder(&map_db.join("LOCK")).unwrap()
 }

@@ -47,15 +47,15 @@ pub fn demo(conf: &str) -> (tempfile::TempDir, LiveServer, super::mount::Mounted
 }
 
 /// Block `pos` as the SQLite map of `world` holds it.
-pub fn stored_block(world: &Path, pos: worldfs::store::BlockPos) -> Option<worldfs::codec::Block> {
-    use worldfs::store::MapStore;
-    let store = worldfs::store::sqlite::SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
-    store.get(pos).unwrap().map(|b| worldfs::codec::Block::decode(&b).unwrap())
+pub fn stored_block(world: &Path, pos: worldfs_store::BlockPos) -> Option<worldfs_codec::luanti::Block> {
+    use worldfs_store::MapStore;
+    let store = worldfs_store::sqlite::SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
+    store.get(pos).unwrap().map(|b| worldfs_codec::luanti::Block::decode(&b).unwrap())
 }
 
 /// The name of node `p` in stored block `b`.
-pub fn stored_name(b: &worldfs::codec::Block, [x, y, z]: [i32; 3]) -> String {
-    let i = worldfs::codec::block::node_index(
+pub fn stored_name(b: &worldfs_codec::luanti::Block, [x, y, z]: [i32; 3]) -> String {
+    let i = worldfs_codec::luanti::block::node_index(
         x.rem_euclid(16) as usize,
         y.rem_euclid(16) as usize,
         z.rem_euclid(16) as usize,
@@ -65,7 +65,7 @@ pub fn stored_name(b: &worldfs::codec::Block, [x, y, z]: [i32; 3]) -> String {
 
 /// The name of node `p` as the SQLite map of `world` holds it.
 pub fn stored_node(world: &Path, p: [i32; 3]) -> String {
-    let pos = worldfs::store::BlockPos::of_node(p[0], p[1], p[2]).unwrap();
+    let pos = worldfs_store::BlockPos::of_node(p[0], p[1], p[2]).unwrap();
     stored_name(&stored_block(world, pos).expect("the block is stored"), p)
 }
 

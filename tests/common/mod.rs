@@ -1,12 +1,16 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod alloc;
 pub mod core_fs;
 pub mod leveldb;
+#[macro_use]
 pub mod live;
+#[macro_use]
 pub mod mount;
 pub mod pg;
 pub mod redis;
+#[macro_use]
 pub mod server;
 
 use std::path::PathBuf;

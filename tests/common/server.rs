@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use worldfs::codec::Block;
-use worldfs::store::BlockPos;
+use worldfs_codec::luanti::Block;
+use worldfs_store::BlockPos;
 
 const GEN_LUA: &str = include_str!("../fixtures/oracle/gen.lua");
 const PROBE_LUA: &str = include_str!("../fixtures/oracle/probe.lua");
@@ -387,7 +387,7 @@ fn parse(out: &str) -> Facts {
 /// entry), decode those server-written blocks.
 fn read_private(copy: &Path, facts: &mut Facts) {
     // Whatever backend the world uses.
-    let store = worldfs::world::World::open(copy).unwrap().open_store(true, false).unwrap();
+    let store = worldfs_store::world::World::open(copy).unwrap().open_store(true, false).unwrap();
     let blocks: BTreeSet<BlockPos> = facts.meta.keys().map(|p| block_of(*p)).collect();
     for b in blocks {
         let Some(blob) = store.get(b).unwrap() else { continue };

@@ -10,13 +10,13 @@
 //! other byte of the file (comments, formatting of the other pieces) is
 //! kept as it was.
 
-pub mod lua;
 mod piece;
 
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
-use lua::{Field, Value};
 use piece::{MetaValue, Piece};
 use std::path::Path;
+use worldfs_codec::cubeset as lua;
+use worldfs_codec::cubeset::{Field, Value};
 
 /// A cubeset: its text, and what was read from it.
 pub struct Cubeset {

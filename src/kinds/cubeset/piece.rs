@@ -2,9 +2,9 @@
 //! becomes new text for one field of the piece's table (the rest of the
 //! file is kept byte for byte).
 
-use super::lua::{self, Key, Table, Value};
 use crate::kinds::{DocError, DocResult};
 use crate::view::layers::{self, Frame, LegendEntry, Rows};
+use worldfs_codec::cubeset::{self as lua, Key, Table, Value};
 
 /// A metadata value as written: a number, a string or a boolean.
 #[derive(Clone, Debug, PartialEq)]

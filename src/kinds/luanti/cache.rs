@@ -24,14 +24,15 @@
 //! for a TTL, so that a walk over `blocks/` costs one query per run of
 //! blocks.
 
-use crate::codec::{Block, DecodeError};
-use crate::store::{BlockPos, MapStore, StoreError};
 use crate::view::{self, BlockFile};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use worldfs_codec::DecodeError;
+use worldfs_codec::luanti::Block;
+use worldfs_store::{BlockPos, MapStore, StoreError};
 
 /// The content of one file of a decodable block directory: the view
 /// renders it, except `schematic.mts`, which is captured as a schematic
@@ -165,8 +166,8 @@ impl Loaded {
                 let b = self.decoded()?;
                 Some(*self.layers_size.get_or_init(|| view::layers_size(self.pos, &b)))
             }
-            (true, BlockFile::Param0) => Some(2 * crate::codec::block::NODE_COUNT),
-            (true, BlockFile::Param1 | BlockFile::Param2) => Some(crate::codec::block::NODE_COUNT),
+            (true, BlockFile::Param0) => Some(2 * worldfs_codec::luanti::block::NODE_COUNT),
+            (true, BlockFile::Param1 | BlockFile::Param2) => Some(worldfs_codec::luanti::block::NODE_COUNT),
             (_, BlockFile::Raw) => Some(self.blob.len()),
             _ => self.file(f).map(|c| c.len()),
         }
@@ -664,8 +665,8 @@ impl BlockCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Change;
-    use crate::store::sqlite::{Schema, SqliteStore};
+    use worldfs_store::Change;
+    use worldfs_store::sqlite::{Schema, SqliteStore};
 
     #[test]
     fn bounded_and_sees_outside_changes() {
@@ -673,7 +674,7 @@ mod tests {
         let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
         let blob = Block::new_air(29).encode().unwrap();
         let changes: Vec<Change> = (0..50).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
-        store.apply(&changes, &crate::store::Note::default()).unwrap();
+        store.apply(&changes, &worldfs_store::Note::default()).unwrap();
         // Room for one decoding and a few entries.
         let cache = BlockCache::new(24_000, Duration::ZERO);
         for i in 0..50 {
@@ -688,11 +689,11 @@ mod tests {
         let before = cache.get(p, &store).unwrap().unwrap();
         let mut b = Block::new_air(29);
         b.flags = 1;
-        store.apply(&[Change::Put(p, b.encode().unwrap())], &crate::store::Note::default()).unwrap();
+        store.apply(&[Change::Put(p, b.encode().unwrap())], &worldfs_store::Note::default()).unwrap();
         let after = cache.get(p, &store).unwrap().unwrap();
         assert!(!Arc::ptr_eq(&before, &after));
         assert!(after.decoded().unwrap().is_underground());
-        store.apply(&[Change::Delete(p)], &crate::store::Note::default()).unwrap();
+        store.apply(&[Change::Delete(p)], &worldfs_store::Note::default()).unwrap();
         assert!(cache.get(p, &store).unwrap().is_none());
     }
 
@@ -718,7 +719,7 @@ mod tests {
         fn scan_after(&self, _: Option<BlockPos>, _: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
             Ok(Vec::new())
         }
-        fn apply(&self, _: &[Change], _: &crate::store::Note) -> Result<(), StoreError> {
+        fn apply(&self, _: &[Change], _: &worldfs_store::Note) -> Result<(), StoreError> {
             Ok(())
         }
         fn count(&self) -> Result<u64, StoreError> {
@@ -783,7 +784,7 @@ mod tests {
         fn scan_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
             self.inner.scan_after(a, n)
         }
-        fn apply(&self, c: &[Change], n: &crate::store::Note) -> Result<(), StoreError> {
+        fn apply(&self, c: &[Change], n: &worldfs_store::Note) -> Result<(), StoreError> {
             self.inner.apply(c, n)
         }
         fn count(&self) -> Result<u64, StoreError> {
@@ -801,7 +802,7 @@ mod tests {
         let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
         let blob = Block::new_air(29).encode().unwrap();
         let changes: Vec<Change> = (0..blocks).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
-        store.apply(&changes, &crate::store::Note::default()).unwrap();
+        store.apply(&changes, &worldfs_store::Note::default()).unwrap();
         Counting { inner: store, gets: AtomicUsize::new(0), versions }
     }
 
@@ -896,7 +897,7 @@ mod tests {
         fn scan_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
             self.inner.scan_after(a, n)
         }
-        fn apply(&self, c: &[Change], n: &crate::store::Note) -> Result<(), StoreError> {
+        fn apply(&self, c: &[Change], n: &worldfs_store::Note) -> Result<(), StoreError> {
             self.inner.apply(c, n)
         }
         fn count(&self) -> Result<u64, StoreError> {
@@ -932,12 +933,12 @@ mod tests {
         let mut b = Block::new_air(29);
         b.flags = 1;
         let new = b.encode().unwrap();
-        store.apply(&[Change::Put(p, new.clone())], &crate::store::Note::default()).unwrap();
+        store.apply(&[Change::Put(p, new.clone())], &worldfs_store::Note::default()).unwrap();
         cache.insert(Arc::new(Loaded::new(p, new.clone())));
         assert_eq!(cache.get(p, &store).unwrap().unwrap().blob, new);
         // So does a removal: block 251 is read again, and found gone.
         let q = BlockPos::new(251, 0, 0);
-        store.apply(&[Change::Delete(q)], &crate::store::Note::default()).unwrap();
+        store.apply(&[Change::Delete(q)], &worldfs_store::Note::default()).unwrap();
         cache.remove(q);
         assert!(cache.get(q, &store).unwrap().is_none());
         // Without a TTL nothing read ahead is used.

@@ -7,11 +7,7 @@
 use super::cache::Loaded;
 use super::table::TableKey;
 use super::{LuantiTree, Node, limits};
-use crate::codec::Block;
-use crate::codec::block::{MAX_VERSION, MIN_WRITE_VERSION};
-use crate::codec::nodemeta::MetaEntry;
 use crate::fs::{ErrorKind, FsError, Inval, Result};
-use crate::store::{BlockPos, Change, Note};
 use crate::view::parse::{self, ParseError};
 use crate::view::{BlockFile, MetaFile, escape, meta_dir_name};
 use std::collections::HashSet;
@@ -19,6 +15,10 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 use std::time::SystemTime;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::block::{MAX_VERSION, MIN_WRITE_VERSION};
+use worldfs_codec::luanti::nodemeta::MetaEntry;
+use worldfs_store::{BlockPos, Change, Note};
 
 /// The rules the engine relies on when it loads a block; a block breaking
 /// one of them is never written (a v29 block that breaks them stops the
@@ -26,7 +26,7 @@ use std::time::SystemTime;
 /// in a block does not make it impossible to edit.
 fn validate(orig: &Block, new: &Block) -> std::result::Result<(), String> {
     if new.param0 != orig.param0 || new.mapping != orig.mapping {
-        let named = crate::codec::block::ids_present(&new.mapping.iter().map(|m| m.id).collect::<Vec<_>>());
+        let named = worldfs_codec::luanti::block::ids_present(&new.mapping.iter().map(|m| m.id).collect::<Vec<_>>());
         if let Some(id) = new.param0.iter().find(|&&id| !named.contains(id)) {
             return Err(format!("content id {id} is used but has no name in names"));
         }
@@ -218,7 +218,11 @@ impl LuantiTree {
     /// The server deletes a block's stored objects when it activates the
     /// block if its timestamp is undefined or older than the last
     /// /clearobjects: new objects written there would silently vanish.
-    fn check_objects_survive(&self, b: &Block, old: &[crate::codec::objects::StaticObject]) -> parse::Result<()> {
+    fn check_objects_survive(
+        &self,
+        b: &Block,
+        old: &[worldfs_codec::luanti::objects::StaticObject],
+    ) -> parse::Result<()> {
         if b.objects.objects.iter().all(|o| old.contains(o)) {
             return Ok(());
         }
@@ -657,7 +661,7 @@ mod tests {
         let mut b = Block::new_air(29);
         b.content_width = 1;
         b.param0[0] = 300;
-        b.mapping.push(crate::codec::MappingEntry { id: 300, name: b"x".to_vec() });
+        b.mapping.push(worldfs_codec::luanti::MappingEntry { id: 300, name: b"x".to_vec() });
         normalize(&mut b);
         assert_eq!(b.content_width, 2);
     }

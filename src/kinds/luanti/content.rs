@@ -3,9 +3,9 @@
 use super::table::TableKey;
 use super::{LuantiTree, Node};
 use crate::fs::{FsError, Result};
-use crate::store::BlockPos;
 use crate::view;
 use std::sync::Arc;
+use worldfs_store::BlockPos;
 
 /// A file's bytes, with an identity for page-cache reuse.
 pub(super) struct Content {

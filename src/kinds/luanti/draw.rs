@@ -3,13 +3,13 @@
 //! highest block of a column first; lower ones only where it shows
 //! nothing). Used by `MNT/map/` and `worldfs map`.
 
-use crate::codec::NodeIds;
-use crate::store::{BlockPos, MapStore, Result};
 use crate::view::picture::{self, Colors};
 use crate::view::tiles::Bounds;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use worldfs_codec::luanti::NodeIds;
+use worldfs_store::{BlockPos, MapStore, Result};
 
 /// Every block column of a world: (x, z) in blocks -> its ys, highest first.
 pub struct Columns {

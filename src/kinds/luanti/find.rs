@@ -18,14 +18,14 @@
 //!   leaves the parts written, each whole, and their journal entries.
 
 use super::{LuantiTree, Node, index::NameInfo};
-use crate::codec::Block;
 use crate::fs::{Attr, DirEntry, FsError, Inval, Kind, Result};
-use crate::store::{BlockPos, Change, Note};
 use crate::view::{escape, parse, quote_text};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use worldfs_codec::luanti::Block;
+use worldfs_store::{BlockPos, Change, Note};
 
 /// A block a rename changes: position, old blob, new blob.
 type Edit = (BlockPos, Vec<u8>, Vec<u8>);
@@ -402,7 +402,7 @@ pub fn rename_in_block(b: &mut Block, from: &[u8], to: &[u8]) -> bool {
         }
     }
     // Names no node uses are dropped, as the engine writes them.
-    let used = crate::codec::block::ids_present(&b.param0);
+    let used = worldfs_codec::luanti::block::ids_present(&b.param0);
     b.mapping.retain(|m| used.contains(m.id));
     true
 }
@@ -410,7 +410,7 @@ pub fn rename_in_block(b: &mut Block, from: &[u8], to: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::MappingEntry;
+    use worldfs_codec::luanti::MappingEntry;
 
     #[test]
     fn renames_and_merges_ids() {

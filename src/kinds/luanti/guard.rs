@@ -1,13 +1,13 @@
 //! Refusing to write while another process (a running server) has the map
 //! database open: the server would overwrite our changes with its own copy
 //! of loaded blocks, and may crash on our lock (spec §3.3). Who holds a
-//! file is found in /proc by `crate::holders`.
+//! file is found in /proc by `worldfs_store::holders`.
 
-use crate::holders::openers;
 use parking_lot::{Condvar, Mutex};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use worldfs_store::holders::openers;
 
 /// Checks, at most every `interval`, that nobody else has the map open.
 ///
@@ -86,7 +86,7 @@ impl ServerGuard {
 /// server keeps its connections open (from this machine or another) and
 /// overwrites blocks it has loaded. The server's own session list is the
 /// only place that sees clients on other machines.
-pub fn refuse_other_users(store: &dyn crate::store::MapStore) -> Result<(), String> {
+pub fn refuse_other_users(store: &dyn worldfs_store::MapStore) -> Result<(), String> {
     let others = store.other_users().map_err(|e| format!("{}: cannot list its clients: {e}", store.describe()))?;
     if others.is_empty() {
         return Ok(());

@@ -25,13 +25,13 @@
 //! sorted positions of the two names listed most recently (8 bytes per
 //! block).
 
-use crate::codec::{Block, NodeCounts};
-use crate::store::name_index::{IndexFile, NameRow, Override, Stamp};
-use crate::store::{BlockPos, MapStore};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use worldfs_codec::luanti::{Block, NodeCounts};
+use worldfs_store::name_index::{IndexFile, NameRow, Override, Stamp};
+use worldfs_store::{BlockPos, MapStore};
 
 /// The names of a block with how many of its nodes have each.
 pub type Counts = Vec<(Vec<u8>, u32)>;
@@ -261,7 +261,7 @@ impl NameIndex {
         }
     }
 
-    fn print_of(&self, blocks: impl Iterator<Item = (BlockPos, crate::store::Result<Option<Vec<u8>>>)>) -> String {
+    fn print_of(&self, blocks: impl Iterator<Item = (BlockPos, worldfs_store::Result<Option<Vec<u8>>>)>) -> String {
         let mut crc = flate2::Crc::new();
         for f in &self.files {
             crc.update(file_stat(f).as_bytes());
@@ -670,9 +670,9 @@ fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)]) -> HashMap<Vec<u8>, (u64, Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::MappingEntry;
-    use crate::store::memory::MemoryStore;
-    use crate::store::{Change, Note};
+    use worldfs_codec::luanti::MappingEntry;
+    use worldfs_store::memory::MemoryStore;
+    use worldfs_store::{Change, Note};
 
     fn block(names: &[&str]) -> Block {
         let mut b = Block::new_air(29);

@@ -15,8 +15,8 @@
 //! from a counter (`table.rs`). Tag 15 is the core's (README, write-errors,
 //! scratch files).
 
-use crate::store::BlockPos;
 use crate::view::{BlockFile, MetaFile};
+use worldfs_store::BlockPos;
 
 pub const ROOT: u64 = crate::fs::ROOT;
 pub const BLOCKS: u64 = 2;

@@ -5,9 +5,9 @@
 //! left alone with why, is in docs/reliability.md, "Issue 26: what the
 //! engine keeps".)
 
-use crate::codec::Block;
-use crate::codec::objects::StaticObject;
-use crate::store::BlockPos;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::objects::StaticObject;
+use worldfs_store::BlockPos;
 
 /// `MAX_MAP_GENERATION_LIMIT` (src/constants.h): the map's edge in nodes.
 pub const MAP_LIMIT_NODES: i32 = 31007;
@@ -84,7 +84,7 @@ pub fn max_objects_per_block(world_dir: &std::path::Path, option: Option<u16>) -
     }
     let conf = world_dir.parent().and_then(|p| p.parent()).map(|p| p.join("minetest.conf"));
     let from_conf = conf.and_then(|c| std::fs::read_to_string(c).ok()).and_then(|text| {
-        crate::world::parse_settings(&text)
+        worldfs_store::world::parse_settings(&text)
             .into_iter()
             .rev()
             .find(|(k, _)| k == "max_objects_per_block")
@@ -96,7 +96,7 @@ pub fn max_objects_per_block(world_dir: &std::path::Path, option: Option<u16>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::objects::LUA_ENTITY;
+    use worldfs_codec::luanti::objects::LUA_ENTITY;
 
     fn with_objects(n: usize, pos: [i32; 3]) -> Block {
         let mut b = Block::new_air(29);

@@ -5,10 +5,10 @@
 use super::table::TableKey;
 use super::{LuantiTree, Node};
 use crate::fs::{Attr, DirEntry, ErrorKind, FsError, Kind, Result, list_numbered};
-use crate::store::BlockPos;
 use crate::view::{self, MetaFile, escape};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
+use worldfs_store::BlockPos;
 
 /// Blocks fetched per store query while listing `blocks/`.
 const LIST_PAGE: usize = 512;

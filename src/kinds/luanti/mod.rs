@@ -42,18 +42,18 @@ pub mod unwritten;
 
 pub use inode::Node;
 
-use crate::codec::block::node_index;
-use crate::codec::nodemeta::MetaEntry;
 use crate::fs::{Access, Attr, FsError, Kind, Options, Result, Services};
-use crate::store::{BlockPos, MapStore, parse_triple};
 use crate::view::{self, escape};
-use crate::world::World;
 use cache::{BlockCache, Loaded};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 use table::{InodeTable, TableKey};
+use worldfs_codec::luanti::block::node_index;
+use worldfs_codec::luanti::nodemeta::MetaEntry;
+use worldfs_store::world::World;
+use worldfs_store::{BlockPos, MapStore, parse_triple};
 
 /// The text of `MNT/README`: the short layout section of docs/layout.md.
 pub fn readme_text() -> &'static str {
@@ -255,12 +255,12 @@ impl LuantiTree {
         // A server running the mod is asked first: it opens the map only
         // when it first loads a block, so the holders may not show it yet.
         let live =
-            matches!(crate::store::live::server_state(&world.dir), crate::store::live::ServerState::Running { .. });
+            matches!(worldfs_store::live::server_state(&world.dir), worldfs_store::live::ServerState::Running { .. });
         if !opts.read_only && !opts.force && live {
             return LuantiTree::open_live(world, opts, services, "a server runs this world".into());
         }
         if !opts.read_only && !opts.force && world.backend() == "sqlite3" {
-            let who = crate::holders::openers_after_daemons_exit(&world.map_path());
+            let who = worldfs_store::holders::openers_after_daemons_exit(&world.map_path());
             if !who.is_empty() {
                 let why = format!(
                     "{} is open in {} (a running server would overwrite changes made through \
@@ -295,8 +295,8 @@ impl LuantiTree {
         services: Arc<Services>,
         why: String,
     ) -> std::result::Result<Arc<LuantiTree>, String> {
-        let state = crate::store::live::server_state(&world.dir);
-        let crate::store::live::ServerState::Running { version, .. } = &state else {
+        let state = worldfs_store::live::server_state(&world.dir);
+        let worldfs_store::live::ServerState::Running { version, .. } = &state else {
             return Err(format!(
                 "{why}; {}. Stop it, mount read-only with -o ro, use --force, or let the server apply the \
                  changes: `worldfs live install {}` and restart the server once",
@@ -304,7 +304,7 @@ impl LuantiTree {
                 world.dir.display()
             ));
         };
-        crate::store::live::check_spool(&world.dir).map_err(|e| format!("{why}, with worldfs_live: {e}"))?;
+        worldfs_store::live::check_spool(&world.dir).map_err(|e| format!("{why}, with worldfs_live: {e}"))?;
         log::info!("{why}; it runs worldfs_live ({version}): changes go through the server");
         if world.backend() == "leveldb" {
             return Err(format!(
@@ -316,7 +316,7 @@ impl LuantiTree {
         }
         let db = world.open_store(true, false)?;
         let journal = opts.journal.then(|| world.journal_path());
-        let store = crate::store::live::LiveStore::new(&world.dir, db).with_journal(journal);
+        let store = worldfs_store::live::LiveStore::new(&world.dir, db).with_journal(journal);
         let mut tree = LuantiTree::new(world, Box::new(store), opts, services).with_index();
         // The server holds the map by design: the guard would refuse every write.
         tree.guard = guard::ServerGuard::new(tree.world.map_path(), false);

@@ -6,8 +6,8 @@
 use super::table::TableKey;
 use super::{LuantiTree, Node, in_block, parse_node_coords};
 use crate::fs::{Attr, ErrorKind, FsError, NewName, Result};
-use crate::store::BlockPos;
 use crate::view::escape;
+use worldfs_store::BlockPos;
 
 impl LuantiTree {
     /// What a new name in `dir` becomes.

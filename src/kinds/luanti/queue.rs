@@ -17,10 +17,10 @@
 //! Each group is one transaction (and one journal entry): after a crash a
 //! group is wholly there or wholly absent.
 
-use crate::store::{BlockPos, Change, MapStore, Note, StoreError};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use worldfs_store::{BlockPos, Change, MapStore, Note, StoreError};
 
 /// Write a group at once when it holds this many blocks.
 const MAX_PENDING_BLOCKS: usize = 2000;
@@ -165,7 +165,7 @@ fn describe(batch: &[(BlockPos, Vec<u8>, u64, Vec<String>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::sqlite::{Schema, SqliteStore};
+    use worldfs_store::sqlite::{Schema, SqliteStore};
 
     #[test]
     fn groups_are_one_transaction_and_keep_newer_writes() {

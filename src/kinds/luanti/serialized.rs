@@ -10,8 +10,8 @@
 //! simply waits for the commit in progress; the busy timeout is left for
 //! other processes.
 
-use crate::store::{BlockPos, Change, MapStore, Note, Result};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use worldfs_store::{BlockPos, Change, MapStore, Note, Result};
 
 pub struct Serialized {
     inner: Box<dyn MapStore>,

@@ -3,7 +3,7 @@
 //! because the core names no store.
 
 use crate::fs::FsError;
-use crate::store::StoreError;
+use worldfs_store::StoreError;
 
 impl From<StoreError> for FsError {
     fn from(e: StoreError) -> Self {

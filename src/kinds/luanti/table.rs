@@ -5,9 +5,9 @@
 //! when the table grows, so its size follows what the kernel caches, not
 //! what a walk over the world has visited.
 
-use crate::store::BlockPos;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+use worldfs_store::BlockPos;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TableKey {

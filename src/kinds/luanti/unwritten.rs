@@ -10,9 +10,9 @@
 //! the server changed meanwhile is not overwritten; the mount is refused
 //! then, with the blocks named, and the file stays.
 
-use crate::store::{BlockPos, Change, MapStore, Note, StoreError};
 use rusqlite::{Connection, OpenFlags, params};
 use std::path::{Path, PathBuf};
+use worldfs_store::{BlockPos, Change, MapStore, Note, StoreError};
 
 /// The file's name in the world directory.
 pub const FILE_NAME: &str = "worldfs-unwritten.sqlite";

@@ -19,14 +19,11 @@
 //! state names of that version, `states.rs`); `-o sky_light=no` for the
 //! Nether and the End; `-o biomes=no` for a chunk that is not ground-up.
 
-pub mod codec;
-pub mod states;
-
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
 use crate::view::layers::{self, Frame, LegendBuilder, Rows};
-use codec::{Chunk, Layout, Shape, nibble, set_nibble};
-use states::StateTable;
 use std::path::{Path, PathBuf};
+use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape, nibble, set_nibble};
+use worldfs_codec::minecraft::states::StateTable;
 
 pub struct McChunk {
     chunk: Chunk,

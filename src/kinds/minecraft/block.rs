@@ -11,11 +11,11 @@ use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
 use crate::kinds::{Context, Document};
-use crate::store::Note;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
+use worldfs_store::Note;
 
 pub struct BlockTree {
     regions: Arc<Regions>,

@@ -8,11 +8,11 @@
 
 use super::chunk::ChunkDoc;
 use super::regions::chunk_nbt;
-use crate::codec::{nbt, region};
 use crate::kinds::{Context, Document};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use worldfs_codec::minecraft::{nbt, region};
 
 #[derive(Default, Debug)]
 pub struct Report {

@@ -33,12 +33,12 @@ use super::items::{self, ItemForm, Slots};
 use super::legacy;
 use super::section::{Container, Packing, Shape, label_part, parse_state, same_state, state_label};
 use super::{entities, heightmap, sign};
-use crate::codec::nbt::{self, Compound, List, Tag};
-use crate::codec::snbt;
 use crate::kinds::mcchunk::{parse_light, render_light};
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
 use crate::view::layers::{self, Frame, LegendBuilder, LegendEntry, Rows};
 use std::collections::HashMap;
+use worldfs_codec::minecraft::nbt::{self, Compound, List, Tag};
+use worldfs_codec::minecraft::snbt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -6,9 +6,9 @@
 //! (`Entities`, `Position`, `DataVersion`), shown as `entities/X,Z/N` by
 //! [`EntityChunkDoc`] (and `regions::EntityHome`).
 
-use crate::codec::nbt::{self, Compound, Tag};
-use crate::codec::snbt;
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
+use worldfs_codec::minecraft::nbt::{self, Compound, Tag};
+use worldfs_codec::minecraft::snbt;
 
 /// The compounds of an `Entities` list.
 pub fn list(holder: &Compound) -> Vec<&Compound> {

@@ -16,7 +16,7 @@
 
 use super::legacy;
 use super::section::{Packing, longs_needed, unpack};
-use crate::codec::nbt::{Compound, Tag};
+use worldfs_codec::minecraft::nbt::{Compound, Tag};
 
 const HEADER: &str = "# heightmaps: per column, the world Y just above its highest block of each kind;\n\
                       # rows z 0 (north) to 15, in each 16 columns x 0 (west) to 15\n";

@@ -11,9 +11,9 @@
 //! Pure. A line's item keeps the keys the text does not show (an item
 //! moved to another slot keeps them too only when its slot is unchanged).
 
-use crate::codec::nbt::{Compound, List, Tag};
-use crate::codec::snbt;
 use crate::kinds::{DocError, DocResult};
+use worldfs_codec::minecraft::nbt::{Compound, List, Tag};
+use worldfs_codec::minecraft::snbt;
 
 /// How the version stores an item's count and extra data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

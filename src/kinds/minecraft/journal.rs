@@ -7,9 +7,9 @@
 //! the `files` backends of Luanti do.
 
 use crate::fs::{FsError, Result};
-use crate::store::Note;
-use crate::store::journal::Pending;
 use std::path::Path;
+use worldfs_store::Note;
+use worldfs_store::journal::Pending;
 
 /// Collections of a Java world's journal (names as `worldfs undo` shows them).
 pub const CHUNKS: &str = "minecraft chunks";

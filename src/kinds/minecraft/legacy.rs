@@ -10,10 +10,10 @@
 //! for its state.
 
 use super::section::{Container, parse_state};
-use crate::codec::nbt::{Compound, Tag};
-use crate::kinds::mcchunk::codec::{nibble, set_nibble};
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use worldfs_codec::minecraft::nbt::{Compound, Tag};
+use worldfs_codec::minecraft::packet::{nibble, set_nibble};
 
 const TABLE: &str = include_str!("legacy_blocks.txt");
 const OPACITY: &str = include_str!("legacy_opacity.txt");
@@ -102,7 +102,7 @@ fn parts(state: &Tag) -> Option<Parts<'_>> {
 /// A state as one string, its properties sorted (None: no name).
 fn key_of(p: &Parts) -> Option<String> {
     let mut props: Vec<String> =
-        p.props.iter().map(|(k, v)| format!("{k}={}", crate::codec::snbt::tag_inline(v))).collect();
+        p.props.iter().map(|(k, v)| format!("{k}={}", worldfs_codec::minecraft::snbt::tag_inline(v))).collect();
     props.sort();
     Some(format!("{}[{}]", p.name?, props.join(",")))
 }

@@ -4,10 +4,10 @@
 //! text, `position`, `health`, and `data`, the whole record as SNBT).
 
 use super::items::{self, ItemForm, Slots};
-use crate::codec::nbt::{self, Compound, List, Tag};
-use crate::codec::snbt;
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
 use std::io::{Read, Write};
+use worldfs_codec::minecraft::nbt::{self, Compound, List, Tag};
+use worldfs_codec::minecraft::snbt;
 
 /// Largest NBT file inflated (level.dat and players are a few KiB).
 const MAX_NBT: u64 = 64 << 20;

@@ -59,7 +59,7 @@ pub fn open_world_tree(
     if !is_java_world(dir) {
         return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", dir.display()));
     }
-    let journal = (!opts.read_only && opts.journal).then(|| dir.join(crate::store::journal::FILE_NAME));
+    let journal = (!opts.read_only && opts.journal).then(|| dir.join(worldfs_store::journal::FILE_NAME));
     if !opts.read_only {
         // A crash can leave a rewrite's temporary file behind.
         for sub in ["", "region", "entities", "playerdata"] {
@@ -225,7 +225,7 @@ pub fn replace_file(
     journal: Option<&Path>,
     (collection, name, what): (&str, &str, &str),
 ) -> Result<()> {
-    let entry = journal::begin(journal, &crate::store::Note::new(what), collection, &[(name, old, new)])?;
+    let entry = journal::begin(journal, &worldfs_store::Note::new(what), collection, &[(name, old, new)])?;
     swap_file(path, old, new)?;
     entry.kept();
     Ok(())

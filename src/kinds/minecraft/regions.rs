@@ -9,14 +9,14 @@
 use super::chunk::ChunkDoc;
 use super::entities::EntityChunkDoc;
 use super::journal;
-use crate::codec::region::{self, RawChunk};
 use crate::fs::{FsError, Result};
 use crate::kinds::doc_tree::write_atomically;
 use crate::kinds::files_tree::{Home, Stored};
 use crate::kinds::{Context, Document};
-use crate::store::Note;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
+use worldfs_codec::minecraft::region::{self, RawChunk};
+use worldfs_store::Note;
 
 /// What identifies one version of a region file (and its chunk's `.mcc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! y * 256 + z * 16 + x), at least 4 bits; 1.18+ biomes 64 (4x4x4), at
 //! least 1 bit, and a container whose palette is one entry stores no data.
 
-use crate::codec::nbt::{Compound, List, Tag};
+use worldfs_codec::minecraft::nbt::{Compound, List, Tag};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packing {
@@ -158,7 +158,7 @@ impl Container {
 /// character, a blank, one of `"\\[],=`) is quoted as in SNBT, so that
 /// every label is one line and reads back as the state it was made from.
 pub fn state_label(t: &Tag) -> String {
-    let Tag::Compound(c) = t else { return format!("?{}", crate::codec::snbt::tag_inline(t)) };
+    let Tag::Compound(c) = t else { return format!("?{}", worldfs_codec::minecraft::snbt::tag_inline(t)) };
     let name = c.string("Name").map_or_else(|| "?".to_string(), label_part);
     match c.compound("Properties") {
         Some(p) if !p.0.is_empty() => {
@@ -166,7 +166,7 @@ pub fn state_label(t: &Tag) -> String {
                 p.0.iter()
                     .map(|(k, v)| match v {
                         Tag::String(s) => format!("{}={}", label_part(k), label_part(s)),
-                        other => format!("{}={}", label_part(k), crate::codec::snbt::tag_inline(other)),
+                        other => format!("{}={}", label_part(k), worldfs_codec::minecraft::snbt::tag_inline(other)),
                     })
                     .collect();
             format!("{name}[{}]", props.join(","))
@@ -179,7 +179,7 @@ pub fn state_label(t: &Tag) -> String {
 /// unchanged and unambiguously, else quoted with SNBT's escapes.
 pub fn label_part(s: &str) -> String {
     let plain = |c: char| !c.is_control() && !c.is_whitespace() && !"\"\\[],=".contains(c);
-    if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { crate::codec::snbt::quote(s) }
+    if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { worldfs_codec::minecraft::snbt::quote(s) }
 }
 
 /// Read a block state's text back; a name without a namespace gets

@@ -17,7 +17,7 @@
 //! all); a changed line becomes a plain component of its text. Fewer than
 //! four lines leave the rest empty, as `echo` writes them. Pure.
 
-use crate::codec::nbt::{Compound, List, Tag};
+use worldfs_codec::minecraft::nbt::{Compound, List, Tag};
 
 /// The first DataVersion whose messages are NBT components (1.21.5).
 const NBT_COMPONENTS: i64 = 4325;
@@ -75,7 +75,7 @@ fn plain(message: &Tag, data_version: i64) -> String {
         Tag::String(s) => s.clone(),
         Tag::Compound(c) => nbt_plain(c),
         Tag::List(l) => l.items.iter().map(|t| plain(t, data_version)).collect(),
-        other => crate::codec::snbt::tag_inline(other),
+        other => worldfs_codec::minecraft::snbt::tag_inline(other),
     };
     text.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
 }

@@ -5,8 +5,8 @@
 //! The same pixels make the world's `map/` tiles (`map.rs`).
 
 use super::section::Container;
-use crate::codec::nbt::Tag;
 use crate::view::picture::{self, Colors, NOTHING, Rgba};
+use worldfs_codec::minecraft::nbt::Tag;
 
 /// Each column's top `[z][x]` (z = 0 the north row): its colour and world Y.
 pub type Tops = [[Option<(Rgba, i64)>; 16]; 16];

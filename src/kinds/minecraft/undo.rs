@@ -8,9 +8,9 @@
 use super::journal::{self, CHUNKS, LEVEL, LEVEL_NAME, PLAYERS};
 use super::regions::{Regions, check_session_lock, parse_name};
 use super::{player_file, swap_file};
-use crate::store::journal::{FILE_NAME, Journal};
 use crate::undo::{Plan, RecordRestore, Selection, plan_records};
 use std::path::{Path, PathBuf};
+use worldfs_store::journal::{FILE_NAME, Journal};
 
 /// A Java world's journaled files.
 pub struct Records {

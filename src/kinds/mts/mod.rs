@@ -1,10 +1,10 @@
 //! Luanti schematics (`.mts`): the codec ([`codec`]) and the files a
 //! mounted schematic shows ([`view`]), tied together as a [`Document`].
 
-pub mod codec;
 pub mod view;
 
-pub use codec::{MtsError, Schematic};
+use worldfs_codec::mts as codec;
+pub use worldfs_codec::mts::{MtsError, Schematic};
 
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
 use std::path::Path;
@@ -116,6 +116,27 @@ mod tests {
         s.slices[1] = 63;
         let bytes = s.encode().unwrap();
         MtsDocument::decode(&bytes, &Context::default()).unwrap()
+    }
+
+    /// Files the engine reads although they are not what it writes (no
+    /// adler32 trailer, node data longer than the size needs; see
+    /// `worldfs_codec::mts`'s tests) keep their bytes until they are
+    /// changed, and a change writes no extra bytes.
+    #[test]
+    fn tolerated_files_keep_their_bytes_until_changed() {
+        let s = doc().schematic;
+        let whole = s.encode().unwrap();
+        for cut in 1..=4 {
+            let file = &whole[..whole.len() - cut];
+            let d = MtsDocument::decode(file, &Context::default()).unwrap();
+            assert_eq!(d.encode().unwrap(), file, "cut {cut}: an unchanged file keeps its bytes");
+        }
+        let data = [s.node_data(), b"extra bytes the engine ignores".to_vec()].concat();
+        let file = [s.head(), worldfs_codec::compress::deflate_zlib(&data)].concat();
+        let mut d = MtsDocument::decode(&file, &Context::default()).unwrap();
+        assert_eq!(d.encode().unwrap(), file, "an unchanged file keeps its bytes");
+        d.schematic.param2[0] = 1;
+        assert_eq!(d.encode().unwrap(), d.schematic.encode().unwrap(), "a change writes no extra bytes");
     }
 
     #[test]

@@ -33,10 +33,10 @@
 //! table held twice becomes one id; until then, a node given its own name
 //! keeps its id, so an unchanged file changes nothing).
 
-use super::codec::{FORCE_PLACE, PROB_ALWAYS, PROB_MASK, Schematic, check_size};
 use crate::kinds::text::{self, Word};
 use crate::kinds::{DocError, DocResult};
 use crate::view::layers::{self, Frame, LegendBuilder, Rows};
+use worldfs_codec::mts::{FORCE_PLACE, PROB_ALWAYS, PROB_MASK, Schematic, check_size};
 
 /// The files of a mounted schematic, in listing order, and whether each is
 /// writable.
@@ -399,7 +399,7 @@ fn apply_size(s: &mut Schematic, content: &[u8]) -> DocResult<()> {
     }
     let mut size = [0i64; 3];
     for (i, axis) in ["x", "y", "z"].iter().enumerate() {
-        size[i] = text::int(&ws[i], 1, axis, 1, super::codec::MAX_AXIS as i64)?;
+        size[i] = text::int(&ws[i], 1, axis, 1, worldfs_codec::mts::MAX_AXIS as i64)?;
     }
     check_size(size).map_err(|m| DocError::at_line(1, m))?;
     let size = size.map(|v| v as u16);

@@ -8,10 +8,10 @@
 //! leaves the world as it is there. Pure: blocks come from a closure.
 
 use super::node_box::{NodeBox, block_node};
-use crate::codec::Block;
-use crate::kinds::mts::codec::{PROB_ALWAYS, Schematic};
-use crate::store::BlockPos;
 use std::collections::HashMap;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::mts::{PROB_ALWAYS, Schematic};
+use worldfs_store::BlockPos;
 
 /// Changes to the plain capture, as `create_schematic`'s lists make them.
 #[derive(Clone, Debug, Default)]
@@ -97,7 +97,7 @@ pub fn capture(
             .entries
             .iter()
             .filter(|e| {
-                let (x, y, z) = crate::codec::block::index_xyz(e.pos as usize);
+                let (x, y, z) = worldfs_codec::luanti::block::index_xyz(e.pos as usize);
                 bx.contains([ox + x as i32, oy + y as i32, oz + z as i32])
             })
             .count();

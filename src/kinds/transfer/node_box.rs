@@ -2,9 +2,9 @@
 //! what an export captures and an import places (the WorldEdit kind uses it
 //! too).
 
-use crate::codec::block::node_index;
-use crate::kinds::mts::codec::{MAX_AXIS, MAX_NODES};
-use crate::store::BlockPos;
+use worldfs_codec::luanti::block::node_index;
+use worldfs_codec::mts::{MAX_AXIS, MAX_NODES};
+use worldfs_store::BlockPos;
 
 /// A box of nodes, corners included, in world coordinates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,11 +26,11 @@
 
 use super::node_box::{block_node, block_of};
 use super::rotate::{NodeDefs, Rotation, rotate_param2};
-use crate::codec::Block;
-use crate::codec::nodemeta::MetaEntry;
-use crate::kinds::mts::codec::{FORCE_PLACE, PROB_MASK, Schematic};
-use crate::store::BlockPos;
 use std::collections::BTreeMap;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::nodemeta::MetaEntry;
+use worldfs_codec::mts::{FORCE_PLACE, PROB_MASK, Schematic};
+use worldfs_store::BlockPos;
 
 /// One node to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,7 +138,7 @@ pub fn apply_writes(
 /// 25, content ids that do not fit one byte widen the ids, the metadata
 /// list version follows the block version.
 fn normalize(b: &mut Block) {
-    if b.version < crate::codec::block::MIN_WRITE_VERSION {
+    if b.version < worldfs_codec::luanti::block::MIN_WRITE_VERSION {
         b.version = 25;
     }
     if !b.fits_content_width() {

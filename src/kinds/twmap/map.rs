@@ -3,15 +3,15 @@
 //! needs to read the map, and the edits the view makes. Pure.
 //!
 //! The datafile stays the one source of truth: the typed items of
-//! [`super::items`] are read from it when needed, and edits write them
+//! [`worldfs_codec::twmap::items`] are read from it when needed, and edits write them
 //! back, so everything an edit does not touch keeps its exact bytes.
 
 use std::collections::{HashMap, HashSet};
 
-use super::datafile::{Datafile, Offsets};
-use super::items::{self, Envelope, Group, Image, Info, Layer, TileLayer, types};
-use super::tiles::{self, TileKind};
 use crate::kinds::{DocError, DocResult};
+use worldfs_codec::twmap::datafile::{Datafile, Offsets};
+use worldfs_codec::twmap::items::{self, Envelope, Group, Image, Info, Layer, TileLayer, types};
+use worldfs_codec::twmap::tiles::{self, TileKind};
 
 /// A group and the item indices of its layers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -537,13 +537,13 @@ fn check_tile_data(
             return Err(DocError::new(format!("{}: tile data index {d} is used by another layer too", lwhat())));
         }
         let count = t.width as u64 * t.height as u64;
-        if count * kind.tile_size() as u64 > super::datafile::MAX_DATA_SIZE as u64 {
+        if count * kind.tile_size() as u64 > worldfs_codec::twmap::datafile::MAX_DATA_SIZE as u64 {
             return Err(DocError::new(format!(
                 "{}: {} x {} tiles are over the cap of {} bytes",
                 lwhat(),
                 t.width,
                 t.height,
-                super::datafile::MAX_DATA_SIZE
+                worldfs_codec::twmap::datafile::MAX_DATA_SIZE
             )));
         }
         if kind.is_physics() && kind != TileKind::Game && count < game_count {

@@ -4,20 +4,16 @@
 //! files ([`view`], and [`TwMap`] here, the [`Document`]). The layout is in
 //! docs/layout.md ("Teeworlds/DDNet maps").
 
-pub mod datafile;
-pub mod example;
-pub mod items;
 pub mod map;
 pub mod text;
-pub mod tiles;
 pub mod view;
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use self::items::Layer;
 use self::map::Map;
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
+use worldfs_codec::twmap::items::Layer;
 
 /// What a path of the tree stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,10 +2,10 @@
 //! and bad maps and bad writes with their exact errors. (The real maps are
 //! in tests/twmap_real.rs and tests/twmap_oracle.rs.)
 
-use super::datafile::Datafile;
 use super::*;
+use worldfs_codec::twmap::datafile::Datafile;
 
-use super::example::{H, W, example as build};
+use worldfs_codec::twmap::example::{H, W, example as build};
 
 fn doc() -> TwMap {
     TwMap::decode(&build().encode().unwrap(), &Context::default()).unwrap()
@@ -124,7 +124,7 @@ fn edits_reach_the_file() {
     assert_eq!((g.parallax_x, g.parallax_y, g.clip()), (50, 100, [1, 0, 0, 640, 0]));
 
     let back = edit(&mut d, &format!("{BACK}/info"), b"color = 10 20 30 40\ndetail = 1\nimage = -1\n");
-    let super::items::Layer::Tiles(t) = back.map().layer(1, 0) else { panic!() };
+    let worldfs_codec::twmap::items::Layer::Tiles(t) = back.map().layer(1, 0) else { panic!() };
     assert_eq!((t.color, t.header.flags, t.image), ([10, 20, 30, 40], 1, -1));
 
     // Renaming a group or a layer renames its directory.
@@ -475,7 +475,7 @@ fn a_version_2_layer_gets_a_name_by_becoming_version_3() {
     let mut d = TwMap::decode(&df.encode().unwrap(), &Context::default()).unwrap();
     assert!(d.entries().iter().any(|e| e.path == "groups/01_Back/layers/00/info"));
     let back = edit(&mut d, "groups/01_Back/layers/00/info", b"name = named\n");
-    let super::items::Layer::Tiles(t) = back.map().layer(1, 0) else { panic!() };
+    let worldfs_codec::twmap::items::Layer::Tiles(t) = back.map().layer(1, 0) else { panic!() };
     assert_eq!((t.version, t.name(), t.ddnet.clone()), (3, b"named".to_vec(), vec![-1, -1]));
 }
 

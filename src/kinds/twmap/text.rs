@@ -8,8 +8,8 @@
 //! end with a space, start with `"` or `#`, or hold control bytes or bytes
 //! that are not UTF-8.
 
-use crate::codec::jsonish::{self, HighBytes};
 use crate::kinds::{DocError, DocResult};
+use worldfs_codec::jsonish::{self, HighBytes};
 
 /// One `key = value` line.
 #[derive(Clone, Debug)]

@@ -2,14 +2,12 @@
 //! ([`codec`]), the world transfer ([`transfer`]) and the files a mounted
 //! one shows ([`view`]), tied together as a [`Document`].
 
-pub mod codec;
-pub mod lua;
 pub mod transfer;
 pub mod view;
 
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
-use codec::WeFile;
 use std::path::Path;
+use worldfs_codec::we::codec::{self, WeFile};
 
 /// A mounted `.we` file.
 pub struct WeDocument {

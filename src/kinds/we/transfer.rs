@@ -16,15 +16,15 @@
 //! the node's `on_construct` (a chest without `meta` in the file gets the
 //! game's empty inventory in the game, no metadata here).
 
-use super::codec::{WeFile, WeMeta, WeNode};
-use crate::codec::Block;
-use crate::codec::inventory::{Inventory, InventoryList};
-use crate::codec::itemstring::ItemStack;
-use crate::codec::jsonish::HighBytes;
-use crate::codec::nodemeta::{MetaEntry, MetaVar};
 use crate::kinds::transfer::node_box::{NodeBox, block_node};
 use crate::kinds::transfer::place::NodeWrite;
-use crate::store::BlockPos;
+use worldfs_codec::jsonish::HighBytes;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::inventory::{Inventory, InventoryList};
+use worldfs_codec::luanti::itemstring::ItemStack;
+use worldfs_codec::luanti::nodemeta::{MetaEntry, MetaVar};
+use worldfs_codec::we::codec::{WeFile, WeMeta, WeNode};
+use worldfs_store::BlockPos;
 
 /// An exported box and what the caller should say about it.
 #[derive(Clone, Debug)]
@@ -156,7 +156,7 @@ mod tests {
     fn export_then_import_gives_nodes_and_metadata_back() {
         let mut b = Block::new_air(29);
         let chest = crate::view::parse::id_for(&mut b, b"default:chest").unwrap();
-        let i = crate::codec::block::node_index(3, 4, 5);
+        let i = worldfs_codec::luanti::block::node_index(3, 4, 5);
         b.param0[i] = chest;
         b.param2[i] = 2;
         b.param1[i] = 0;
@@ -170,12 +170,12 @@ mod tests {
         let c = capture(&bx, &mut |p| Ok(world.get(&p).cloned())).unwrap();
         assert_eq!(c.file.nodes.len(), 1);
         assert_eq!(c.metadata_nodes, 1);
-        let bytes = super::super::codec::encode(&c.file);
-        let f = super::super::codec::decode(&bytes).unwrap();
+        let bytes = worldfs_codec::we::codec::encode(&c.file);
+        let f = worldfs_codec::we::codec::decode(&bytes).unwrap();
         let empty: BTreeMap<BlockPos, Block> = BTreeMap::new();
         let p = apply_writes(writes(&f, [100, 0, 0]).unwrap(), &mut |p| Ok(empty.get(&p).cloned()), 29).unwrap();
         let (_, nb) = &p.blocks[&BlockPos::new(6, 0, 0)];
-        let j = crate::codec::block::node_index(3 + 100 - 96, 4, 5);
+        let j = worldfs_codec::luanti::block::node_index(3 + 100 - 96, 4, 5);
         assert_eq!(nb.name_of(nb.param0[j]), Some(&b"default:chest"[..]));
         assert_eq!(nb.param2[j], 2);
         let m = nb.metadata.get(j as u16).unwrap();

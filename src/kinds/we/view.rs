@@ -20,13 +20,13 @@
 //!   `fields/` adds a field, removing one deletes it.
 //! * `info` (read-only): the version read, counts, the box.
 
-use super::codec::{WeFile, WeMeta, WeNode};
 use super::transfer::{meta_to_we, we_to_meta};
 use crate::kinds::text;
 use crate::kinds::{DocError, DocResult, Entry};
 use crate::view::escape;
 use crate::view::layers::{self, Frame, LegendBuilder, Rows};
 use std::collections::HashMap;
+use worldfs_codec::we::codec::{WeFile, WeMeta, WeNode};
 
 /// The label of a position without a node.
 pub const NONE: &str = "(none)";
@@ -95,7 +95,7 @@ fn name_key(name: &str) -> Option<Vec<u8>> {
 fn meta_path<'a>(f: &WeFile, path: &'a str) -> Option<(usize, &'a str)> {
     let rest = path.strip_prefix("meta/")?;
     let (p, rest) = rest.split_once('/').unwrap_or((rest, ""));
-    let (x, y, z) = crate::store::parse_triple::<i32>(p)?;
+    let (x, y, z) = worldfs_store::parse_triple::<i32>(p)?;
     let i = f.nodes.iter().position(|n| n.pos == [x, y, z])?;
     Some((i, rest))
 }
@@ -174,13 +174,13 @@ fn bounds(f: &WeFile) -> ([i32; 3], [i32; 3]) {
 fn frame(f: &WeFile) -> DocResult<(Frame, [i32; 3])> {
     let (lo, hi) = bounds(f);
     let size = [0, 1, 2].map(|a| (hi[a] - lo[a] + 1) as usize);
-    if size.iter().product::<usize>() > crate::kinds::mts::codec::MAX_NODES {
+    if size.iter().product::<usize>() > worldfs_codec::mts::MAX_NODES {
         return Err(DocError::new(format!(
             "the nodes span {} x {} x {}: too large to draw (at most {} positions)",
             size[0],
             size[1],
             size[2],
-            crate::kinds::mts::codec::MAX_NODES
+            worldfs_codec::mts::MAX_NODES
         )));
     }
     Ok((Frame { size, origin: [lo[0] as i64, lo[1] as i64, lo[2] as i64], rows: Rows::ZDescending }, lo))
@@ -280,7 +280,7 @@ fn apply_nodes(f: &mut WeFile, content: &[u8]) -> DocResult<()> {
     let meta: HashMap<[i32; 3], WeMeta> = f.nodes.iter().filter_map(|n| n.meta.clone().map(|m| (n.pos, m))).collect();
     let mut seen: HashMap<[i32; 3], usize> = HashMap::new();
     let mut nodes = Vec::new();
-    let lim = super::codec::MAX_OFFSET;
+    let lim = worldfs_codec::we::codec::MAX_OFFSET;
     for (i, l) in text::lines(content)?.iter().enumerate() {
         let n = i + 1;
         let ws = text::words(l, n)?;
@@ -295,7 +295,7 @@ fn apply_nodes(f: &mut WeFile, content: &[u8]) -> DocResult<()> {
         if let Some(prev) = seen.insert(pos, n) {
             return Err(DocError::at_line(n, format!("position {} is also on line {prev}", pos_name(pos))));
         }
-        if nodes.len() >= crate::kinds::mts::codec::MAX_NODES {
+        if nodes.len() >= worldfs_codec::mts::MAX_NODES {
             return Err(DocError::at_line(n, "too many nodes"));
         }
         nodes.push(WeNode {
@@ -375,7 +375,7 @@ fn apply_meta_file(f: &mut WeFile, path: &str, content: &[u8]) -> DocResult<()> 
     let (i, rest) = meta_path(f, path).ok_or_else(|| DocError::new("no such file"))?;
     let m = f.nodes[i].meta.as_mut().ok_or_else(|| DocError::new("this node has no metadata (mkdir it first)"))?;
     if rest == "inventory" {
-        let inv = crate::codec::inventory::Inventory::parse_strict(content)
+        let inv = worldfs_codec::luanti::inventory::Inventory::parse_strict(content)
             .map_err(|e| DocError::at_line(e.line, e.message))?;
         if let Some(l) = inv.lists.iter().find(|l| l.width != 0) {
             return Err(DocError::new(format!(
@@ -384,7 +384,7 @@ fn apply_meta_file(f: &mut WeFile, path: &str, content: &[u8]) -> DocResult<()> 
                 l.width
             )));
         }
-        let mut e = crate::codec::nodemeta::MetaEntry::new(0);
+        let mut e = worldfs_codec::luanti::nodemeta::MetaEntry::new(0);
         e.inventory = content.to_vec();
         let (we, _) = meta_to_we(&e).map_err(DocError::new)?;
         m.inventory = we.inventory;

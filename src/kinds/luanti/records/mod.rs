@@ -15,14 +15,14 @@ use crate::fs::{FsError, Options, Result, Services, Tree};
 use crate::kinds::files_tree::{FilesTree, Home, Stored};
 use crate::kinds::luanti::guard::ServerGuard;
 use crate::kinds::{Context, DocError};
-use crate::store::Note;
-use crate::store::records::RecordStore;
 use crate::view::escape;
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::marker::PhantomData;
 use std::sync::Arc;
 pub use views::RecordView;
+use worldfs_store::Note;
+use worldfs_store::records::RecordStore;
 
 /// The home of one collection's records: its store, and the files a
 /// running server holds open (changes are refused meanwhile).
@@ -182,11 +182,11 @@ impl<V: RecordView> Home<V> for RecordSet<V> {
 
 /// The record stores of a world that can be opened (for `worldfs undo`).
 pub fn open_stores(
-    world: &crate::world::World,
+    world: &worldfs_store::world::World,
     read_only: bool,
     journal: bool,
 ) -> Vec<(&'static str, Box<dyn RecordStore>)> {
-    use crate::store::records::Collection;
+    use worldfs_store::records::Collection;
     Collection::ALL
         .into_iter()
         .filter_map(|c| world.open_records(c, read_only, journal).ok().map(|s| (c.name(), s)))
@@ -201,8 +201,11 @@ const TAGS: [u64; 3] = [7, 8, 9];
 /// game), accounts in a database at every use; not auth.txt (read at start,
 /// rewritten whole at every login) nor mod storage (read when the mods
 /// load). Those a live mount changes alongside the server.
-pub fn changes_alongside_server(world: &crate::world::World, collection: crate::store::records::Collection) -> bool {
-    use crate::store::records::Collection;
+pub fn changes_alongside_server(
+    world: &worldfs_store::world::World,
+    collection: worldfs_store::records::Collection,
+) -> bool {
+    use worldfs_store::records::Collection;
     let backend = world
         .setting(collection.backend_key())
         .map(String::from)
@@ -219,7 +222,7 @@ pub fn changes_alongside_server(world: &crate::world::World, collection: crate::
 /// cannot open is left out, with the reason in the log.
 pub fn world_tree(
     map: Arc<dyn Tree>,
-    world: &crate::world::World,
+    world: &worldfs_store::world::World,
     opts: &Options,
     services: &Arc<Services>,
     more: Vec<crate::fs::union::Mounted>,
@@ -232,14 +235,14 @@ pub fn world_tree(
 /// them again (`changes_alongside_server`).
 pub fn live_world_tree(
     map: Arc<dyn Tree>,
-    world: &crate::world::World,
+    world: &worldfs_store::world::World,
     opts: &Options,
     services: &Arc<Services>,
     more: Vec<crate::fs::union::Mounted>,
     live: bool,
 ) -> Arc<dyn Tree> {
-    use crate::codec::{auth::AuthEntry, mod_storage::ModStorage, player::Player};
-    use crate::store::records::Collection;
+    use worldfs_codec::luanti::{auth::AuthEntry, mod_storage::ModStorage, player::Player};
+    use worldfs_store::records::Collection;
     let dir = world.dir.as_path();
     let watch = vec![world.map_path()];
     let mut mounted = Vec::new();
@@ -254,7 +257,7 @@ pub fn live_world_tree(
         let mut w = watch.clone();
         if live {
             let rereads = changes_alongside_server(world, c);
-            store = Box::new(crate::store::live::records::LiveRecords::new(dir, c, store, rereads));
+            store = Box::new(worldfs_store::live::records::LiveRecords::new(dir, c, store, rereads));
             w.clear();
         }
         let (o, s) = (opts.clone(), services.clone());

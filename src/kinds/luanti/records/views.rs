@@ -7,14 +7,14 @@
 //! mod_storage/MOD/KEY
 //! ```
 
-use crate::codec::auth::{AuthEntry, check_privilege};
-use crate::codec::inventory::Inventory;
-use crate::codec::jsonish::HighBytes;
-use crate::codec::mod_storage::{ModStorage, check_mod_name};
-use crate::codec::player::{Player, check_name};
 use crate::kinds::{Context, DocError, DocResult, Document, Entry};
-use crate::store::records::Collection;
 use crate::view::escape;
+use worldfs_codec::jsonish::HighBytes;
+use worldfs_codec::luanti::auth::{AuthEntry, check_privilege};
+use worldfs_codec::luanti::inventory::Inventory;
+use worldfs_codec::luanti::mod_storage::{ModStorage, check_mod_name};
+use worldfs_codec::luanti::player::{Player, check_name};
+use worldfs_store::records::Collection;
 
 /// One record of a collection: a [`Document`] (its files) with what the
 /// collection adds: its directory, who may see it, and how a record is
@@ -397,7 +397,7 @@ mod tests {
         assert_eq!(unshifted("x", 1), None);
         assert_eq!(unshifted("1e5", 1), None);
         let mut p = Player::decode(
-            &crate::codec::player::Player {
+            &worldfs_codec::luanti::player::Player {
                 hp: 20,
                 breath: 10,
                 pos: [1.0, 2.0, 3.0],

@@ -1,10 +1,10 @@
 //! Tile grids, quads, sound sources, sounds, envelopes and other items.
 
-use crate::kinds::twmap::items::{self, Layer, QuadsLayer, TileLayer};
 use crate::kinds::twmap::map::Map;
 use crate::kinds::twmap::text::{self, line, quote};
-use crate::kinds::twmap::tiles::{self, TileKind};
 use crate::kinds::{DocError, DocResult};
+use worldfs_codec::twmap::items::{self, Layer, QuadsLayer, TileLayer};
+use worldfs_codec::twmap::tiles::{self, TileKind};
 
 // ---------------------------------------------------------------- tiles
 

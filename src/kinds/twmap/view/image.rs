@@ -1,9 +1,9 @@
 //! Images: embedded ones as PNG files, external ones as a text file.
 
-use crate::kinds::twmap::items;
 use crate::kinds::twmap::map::Map;
 use crate::kinds::twmap::text::{line, quote};
 use crate::kinds::{DocError, DocResult};
+use worldfs_codec::twmap::items;
 
 // ---------------------------------------------------------------- images
 

@@ -1,10 +1,10 @@
 //! `info`, `group` and a layer's `info`: properties as `key = value` lines.
 
-use crate::kinds::twmap::items::{self, Group, Layer, LayerHeader, QuadsLayer, TileLayer, name_to_ints, types};
 use crate::kinds::twmap::map::Map;
 use crate::kinds::twmap::text::{self, line, quote};
-use crate::kinds::twmap::tiles::TileKind;
 use crate::kinds::{DocError, DocResult};
+use worldfs_codec::twmap::items::{self, Group, Layer, LayerHeader, QuadsLayer, TileLayer, name_to_ints, types};
+use worldfs_codec::twmap::tiles::TileKind;
 
 /// DDNet's editor keeps these many bytes of the info strings and of a
 /// setting (its buffers, less the NUL).
@@ -85,7 +85,7 @@ pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
     let ii = match map.index.info {
         Some(i) => i,
         None => {
-            map.df.items.push(crate::kinds::twmap::datafile::Item {
+            map.df.items.push(worldfs_codec::twmap::datafile::Item {
                 type_id: types::INFO,
                 id: 0,
                 data: vec![1, -1, -1, -1, -1, -1],

@@ -1,0 +1,245 @@
+//! worldfs-store: the databases behind a Luanti world, behind one small
+//! trait ([`MapStore`]) so that SQLite (both schemas), PostgreSQL, LevelDB,
+//! Redis and a running server ([`live`]) fit the same place; the records
+//! beside the map (players, accounts, mod storage) behind another
+//! ([`records`]). Also worldfs's own files: the undo journal ([`journal`])
+//! and the name index ([`name_index`]). No database client outside this
+//! crate.
+
+pub mod backends;
+pub mod holders;
+pub mod journal;
+pub mod leveldb;
+pub mod live;
+pub mod memory;
+pub mod name_index;
+mod pos;
+pub mod postgres;
+pub mod records;
+pub mod redis;
+pub mod sqlite;
+mod sqlite_pool;
+pub mod world;
+
+pub use pos::{BlockPos, parse_triple};
+use std::fmt;
+
+/// One change inside a transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Put(BlockPos, Vec<u8>),
+    Delete(BlockPos),
+    /// A precondition, not a change: when the transaction starts, the block
+    /// must hold these bytes (None: be absent), or the whole transaction is
+    /// refused with [`StoreError::Conflict`]. This is how a write based on
+    /// what was read earlier never silently overwrites what another process
+    /// (another mount, a server, a second machine) committed meanwhile.
+    Expect(BlockPos, Option<Vec<u8>>),
+}
+
+impl Change {
+    /// The block a change (or expectation) concerns.
+    pub fn pos(&self) -> BlockPos {
+        match self {
+            Change::Put(p, _) | Change::Delete(p) | Change::Expect(p, _) => *p,
+        }
+    }
+}
+
+/// The expectations of a transaction that do not hold, given a way to read
+/// a block inside it (for stores to share).
+pub fn unmet_expectation(
+    changes: &[Change],
+    mut current: impl FnMut(BlockPos) -> Result<Option<Vec<u8>>>,
+) -> Result<Option<StoreError>> {
+    for c in changes {
+        if let Change::Expect(p, want) = c {
+            let now = current(*p)?;
+            if now != *want {
+                let said = |b: &Option<Vec<u8>>| match b {
+                    None => "absent".to_string(),
+                    Some(b) => format!("{} bytes, CRC-32 {:08x}", b.len(), journal::Fingerprint::of(b).crc),
+                };
+                return Ok(Some(StoreError::Conflict(format!(
+                    "block {p} was changed by someone else since it was read (it was {}, it is now {}); \
+                     nothing written: read it again and redo the change",
+                    said(want),
+                    said(&now)
+                ))));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// What a transaction does, for the undo journal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Note {
+    /// A short description, e.g. "write blocks/1,2,3/names".
+    pub what: String,
+    /// Journal entries this transaction reverts (for `worldfs undo`).
+    pub reverts: Vec<i64>,
+}
+
+impl Note {
+    pub fn new(what: impl Into<String>) -> Note {
+        Note { what: what.into(), reverts: Vec::new() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    /// Another process holds a lock longer than our busy timeout.
+    Busy(String),
+    /// The store is open read-only.
+    ReadOnly,
+    /// The disk (or a quota) is full.
+    Full(String),
+    /// A block was changed by someone else since it was read (an unmet
+    /// [`Change::Expect`]); nothing was written.
+    Conflict(String),
+    /// The database cannot be reached (connection refused or lost); nothing
+    /// was written. The store reconnects on the next call.
+    Unreachable(String),
+    /// Anything else the database reports.
+    Backend(String),
+    /// The change is not one this store can make (a running server
+    /// refusing it, say); nothing was written. The message says why.
+    Refused(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Busy(m) => write!(f, "map database is locked by another process: {m}"),
+            StoreError::ReadOnly => write!(f, "map database is open read-only"),
+            StoreError::Full(m) => write!(f, "no space left for the map database: {m}"),
+            StoreError::Conflict(m) => f.write_str(m),
+            StoreError::Unreachable(m) => write!(f, "map database unreachable: {m}"),
+            StoreError::Backend(m) => write!(f, "map database error: {m}"),
+            StoreError::Refused(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A map database. Implementations must be usable from several threads and
+/// must not hold a transaction (or a lock) between two calls.
+pub trait MapStore: Send + Sync {
+    /// For messages: backend and schema, e.g. "sqlite3, legacy pos schema".
+    fn describe(&self) -> String;
+
+    /// The stored blob of a block, if the block exists. An empty blob is
+    /// treated as absent, as the engine does.
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>>;
+
+    /// Whether a block exists (cheaper than `get`).
+    fn contains(&self, pos: BlockPos) -> Result<bool> {
+        Ok(self.get(pos)?.is_some())
+    }
+
+    /// Up to `limit` positions in the store's own key order, strictly after
+    /// `after` (from the start when None). Resumable from any position.
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>>;
+
+    /// Like `list_after`, with the blobs.
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>>;
+
+    /// The blobs of several blocks (None: absent), in the order asked; on
+    /// a database server in one round trip.
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        positions.iter().map(|p| self.get(*p)).collect()
+    }
+
+    /// The block at `pos` (absent from the answer if it does not exist)
+    /// and up to `limit` stored blocks near it, read together: on a
+    /// database server one round trip, so that a walk over `blocks/` (in
+    /// name order, which is not the key order) costs one query per run of
+    /// neighbours, not one per block. Empty blobs are left out, as by
+    /// `get`. Stores on local files answer the block alone (the default).
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        let _ = limit;
+        Ok(self.get(pos)?.map(|blob| vec![(pos, blob)]).unwrap_or_default())
+    }
+
+    /// Apply all changes in one transaction: all or nothing. Expectations
+    /// ([`Change::Expect`]) are checked first, inside the transaction. When
+    /// the store keeps an undo journal, the previous bytes of every changed
+    /// block are recorded in that same transaction, under `note`.
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()>;
+
+    /// Number of stored blocks (may scan the whole index).
+    fn count(&self) -> Result<u64>;
+
+    fn is_read_only(&self) -> bool;
+
+    /// A number that changes whenever a transaction that changed the map
+    /// ends, by this process or any other; None if the store cannot tell
+    /// cheaply. Read before a block, it tells later whether that block can
+    /// still be trusted without reading it again.
+    fn data_version(&self) -> Option<u64> {
+        None
+    }
+
+    /// The data version at the start of this store's last commit and just
+    /// after it, for stores whose version moves by an amount no one can
+    /// foretell (PostgreSQL's, a hash of its snapshot): how a mount tells its own
+    /// commit from another process's. None: a commit moves `data_version`
+    /// by exactly one (SQLite's change counter, LevelDB's).
+    fn last_commit_versions(&self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// For database servers: the other clients of this map that are not
+    /// worldfs (a running Luanti server among them), described for a
+    /// message. Files are guarded by `kinds::luanti::guard` instead: empty here.
+    fn other_users(&self) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+/// A shared store is a store (two handles on one in-memory map, say).
+impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        (**self).get(pos)
+    }
+    fn contains(&self, pos: BlockPos) -> Result<bool> {
+        (**self).contains(pos)
+    }
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        (**self).list_after(after, limit)
+    }
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        (**self).scan_after(after, limit)
+    }
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        (**self).get_many(positions)
+    }
+    fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        (**self).get_near(pos, limit)
+    }
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
+        (**self).apply(changes, note)
+    }
+    fn count(&self) -> Result<u64> {
+        (**self).count()
+    }
+    fn is_read_only(&self) -> bool {
+        (**self).is_read_only()
+    }
+    fn data_version(&self) -> Option<u64> {
+        (**self).data_version()
+    }
+    fn last_commit_versions(&self) -> Option<(u64, u64)> {
+        (**self).last_commit_versions()
+    }
+    fn other_users(&self) -> Result<Vec<String>> {
+        (**self).other_users()
+    }
+}

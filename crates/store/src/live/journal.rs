@@ -1,0 +1,267 @@
+//! The undo journal of changes a running server applied (`LiveStore`).
+//! The server re-serializes a block when it saves it, so the bytes it
+//! saves are not the bytes the mount wrote, and a fingerprint cannot tell
+//! whether the game still holds the change. A live change is journaled as
+//! any other (`store::journal`, bytes before, fingerprint after) and, in
+//! the table `live_after` beside it, the bytes the mount wrote: undo then
+//! sends the server the change from those bytes back to the ones before,
+//! and the mod checks, node by node, that the game still holds what the
+//! change left (else the undo is refused: a conflict). Once the server
+//! stopped, undo writes the map itself: `AsJournaled` then takes a block
+//! as the change left it when the map holds the same content in the
+//! server's serialization (`holds_live_change`).
+
+use crate::journal::{Step, attached, record};
+use crate::{BlockPos, Change, MapStore, Note, Result, StoreError};
+use parking_lot::Mutex;
+use rusqlite::{Connection, OptionalExtension, params};
+use std::collections::BTreeMap;
+use std::path::Path;
+use worldfs_codec::luanti::Block;
+use worldfs_codec::luanti::inventory::Inventory;
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(format!("undo journal: {e}"))
+}
+
+const CREATE: &str = "CREATE TABLE IF NOT EXISTS journal.live_after (
+    change INTEGER NOT NULL,
+    x INTEGER NOT NULL, y INTEGER NOT NULL, z INTEGER NOT NULL,
+    after BLOB,
+    PRIMARY KEY (change, x, y, z))";
+
+/// A block the server applied: its position, bytes before, and bytes the
+/// mount wrote (None: absent).
+pub type Applied = (BlockPos, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Journal blocks the server applied, in one entry with `note`.
+pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied]) -> Result<()> {
+    let mut conn = attached(path)?;
+    conn.execute_batch(CREATE).map_err(backend)?;
+    let tx = conn.transaction().map_err(backend)?;
+    let steps: Vec<Step<'_>> = blocks.iter().map(|(p, before, after)| (*p, before.clone(), after.as_deref())).collect();
+    let id = record(&tx, note, &steps).map_err(backend)?;
+    {
+        let mut ins = tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO journal.live_after (change, x, y, z, after) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(backend)?;
+        for (p, _, after) in blocks {
+            ins.execute(params![id, p.x, p.y, p.z, after]).map_err(backend)?;
+        }
+    }
+    tx.commit().map_err(backend)
+}
+
+/// What the newest journaled change of block `pos` wrote, when that
+/// change went through a running server (Some: its bytes, None inside: it
+/// deleted the block); None when it did not (or no change touched it).
+pub fn live_after(path: &Path, pos: BlockPos) -> Result<Option<Option<Vec<u8>>>> {
+    let conn = attached(path)?;
+    conn.execute_batch(CREATE).map_err(backend)?;
+    newest_live_after(&conn, pos)
+}
+
+fn newest_live_after(conn: &Connection, pos: BlockPos) -> Result<Option<Option<Vec<u8>>>> {
+    let newest: Option<i64> = conn
+        .query_row(
+            "SELECT max(change) FROM journal.blocks WHERE x = ?1 AND y = ?2 AND z = ?3",
+            params![pos.x, pos.y, pos.z],
+            |r| r.get(0),
+        )
+        .map_err(backend)?;
+    let Some(change) = newest else { return Ok(None) };
+    conn.query_row(
+        "SELECT after FROM journal.live_after WHERE change = ?1 AND x = ?2 AND y = ?3 AND z = ?4",
+        params![change, pos.x, pos.y, pos.z],
+        |r| r.get::<_, Option<Vec<u8>>>(0),
+    )
+    .optional()
+    .map_err(backend)
+}
+
+/// Whether block bytes `saved`, as a server saved them, hold what a live
+/// change wrote (`wrote`): the same node names and param2 at every node,
+/// and the same metadata (fields with their private flag, inventories
+/// compared as lists of items, whatever their text). Light (param1), node
+/// timers (they run), objects and the block's info are the server's own
+/// and not compared, as the mod does not compare them either.
+pub fn holds_live_change(saved: &[u8], wrote: &[u8]) -> bool {
+    let (Ok(a), Ok(b)) = (Block::decode(saved), Block::decode(wrote)) else { return false };
+    same_nodes(&a, &b) && metadata(&a) == metadata(&b)
+}
+
+fn same_nodes(a: &Block, b: &Block) -> bool {
+    let names = |blk: &Block| -> BTreeMap<u16, Vec<u8>> {
+        // The last entry of an id wins, as `Block::name_of` reads it.
+        blk.mapping.iter().map(|m| (m.id, m.name.clone())).collect()
+    };
+    let (na, nb) = (names(a), names(b));
+    a.param0.len() == b.param0.len()
+        && a.param2 == b.param2
+        && a.param0.iter().zip(&b.param0).all(|(x, y)| match (na.get(x), nb.get(y)) {
+            (Some(p), Some(q)) => p == q,
+            _ => false,
+        })
+}
+
+/// A field: its value and private flag.
+type Field = (Vec<u8>, bool);
+
+/// A node's metadata as compared: its fields by key, and its inventory
+/// (its raw text when it does not parse).
+type NodeMeta = (BTreeMap<Vec<u8>, Field>, std::result::Result<Inventory, Vec<u8>>);
+
+/// A block's metadata by node: its fields (the last of a duplicated key,
+/// as the engine reads them) and its inventory (parsed; its raw text when
+/// it does not parse).
+fn metadata(b: &Block) -> BTreeMap<u16, NodeMeta> {
+    b.metadata
+        .entries
+        .iter()
+        .map(|e| {
+            let fields = e.vars.iter().map(|v| (v.key.clone(), (v.value.clone(), v.private))).collect();
+            let inventory = if e.inventory.is_empty() {
+                Ok(Inventory { lists: Vec::new() })
+            } else {
+                Inventory::parse_strict(&e.inventory).map_err(|_| e.inventory.clone())
+            };
+            (e.pos, (fields, inventory))
+        })
+        .collect()
+}
+
+/// The map as an undo plans it: a block whose newest journaled change went
+/// through a running server reads as the bytes that change wrote, where
+/// the map's bytes cannot be compared with them (the server saves blocks
+/// in its own serialization). While the server runs, always (the mod then
+/// compares the nodes the undo changes with the game); once it stopped,
+/// only when the map holds the same content (`holds_live_change`), so that
+/// a change made in the game since stays a conflict. Any other block reads
+/// as `map` has it.
+pub struct AsJournaled<'a> {
+    map: &'a dyn MapStore,
+    /// The journal, when it holds live changes.
+    journal: Option<Mutex<Connection>>,
+    server_runs: bool,
+}
+
+impl<'a> AsJournaled<'a> {
+    /// `map` as journaled at `path` (while the server runs: `server_runs`).
+    pub fn new(map: &'a dyn MapStore, path: &Path, server_runs: bool) -> Result<AsJournaled<'a>> {
+        let journal = if path.exists() {
+            let conn = attached(path)?;
+            let live: bool = conn
+                .query_row("SELECT count(*) > 0 FROM journal.sqlite_master WHERE name = 'live_after'", [], |r| r.get(0))
+                .map_err(backend)?;
+            live.then(|| Mutex::new(conn))
+        } else {
+            None
+        };
+        Ok(AsJournaled { map, journal, server_runs })
+    }
+}
+
+impl MapStore for AsJournaled<'_> {
+    fn describe(&self) -> String {
+        self.map.describe()
+    }
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        let now = self.map.get(pos)?;
+        let Some(conn) = &self.journal else { return Ok(now) };
+        let Some(wrote) = newest_live_after(&conn.lock(), pos)? else { return Ok(now) };
+        let saved_as_wrote = match (&now, &wrote) {
+            (Some(saved), Some(w)) => holds_live_change(saved, w),
+            (None, None) => true,
+            _ => false,
+        };
+        Ok(if self.server_runs || saved_as_wrote { wrote } else { now })
+    }
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        self.map.list_after(after, limit)
+    }
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        self.map.scan_after(after, limit)
+    }
+    fn apply(&self, _: &[Change], _: &Note) -> Result<()> {
+        Err(StoreError::Refused("only for planning".into()))
+    }
+    fn count(&self) -> Result<u64> {
+        self.map.count()
+    }
+    fn is_read_only(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_change_of_a_block_decides() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("j.sqlite");
+        let (a, b) = (BlockPos::new(1, 2, 3), BlockPos::new(-1, 0, 0));
+        record_applied(&path, &Note::new("live"), &[(a, Some(vec![1]), Some(vec![2])), (b, Some(vec![5]), None)])
+            .unwrap();
+        assert_eq!(live_after(&path, a).unwrap(), Some(Some(vec![2])));
+        assert_eq!(live_after(&path, b).unwrap(), Some(None), "deleted live");
+        assert_eq!(live_after(&path, BlockPos::new(9, 9, 9)).unwrap(), None, "never changed");
+        // A later change made without a server (the journal only).
+        let mut conn = attached(&path).unwrap();
+        let tx = conn.transaction().unwrap();
+        record(&tx, &Note::new("offline"), &[(a, Some(vec![2]), Some(&[3][..]))]).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(live_after(&path, a).unwrap(), None, "the newest change of a was not live");
+    }
+
+    /// A block with a chest, as the mount wrote it.
+    fn wrote() -> Block {
+        let mut b = Block::new_air(29);
+        b.mapping.push(worldfs_codec::luanti::MappingEntry { id: 1, name: b"default:chest".to_vec() });
+        b.param0[5] = 1;
+        b.param2[5] = 3;
+        let mut e = worldfs_codec::luanti::nodemeta::MetaEntry::new(5);
+        e.vars.push(worldfs_codec::luanti::nodemeta::MetaVar {
+            key: b"infotext".to_vec(),
+            value: b"Chest".to_vec(),
+            private: false,
+        });
+        e.inventory = b"List main 2\nWidth 0\nItem default:apple 13\nEmpty\nEndInventoryList\nEndInventory\n".to_vec();
+        b.metadata.entries.push(e);
+        b
+    }
+
+    /// The server's save of the same content (other ids, light, time,
+    /// item text) is the change; a node or an item changed since is not.
+    #[test]
+    fn a_saved_block_holds_the_live_change_by_content() {
+        let w = wrote();
+        let mut saved = w.clone();
+        saved.mapping = vec![
+            worldfs_codec::luanti::MappingEntry { id: 0, name: b"default:chest".to_vec() },
+            worldfs_codec::luanti::MappingEntry { id: 7, name: b"air".to_vec() },
+        ];
+        saved.param0 = w.param0.iter().map(|&id| if id == 1 { 0 } else { 7 }).collect();
+        saved.param1[6] = 14;
+        saved.timestamp = 99;
+        saved.metadata.entries[0].inventory =
+            b"List main 2\nWidth 0\nItem default:apple 13 0\nEmpty\nEndInventoryList\nEndInventory\n".to_vec();
+        let (saved_bytes, wrote_bytes) = (saved.encode().unwrap(), w.encode().unwrap());
+        assert_ne!(saved_bytes, wrote_bytes);
+        assert!(holds_live_change(&saved_bytes, &wrote_bytes));
+        let mut dug = saved.clone();
+        dug.param0[5] = 7;
+        assert!(!holds_live_change(&dug.encode().unwrap(), &wrote_bytes), "a node changed in the game");
+        let mut taken = saved.clone();
+        taken.metadata.entries[0].inventory =
+            b"List main 2\nWidth 0\nItem default:apple 12\nEmpty\nEndInventoryList\nEndInventory\n".to_vec();
+        assert!(!holds_live_change(&taken.encode().unwrap(), &wrote_bytes), "an item taken in the game");
+        let mut turned = saved;
+        turned.param2[5] = 0;
+        assert!(!holds_live_change(&turned.encode().unwrap(), &wrote_bytes), "param2 changed in the game");
+        assert!(!holds_live_change(b"not a block", &wrote_bytes));
+    }
+}

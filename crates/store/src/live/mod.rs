@@ -1,0 +1,417 @@
+//! A map held by a running server that runs the worldfs_live mod: reads
+//! come from the database, opened read-only; every change is handed to the
+//! server as a request (`request.rs`, `spool.rs`), which the mod applies in
+//! one server step after checking that what it replaces is still what the
+//! mount showed.
+//!
+//! The server writes changed blocks to the database only every
+//! `server_map_save_interval`. So that a read after a write shows the
+//! write, a block this store changed is shown as written until the
+//! database's copy of it changes (the server saved it, with this change
+//! and any made in the game since); then the database is shown again.
+
+pub mod journal;
+pub mod records;
+pub mod request;
+pub mod spool;
+
+use crate::journal::Fingerprint;
+use crate::{BlockPos, Change, MapStore, Note, Result, StoreError, unmet_expectation};
+use parking_lot::Mutex;
+use spool::Spool;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use worldfs_codec::luanti::Block;
+
+pub use spool::{ServerState, check_spool, server_state};
+
+/// About how many bytes of request one batch holds: the server applies a
+/// request in one step, so a big change (a world-wide rename, many blocks)
+/// goes as many requests of about this size, one after the other (a single
+/// block that needs more is one request of its own: a block is never
+/// split). 64 KiB is about a quarter of a block whose every node changes,
+/// which the mod applies in well under 50 ms.
+pub const BATCH_BYTES: usize = 64 * 1024;
+
+/// What a block's request lines cost in a batch: their bytes, but at
+/// least a quarter batch, so a batch holds four blocks at most (the mod
+/// loads each block the request touches, from the database when the
+/// server does not hold it: on the 2.8M-block world a request of a dozen
+/// blocks with a few renamed nodes each took up to 1.2 s). A whole block
+/// (`request::WHOLE_FROM`) is a few hundred bytes in runs, and the mod's
+/// work on one about a millisecond (the block's ids by content id: median
+/// 0.6 ms a request of one at load 8), so four go in a request too: one
+/// a request, the spool's `IN_FLIGHT` requests a step made the most a
+/// rename could go, about 44 blocks a second, whatever the mod's pace.
+fn batch_cost(text: &str) -> usize {
+    text.len().max(BATCH_BYTES / 4)
+}
+
+/// How many batches of one change may wait in the spool at once, so that
+/// the server applies several in a step while the next are written. 16
+/// was tried (more of the mod's 50 ms budget used per step): on the loaded
+/// test machine the rename was no faster and the steps were longer.
+pub const IN_FLIGHT: usize = 4;
+
+/// A block as this mount changed it, until the database shows a save.
+struct Shown {
+    /// What the mount wrote (None: deleted).
+    blob: Option<Vec<u8>>,
+    /// The database's copy just after the server applied the change.
+    db_after: Option<Fingerprint>,
+    /// The server run that applied it: another run (the server restarted)
+    /// or none (it stopped or went silent) no longer has it unless it saved it.
+    run: String,
+}
+
+pub struct LiveStore {
+    world: std::path::PathBuf,
+    /// The map database, read-only.
+    db: Box<dyn MapStore>,
+    spool: Spool,
+    shown: Mutex<HashMap<BlockPos, Shown>>,
+    /// Changes applied through the server, and overlays dropped (part of
+    /// `data_version`).
+    applied: AtomicU64,
+    /// The server's run as last read, and when (read at most every 250 ms).
+    run_seen: Mutex<Option<(std::time::Instant, Option<String>)>>,
+    /// The undo journal's file (`journal.rs`), if changes are journaled.
+    journal: Option<std::path::PathBuf>,
+}
+
+/// The blocks of one change: their request lines, in order, and the bytes
+/// each held before (for the journal).
+struct Requests {
+    lines: Vec<(BlockPos, String)>,
+    before: HashMap<BlockPos, Option<Vec<u8>>>,
+}
+
+fn fingerprint(blob: &Option<Vec<u8>>) -> Option<Fingerprint> {
+    blob.as_deref().map(Fingerprint::of)
+}
+
+impl LiveStore {
+    /// The map of the world at `world`, read from `db` (opened read-only),
+    /// changed through the server.
+    pub fn new(world: &Path, db: Box<dyn MapStore>) -> LiveStore {
+        LiveStore {
+            world: world.to_path_buf(),
+            db,
+            spool: Spool::new(world),
+            shown: Mutex::new(HashMap::new()),
+            applied: AtomicU64::new(0),
+            run_seen: Mutex::new(None),
+            journal: None,
+        }
+    }
+
+    /// Journal every change the server applies in the undo journal at
+    /// `path` (`journal.rs`).
+    pub fn with_journal(mut self, path: Option<std::path::PathBuf>) -> LiveStore {
+        self.journal = path;
+        self
+    }
+
+    /// The run of the server now, None when it does not run (stopped,
+    /// silent: killed or hung). Read at most every 250 ms.
+    fn current_run(&self) -> Option<String> {
+        let mut seen = self.run_seen.lock();
+        if let Some((at, run)) = &*seen
+            && at.elapsed() < std::time::Duration::from_millis(250)
+        {
+            return run.clone();
+        }
+        let run = match server_state(&self.world) {
+            ServerState::Running { run, .. } => Some(run),
+            _ => None,
+        };
+        *seen = Some((std::time::Instant::now(), run.clone()));
+        run
+    }
+
+    /// What a block shows: this mount's change, until the server saved it,
+    /// and while the run of the server that applied it still runs (a
+    /// server killed before it saved lost the change: the database is
+    /// what the world is).
+    fn shown(&self, pos: BlockPos, db: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let mut shown = self.shown.lock();
+        if let Some(s) = shown.get(&pos) {
+            if fingerprint(&db) == s.db_after && self.current_run().as_deref() == Some(s.run.as_str()) {
+                return s.blob.clone();
+            }
+            shown.remove(&pos);
+            self.applied.fetch_add(1, Ordering::SeqCst);
+        }
+        db
+    }
+
+    /// The request lines of each block `changes` change, in order, or why
+    /// the server cannot be given them (then nothing is sent).
+    fn block_requests(&self, changes: &[Change]) -> Result<Requests> {
+        let expected: HashMap<BlockPos, &Option<Vec<u8>>> =
+            changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
+        let decode = |pos: BlockPos, blob: &[u8]| {
+            Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
+        };
+        let mut out = Requests { lines: Vec::new(), before: HashMap::new() };
+        for c in changes {
+            let pos = c.pos();
+            if matches!(c, Change::Expect(..)) {
+                continue;
+            }
+            let old = match expected.get(&pos) {
+                Some(b) => (*b).clone(),
+                None => self.get(pos)?,
+            };
+            out.before.insert(pos, old.clone());
+            let old = match (c, old) {
+                (_, Some(old)) => decode(pos, &old)?,
+                (_, None) => {
+                    return Err(StoreError::Refused(format!(
+                        "block {pos} is not stored: new blocks cannot be made while the server runs \
+                         (it generates them); stop the server to make it"
+                    )));
+                }
+            };
+            let mut text = String::new();
+            match c {
+                Change::Put(_, blob) => {
+                    request::block_change(&mut text, pos, &old, &decode(pos, blob)?).map_err(StoreError::Refused)?
+                }
+                _ => request::block_delete(&mut text, pos, &old),
+            }
+            out.lines.push((pos, text));
+        }
+        Ok(out)
+    }
+
+    /// The blocks' request lines, in batches of about `BATCH_BYTES`, with
+    /// up to `IN_FLIGHT` batches in the spool at once; the blocks of every
+    /// batch the server applied then show as written. Stops at the first
+    /// batch that is not applied (withdrawing those not taken yet): the
+    /// error says how many blocks were changed.
+    fn send_batches(
+        &self,
+        blocks: &[(BlockPos, String)],
+        changes: &HashMap<BlockPos, &Change>,
+        applied: &mut Vec<BlockPos>,
+    ) -> Result<()> {
+        let batches: Vec<_> = batches(blocks).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
+        let mut sent: std::collections::VecDeque<(&[(BlockPos, String)], spool::Sent)> = Default::default();
+        let (mut next, mut done, mut failed) = (0, 0, None);
+        while failed.is_none() && (next < batches.len() || !sent.is_empty()) {
+            while failed.is_none() && next < batches.len() && sent.len() < IN_FLIGHT {
+                let texts: Vec<&str> = batches[next].iter().map(|(_, t)| t.as_str()).collect();
+                match self.spool.submit(&format!("{}{}end\n", request::HEADER, texts.concat())) {
+                    Ok(s) => sent.push_back((batches[next], s)),
+                    Err(e) => failed = Some(e),
+                }
+                next += 1;
+            }
+            let Some((batch, s)) = sent.pop_front() else { break };
+            match self.spool.wait(&s) {
+                Ok(run) => {
+                    done += self.show_applied(batch, changes, &run);
+                    applied.extend(batch.iter().map(|(p, _)| *p));
+                }
+                Err(e) => failed = Some(e),
+            }
+        }
+        // What is still in the spool: withdrawn, or (taken meanwhile) its answer counted.
+        for (batch, s) in sent {
+            if let Ok(false) = self.spool.cancel(&s) {
+                done += self.show_applied(batch, changes, &s.run());
+                applied.extend(batch.iter().map(|(p, _)| *p));
+            }
+        }
+        match failed {
+            None => Ok(()),
+            Some(e) if done == 0 => Err(e),
+            Some(e) => Err(partly_applied(e, done, blocks.len())),
+        }
+    }
+
+    /// The blocks of a batch the server applied show as written; gives
+    /// their number.
+    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, run: &str) -> usize {
+        for (pos, _) in batch {
+            let blob = match changes.get(pos) {
+                Some(Change::Put(_, b)) => Some(b.clone()),
+                Some(Change::Delete(_)) => None,
+                _ => continue,
+            };
+            let db_after = fingerprint(&self.db.get(*pos).unwrap_or(None));
+            self.shown.lock().insert(*pos, Shown { blob, db_after, run: run.to_string() });
+        }
+        self.applied.fetch_add(1, Ordering::SeqCst);
+        batch.len()
+    }
+}
+
+impl LiveStore {
+    /// `changes` through the server: each `Expect` gives the bytes the
+    /// request's old values come from (else what the mount shows), which
+    /// the mod checks against the game. Journaled when applied, as far as
+    /// it was applied.
+    fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
+        let requests = self.block_requests(changes)?;
+        let by_pos: HashMap<BlockPos, &Change> =
+            changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
+        let mut applied = Vec::new();
+        let sent = self.send_batches(&requests.lines, &by_pos, &mut applied);
+        if let Some(path) = &self.journal
+            && !applied.is_empty()
+        {
+            let steps: Vec<_> = applied
+                .iter()
+                .map(|p| {
+                    let after = match by_pos.get(p) {
+                        Some(Change::Put(_, b)) => Some(b.clone()),
+                        _ => None,
+                    };
+                    (*p, requests.before.get(p).cloned().flatten(), after)
+                })
+                .collect();
+            if let Err(e) = journal::record_applied(path, note, &steps) {
+                log::warn!(
+                    "the server applied {} block(s), but the undo journal could not record them: {e}",
+                    steps.len()
+                );
+            }
+        }
+        sent
+    }
+
+    /// Undo through the server: `changes` as `apply` takes them, each
+    /// `Put`/`Delete` after an `Expect` holding what the change being
+    /// undone wrote. Those bytes are not compared with the database (the
+    /// server saves blocks in its own way): the mod compares the nodes the
+    /// undo changes with the game, and refuses it (a conflict) where the
+    /// game no longer holds what the change left.
+    pub fn revert(&self, changes: &[Change], note: &Note) -> Result<()> {
+        self.send(changes, note)
+    }
+}
+
+/// Blocks' request lines in batches of about `BATCH_BYTES` (at least one
+/// block each, see `batch_cost`), in order.
+fn batches(blocks: &[(BlockPos, String)]) -> Vec<&[(BlockPos, String)]> {
+    let mut out = Vec::new();
+    let (mut start, mut cost) = (0, 0);
+    for (i, (_, text)) in blocks.iter().enumerate() {
+        if i > start && cost + batch_cost(text) > BATCH_BYTES {
+            out.push(&blocks[start..i]);
+            (start, cost) = (i, 0);
+        }
+        cost += batch_cost(text);
+    }
+    if start < blocks.len() {
+        out.push(&blocks[start..]);
+    }
+    out
+}
+
+/// A batch after the first was refused: the batches before it stay
+/// applied, and the error says how far the change got.
+fn partly_applied(e: StoreError, done: usize, total: usize) -> StoreError {
+    let say = |m: String| {
+        format!(
+            "the change went to the server in batches: {done} of {total} blocks were changed, then a batch \
+             was not ({m}); those {done} blocks stay changed, the other {} are as they were",
+            total - done
+        )
+    };
+    match e {
+        StoreError::Conflict(m) => StoreError::Conflict(say(m)),
+        StoreError::Refused(m) => StoreError::Refused(say(m)),
+        StoreError::Unreachable(m) => StoreError::Unreachable(say(m)),
+        StoreError::Backend(m) => StoreError::Backend(say(m)),
+        other => other,
+    }
+}
+
+impl MapStore for LiveStore {
+    fn describe(&self) -> String {
+        format!("{}, changed through the running server (worldfs_live)", self.db.describe())
+    }
+
+    fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
+        let db = self.db.get(pos)?;
+        Ok(self.shown(pos, db))
+    }
+
+    fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
+        Ok(self.scan_after(after, limit)?.into_iter().map(|(p, _)| p).collect())
+    }
+
+    fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
+        // Blocks this mount deleted are skipped; a short page would end a
+        // listing, so pages are read until `limit` is reached or the map ends.
+        let mut out = Vec::new();
+        let mut from = after;
+        loop {
+            let page = self.db.scan_after(from, limit)?;
+            let ended = page.len() < limit;
+            for (pos, blob) in page {
+                from = Some(pos);
+                if let Some(b) = self.shown(pos, Some(blob))
+                    && out.len() < limit
+                {
+                    out.push((pos, b));
+                }
+            }
+            if ended || out.len() >= limit {
+                return Ok(out);
+            }
+        }
+    }
+
+    fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
+        if let Some(e) = unmet_expectation(changes, |p| self.get(p))? {
+            return Err(e);
+        }
+        self.send(changes, note)
+    }
+
+    fn count(&self) -> Result<u64> {
+        let deleted = self.shown.lock().values().filter(|s| s.blob.is_none()).count() as u64;
+        Ok(self.db.count()?.saturating_sub(deleted))
+    }
+
+    fn is_read_only(&self) -> bool {
+        false
+    }
+
+    fn data_version(&self) -> Option<u64> {
+        self.db.data_version().map(|v| v.wrapping_add(self.applied.load(Ordering::SeqCst)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small blocks and whole blocks share a batch up to `BATCH_BYTES`,
+    /// four at most; a block bigger than a batch goes alone.
+    #[test]
+    fn blocks_go_four_a_batch_at_most() {
+        let small = |x: i16| (BlockPos::new(x, 0, 0), format!("node {x} 0 0 61 0 0 62 0 0\n"));
+        let whole = |x: i16| (BlockPos::new(x, 0, 0), format!("{}{x} 0 0\nbold 1\nbnew 2\n", request::WHOLE_BLOCK));
+        let blocks = vec![small(0), small(1), whole(2), whole(3), small(4), small(5)];
+        let sizes: Vec<usize> = batches(&blocks).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [4, 2]);
+        let wholes: Vec<_> = (0..6).map(whole).collect();
+        let sizes: Vec<usize> = batches(&wholes).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [4, 2], "whole blocks too");
+        let big = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES + 1));
+        let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)]).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [1, 1, 1], "a block over a batch alone");
+        let smalls: Vec<_> = (0..9).map(small).collect();
+        let sizes: Vec<usize> = batches(&smalls).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [4, 4, 1], "at most four blocks a batch");
+        let half = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES / 2));
+        let sizes: Vec<usize> = batches(&[half(8), small(0), half(9)]).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [2, 1], "node lines count by their bytes");
+    }
+}

@@ -1,0 +1,360 @@
+//! The files a live mount and the worldfs_live mod share in
+//! `WORLD/worldfs-live/` (contrib/worldfs_live/init.lua): the server's
+//! heartbeat, and requests handed over as atomically renamed files, each
+//! answered by a reply file. Only the mount's process writes requests; the
+//! mod takes one by removing it, so a request the mount withdrew first (on
+//! a timeout) is never applied.
+
+use crate::{Result, StoreError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The directory in the world the mod and the mount share.
+pub const DIR: &str = "worldfs-live";
+
+/// A heartbeat older than this means the server is stopped or hung (the
+/// mod rewrites it every 0.5 s; a loaded machine may delay a step).
+pub const FRESH: Duration = Duration::from_secs(3);
+
+/// How long a change waits for the server to take it; then it is withdrawn
+/// and nothing is changed.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a change the server took (removed from the spool) waits for
+/// its answer: the mod answers in the step that took it, so only a server
+/// stopped or hung in that very step gets here.
+const TAKEN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the mod last said about the server.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServerState {
+    /// No heartbeat: the mod is not installed, or the server never ran it.
+    Absent,
+    /// The server shut down cleanly.
+    Stopped,
+    /// The heartbeat is this old: the server is stopped (killed) or hung.
+    Silent(Duration),
+    /// Running the mod: its engine version, map save interval, and which
+    /// run of the server this is (new at every start).
+    Running { version: String, save_interval: f64, run: String },
+}
+
+impl ServerState {
+    /// For messages: why changes cannot go through the server now.
+    pub fn why_not(&self) -> String {
+        match self {
+            ServerState::Absent => "the server does not run the worldfs_live mod".into(),
+            ServerState::Stopped => "the server has shut down".into(),
+            ServerState::Silent(age) => {
+                format!(
+                    "the server's worldfs_live heartbeat is {:.1} s old (the server is stopped or hung)",
+                    age.as_secs_f64()
+                )
+            }
+            ServerState::Running { .. } => "the server runs the worldfs_live mod".into(),
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Heartbeat {
+    /// A number (Lua's JSON writer writes 1 as 1.0).
+    protocol: f64,
+    version: String,
+    save_interval: f64,
+    #[serde(default)]
+    stopped: bool,
+    /// New at every server start (older mods wrote none).
+    #[serde(default)]
+    run: String,
+}
+
+/// What the heartbeat file of the world at `world` says now.
+pub fn server_state(world: &Path) -> ServerState {
+    let path = world.join(DIR).join("server.json");
+    let (Ok(text), Ok(meta)) = (std::fs::read(&path), std::fs::metadata(&path)) else {
+        return ServerState::Absent;
+    };
+    let age = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
+    match serde_json::from_slice::<Heartbeat>(&text) {
+        Ok(h) if h.stopped => ServerState::Stopped,
+        Ok(_) if age > FRESH => ServerState::Silent(age),
+        Ok(h) if h.protocol == 1.0 => {
+            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run }
+        }
+        // Another protocol, or a file cut short: not a server we can talk to.
+        _ => ServerState::Absent,
+    }
+}
+
+/// Whether this process may hand requests to the server of `world`, and
+/// nobody else may: the requests directory must be writable here and not
+/// writable by every user (the mod checks every request, but a request
+/// from anyone is still a change by anyone).
+pub fn check_spool(world: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = world.join(DIR).join("requests");
+    let meta = std::fs::metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.permissions().mode() & 0o002 != 0 {
+        return Err(format!(
+            "{} is writable by every user, so anyone could change the world through the server; \
+             `chmod o-w` it (the server's user and the mount's owner need to write there)",
+            dir.display()
+        ));
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+    // SAFETY: a NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        return Err(format!(
+            "{}: not writable by this user ({}); give the mount's owner write access (a group shared \
+             with the server's user)",
+            dir.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// A request handed to the server, its answer not read yet.
+pub struct Sent {
+    request: PathBuf,
+    reply: PathBuf,
+    run: String,
+}
+
+impl Sent {
+    /// The run of the server it was handed to.
+    pub fn run(&self) -> String {
+        self.run.clone()
+    }
+}
+
+/// The request side of the spool of one world.
+pub struct Spool {
+    world: PathBuf,
+    counter: AtomicU64,
+}
+
+/// The mod's answer to one request.
+fn reply_error(reply: &str) -> Result<()> {
+    let (kind, why) = reply.trim_end().split_once(' ').unwrap_or((reply.trim_end(), ""));
+    match kind {
+        // "offline": a player request for a player not in the game (see
+        // `LiveRecords`); the server then holds the player's joins.
+        "ok" | "offline" => Ok(()),
+        "stale" => Err(StoreError::Conflict(format!(
+            "the running server refused the change: {why}; nothing written: read it again and redo the change"
+        ))),
+        "invalid" => Err(StoreError::Refused(format!("the running server refused the change: {why}; nothing written"))),
+        _ => Err(StoreError::Backend(format!(
+            "the running server could not apply the change ({reply:?}); nothing written"
+        ))),
+    }
+}
+
+impl Spool {
+    pub fn new(world: &Path) -> Spool {
+        Spool { world: world.to_path_buf(), counter: AtomicU64::new(0) }
+    }
+
+    fn requests(&self) -> PathBuf {
+        self.world.join(DIR).join("requests")
+    }
+
+    /// Hand `text` to the server and wait for its answer: Ok (with the run
+    /// of the server, see `ServerState::Running`) when it applied the
+    /// change; an error when it refused it, or when it did not take it in
+    /// time (then it is withdrawn: nothing changed).
+    pub fn send(&self, text: &str) -> Result<String> {
+        let sent = self.submit(text)?;
+        self.wait(&sent)
+    }
+
+    /// Hand `text` to the server without waiting (`wait` gives the answer):
+    /// several requests may be in the spool at once, and the mod applies
+    /// as many as fit in a step.
+    pub fn submit(&self, text: &str) -> Result<Sent> {
+        let state = server_state(&self.world);
+        let ServerState::Running { run, .. } = state else {
+            return Err(StoreError::Unreachable(format!("{}; nothing written", state.why_not())));
+        };
+        let id = self.next_id();
+        let request = self.requests().join(format!("{id}.req"));
+        let tmp = self.requests().join(format!(".{id}.tmp"));
+        let io = |e: std::io::Error, p: &Path| StoreError::Backend(format!("{}: {e}", p.display()));
+        std::fs::write(&tmp, text).map_err(|e| io(e, &tmp))?;
+        std::fs::rename(&tmp, &request).map_err(|e| io(e, &request))?;
+        let reply = self.world.join(DIR).join("replies").join(&id);
+        Ok(Sent { request, reply, run })
+    }
+
+    /// The answer to a submitted request: Ok (with the server's run) when
+    /// it was applied; withdrawn (nothing changed) when it was not taken in
+    /// time.
+    pub fn wait(&self, sent: &Sent) -> Result<String> {
+        self.wait_answer(sent)?;
+        Ok(sent.run.clone())
+    }
+
+    /// The server's answer to a submitted request when it is not a
+    /// refusal: "ok", or "offline" (see `ask`).
+    fn wait_answer(&self, sent: &Sent) -> Result<String> {
+        let reply = match self.wait_reply(&sent.reply, REPLY_TIMEOUT)? {
+            Some(r) => {
+                reply_error(&r)?;
+                r
+            }
+            None => self.withdraw(&sent.request, &sent.reply)?,
+        };
+        Ok(reply.trim_end().to_string())
+    }
+
+    /// Hand `text` to the server and give its answer: "ok" (applied) or
+    /// "offline" (a player request whose player is not in the game); a
+    /// refusal, or no answer, is an error as with `send`.
+    pub fn ask(&self, text: &str) -> Result<String> {
+        let sent = self.submit(text)?;
+        self.wait_answer(&sent)
+    }
+
+    /// Take back a submitted request nobody will wait for: true when it
+    /// was withdrawn before the server took it; else the server's answer.
+    pub fn cancel(&self, sent: &Sent) -> Result<bool> {
+        match std::fs::remove_file(&sent.request) {
+            Ok(()) => Ok(true),
+            Err(_) => self.wait(sent).map(|_| false),
+        }
+    }
+
+    /// A unique, ordered request name: time, process, counter.
+    fn next_id(&self) -> String {
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        format!("{nanos:020}-{}-{n}", std::process::id())
+    }
+
+    /// The reply, once written (and then removed); None after `timeout`,
+    /// or at once when the server stops or goes silent.
+    fn wait_reply(&self, reply: &Path, timeout: Duration) -> Result<Option<String>> {
+        let start = Instant::now();
+        let mut checked = Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(reply) {
+                let _ = std::fs::remove_file(reply);
+                return Ok(Some(text));
+            }
+            if start.elapsed() >= timeout {
+                return Ok(None);
+            }
+            if checked.elapsed() >= Duration::from_millis(250) {
+                checked = Instant::now();
+                if !matches!(server_state(&self.world), ServerState::Running { .. }) {
+                    return Ok(None);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// No answer in time: take the request back. If the server took it
+    /// meanwhile, wait a little more for its answer.
+    fn withdraw(&self, request: &Path, reply: &Path) -> Result<String> {
+        let state = server_state(&self.world);
+        match std::fs::remove_file(request) {
+            Ok(()) => Err(StoreError::Unreachable(format!(
+                "the server did not take the change within {} s ({}); it was withdrawn, nothing written",
+                REPLY_TIMEOUT.as_secs(),
+                state.why_not()
+            ))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.wait_reply(reply, TAKEN_TIMEOUT)? {
+                Some(r) => reply_error(&r).map(|_| r),
+                None => Err(StoreError::Backend(format!(
+                    "the server took the change but gave no answer ({}): a server that was killed lost it \
+                     with everything it had not saved, one that is hung may still apply it; read the file \
+                     again once the server runs",
+                    server_state(&self.world).why_not()
+                ))),
+            },
+            Err(e) => Err(StoreError::Backend(format!("{}: {e}", request.display()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn beat(dir: &Path, json: &str) {
+        std::fs::create_dir_all(dir.join(DIR).join("requests")).unwrap();
+        std::fs::create_dir_all(dir.join(DIR).join("replies")).unwrap();
+        std::fs::write(dir.join(DIR).join("server.json"), json).unwrap();
+    }
+
+    /// As the mod writes it (Lua's JSON writer).
+    const RUNNING: &str = r#"{"protocol":1.0,"run":"1795732290-42","save_interval":5.2999999999999998,"stopped":false,"time":1795732290.0,"version":"5.6.1"}"#;
+
+    #[test]
+    fn heartbeat_states() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(server_state(d.path()), ServerState::Absent);
+        beat(d.path(), RUNNING);
+        assert_eq!(
+            server_state(d.path()),
+            ServerState::Running { version: "5.6.1".into(), save_interval: 5.3, run: "1795732290-42".into() }
+        );
+        beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);
+        assert_eq!(server_state(d.path()), ServerState::Absent, "another protocol");
+        beat(d.path(), r#"{"protocol":1,"version":"5.6.1","time":1,"save_interval":5.3,"stopped":true}"#);
+        assert_eq!(server_state(d.path()), ServerState::Stopped);
+        beat(d.path(), RUNNING);
+        let old = std::fs::File::options().write(true).open(d.path().join(DIR).join("server.json")).unwrap();
+        old.set_modified(SystemTime::now() - Duration::from_secs(10)).unwrap();
+        assert!(matches!(server_state(d.path()), ServerState::Silent(a) if a >= Duration::from_secs(9)));
+    }
+
+    /// A server that never takes the request: withdrawn, nothing left in the
+    /// spool, and the error says so.
+    #[test]
+    fn an_untaken_request_is_withdrawn() {
+        let d = tempfile::tempdir().unwrap();
+        beat(d.path(), RUNNING);
+        // Keep the heartbeat fresh, as a hung server's would not be: the
+        // wait is then the full timeout.
+        let e = Spool::new(d.path()).send("worldfs-live 1\nend\n").unwrap_err();
+        assert!(matches!(&e, StoreError::Unreachable(m) if m.contains("withdrawn")), "{e}");
+        let left: Vec<_> = std::fs::read_dir(d.path().join(DIR).join("requests")).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_spool_everyone_may_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        assert!(check_spool(d.path()).is_err(), "no spool");
+        beat(d.path(), RUNNING);
+        check_spool(d.path()).unwrap();
+        let dir = d.path().join(DIR).join("requests");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_spool(d.path()).unwrap_err().contains("writable by every user"));
+    }
+
+    #[test]
+    fn replies_become_errors() {
+        assert!(reply_error("ok\n").is_ok());
+        assert!(reply_error("offline\n").is_ok());
+        assert!(
+            matches!(reply_error("stale node 1,2,3 is now x\n"), Err(StoreError::Conflict(m)) if m.contains("node 1,2,3"))
+        );
+        assert!(matches!(reply_error("invalid 'x:y' is not registered\n"), Err(StoreError::Refused(_))));
+        assert!(matches!(reply_error("failed boom\n"), Err(StoreError::Backend(_))));
+    }
+
+    #[test]
+    fn a_stopped_server_is_not_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let e = Spool::new(d.path()).send("worldfs-live 1\nend\n").unwrap_err();
+        assert!(matches!(&e, StoreError::Unreachable(m) if m.contains("does not run the worldfs_live mod")), "{e}");
+    }
+}

@@ -1,0 +1,68 @@
+//! The integration tests of the worldfs daemon, in one test binary (as
+//! ripgrep does): each file of tests/ is a module, and the helpers in
+//! common/ are compiled once. Run one module's tests with
+//! `cargo test --test integration MODULE::`.
+
+#[macro_use]
+mod common;
+
+mod architecture;
+mod backend_leveldb;
+mod backend_mounts;
+mod bad_inputs;
+mod cache_memory;
+mod codec_real_worlds;
+mod concurrency;
+mod core_behaviour;
+mod core_defects;
+mod core_documents;
+mod core_engine_limits;
+mod core_model;
+mod core_panics;
+mod core_reads;
+mod core_reference;
+mod core_rename;
+mod core_write_path;
+mod crash_safety;
+mod cubeset;
+mod faults;
+mod find_index;
+mod found_by_fuzzing;
+mod group_commit;
+mod holders;
+mod hot_journal;
+mod index_identity;
+mod kinds_mount;
+mod last_doors;
+mod leveldb_lock;
+mod live_pace;
+mod live_players;
+mod live_server;
+mod live_spool;
+mod live_undo;
+mod mcchunk;
+mod minecraft;
+mod minecraft_more;
+mod minecraft_pictures;
+mod minecraft_properties;
+mod mount_read;
+mod mount_write;
+mod mount_write_refusals;
+mod mts_real;
+mod permissions;
+mod pictures;
+mod players_auth;
+mod properties;
+mod schematic_properties;
+mod server_oracle;
+mod server_schematic;
+mod server_write;
+mod store_contract;
+mod system_integration;
+mod transfer_cli;
+mod twmap_oracle;
+mod twmap_real;
+mod undo_journal;
+mod unmount_keeps;
+mod we_real;
+mod write_reads_only_its_blocks;
