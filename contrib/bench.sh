@@ -164,7 +164,7 @@ proc_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null 
 
 # CPU seconds (user + system) the daemon's spinners have used so far: the
 # threads that keep the serving CPUs awake while requests flow
-# (src/awake.rs); they run only on CPU time nothing else wanted.
+# (src/sys/awake.rs); they run only on CPU time nothing else wanted.
 spin_cpu() {
     local t sum=0
     for t in /proc/"$DPID"/task/*; do

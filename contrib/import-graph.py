@@ -1,53 +1,67 @@
 #!/usr/bin/env python3
-"""The import graph between the files of src/, by layer.
+"""The import graph of the workspace's Rust code, by layer and by folder.
 
-Reads every path that names an item of the crate (`use crate::...`,
-`crate::a::b` in code, and the relative `super::` / `self::` forms), resolves
-it to the file that defines the module (following `pub use` re-exports to
-the file that defines the item), and puts each file in a layer of the
-architecture (docs/design.md). Prints the layer table, the imports between
-layers, every circle (a strongly connected component of more than one file)
-and every import that runs up (from a layer to one above it).
+Reads every path that names an item of a crate of the workspace (`use
+crate::...`, `worldfs_codec::...` from another crate, `crate::a::b` in code,
+and the relative `super::` / `self::` forms), resolves it to the file that
+defines the module (following `pub use` re-exports to the file that defines
+the item), and puts each file in a layer of the architecture
+(docs/design.md). Prints the layer table, the imports between layers, every
+circle of files (a strongly connected component of more than one file),
+every circle of folders (the same over the folders the files are in), and
+every import that runs up (from a layer to one above it).
 
-    python3 contrib/import-graph.py           # the table and the findings
-    python3 contrib/import-graph.py --check   # the same; exit 1 on a finding
-    python3 contrib/import-graph.py --edges   # every file-to-file import too
-    python3 contrib/import-graph.py --src DIR # another source tree
+    python3 contrib/import-graph.py            # the table and the findings
+    python3 contrib/import-graph.py --check    # the same; exit 1 on a finding
+    python3 contrib/import-graph.py --edges    # every file-to-file import too
+    python3 contrib/import-graph.py --root DIR # another workspace
 
 A module's use of its own parts (`cache::BlockCache` in
-kinds/luanti/mod.rs) is an import; a part's use of the modules it is part
-of (`super::Attr` in fs/handles.rs) is not: a module and its parts are
-one unit, built from the parts up, so a circle through a part is a circle
-of its module. A
-`mod a;` declaration or a `pub use` re-export is no import of its own (who
-names an item through a re-export imports the file that defines it). Code
-in `#[cfg(test)]` modules counts like any other. Python 3 standard library
-only, so that CI runs it anywhere.
+worlds/luanti/mod.rs) is an import; a part's use of the modules it is part
+of (`super::Attr` in fs/handles.rs) is not: a module and its parts are one
+unit, built from the parts up, so a circle through a part is a circle of
+its module. A `mod a;` declaration or a `pub use` re-export is no import of
+its own (who names an item through a re-export imports the file that
+defines it). Code in `#[cfg(test)]` modules counts like any other. Imports
+between crates always run down (cargo forbids circles between crates), and
+count in the layer table like any other. Python 3 standard library only,
+so that CI runs it anywhere.
 """
 
 import os
 import re
 import sys
 
-SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+# The crates of the workspace: the name code uses for each, and its source.
+CRATES = [
+    ("worldfs_codec", "crates/codec/src"),
+    ("worldfs_store", "crates/store/src"),
+    ("worldfs", "src"),
+]
 
 # From the bytes up; a file may import its own layer and those below it.
-# The first pattern that matches a file's path under src/ gives its layer.
+# The first (crate, pattern) that matches a file gives its layer ("" is
+# the whole crate; a pattern ending in / a folder of it).
 LAYERS = [
-    ("base", ["time.rs", "affinity.rs", "awake.rs", "holders.rs"]),
-    ("codec", ["codec/"]),
-    ("store", ["store/", "world.rs", "scan.rs"]),
-    ("view", ["view/"]),
-    ("fs", ["fs/"]),
-    ("kinds", ["kinds/", "open.rs", "undo.rs", "check.rs", "demo.rs"]),
-    ("adapter", ["fuse.rs", "cli/", "main.rs", "lib.rs"]),
+    ("codec", [("worldfs_codec", "")]),
+    ("store", [("worldfs_store", "")]),
+    ("sys", [("worldfs", "sys/")]),
+    ("view", [("worldfs", "view/")]),
+    ("fs", [("worldfs", "fs/")]),
+    ("transfer", [("worldfs", "transfer/")]),
+    ("documents", [("worldfs", "documents/")]),
+    ("worlds", [("worldfs", "worlds/")]),
+    ("open", [("worldfs", "open.rs")]),
+    ("adapter", [("worldfs", "fuse.rs"), ("worldfs", "cli/"), ("worldfs", "lib.rs"), ("worldfs", "main.rs")]),
 ]
 
 
-def layer_of(rel):
+def layer_of(crate, rel):
     for i, (_, patterns) in enumerate(LAYERS):
-        for p in patterns:
-            if rel == p or (p.endswith("/") and rel.startswith(p)):
+        for c, p in patterns:
+            if c == crate and (p == "" or rel == p or (p.endswith("/") and rel.startswith(p))):
                 return i
     return None
 
@@ -139,11 +153,15 @@ def expand_use_tree(tree, prefix=()):
 USE_RE = re.compile(r"\b(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);")
 CHILD_PATH_RE = re.compile(r"(?<![\w:])(\w+)(?:::\w+)+")
 INLINE_RE = re.compile(r"(?<![\w:])((?:crate|super|self)(?:::(?:super|\w+))+)")
+CRATE_NAMES = [name for name, _ in CRATES]
+OTHER_CRATE_RE = re.compile(r"(?<![\w:])((?:" + "|".join(CRATE_NAMES) + r")(?:::\w+)+)")
 MOD_DECL_RE = re.compile(r"(?:^|[;{}\s])(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
 
 
 class Crate:
-    def __init__(self, src):
+    def __init__(self, name, src, rel_src):
+        self.name = name
+        self.src = rel_src  # the source folder, relative to the workspace
         self.files = {}  # module path -> file (relative to src/)
         self.code = {}  # file -> code without comments and strings
         self.lines = {}  # file -> lines as written
@@ -170,8 +188,18 @@ class Crate:
 
     def absolute(self, rel, path, inner=()):
         """A path as written in file `rel` (inside its inline modules
-        `inner`) -> a path from the crate root (None when it does not start
-        in this crate)."""
+        `inner`) -> (crate name, a path from that crate's root); None when
+        it names no crate of the workspace."""
+        p = self.local(rel, path, inner)
+        if p is not None:
+            return (self.name, p)
+        if path[0] in CRATE_NAMES and path[0] != self.name and len(path) > 1:
+            return (path[0], tuple(path[1:]))
+        return None
+
+    def local(self, rel, path, inner=()):
+        """A path as written in file `rel` -> a path from this crate's root
+        (None when it does not start in this crate)."""
         here = list(module_path(rel)) + list(inner)
         if path[0] == "crate":
             return path[1:]
@@ -209,12 +237,12 @@ class Crate:
                 continue
             for p in expand_use_tree(m.group(2)):
                 if p and p[-1] == name:
-                    target = self.absolute(rel, p)
+                    target = self.local(rel, p)
                     if target is not None:
                         return target
         return None
 
-    def imports(self, rel):
+    def imports(self, rel, crates):
         """The files `rel` names items of, each with the path written. A
         `pub use` is no import of its own: who names the item through it
         gets an import of the file that defines it."""
@@ -230,16 +258,22 @@ class Crate:
         for m in CHILD_PATH_RE.finditer(rest):
             if m.group(1) in self.children.get(rel, ()) and not self.inline_modules(rel, m.start()):
                 paths.append(((), tuple(m.group(0).split("::"))))
+        for m in OTHER_CRATE_RE.finditer(rest):
+            paths.append(((), tuple(m.group(1).split("::"))))
         out = {}
         for inner, p in paths:
             if not p:
                 continue
             target = self.absolute(rel, p, inner)
-            if not target:
+            if not target or not target[1] or target[0] not in crates:
                 continue
-            f = self.resolve(target)
-            if f and f != rel and not is_part_of(rel, f):
-                out.setdefault(f, "::".join(p))
+            krate = crates[target[0]]
+            f = krate.resolve(target[1])
+            if not f:
+                continue
+            if krate is self and (f == rel or is_part_of(rel, f)):
+                continue
+            out.setdefault((krate.name, f), "::".join(p))
         return out
 
 
@@ -299,39 +333,78 @@ def circles(graph):
     return sorted(out)
 
 
+def folder_of(rel, dirs):
+    """The folder a file's module lives in: `worlds/luanti` for
+    worlds/luanti/mod.rs and worlds/luanti/cache.rs, and for a module file
+    whose parts have a folder of their own (store's leveldb.rs with
+    leveldb/) that folder: a module and its parts are one unit. The
+    crate's root folder is ``."""
+    parts = module_path(rel)
+    if rel.endswith(("/mod.rs", "lib.rs", "main.rs")) or rel == "mod.rs" or "/".join(parts) in dirs:
+        return "/".join(parts)
+    return "/".join(parts[:-1])
+
+
 def main(argv):
-    src = argv[argv.index("--src") + 1] if "--src" in argv else SRC
-    crate = Crate(src)
-    graph = {rel: crate.imports(rel) for rel in sorted(crate.code)}
-    unplaced = [rel for rel in graph if layer_of(rel) is None]
+    root = argv[argv.index("--root") + 1] if "--root" in argv else ROOT
+    crates = {}
+    for name, rel_src in CRATES:
+        src = os.path.join(root, rel_src)
+        if os.path.isdir(src):
+            crates[name] = Crate(name, src, rel_src)
+    files = [(c.name, rel) for c in crates.values() for rel in sorted(c.code)]
+    graph = {f: crates[f[0]].imports(f[1], crates) for f in files}
+    show = lambda f: f"{crates[f[0]].src}/{f[1]}"
+    layer = lambda f: layer_of(*f)
+    unplaced = [f for f in graph if layer(f) is None]
     names = [name for name, _ in LAYERS]
 
     print("Layers, from the bytes up (a file may import its own layer and those below):")
     for i, (name, _) in enumerate(LAYERS):
-        files = [rel for rel in graph if layer_of(rel) == i]
-        lines = sum(crate.lines[r] for r in files)
-        below = sorted({names[layer_of(t)] for r in files for t in graph[r] if layer_of(t) not in (None, i)},
+        in_layer = [f for f in graph if layer(f) == i]
+        lines = sum(crates[c].lines[r] for c, r in in_layer)
+        below = sorted({names[layer(t)] for f in in_layer for t in graph[f] if layer(t) not in (None, i)},
                        key=names.index)
-        print(f"  {i} {name:8} {len(files):3} files {lines:6} lines  imports: {', '.join(below) or '-'}")
+        print(f"  {i} {name:9} {len(in_layer):3} files {lines:6} lines  imports: {', '.join(below) or '-'}")
 
     up = [(r, t, p) for r in graph for t, p in graph[r].items()
-          if None not in (layer_of(r), layer_of(t)) and layer_of(t) > layer_of(r)]
+          if None not in (layer(r), layer(t)) and layer(t) > layer(r)]
     comps = circles({r: sorted(graph[r]) for r in graph})
+    dirs = {c: {os.path.dirname(r) for r in crates[c].code} for c in crates}
+    folder = lambda f: (f[0], folder_of(f[1], dirs[f[0]]))
+    folder_graph = {}
+    for r in graph:
+        folder_graph.setdefault(folder(r), set())
+        for t in graph[r]:
+            if folder(t) != folder(r):
+                folder_graph[folder(r)].add(folder(t))
+    folder_comps = circles({k: sorted(v) for k, v in folder_graph.items()})
+    show_folder = lambda k: (crates[k[0]].src + "/" + k[1]).rstrip("/") + "/"
     edges = sum(len(v) for v in graph.values())
-    print(f"\n{len(graph)} files, {edges} imports between files: "
+    print(f"\n{len(graph)} files in {len(crates)} crates, {edges} imports between files: "
           f"{len(comps)} circles, {len(up)} imports running up, {len(unplaced)} files in no layer")
-    for rel in unplaced:
-        print(f"  in no layer: src/{rel} (add it to LAYERS in contrib/import-graph.py)")
+    print(f"{len(folder_graph)} folders: {len(folder_comps)} folder circles")
+    for f in unplaced:
+        print(f"  in no layer: {show(f)} (add it to LAYERS in contrib/import-graph.py)")
     for comp in comps:
-        print(f"  circle of {len(comp)} files: " + ", ".join("src/" + c for c in comp))
+        print(f"  circle of {len(comp)} files: " + ", ".join(show(c) for c in comp))
+    for comp in folder_comps:
+        print(f"  circle of {len(comp)} folders: " + ", ".join(show_folder(c) for c in comp))
+        for a in comp:
+            for r in graph:
+                if folder(r) != a:
+                    continue
+                for t, p in sorted(graph[r].items()):
+                    if folder(t) in comp and folder(t) != a:
+                        print(f"    {show(r)} -> {show(t)}  ({p})")
     for r, t, p in sorted(up):
-        print(f"  up: src/{r} ({names[layer_of(r)]}) -> src/{t} ({names[layer_of(t)]}) via {p}")
+        print(f"  up: {show(r)} ({names[layer(r)]}) -> {show(t)} ({names[layer(t)]}) via {p}")
     if "--edges" in argv:
         print("\nImports:")
         for r in graph:
             for t, p in sorted(graph[r].items()):
-                print(f"  src/{r} -> src/{t}  ({p})")
-    if "--check" in argv and (comps or up or unplaced):
+                print(f"  {show(r)} -> {show(t)}  ({p})")
+    if "--check" in argv and (comps or up or unplaced or folder_comps):
         return 1
     return 0
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the block-state tables of src/kinds/mcchunk/states/ from the
+"""Write the block-state tables of crates/codec/src/minecraft/states/ from the
 minecraft-data package (PrismarineJS, MIT licence; its blocks.json lists
 each block's first and default state id and its properties).
 
@@ -63,7 +63,7 @@ def main():
     for name, version in TABLES:
         with open(os.path.join(pkg, "minecraft-data/data/pc", version, "blocks.json")) as f:
             blocks = json.load(f)
-        out = os.path.join(ROOT, "src/kinds/mcchunk/states", name + ".txt")
+        out = os.path.join(ROOT, "crates/codec/src/minecraft/states", name + ".txt")
         with open(out, "w") as f:
             f.write(table(blocks, version, package_version))
         print(out)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Write src/kinds/minecraft/legacy_blocks.txt, the names of 1.12-and-older
+"""Write src/worlds/minecraft/legacy_blocks.txt, the names of 1.12-and-older
 blocks (a section's Blocks/Add/Data arrays: a numeric id and 4 bits of
-data), and src/kinds/minecraft/legacy_opacity.txt, which of those ids stop
+data), and src/worlds/minecraft/legacy_opacity.txt, which of those ids stop
 light, from the minecraft-data package (PrismarineJS, MIT licence):
 pc/common/legacy.json maps each "id:data" the game knew to the block state
 the game's own 1.13 upgrade gives it, pc/1.12/blocks.json names every
@@ -78,11 +78,11 @@ def main():
     keyed = sorted(legacy.items(), key=lambda kv: tuple(int(p) for p in kv[0].split(":")))
     lines += [f"{k} {v}" for k, v in keyed]
     lines += [f"{b['id']} minecraft:{b['name']}" for b in sorted(blocks, key=lambda b: b["id"])]
-    out = os.path.join(ROOT, "src/kinds/minecraft/legacy_blocks.txt")
+    out = os.path.join(ROOT, "src/worlds/minecraft/legacy_blocks.txt")
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"{out}: {len(keyed)} id:data states, {len(blocks)} ids")
-    out = os.path.join(ROOT, "src/kinds/minecraft/legacy_opacity.txt")
+    out = os.path.join(ROOT, "src/worlds/minecraft/legacy_opacity.txt")
     with open(out, "w") as f:
         f.write("\n".join(opacity_lines(data, version, legacy, blocks)) + "\n")
     print(f"{out}: {len(blocks)} ids")

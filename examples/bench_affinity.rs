@@ -1,4 +1,4 @@
-//! What following the caller's CPU (`src/affinity.rs`) costs a serving
+//! What following the caller's CPU (`src/sys/affinity.rs`) costs a serving
 //! thread per request, for docs/performance.md. Prints figures; asserts
 //! nothing.
 //!
@@ -34,12 +34,12 @@ fn main() {
     let requests: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(20_000_000);
     let me = std::process::id();
     // Warm up: the first window starts, the files are in the page cache.
-    per_call(100_000, || worldfs::affinity::follow(me));
-    let floor = per_call(requests, || worldfs::affinity::follow(0));
+    per_call(100_000, || worldfs::sys::affinity::follow(me));
+    let floor = per_call(requests, || worldfs::sys::affinity::follow(0));
     let t = Instant::now();
-    let follow = per_call(requests, || worldfs::affinity::follow(me));
+    let follow = per_call(requests, || worldfs::sys::affinity::follow(me));
     let follow_wall = t.elapsed();
-    worldfs::affinity::unpin();
+    worldfs::sys::affinity::unpin();
     let parts = requests / 1000;
     let proc_stat = per_call(parts, || {
         std::hint::black_box(std::fs::read_to_string("/proc/stat").ok());

@@ -33,7 +33,7 @@
 use std::ffi::OsString;
 use std::time::Instant;
 use worldfs::fs::{Options, WorldFs};
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 
 fn rss_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -187,7 +187,7 @@ fn sed(world: &str, old: &str, new: &str, max: usize) {
 fn rename(world: &str, old: &str, new: &str) {
     let opts = Options { read_only: false, force: true, ..Options::default() };
     let fs = open_fs(world, opts);
-    let find = fs.lookup(worldfs::kinds::luanti::inode::ROOT, std::ffi::OsStr::new("find")).expect("find/").ino;
+    let find = fs.lookup(worldfs::worlds::luanti::inode::ROOT, std::ffi::OsStr::new("find")).expect("find/").ino;
     fs.lookup(find, std::ffi::OsStr::new(old)).expect("the old name is in the world");
     let (t, c) = (Instant::now(), cpu_s());
     let r = fs.rename(find, std::ffi::OsStr::new(old), find, std::ffi::OsStr::new(new), 0);

@@ -18,7 +18,7 @@ fn main() {
     for (p, b) in &blocks {
         for (i, f) in BlockFile::DECODED.iter().enumerate() {
             let t = Instant::now();
-            sizes[i] += worldfs::kinds::luanti::cache::render_block_file(*p, b, &[], *f).len();
+            sizes[i] += worldfs::worlds::luanti::cache::render_block_file(*p, b, &[], *f).len();
             times[i] += t.elapsed();
         }
     }

@@ -17,7 +17,7 @@ pub struct FuseAdapter {
     /// Serve each request on its caller's CPU (see `affinity`).
     follow_cpu: bool,
     /// Keep the serving CPUs awake while requests flow (see `awake`).
-    awake: Option<crate::awake::Awake>,
+    awake: Option<crate::sys::awake::Awake>,
     /// The kernel opens directories itself when OPENDIR answers ENOSYS
     /// (Linux 5.1+; told at INIT).
     local_opendir: bool,
@@ -25,7 +25,7 @@ pub struct FuseAdapter {
 
 impl FuseAdapter {
     pub fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
-        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::awake::Awake::new), local_opendir: false }
+        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::sys::awake::Awake::new), local_opendir: false }
     }
 }
 
@@ -193,7 +193,7 @@ impl FuseAdapter {
             a.touch();
         }
         if self.follow_cpu {
-            crate::affinity::follow(req.pid());
+            crate::sys::affinity::follow(req.pid());
         }
     }
 

@@ -1,10 +1,11 @@
 //! Opening what a path is: the one place that knows both the filesystem
 //! core and every kind of world. It picks the kind (a Luanti world
 //! directory, a Minecraft Java world directory: level.dat and region/, or
-//! a one-file kind of [`crate::kinds::kinds`]), builds its
+//! a one-file kind of [`document_kinds`]), builds its
 //! tree, and hands the core ([`WorldFs`]) that tree, so the core names no
 //! kind of world and no store.
 
+use crate::documents::{KindInfo, doc_kind};
 use crate::fs::{Options, Services, Tree, WorldFs};
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use worldfs_store::MapStore;
 use worldfs_store::world::World;
 
 /// Open what `path` is (a Luanti world directory, or a file of a kind
-/// `crate::kinds` knows; `kind` forces one). `extra`: mount options for
+/// `crate::documents` knows; `kind` forces one). `extra`: mount options for
 /// the kind.
 pub fn open_path(
     path: &Path,
@@ -30,7 +31,7 @@ pub fn open_path(
 /// open, unless `opts.force`.
 pub fn open_world(dir: &Path, opts: Options) -> Result<WorldFs, String> {
     let services = Services::new();
-    let tree = crate::kinds::luanti::open_world_tree(dir, opts.clone(), services.clone())?;
+    let tree = crate::worlds::luanti::open_world_tree(dir, opts.clone(), services.clone())?;
     Ok(WorldFs::new(tree, services, opts))
 }
 
@@ -39,12 +40,64 @@ pub fn open_world(dir: &Path, opts: Options) -> Result<WorldFs, String> {
 pub fn world_with_store(world: World, store: Box<dyn MapStore>, opts: Options) -> WorldFs {
     let services = Services::new();
     let tree =
-        Arc::new(crate::kinds::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()).with_index());
+        Arc::new(crate::worlds::luanti::LuantiTree::new(world, store, opts.clone(), services.clone()).with_index());
     WorldFs::new(tree, services, opts)
+}
+
+/// Every one-file kind a mount can serve (worlds kept in a directory are
+/// [`WorldKind`]s). Adding a kind is adding its module under
+/// `crate::documents` and one line here.
+pub fn document_kinds() -> Vec<KindInfo> {
+    use crate::documents::{cubeset, mcchunk, mts, twmap, we};
+    vec![
+        doc_kind::<twmap::TwMap>("Teeworlds/DDNet map (.map)"),
+        doc_kind::<mts::MtsDocument>("Luanti schematic (.mts)"),
+        doc_kind::<we::WeDocument>("WorldEdit file (.we)"),
+        doc_kind::<cubeset::Cubeset>("Cuberite prefab set (.cubeset)"),
+        doc_kind::<mcchunk::McChunk>("Minecraft chunk data, 1.9-1.12 or 1.16 (.dump with its .meta)"),
+    ]
 }
 
 /// The kind name of a Luanti world directory.
 pub const LUANTI: &str = "luanti";
+
+/// A kind of world kept in a directory; every command that works on a
+/// world directory (mount, check, undo, journal prune) asks this which one
+/// a directory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorldKind {
+    /// A Luanti world: world.mt and a map database.
+    Luanti,
+    /// A Minecraft Java world: level.dat and region files.
+    MinecraftJava,
+}
+
+impl WorldKind {
+    /// The kind of the world directory `dir` (a Luanti world unless it
+    /// looks like another kind: the Luanti tree says what is missing).
+    pub fn of(dir: &Path) -> WorldKind {
+        if crate::worlds::minecraft::is_java_world(dir) { WorldKind::MinecraftJava } else { WorldKind::Luanti }
+    }
+
+    /// The name `worldfs mount -t NAME` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorldKind::Luanti => LUANTI,
+            WorldKind::MinecraftJava => crate::worlds::minecraft::NAME,
+        }
+    }
+
+    fn named(name: &str) -> Option<WorldKind> {
+        [WorldKind::Luanti, WorldKind::MinecraftJava].into_iter().find(|k| k.name() == name)
+    }
+
+    fn open_tree(self, dir: &Path, opts: Options, services: Arc<Services>) -> Result<Arc<dyn Tree>, String> {
+        match self {
+            WorldKind::Luanti => crate::worlds::luanti::open_world_tree(dir, opts, services),
+            WorldKind::MinecraftJava => crate::worlds::minecraft::open_world_tree(dir, opts, services),
+        }
+    }
+}
 
 /// Open what `path` is (or what `kind` says it is) as a tree to mount.
 /// `extra`: the mount options the core did not know, for the kind.
@@ -55,26 +108,24 @@ pub fn open_mount(
     opts: Options,
     services: Arc<Services>,
 ) -> Result<Arc<dyn Tree>, String> {
-    let all = crate::kinds::kinds();
+    let all = document_kinds();
     let names = || {
-        [LUANTI, crate::kinds::minecraft::NAME]
+        [LUANTI, crate::worlds::minecraft::NAME]
             .into_iter()
             .chain(all.iter().map(|k| k.name))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let java = kind.is_none() && path.is_dir() && crate::kinds::minecraft::is_java_world(path);
-    if kind == Some(crate::kinds::minecraft::NAME) || java {
+    let world = match kind {
+        Some(name) => WorldKind::named(name),
+        None if path.is_dir() => Some(WorldKind::of(path)),
+        None => None,
+    };
+    if let Some(world) = world {
         if let Some((k, _)) = extra.first() {
-            return Err(format!("unknown mount option '{k}' (a minecraft mount takes none of its own)"));
+            return Err(format!("unknown mount option '{k}' (a {} mount takes none of its own)", world.name()));
         }
-        return crate::kinds::minecraft::open_world_tree(path, opts, services);
-    }
-    if kind == Some(LUANTI) || (kind.is_none() && path.is_dir()) {
-        if let Some((k, _)) = extra.first() {
-            return Err(format!("unknown mount option '{k}'"));
-        }
-        return crate::kinds::luanti::open_world_tree(path, opts, services);
+        return world.open_tree(path, opts, services);
     }
     let info = match kind {
         Some(name) => all

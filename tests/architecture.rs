@@ -1,7 +1,7 @@
-//! The layers of docs/design.md hold: no circle among the files of src/,
-//! no import running up from a layer to one above it
-//! (`contrib/import-graph.py`), and the filesystem core names no kind of
-//! world and no store.
+//! The layers of docs/design.md hold: no circle among the files or the
+//! folders of the workspace's crates, no import running up from a layer to
+//! one above it (`contrib/import-graph.py`), and the filesystem core names
+//! no kind of world and no store.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -28,6 +28,7 @@ fn the_import_graph_has_no_circle_and_no_import_running_up() {
     let out = text(&o);
     assert!(o.status.success(), "contrib/import-graph.py --check:\n{out}");
     assert!(out.contains("0 circles, 0 imports running up, 0 files in no layer"), "{out}");
+    assert!(out.contains(" 0 folder circles"), "{out}");
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -41,7 +42,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `grep -r 'crate::kinds\|crate::luanti' src/fs`, and the stores: the
+/// `grep -r 'crate::worlds\|crate::documents' src/fs`, and the stores: the
 /// core is handed a tree by the layer above and knows nothing else.
 #[test]
 fn the_core_names_no_kind_of_world_and_no_store() {
@@ -51,7 +52,7 @@ fn the_core_names_no_kind_of_world_and_no_store() {
     let mut found = Vec::new();
     for f in &files {
         for (n, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
-            if ["crate::kinds", "crate::luanti", "crate::store", "crate::world", "crate::open"]
+            if ["crate::worlds", "crate::documents", "worldfs_store", "crate::open", "crate::transfer"]
                 .iter()
                 .any(|name| line.contains(name))
             {
@@ -68,33 +69,55 @@ fn write(dir: &Path, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
-/// The check fails where it should: a circle between two files of a layer
-/// and an import from the codecs up to the views, however it is written
-/// (`use crate::`, a path in code, `super::`, through a `pub use`).
+/// The check fails where it should: a circle between two files of a
+/// layer, an import from the codecs up to the views, however it is written
+/// (`use crate::`, a path in code, `super::`, through a `pub use`, from
+/// another crate), and a circle between two folders.
 #[test]
 fn the_script_finds_circles_and_imports_running_up() {
     let d = tempfile::tempdir().unwrap();
-    let src = d.path();
-    write(src, "lib.rs", "pub mod codec;\npub mod store;\npub mod view;\n");
-    write(src, "codec/mod.rs", "pub mod a;\npub mod b;\npub use a::Thing;\n");
-    write(src, "codec/a.rs", "use super::b::Other; // crate::view::Nothing in a comment\npub struct Thing;\n");
-    write(src, "codec/b.rs", "pub struct Other;\nfn f() { let _ = crate::codec::Thing; }\n");
-    write(src, "store/mod.rs", "use crate::codec::a::Thing;\n");
-    write(src, "view/mod.rs", "pub fn shown() {}\n#[cfg(test)]\nmod tests { use super::shown; }\n");
-    let clean = import_graph(&["--check", "--src", src.to_str().unwrap()]);
-    assert!(!clean.status.success(), "{}", text(&clean));
-    let out = text(&clean);
-    assert!(out.contains("circle of 2 files: src/codec/a.rs, src/codec/b.rs"), "{out}");
+    let root = d.path();
+    let run = || {
+        let o = import_graph(&["--check", "--root", root.to_str().unwrap()]);
+        (o.status.success(), text(&o))
+    };
+    write(root, "crates/codec/src/lib.rs", "pub mod a;\npub mod b;\npub use a::Thing;\n");
+    write(
+        root,
+        "crates/codec/src/a.rs",
+        "use super::b::Other; // crate::view::Nothing in a comment\npub struct Thing;\n",
+    );
+    write(root, "crates/codec/src/b.rs", "pub struct Other;\nfn f() { let _ = crate::Thing; }\n");
+    write(root, "crates/store/src/lib.rs", "use worldfs_codec::a::Thing;\n");
+    write(root, "src/lib.rs", "pub mod view;\npub mod worlds;\n");
+    write(root, "src/view/mod.rs", "pub fn shown() {}\n#[cfg(test)]\nmod tests { use super::shown; }\n");
+    write(root, "src/worlds/mod.rs", "pub mod one;\npub mod two;\n");
+    write(root, "src/worlds/one/mod.rs", "pub fn a() {}\n");
+    write(root, "src/worlds/two/mod.rs", "pub fn b() {}\n");
+    let (ok, out) = run();
+    assert!(!ok, "{out}");
+    assert!(out.contains("circle of 2 files: crates/codec/src/a.rs, crates/codec/src/b.rs"), "{out}");
     assert!(out.contains("0 imports running up"), "the comment is no import: {out}");
+    assert!(out.contains(" 0 folder circles"), "{out}");
 
-    write(src, "codec/b.rs", "pub struct Other;\nfn f() { crate::view::shown(); }\n");
-    let up = import_graph(&["--check", "--src", src.to_str().unwrap()]);
-    let out = text(&up);
-    assert!(!up.status.success(), "{out}");
+    write(root, "crates/codec/src/b.rs", "pub struct Other;\n");
+    write(root, "src/view/mod.rs", "pub fn shown() {}\nfn f() { crate::worlds::one::a(); }\n");
+    let (ok, out) = run();
+    assert!(!ok, "{out}");
     assert!(out.contains("0 circles, 1 imports running up"), "{out}");
-    assert!(out.contains("up: src/codec/b.rs (codec) -> src/view/mod.rs (view) via crate::view::shown"), "{out}");
+    assert!(
+        out.contains("up: src/view/mod.rs (view) -> src/worlds/one/mod.rs (worlds) via crate::worlds::one::a"),
+        "{out}"
+    );
 
-    write(src, "codec/b.rs", "pub struct Other;\n");
-    let fixed = import_graph(&["--check", "--src", src.to_str().unwrap()]);
-    assert!(fixed.status.success(), "{}", text(&fixed));
+    write(root, "src/view/mod.rs", "pub fn shown() {}\n");
+    write(root, "src/worlds/one/mod.rs", "pub fn a() { crate::worlds::two::b() }\n");
+    write(root, "src/worlds/two/mod.rs", "pub fn b() {}\npub fn c() { super::one::a() }\n");
+    let (ok, out) = run();
+    assert!(!ok, "{out}");
+    assert!(out.contains("circle of 2 folders: src/worlds/one/, src/worlds/two/"), "{out}");
+
+    write(root, "src/worlds/two/mod.rs", "pub fn b() {}\n");
+    let (ok, out) = run();
+    assert!(ok, "{out}");
 }

@@ -1598,8 +1598,8 @@ mod mount {
 /// text), never a panic, and a refused edit changes nothing.
 #[test]
 fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
-    use worldfs::kinds::cubeset::Cubeset;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::cubeset::Cubeset;
+    use worldfs::documents::{Context, Document};
     use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape};
     let Some(shared) = common::shared_dir() else {
         common::skip("cubesets_and_chunk_dumps_that_are_bent_fail_clearly", "shared", "../shared is absent");
@@ -1654,8 +1654,8 @@ fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
 /// the file and line, and leaves the record exactly as it was.
 #[test]
 fn bad_player_and_account_edits_change_nothing() {
-    use worldfs::kinds::Document;
-    use worldfs::kinds::luanti::records::RecordView;
+    use worldfs::documents::Document;
+    use worldfs::worlds::luanti::records::RecordView;
     use worldfs_codec::luanti::auth::AuthEntry;
     use worldfs_codec::luanti::player::Player;
     let alice = Player {

@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::time::Duration;
-use worldfs::kinds::luanti::cache::BlockCache;
+use worldfs::worlds::luanti::cache::BlockCache;
 use worldfs_store::MapStore;
 use worldfs_store::sqlite::SqliteStore;
 

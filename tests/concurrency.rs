@@ -124,7 +124,7 @@ fn world_copy() -> (tempfile::TempDir, String) {
         return (common::copy_world(w), w.file_name().unwrap().to_string_lossy().into_owned());
     }
     let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
     (d, "demo".into())
 }
 

@@ -218,7 +218,7 @@ fn world_text_files_are_written_atomically() {
 fn a_document_file_truncated_and_closed_unwritten_fails_at_that_close() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("box.mts");
-    let schematic = worldfs::kinds::mts::Schematic::new_air([2, 2, 2]).unwrap();
+    let schematic = worldfs::documents::mts::Schematic::new_air([2, 2, 2]).unwrap();
     std::fs::write(&file, schematic.encode().unwrap()).unwrap();
     let before = std::fs::read(&file).unwrap();
     let fs = open_core(Source::Document { file: &file, kind: "mts" }, writable());

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, Options, WorldFs};
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
     worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()

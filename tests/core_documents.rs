@@ -11,9 +11,9 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use worldfs::documents::doc_tree::DocTree;
+use worldfs::documents::{Context, DocError, DocResult, Document, Entry};
 use worldfs::fs::{ErrorKind, FsError, Options, ROOT, Services, WorldFs};
-use worldfs::kinds::doc_tree::DocTree;
-use worldfs::kinds::{Context, DocError, DocResult, Document, Entry};
 
 /// `key = value` lines; each key is a file, `all` the whole text.
 #[derive(Clone, Debug, PartialEq)]
@@ -271,8 +271,8 @@ fn keys_take_the_usual_edits(fs: &WorldFs, keys: u64, bad: &[u8], value: &dyn Fn
 /// the same to both.
 #[test]
 fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
-    use worldfs::kinds::files_tree::FilesTree;
-    use worldfs::kinds::luanti::records::RecordSet;
+    use worldfs::documents::files_tree::FilesTree;
+    use worldfs::worlds::luanti::records::RecordSet;
     use worldfs_codec::luanti::mod_storage::ModStorage;
     use worldfs_store::records::{Collection, RecordStore, files::FileRecords};
 

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::ffi::OsStr;
 use worldfs::fs::{ErrorKind, FsError, Options, WorldFs};
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 
 fn writable(world: &std::path::Path, opts: Options) -> WorldFs {
     worldfs::open::open_world(world, Options { read_only: false, ..opts }).unwrap()
@@ -78,7 +78,7 @@ fn max_objects_per_block_follows_the_servers_setting() {
     let home = tempfile::tempdir().unwrap();
     let world = home.path().join("worlds").join("w");
     std::fs::create_dir_all(&world).unwrap();
-    worldfs::demo::write_demo(&world).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(&world).unwrap();
     std::fs::write(home.path().join("minetest.conf"), "max_objects_per_block = 10\n").unwrap();
     let fs = writable(&world, Options::default());
     defined_timestamp(&fs);
@@ -149,7 +149,7 @@ fn renaming_a_node_type_to_an_unseen_name_warns() {
 /// A player's yaw of 1e30 was accepted; the server keeps yaw within a turn.
 #[test]
 fn player_yaw_past_a_turn_is_refused() {
-    use worldfs::kinds::Document;
+    use worldfs::documents::Document;
     use worldfs_codec::luanti::player::Player;
     let mut p = Player {
         hp: 20,
@@ -338,7 +338,7 @@ fn a_block_stored_as_text_is_one_corrupt_block() {
     drop(db);
 
     let store = worldfs_store::world::World::open(world.path()).unwrap().open_store(true, false).unwrap();
-    let report = worldfs::check::check(store.as_ref(), &mut |_, _| {}).unwrap();
+    let report = worldfs::worlds::luanti::check::check(store.as_ref(), &mut |_, _| {}).unwrap();
     assert_eq!(report.corrupt.len(), 1, "{:?}", report.corrupt);
     assert_eq!(report.corrupt[0].0, worldfs_store::BlockPos::new(1, 0, 0));
 

@@ -822,7 +822,7 @@ impl BlockReal {
     }
 
     fn block_dir(&self, blk: usize) -> Result<u64, worldfs::fs::FsError> {
-        self.fs.lookup(worldfs::kinds::luanti::inode::BLOCKS, OsStr::new(BLOCK_NAMES[blk])).map(|a| a.ino)
+        self.fs.lookup(worldfs::worlds::luanti::inode::BLOCKS, OsStr::new(BLOCK_NAMES[blk])).map(|a| a.ino)
     }
 
     fn file_ino(&self, blk: usize, file: usize) -> Result<u64, worldfs::fs::FsError> {
@@ -986,7 +986,7 @@ fn scratch_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -
 
 /// mkdir and rmdir of blocks, edits by another process, store failures.
 fn map_step(r: &mut BlockReal, m: &mut BlockModel, op: &BlockOp, at: &str) -> Outcome {
-    let blocks = worldfs::kinds::luanti::inode::BLOCKS;
+    let blocks = worldfs::worlds::luanti::inode::BLOCKS;
     match *op {
         BlockOp::Mkdir { blk } => {
             let got = r.fs.mkdir(blocks, OsStr::new(BLOCK_NAMES[blk]));

@@ -7,7 +7,7 @@ use crate::common;
 use std::ffi::OsStr;
 use std::time::Duration;
 use worldfs::fs::{ErrorKind, Options, WorldFs};
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 use worldfs_codec::luanti::Block;
 use worldfs_store::sqlite::SqliteStore;
 use worldfs_store::{BlockPos, Change, MapStore, Note};

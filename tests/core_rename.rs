@@ -6,7 +6,7 @@ use crate::common;
 
 use std::ffi::OsStr;
 use worldfs::fs::Options;
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 
 /// Found by appending to world.mt right after `sed -i` on it (a few times
 /// in a hundred): after the rename the kernel drops the inode world.mt had

@@ -8,7 +8,7 @@ use crate::common;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use worldfs::fs::{Caller, ErrorKind, FsError, Options, WorldFs};
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 
 fn writable(world: &std::path::Path) -> WorldFs {
     worldfs::open::open_world(world, Options { read_only: false, ..Options::default() }).unwrap()
@@ -407,7 +407,7 @@ fn a_world_file_on_a_full_disk_fails_with_enospc() {
     }
     let _guard = Unmount(small.clone());
     let world = small.join("world");
-    worldfs::demo::write_demo(&world).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(&world).unwrap();
     let fs = writable(&world);
     let ino = ino_of(&fs, "world.mt");
     let before = std::fs::read(world.join("world.mt")).unwrap();

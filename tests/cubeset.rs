@@ -8,8 +8,8 @@ use crate::common;
 use common::mount::Mounted;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use worldfs::kinds::cubeset::Cubeset;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::cubeset::Cubeset;
+use worldfs::documents::{Context, Document};
 
 fn samples(test: &str) -> Option<Vec<PathBuf>> {
     let Some(shared) = common::shared_dir() else {

@@ -15,7 +15,7 @@ use worldfs_store::sqlite::SqliteStore;
 use worldfs_store::{BlockPos, MapStore};
 
 fn demo_world_in(dir: &Path) {
-    worldfs::demo::write_demo(dir).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(dir).unwrap();
 }
 
 fn all_blocks(world: &Path) -> BTreeMap<BlockPos, Vec<u8>> {

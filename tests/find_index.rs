@@ -26,7 +26,7 @@ fn scan(world: &Path) -> Seen {
     let (mut counts, mut blocks) = (BTreeMap::new(), BTreeMap::<Vec<u8>, BTreeSet<BlockPos>>::new());
     for (pos, blob) in store.scan_after(None, 10_000_000).unwrap() {
         let Ok(b) = Block::decode(&blob) else { continue };
-        for (name, n) in worldfs::kinds::luanti::index::counts_of(&b) {
+        for (name, n) in worldfs::worlds::luanti::index::counts_of(&b) {
             let c: &mut (u64, u64) = counts.entry(name.clone()).or_default();
             c.0 += 1;
             c.1 += n as u64;
@@ -107,7 +107,7 @@ fn the_index_follows_commits_and_other_processes() {
     assert!(counts.contains_key(&b"default:chest"[..]));
     assert!(!counts.contains_key(&b"default:mese"[..]));
     // A commit through the mount.
-    let node = fs.lookup(worldfs::kinds::luanti::inode::NODE_DIR, OsStr::new("1,2,3")).unwrap().ino;
+    let node = fs.lookup(worldfs::worlds::luanti::inode::NODE_DIR, OsStr::new("1,2,3")).unwrap().ino;
     let o = fs.open(node, libc::O_WRONLY | libc::O_TRUNC, 1).unwrap();
     fs.write(o.fh, 0, b"default:mese\n").unwrap();
     fs.flush(o.fh, 1).unwrap();

@@ -144,8 +144,8 @@ fn mod_storage_value_with_repeated_key_is_refused() {
 /// renumbered the table. A name that is the node's own keeps its id now.
 #[test]
 fn mts_with_a_repeated_name_applies_to_itself() {
-    use worldfs::kinds::mts::{MtsDocument, view};
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::mts::{MtsDocument, view};
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/mts_decode/names-repeated-good-checksum");
     let mut d = MtsDocument::decode(data, &Context::default()).unwrap();
     let s = d.schematic.clone();
@@ -165,7 +165,7 @@ fn mts_with_a_repeated_name_applies_to_itself() {
     d.apply("nodes", edited.as_bytes()).unwrap();
     let t = &d.schematic;
     assert_eq!(t.names.iter().filter(|n| *n == b"mcl_walls:stonebrick_0").count(), 1);
-    let walls = |x: &worldfs::kinds::mts::Schematic| {
+    let walls = |x: &worldfs::documents::mts::Schematic| {
         (0..x.volume()).filter(|&i| x.name_at(i) == b"mcl_walls:stonebrick_0").count()
     };
     assert_eq!(walls(t), walls(&s));
@@ -178,7 +178,7 @@ fn mts_with_a_repeated_name_applies_to_itself() {
 /// past it.)
 #[test]
 fn mts_with_a_bad_zlib_checksum_is_refused() {
-    use worldfs::kinds::mts::Schematic;
+    use worldfs::documents::mts::Schematic;
     let data = include_bytes!("../fuzz/regressions/mts_decode/crash-9663621edbefbb1ddfa70c98a23df666d9182f52");
     let e = Schematic::decode(data).unwrap_err().to_string();
     assert!(e.contains("checksum"), "{e}");
@@ -191,8 +191,8 @@ fn mts_with_a_bad_zlib_checksum_is_refused() {
 /// back as it is; a new empty name is still refused.
 #[test]
 fn mts_with_an_empty_name_applies_to_itself() {
-    use worldfs::kinds::mts::{MtsDocument, view};
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::mts::{MtsDocument, view};
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/mts_decode/empty-name-good-checksum");
     let mut d = MtsDocument::decode(data, &Context::default()).unwrap();
     let s = d.schematic.clone();
@@ -210,7 +210,7 @@ fn mts_with_an_empty_name_applies_to_itself() {
     assert!(checked >= 3, "only {checked} writable files");
     // In a table without an empty name, naming a node "" is still refused.
     let mut plain = MtsDocument::decode(&d.encode().unwrap(), &Context::default()).unwrap();
-    plain.schematic = worldfs::kinds::mts::Schematic::new_air([1, 1, 1]).unwrap();
+    plain.schematic = worldfs::documents::mts::Schematic::new_air([1, 1, 1]).unwrap();
     let e = plain.apply("names", b"0 \"\"\n").unwrap_err();
     assert!(e.to_string().contains("empty node name"), "{e}");
 }
@@ -224,8 +224,8 @@ fn mts_with_an_empty_name_applies_to_itself() {
 /// adler32; this one has it right).
 #[test]
 fn mts_layers_with_a_row_like_a_level_line_apply_to_themselves() {
-    use worldfs::kinds::mts::{MtsDocument, view};
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::mts::{MtsDocument, view};
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/mts_decode/layers-row-like-a-level-line-good-checksum");
     let mut d = MtsDocument::decode(data, &Context::default()).unwrap();
     let s = d.schematic.clone();
@@ -246,8 +246,8 @@ fn mts_layers_with_a_row_like_a_level_line_apply_to_themselves() {
 /// naming the connector.
 #[test]
 fn a_cubeset_connector_direction_out_of_range_is_refused_at_decode() {
-    use worldfs::kinds::cubeset::Cubeset;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::cubeset::Cubeset;
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-3268255b3cac95e53365a2bcd675cdd8a957cc80");
     let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("direction 41 decoded") };
     assert!(e.to_string().contains("direction 41 is not 0 to 13"), "{e}");
@@ -260,8 +260,8 @@ fn a_cubeset_connector_direction_out_of_range_is_refused_at_decode() {
 /// it, naming the connector and the value.
 #[test]
 fn a_cubeset_connector_type_that_is_not_whole_is_refused_at_decode() {
-    use worldfs::kinds::cubeset::Cubeset;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::cubeset::Cubeset;
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-f39b2b90197783fcc25c51af2a62bbce23a2fda2");
     let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("Type = .1 decoded") };
     assert!(e.to_string().contains("connector 10: Type '.1' is not a whole number"), "{e}");
@@ -273,8 +273,8 @@ fn a_cubeset_connector_type_that_is_not_whole_is_refused_at_decode() {
 /// now refuses it, naming the definition.
 #[test]
 fn a_cubeset_character_defined_twice_is_refused_at_decode() {
-    use worldfs::kinds::cubeset::Cubeset;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::cubeset::Cubeset;
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-8881db1b4df55dd9cfc39ed2d5f271a20f8a5b0c");
     let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("a character defined twice decoded") };
     assert!(e.to_string().contains("'e' is defined twice"), "{e}");
@@ -291,8 +291,8 @@ fn hex(s: &str) -> Vec<u8> {
 /// line named.
 #[test]
 fn a_cubeset_meta_out_of_range_is_refused_at_decode() {
-    use worldfs::kinds::cubeset::Cubeset;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::cubeset::Cubeset;
+    use worldfs::documents::{Context, Document};
     let data = include_bytes!("../fuzz/regressions/cubeset/cubeset-crash-0f58d1e0dad9ceea6d0f9ed3a401dd6e92147aa5");
     let Err(e) = Cubeset::decode(data, &Context::default()) else { panic!("meta 16 decoded") };
     assert!(e.to_string().contains("meta 16 is not 0 to 15"), "{e}");
@@ -333,9 +333,9 @@ fn a_chunk_re_encodes_to_its_bytes_when_its_palette_repeats_a_state() {
 /// Decode a Java chunk the fuzzer made, write every writable file back as
 /// it is shown and check that the chunk did not change; `at_least` files
 /// must have been written.
-fn java_chunk_writes_back_unchanged(data: &[u8], at_least: usize) -> worldfs::kinds::minecraft::chunk::ChunkDoc {
-    use worldfs::kinds::minecraft::chunk::ChunkDoc;
-    use worldfs::kinds::{Context, Document};
+fn java_chunk_writes_back_unchanged(data: &[u8], at_least: usize) -> worldfs::worlds::minecraft::chunk::ChunkDoc {
+    use worldfs::documents::{Context, Document};
+    use worldfs::worlds::minecraft::chunk::ChunkDoc;
     let mut doc = ChunkDoc::decode(data, &Context::default()).expect("the chunk decodes");
     let mut written = 0;
     for e in doc.entries().into_iter().filter(|e| e.writable && !e.dir) {
@@ -356,7 +356,7 @@ fn java_chunk_writes_back_unchanged(data: &[u8], at_least: usize) -> worldfs::ki
 /// still refused.
 #[test]
 fn a_java_chunk_takes_back_its_own_odd_palette_names() {
-    use worldfs::kinds::Document;
+    use worldfs::documents::Document;
     let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-65890d61e47cddc39db5b13b8e784e22ca59161b");
     let mut doc = java_chunk_writes_back_unchanged(data, 10);
     let blocks = "sections/-4/blocks";
@@ -371,7 +371,7 @@ fn a_java_chunk_takes_back_its_own_odd_palette_names() {
 /// section's biome palette): `biomes` takes back what it shows.
 #[test]
 fn a_java_chunk_takes_back_its_own_odd_biome_names() {
-    use worldfs::kinds::Document;
+    use worldfs::documents::Document;
     let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-3eec18ee818b0167606b4f2c215013453a510677");
     let mut doc = java_chunk_writes_back_unchanged(data, 1);
     let biomes = "sections/6/biomes";
@@ -389,7 +389,7 @@ fn a_java_chunk_takes_back_its_own_odd_biome_names() {
 /// escapes, in `blocks` and in `palette`, and taken back as it is.
 #[test]
 fn a_java_chunk_takes_back_a_palette_name_holding_a_newline() {
-    use worldfs::kinds::Document;
+    use worldfs::documents::Document;
     let data = include_bytes!("../fuzz/regressions/mc_nbt/mc_nbt-crash-6c0fe9fec3969c05a0a88374914cfcb4d4ea1211");
     let mut doc = java_chunk_writes_back_unchanged(data, 10);
     let quoted = r#""minecraft:diamond_\nre""#;

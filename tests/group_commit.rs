@@ -29,7 +29,7 @@ fn journal_changes(world: &Path) -> Vec<(String, i64)> {
 fn grouped_commits_wait_for_fsync_unmount_or_mkdir() {
     require_fuse!("grouped_commits_wait_for_fsync_unmount_or_mkdir");
     let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(world.path()).unwrap();
     let w = world.path();
     // A window of a minute: nothing is written by the timer in this test.
     let m = Mounted::new(w, &["group_ms=60000"]);
@@ -72,7 +72,7 @@ fn grouped_commits_wait_for_fsync_unmount_or_mkdir() {
 fn grouped_commit_failures_are_reported_and_retried() {
     require_fuse!("grouped_commit_failures_are_reported_and_retried");
     let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(world.path()).unwrap();
     let w = world.path();
     let m = Mounted::new(w, &["group_ms=60000"]);
     m.ok("echo default:mese > $MNT/node/0,0,0");

@@ -18,7 +18,7 @@ fn scan(world: &Path) -> BTreeMap<Vec<u8>, BTreeSet<BlockPos>> {
     let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
     let mut names = BTreeMap::<Vec<u8>, BTreeSet<BlockPos>>::new();
     for (pos, blob) in store.scan_after(None, 10_000_000).unwrap() {
-        for (name, _) in worldfs::kinds::luanti::index::counts_of(&Block::decode(&blob).unwrap()) {
+        for (name, _) in worldfs::worlds::luanti::index::counts_of(&Block::decode(&blob).unwrap()) {
             names.entry(name).or_default().insert(pos);
         }
     }
@@ -154,7 +154,7 @@ fn a_world_wide_rename_reaches_blocks_the_kept_index_misses() {
     let without = |b: &Vec<u8>| !Block::decode(b).unwrap().mapping.iter().any(|m| m.name == name.as_bytes());
     let (last, blob) = all.iter().skip(8).rev().find(|(_, b)| without(b)).expect("a block without the name");
     let mut b = Block::decode(blob).unwrap();
-    let used = worldfs::kinds::luanti::index::counts_of(&b)[0].0.clone();
+    let used = worldfs::worlds::luanti::index::counts_of(&b)[0].0.clone();
     b.mapping.iter_mut().filter(|m| m.name == used).for_each(|m| m.name = name.as_bytes().to_vec());
     let new = b.encode().unwrap();
     let other = edited_copy(world.path(), scratch.path(), |c| {
@@ -173,6 +173,6 @@ fn a_world_wide_rename_reaches_blocks_the_kept_index_misses() {
 
 fn worldfs_demo() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
     d
 }

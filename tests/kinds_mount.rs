@@ -62,10 +62,12 @@ fn a_ddnet_map_is_edited_with_shell_tools() {
     assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
     let after = std::fs::read(&map).unwrap();
     assert_ne!(after, before);
-    let doc =
-        <worldfs::kinds::twmap::TwMap as worldfs::kinds::Document>::decode(&after, &worldfs::kinds::Context::default())
-            .unwrap();
-    let tiles = worldfs::kinds::Document::render(&doc, game).unwrap();
+    let doc = <worldfs::documents::twmap::TwMap as worldfs::documents::Document>::decode(
+        &after,
+        &worldfs::documents::Context::default(),
+    )
+    .unwrap();
+    let tiles = worldfs::documents::Document::render(&doc, game).unwrap();
     assert!(String::from_utf8(tiles).unwrap().starts_with("0 1 1"));
 }
 
@@ -104,15 +106,15 @@ fn a_schematic_is_edited_with_vim_sed_and_cp() {
     const TEST: &str = "a_schematic_is_edited_with_vim_sed_and_cp";
     require_fuse!(TEST);
     let Some((dir, mts)) = sample("mts/mtg_apple_tree.mts", TEST) else { return };
-    let read = |p: &Path| -> worldfs::kinds::mts::MtsDocument {
-        <worldfs::kinds::mts::MtsDocument as worldfs::kinds::Document>::decode(
+    let read = |p: &Path| -> worldfs::documents::mts::MtsDocument {
+        <worldfs::documents::mts::MtsDocument as worldfs::documents::Document>::decode(
             &std::fs::read(p).unwrap(),
-            &worldfs::kinds::Context::default(),
+            &worldfs::documents::Context::default(),
         )
         .unwrap()
     };
-    let render = |d: &worldfs::kinds::mts::MtsDocument, f: &str| {
-        String::from_utf8(worldfs::kinds::Document::render(d, f).unwrap()).unwrap()
+    let render = |d: &worldfs::documents::mts::MtsDocument, f: &str| {
+        String::from_utf8(worldfs::documents::Document::render(d, f).unwrap()).unwrap()
     };
     let m = Mounted::new(&mts, &[]);
     assert_eq!(m.ok("cat $MNT/size"), "7 8 7\n");

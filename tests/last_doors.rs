@@ -123,7 +123,7 @@ Item default:dirt 42\nEmpty\nEndInventoryList\nEndInventory\n";
 fn add_players(world: &Path) {
     let w = worldfs_store::world::World::open(world).unwrap();
     let settings = |k: &str| w.setting(k).map(str::to_string);
-    let store = worldfs_store::backends::open_record_store(
+    let store = worldfs_store::world::backends::open_record_store(
         world,
         &settings,
         true,

@@ -14,8 +14,8 @@ use worldfs_codec::luanti::Block;
 use worldfs_store::sqlite::SqliteStore;
 use worldfs_store::{BlockPos, MapStore};
 
-const CHEST: [i32; 3] = worldfs::demo::CHEST;
-const SIGN: [i32; 3] = worldfs::demo::SIGN;
+const CHEST: [i32; 3] = worldfs::worlds::luanti::demo::CHEST;
+const SIGN: [i32; 3] = worldfs::worlds::luanti::demo::SIGN;
 
 /// Each kind of edit through a live mount is in the game when close()
 /// returns, reads back through the mount at once, and is in the database
@@ -255,7 +255,7 @@ fn sigkill_of_the_server_mid_request_leaves_no_half_applied_block() {
     m.unmount();
 
     let (mut server, m) = live::start(world.path(), "");
-    for pos in worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0) {
+    for pos in worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0) {
         let [x, y, z] = [i32::from(pos.x) * 16 + 3, i32::from(pos.y) * 16 + 2, i32::from(pos.z) * 16 + 3];
         let game = server.node([x, y, z]);
         let mount = m.ok(&format!("cat $MNT/node/{x},{y},{z}"));
@@ -265,7 +265,7 @@ fn sigkill_of_the_server_mid_request_leaves_no_half_applied_block() {
     assert!(server.node([5, 3, 5]).starts_with("default:mese "), "changes go through after the restart");
     m.unmount();
     assert!(server.stop().success());
-    for pos in worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0) {
+    for pos in worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0) {
         let names = stored_names(world.path(), pos);
         let both = names.iter().any(|n| n == "default:stone") && names.iter().any(|n| n == "default:desert_stone");
         assert!(!both, "block {pos} is half renamed: {names:?}");
@@ -340,7 +340,10 @@ fn add_stone_blocks(world: &std::path::Path, n: i16) -> Vec<BlockPos> {
     for x in -n / 2..n - n / 2 {
         for z in -n / 2..n - n / 2 {
             let pos = BlockPos::new(x, -3, z);
-            changes.push(worldfs_store::Change::Put(pos, worldfs::demo::demo_block(pos).encode().unwrap()));
+            changes.push(worldfs_store::Change::Put(
+                pos,
+                worldfs::worlds::luanti::demo::demo_block(pos).encode().unwrap(),
+            ));
             placed.push(pos);
         }
     }
@@ -364,7 +367,7 @@ fn a_world_wide_rename_is_paced_by_the_map_saves() {
     require_minetestserver!("a_world_wide_rename_is_paced_by_the_map_saves");
     let world = common::demo_world();
     let mut blocks = add_stone_blocks(world.path(), 10);
-    blocks.extend(worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0));
+    blocks.extend(worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0));
     let conf = "debug_log_level = info\nserver_map_save_interval = 1\nworldfs_live.blocks_per_save = 8\n\
                 worldfs_live.blocks_per_save_max = 16\nworldfs_live.blocks_per_save_min = 4";
     let (mut server, m) = live::start(world.path(), conf);
@@ -398,7 +401,7 @@ fn a_world_wide_rename_goes_through_in_batches() {
     require_minetestserver!("a_world_wide_rename_goes_through_in_batches");
     let world = common::demo_world();
     let mut blocks = add_stone_blocks(world.path(), 20);
-    blocks.extend(worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0));
+    blocks.extend(worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0));
     let (mut server, m) = live::start(world.path(), "");
     let start = std::time::Instant::now();
     let (code, _, err) = m.sh("mv $MNT/find/default:stone $MNT/find/default:desert_stone");

@@ -19,8 +19,8 @@ use worldfs_codec::luanti::block::node_index;
 use worldfs_store::BlockPos;
 use worldfs_store::live::request;
 
-const CHEST: [i32; 3] = worldfs::demo::CHEST;
-const SIGN: [i32; 3] = worldfs::demo::SIGN;
+const CHEST: [i32; 3] = worldfs::worlds::luanti::demo::CHEST;
+const SIGN: [i32; 3] = worldfs::worlds::luanti::demo::SIGN;
 /// A node of the demo's origin block that is air.
 const AIR: [i32; 3] = [5, 3, 5];
 /// A wall node of the demo's house (cobblestone).

@@ -44,7 +44,7 @@ fn undo_of_live_changes_goes_through_the_server() {
     assert_ne!(code, 0, "{out}{err}");
     assert!(err.contains("node 5,3,5 is now default:dirt"), "{err}");
     assert!(server.node([5, 3, 5]).starts_with("default:dirt "), "the game keeps its change");
-    let items = server.meta(worldfs::demo::CHEST);
+    let items = server.meta(worldfs::worlds::luanti::demo::CHEST);
     assert!(items.contains(&"item 3 1 3 main 1 default:apple 13".to_string()), "nothing reverted: {items:?}");
 
     // The inventory alone goes back; then its undo is undone.
@@ -56,13 +56,13 @@ fn undo_of_live_changes_goes_through_the_server() {
         .expect("the inventory change is listed");
     let (code, out, err) = undo(world.path(), &["--id", &id]);
     assert_eq!(code, 0, "{out}{err}");
-    let items = server.meta(worldfs::demo::CHEST);
+    let items = server.meta(worldfs::worlds::luanti::demo::CHEST);
     assert!(items.contains(&"item 3 1 3 main 1 default:apple 12".to_string()), "{items:?}");
     let newest =
         undo(world.path(), &[]).1.lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap().to_string();
     let (code, out, err) = undo(world.path(), &["--id", newest.trim_start_matches('#')]);
     assert_eq!(code, 0, "the undo is undone: {out}{err}");
-    let items = server.meta(worldfs::demo::CHEST);
+    let items = server.meta(worldfs::worlds::luanti::demo::CHEST);
     assert!(items.contains(&"item 3 1 3 main 1 default:apple 13".to_string()), "{items:?}");
     m.unmount();
     assert!(server.stop().success());

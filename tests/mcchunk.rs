@@ -8,8 +8,8 @@ use crate::common;
 use common::mount::Mounted;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use worldfs::kinds::mcchunk::McChunk;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::mcchunk::McChunk;
+use worldfs::documents::{Context, Document};
 use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape, nibble};
 
 struct Sample {

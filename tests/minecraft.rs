@@ -17,9 +17,9 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use worldfs::kinds::Document;
-use worldfs::kinds::minecraft::chunk::ChunkDoc;
+use worldfs::documents::Document;
 use worldfs::view::layers::{self, Frame, Rows};
+use worldfs::worlds::minecraft::chunk::ChunkDoc;
 use worldfs_codec::minecraft::{nbt, region};
 
 fn sample() -> PathBuf {
@@ -84,7 +84,7 @@ fn a_changed_block_is_packed_as_the_format_wants() {
             (x.parse().unwrap(), z.parse().unwrap())
         };
         let (x, y, z) = (16 * cx + 3, 17, 16 * cz + 5);
-        let state = worldfs::kinds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
+        let state = worldfs::worlds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
         doc.set_block(x, y, z, state.clone()).unwrap();
         let written = doc.encode().unwrap();
         let again = ChunkDoc::decode(&written, &Default::default()).unwrap();
@@ -462,7 +462,7 @@ fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
 
 /// `legacy_blocks.txt` read here on its own: (id, data) to the label.
 fn legacy_table() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/kinds/minecraft/legacy_blocks.txt");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/worlds/minecraft/legacy_blocks.txt");
     let (mut states, mut names) = (BTreeMap::new(), BTreeMap::new());
     for line in std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with('#')) {
         let (key, label) = line.split_once(' ').unwrap();
@@ -721,7 +721,7 @@ fn every_heightmap_a_1_12_game_wrote_is_what_its_blocks_give() {
 /// does not (a block under the top, glass above it) leaves it as stored.
 #[test]
 fn a_1_12_edit_that_moves_a_column_top_sets_its_heightmap() {
-    let parse = |l: &str| worldfs::kinds::minecraft::section::parse_state(l).unwrap();
+    let parse = |l: &str| worldfs::worlds::minecraft::section::parse_state(l).unwrap();
     let (_, bytes) =
         legacy_world("prismarine-1.12").into_iter().find(|(_, b)| (3..250).contains(&stored_heightmap(b)[0])).unwrap();
     let stored = stored_heightmap(&bytes);
@@ -783,7 +783,7 @@ fn a_1_13_chunk_takes_back_what_it_shows_and_leaves_its_heightmaps_to_the_game()
             continue;
         }
         let (cx, cz) = doc.pos();
-        let chest = worldfs::kinds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
+        let chest = worldfs::worlds::minecraft::section::parse_state("minecraft:chest[facing=west]").unwrap();
         doc.set_block(16 * cx + 3, 17, 16 * cz + 5, chest.clone()).unwrap();
         let (_, root) = nbt::decode(&doc.encode().unwrap()).unwrap();
         let maps = root.compound("Level").unwrap().compound("Heightmaps").map(|m| m.0.len());
@@ -862,11 +862,11 @@ fn a_1_11_chunk_takes_back_what_it_shows_and_marks_an_edit_for_light() {
     root.compound_mut("Level").unwrap().insert("LightPopulated", nbt::Tag::Byte(1));
     let lit = nbt::encode(&name, &root).unwrap();
     let mut doc = ChunkDoc::decode(&lit, &Default::default()).unwrap();
-    let deepslate = worldfs::kinds::minecraft::section::parse_state("minecraft:deepslate").unwrap();
+    let deepslate = worldfs::worlds::minecraft::section::parse_state("minecraft:deepslate").unwrap();
     let err = doc.set_block(-16, 5, 48, deepslate).unwrap_err().to_string();
     assert!(err.starts_with("minecraft:deepslate cannot be stored in a 1.12 or older chunk"), "{err}");
     assert_eq!(doc.encode().unwrap(), lit, "a refused block changed the chunk");
-    let granite = worldfs::kinds::minecraft::section::parse_state("minecraft:granite").unwrap();
+    let granite = worldfs::worlds::minecraft::section::parse_state("minecraft:granite").unwrap();
     doc.set_block(-16, 5, 48, granite.clone()).unwrap();
     let (_, new) = nbt::decode(&doc.encode().unwrap()).unwrap();
     let level = new.compound("Level").unwrap();

@@ -146,8 +146,8 @@ fn entities_and_heightmaps_are_what_amulet_reads() {
 /// back as shown changes no byte.
 #[test]
 fn every_file_written_back_as_shown_changes_no_chunk() {
-    use worldfs::kinds::Document;
-    use worldfs::kinds::minecraft::chunk::ChunkDoc;
+    use worldfs::documents::Document;
+    use worldfs::worlds::minecraft::chunk::ChunkDoc;
     use worldfs_codec::minecraft::region;
     let mut texts = 0;
     for e in std::fs::read_dir(data("made").join("region")).unwrap() {

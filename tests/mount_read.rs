@@ -301,7 +301,7 @@ fn outside_changes_show_within_the_ttl() {
     }
 }
 
-/// The daemon's spinner threads (src/awake.rs): name, state letter and CPU
+/// The daemon's spinner threads (src/sys/awake.rs): name, state letter and CPU
 /// ticks (user + system) of each.
 fn spinners(pid: u32) -> Vec<(String, char, u64)> {
     let mut v = Vec::new();

@@ -3,8 +3,8 @@
 
 use crate::common;
 
-use worldfs::kinds::mts::MtsDocument;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::mts::MtsDocument;
+use worldfs::documents::{Context, Document};
 use worldfs_codec::mts::{self as codec, Schematic};
 
 fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {

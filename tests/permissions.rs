@@ -12,7 +12,7 @@ use std::path::Path;
 
 fn demo_world() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
     d
 }
 

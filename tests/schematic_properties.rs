@@ -2,12 +2,12 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use worldfs::kinds::mts::{MtsDocument, Schematic};
-use worldfs::kinds::transfer::NodeBox;
-use worldfs::kinds::transfer::capture::{CaptureOptions, capture};
-use worldfs::kinds::transfer::place::{PlaceOptions, place_schematic};
-use worldfs::kinds::transfer::rotate::{NodeDefs, Rotation};
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::mts::{MtsDocument, Schematic};
+use worldfs::documents::{Context, Document};
+use worldfs::transfer::capture::{CaptureOptions, capture};
+use worldfs::transfer::node_box::NodeBox;
+use worldfs::transfer::place::{PlaceOptions, place_schematic};
+use worldfs::transfer::rotate::{NodeDefs, Rotation};
 use worldfs_codec::luanti::Block;
 use worldfs_codec::we::codec::{self as we, WeFile, WeMeta, WeNode};
 use worldfs_store::BlockPos;

@@ -470,7 +470,7 @@ const DEMO: &str = "demo_world_loads_in_the_real_server";
 fn demo_world_loads_in_the_real_server() {
     require_fuse!(DEMO);
     require_minetestserver!(DEMO);
-    use worldfs::demo::{CHEST, FURNACE, SIGN};
+    use worldfs::worlds::luanti::demo::{CHEST, FURNACE, SIGN};
     let world = common::demo_world();
     let copy = common::copy_world(world.path());
     let m = Mounted::new(copy.path(), &["ro"]);
@@ -564,7 +564,7 @@ const SAVER: &str = "a_running_server_saves_while_a_mount_reads";
 
 /// A read-only mount is how a world is explored while its server runs.
 /// Reads hold SQLite's shared lock in stretches of up to 5 ms (see
-/// src/store/sqlite_pool.rs), and the server cannot commit while it is
+/// crates/store/src/sqlite_pool.rs), and the server cannot commit while it is
 /// held: here the server saves a block every step for six seconds while
 /// shell tools read the mount without pause (`-o ttl=0`: every read goes
 /// to the database). The server must never wait long for its lock (it

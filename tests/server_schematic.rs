@@ -17,10 +17,12 @@ use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use worldfs::kinds::mts::{MtsDocument, Schematic};
-use worldfs::kinds::transfer::rotate::ParamType2;
-use worldfs::kinds::transfer::{self, ImportOptions, NodeBox};
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::mts::{MtsDocument, Schematic};
+use worldfs::documents::{Context, Document};
+use worldfs::transfer;
+use worldfs::transfer::node_box::NodeBox;
+use worldfs::transfer::rotate::ParamType2;
+use worldfs::worlds::luanti::import_export::{self, ImportOptions};
 use worldfs_codec::compress;
 use worldfs_codec::luanti::Block;
 use worldfs_codec::luanti::inventory::Inventory;
@@ -250,7 +252,7 @@ fn schematics_agree_with_the_server() {
     ];
     let mut tasks = String::new();
     for (name, a, b) in boxes {
-        let said = transfer::export(w, a, b, &w.join(name), false).unwrap();
+        let said = import_export::export(w, a, b, &w.join(name), false).unwrap();
         if name == "furnished.mts" {
             assert!(said.iter().any(|l| l.contains("3 node(s) in the box have metadata")), "{said:?}");
         }
@@ -384,13 +386,13 @@ fn place_like_the_server(w: &Path, samples: &Path) {
     }
     let out = run_tasks(by_server.path(), &format!("{reg}{tasks}nodedefs nodedefs.txt\n"), false);
     assert!(out.iter().any(|l| l == "done"));
-    let defs = worldfs::kinds::transfer::rotate::NodeDefs::parse(
+    let defs = worldfs::transfer::rotate::NodeDefs::parse(
         &std::fs::read_to_string(by_server.path().join("nodedefs.txt")).unwrap(),
     )
     .unwrap();
     for (name, at, rot, force, _) in &placements {
         let opts = ImportOptions { rotate: *rot, force: *force, nodedefs: Some(defs.clone()) };
-        alone(|| transfer::import(by_us.path(), &by_us.path().join(name), *at, &opts)).unwrap();
+        alone(|| import_export::import(by_us.path(), &by_us.path().join(name), *at, &opts)).unwrap();
     }
     let mut theirs = WorldNodes::open(by_server.path());
     let mut ours = WorldNodes::open(by_us.path());
@@ -449,7 +451,7 @@ fn worldedit_files_agree_with_worldedit() {
     let c = copy.path();
     // Ours, version 5. Debian's WorldEdit (0.6) predates the version
     // header: it reads the body as version 4 (the same list).
-    transfer::export(w, a, b, &c.join("ours.we"), false).unwrap();
+    import_export::export(w, a, b, &c.join("ours.we"), false).unwrap();
     let ours = std::fs::read(c.join("ours.we")).unwrap();
     assert!(ours.starts_with(b"5:return {"));
     std::fs::write(c.join("ours_body.we"), &ours[2..]).unwrap();
@@ -482,7 +484,7 @@ fn worldedit_files_agree_with_worldedit() {
     let other = common::copy_world(w);
     let o = other.path();
     std::fs::write(o.join("theirs.we"), &theirs).unwrap();
-    transfer::import(o, &o.join("theirs.we"), target, &ImportOptions { rotate: 0, force: false, nodedefs: None })
+    import_export::import(o, &o.join("theirs.we"), target, &ImportOptions { rotate: 0, force: false, nodedefs: None })
         .unwrap();
     let f = worldfs_codec::we::codec::decode(&theirs).unwrap();
     assert_eq!(f.version, 4);
@@ -534,7 +536,7 @@ fn imported_builds_survive_the_mapgen() {
     std::fs::write(w.join("cube.mts"), s.encode().unwrap()).unwrap();
     let at = [300, -30, 300];
     let said = alone(|| {
-        transfer::import(w, &w.join("cube.mts"), at, &ImportOptions { rotate: 0, force: false, nodedefs: None })
+        import_export::import(w, &w.join("cube.mts"), at, &ImportOptions { rotate: 0, force: false, nodedefs: None })
     })
     .unwrap();
     assert!(said.iter().any(|l| l.contains("air block(s) added to complete")), "{said:?}");

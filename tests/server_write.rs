@@ -11,8 +11,8 @@ use worldfs_codec::luanti::Block;
 use worldfs_store::sqlite::SqliteStore;
 use worldfs_store::{BlockPos, MapStore};
 
-const CHEST: [i32; 3] = worldfs::demo::CHEST;
-const SIGN: [i32; 3] = worldfs::demo::SIGN;
+const CHEST: [i32; 3] = worldfs::worlds::luanti::demo::CHEST;
+const SIGN: [i32; 3] = worldfs::worlds::luanti::demo::SIGN;
 
 fn has_tool(t: &str) -> bool {
     common::mount::which(t).is_some()
@@ -23,7 +23,7 @@ fn demo_world_edits_are_what_the_server_sees() {
     require_fuse!("demo_world_edits_are_what_the_server_sees");
     require_minetestserver!("demo_world_edits_are_what_the_server_sees");
     let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(world.path()).unwrap();
     let m = Mounted::new(world.path(), &[]);
     let chest = "blocks/0,0,0/meta/3,1,3";
     if has_tool("vim") {

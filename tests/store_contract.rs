@@ -1,5 +1,5 @@
 //! One test body for every map store: what the `MapStore` trait promises
-//! (src/store/mod.rs), run over SQLite (both schemas), the in-memory store,
+//! (crates/store/src/lib.rs), run over SQLite (both schemas), the in-memory store,
 //! PostgreSQL (int4 and smallint columns) and Redis, the last two on real
 //! servers started for the test.
 

@@ -53,8 +53,8 @@ fn export_import_round_trip_and_undo() {
         if ext == "mts" {
             // Where the source had no blocks the copy has air that was
             // placed: compare the nodes that the source really had.
-            let sa = worldfs::kinds::mts::Schematic::decode(&a).unwrap();
-            let sb = worldfs::kinds::mts::Schematic::decode(&b).unwrap();
+            let sa = worldfs::documents::mts::Schematic::decode(&a).unwrap();
+            let sb = worldfs::documents::mts::Schematic::decode(&b).unwrap();
             for i in 0..sa.volume() {
                 if sa.param1[i] != 0 {
                     assert_eq!((sa.name_at(i), sa.param2[i]), (sb.name_at(i), sb.param2[i]), "node {i}");

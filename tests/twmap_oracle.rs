@@ -11,9 +11,9 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use worldfs::kinds::twmap::TwMap;
-use worldfs::kinds::twmap::view;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::twmap::TwMap;
+use worldfs::documents::twmap::view;
+use worldfs::documents::{Context, Document};
 use worldfs_codec::jsonish;
 use worldfs_codec::twmap::items::Layer;
 use worldfs_codec::twmap::tiles::TileKind;

@@ -6,9 +6,9 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use worldfs::kinds::twmap::TwMap;
-use worldfs::kinds::twmap::map::Map;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::twmap::TwMap;
+use worldfs::documents::twmap::map::Map;
+use worldfs::documents::{Context, Document};
 use worldfs_codec::twmap::datafile::Datafile;
 use worldfs_codec::twmap::items::{self, types};
 

@@ -33,7 +33,7 @@ fn world_copy() -> tempfile::TempDir {
         return common::copy_world(w);
     }
     let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
     d
 }
 
@@ -86,7 +86,7 @@ fn undo_restores_bulk_edits_byte_for_byte() {
 fn undo_refuses_blocks_changed_outside_and_while_mounted() {
     require_fuse!("undo_refuses_blocks_changed_outside_and_while_mounted");
     let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(world.path()).unwrap();
     let m = Mounted::new(world.path(), &[]);
     m.ok("echo default:mese > $MNT/node/0,0,0");
     // While mounted, the map is open: refused.
@@ -110,7 +110,7 @@ fn undo_refuses_blocks_changed_outside_and_while_mounted() {
 fn nojournal_mounts_keep_no_journal_and_prune_bounds_it() {
     require_fuse!("nojournal_mounts_keep_no_journal_and_prune_bounds_it");
     let world = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(world.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(world.path()).unwrap();
     let journal = world.path().join("worldfs-journal.sqlite");
     let m = Mounted::new(world.path(), &["nojournal"]);
     m.ok("echo default:mese > $MNT/node/0,0,0");

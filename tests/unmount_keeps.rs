@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::kinds::luanti::unwritten;
+use worldfs::worlds::luanti::unwritten;
 use worldfs_codec::luanti::Block;
 use worldfs_store::memory::MemoryStore;
 use worldfs_store::sqlite::SqliteStore;
@@ -119,7 +119,7 @@ fn a_full_disk_at_unmount_keeps_the_change_and_says_so() {
     let _guard = Unmount(small.clone());
     let world = small.join("world");
     std::fs::create_dir(&world).unwrap();
-    worldfs::demo::write_demo(&world).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(&world).unwrap();
     let mut m = Mounted::new(&world, &["group_ms=60000"]);
     let filler = small.join("filler");
     m.ok("echo default:mese > $MNT/node/0,0,0");

@@ -74,8 +74,8 @@ fn metadata_of_the_samples_is_kept() {
 
 #[test]
 fn every_file_of_every_sample_applies_to_itself() {
-    use worldfs::kinds::we::WeDocument;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::we::WeDocument;
+    use worldfs::documents::{Context, Document};
     let Some(samples) = samples("every_file_of_every_sample_applies_to_itself") else { return };
     for (name, bytes) in samples {
         let mut d = WeDocument::decode(&bytes, &Context::default()).unwrap();

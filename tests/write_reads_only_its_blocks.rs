@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use worldfs::fs::{Options, ROOT, WorldFs};
-use worldfs::kinds::luanti::inode;
+use worldfs::worlds::luanti::inode;
 use worldfs_store::sqlite::SqliteStore;
 use worldfs_store::{BlockPos, Change, MapStore, Note};
 

@@ -9,9 +9,9 @@
 //!   the file, as the target reads it).
 
 use std::path::Path;
-use worldfs::kinds::twmap::TwMap;
+use worldfs::documents::twmap::TwMap;
 use worldfs_codec::twmap::datafile::Datafile;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::{Context, Document};
 
 fn put(root: &Path, target: &str, name: &str, data: &[u8]) {
     let dir = root.join(target);

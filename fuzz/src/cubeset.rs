@@ -2,8 +2,8 @@
 //! Document contract: every file applied to itself keeps the meaning, and a
 //! refused edit changes nothing.
 
-use worldfs::kinds::cubeset::Cubeset;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::cubeset::Cubeset;
+use worldfs::documents::{Context, Document};
 
 /// `cubeset`: byte 0 picks a file of the first piece (or the set's
 /// metadata) to write the rest to, in the sample cubeset; when the input

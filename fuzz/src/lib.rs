@@ -699,9 +699,9 @@ pub fn view_files(data: &[u8]) {
 
 // ------------------------------------------------- Teeworlds/DDNet maps
 
-use worldfs::kinds::twmap::TwMap;
+use worldfs::documents::twmap::TwMap;
 use worldfs_codec::twmap::datafile::Datafile;
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::{Context, Document};
 
 /// `twmap_datafile`: a `.map` file read by the container codec. When it
 /// decodes: it encodes, the encoding decodes to the same datafile, and

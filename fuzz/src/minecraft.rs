@@ -9,8 +9,8 @@
 
 use worldfs_codec::minecraft::{lz4block, nbt, region, snbt};
 use std::sync::OnceLock;
-use worldfs::kinds::Document;
-use worldfs::kinds::minecraft::chunk::ChunkDoc;
+use worldfs::documents::Document;
+use worldfs::worlds::minecraft::chunk::ChunkDoc;
 
 /// `mc_nbt`: the bytes are an uncompressed NBT file.
 pub fn mc_nbt(data: &[u8]) {

@@ -2,9 +2,9 @@
 //! the decoders and the files of a mounted schematic.
 
 use worldfs_codec::mts::{self as mts, Schematic};
-use worldfs::kinds::mts::{MtsDocument, view};
-use worldfs::kinds::we::{codec as we, lua};
-use worldfs::kinds::{Context, Document};
+use worldfs::documents::mts::{MtsDocument, view};
+use worldfs::documents::we::{codec as we, lua};
+use worldfs::documents::{Context, Document};
 
 /// An `.mts` file. When it decodes: it encodes, reads back the same (as
 /// version 4), its inflated form matches, and for small ones every file of
@@ -89,7 +89,7 @@ pub fn we_decode(data: &[u8]) {
 /// reads back the same, and whose files apply to themselves; a refused one
 /// changes nothing.
 pub fn we_view(data: &[u8]) {
-    use worldfs::kinds::we::view as wv;
+    use worldfs::documents::we::view as wv;
     let Some((&pick, content)) = data.split_first() else { return };
     let files = ["names", "nodes", "layers"];
     let file = files[pick as usize % files.len()];
@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn we_view_smoke() {
-        use worldfs::kinds::we::view as wv;
+        use worldfs::documents::we::view as wv;
         let f = we::decode(WE_SAMPLE).unwrap();
         let seeds = ["names", "nodes", "layers"]
             .iter()

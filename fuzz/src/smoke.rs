@@ -183,7 +183,7 @@ pub(crate) fn sample_blobs() -> Vec<Vec<u8>> {
     one.mapping.push(MappingEntry { id: 2048, name: b"x:high".to_vec() });
     one.param0[9] = 2048;
     out.push(one.encode().unwrap());
-    // The engine's all-`ignore` block (see src/codec/block.rs).
+    // The engine's all-`ignore` block (see crates/codec/src/luanti/block.rs).
     let ignore = "1d28b52ffd0058f50000a808ff0000010000000669676e6f72650202000a000002000000b09700b0";
     out.push((0..ignore.len()).step_by(2).map(|i| u8::from_str_radix(&ignore[i..i + 2], 16).unwrap()).collect());
     out
@@ -352,8 +352,8 @@ fn twmap_map_smoke() {
 
 #[test]
 fn twmap_view_files_smoke() {
-    use worldfs::kinds::twmap::TwMap;
-    use worldfs::kinds::{Context, Document};
+    use worldfs::documents::twmap::TwMap;
+    use worldfs::documents::{Context, Document};
     let doc = TwMap::decode(&twmap_seeds()[0], &Context::default()).unwrap();
     let seeds: Vec<Vec<u8>> =
         twmap_writable().iter().enumerate().map(|(i, p)| [&[i as u8][..], &doc.render(p).unwrap()].concat()).collect();

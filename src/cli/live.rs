@@ -2,7 +2,7 @@
 //! contrib/worldfs_live/, built into the binary) into WORLD/worldmods/,
 //! where the server loads it without it being enabled in world.mt.
 
-use crate::undo::Selection;
+use crate::worlds::undo::Selection;
 use std::path::{Path, PathBuf};
 use worldfs_store::journal::Journal;
 use worldfs_store::live::LiveStore;
@@ -62,11 +62,11 @@ pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Resu
     let store = LiveStore::new(&w.dir, w.open_store(true, false)?).with_journal(Some(w.journal_path()));
     let planned = AsJournaled::new(&store, journal.path(), true).map_err(|e| e.to_string())?;
     let records: Vec<(&'static str, Box<dyn RecordStore>)> =
-        crate::kinds::luanti::records::open_stores(w, dry_run, true)
+        crate::worlds::luanti::records::open_stores(w, dry_run, true)
             .into_iter()
             .map(|(name, s)| match Collection::from_name(name) {
                 Some(c) => {
-                    let rereads = crate::kinds::luanti::records::changes_alongside_server(w, c);
+                    let rereads = crate::worlds::luanti::records::changes_alongside_server(w, c);
                     (name, Box::new(LiveRecords::new(&w.dir, c, s, rereads)) as Box<dyn RecordStore>)
                 }
                 None => (name, s),
@@ -76,7 +76,7 @@ pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Resu
         Some((_, s)) => s.get(name).map_err(|e| format!("{c}/{name}: {e}")),
         None => Err(format!("{c}: its backend cannot be opened here")),
     };
-    let p = crate::undo::plan_all(journal, &planned, Some(&read), sel)?;
+    let p = crate::worlds::undo::plan_all(journal, &planned, Some(&read), sel)?;
     println!(
         "{}: {} block(s) and {} record(s) to restore through the running server",
         p.note().what,

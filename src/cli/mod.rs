@@ -240,7 +240,7 @@ fn init_log(verbose: u8, quiet: bool) {
             writeln!(
                 buf,
                 "{} {:<5} worldfs{world}: {}",
-                crate::time::format_utc(crate::time::now_secs()),
+                crate::sys::time::format_utc(crate::sys::time::now_secs()),
                 record.level(),
                 record.args()
             )
@@ -267,20 +267,28 @@ pub fn main() -> ExitCode {
             reports::prune(&world, before, max_mb).map(|_| true)
         }
         Command::Export { world, from, to, out, sparse } => (|| {
-            let (a, b) = (crate::kinds::transfer::parse_pos(&from)?, crate::kinds::transfer::parse_pos(&to)?);
-            crate::kinds::transfer::export(&world, a, b, &out, sparse)
+            let (a, b) = (
+                crate::worlds::luanti::import_export::parse_pos(&from)?,
+                crate::worlds::luanti::import_export::parse_pos(&to)?,
+            );
+            crate::worlds::luanti::import_export::export(&world, a, b, &out, sparse)
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
         Command::Import { world, file, at, rotate, force, nodedefs } => (|| {
             let defs = match nodedefs {
-                Some(p) => Some(crate::kinds::transfer::rotate::NodeDefs::parse(
+                Some(p) => Some(crate::transfer::rotate::NodeDefs::parse(
                     &std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
                 )?),
                 None => None,
             };
-            let opts = crate::kinds::transfer::ImportOptions { rotate, force, nodedefs: defs };
-            crate::kinds::transfer::import(&world, &file, crate::kinds::transfer::parse_pos(&at)?, &opts)
+            let opts = crate::worlds::luanti::import_export::ImportOptions { rotate, force, nodedefs: defs };
+            crate::worlds::luanti::import_export::import(
+                &world,
+                &file,
+                crate::worlds::luanti::import_export::parse_pos(&at)?,
+                &opts,
+            )
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
@@ -290,7 +298,7 @@ pub fn main() -> ExitCode {
         Command::Map { world, out, area, colors, flat, scale } => {
             reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat, scale).map(|_| true)
         }
-        Command::Demo { dir } => crate::demo::write_demo(&dir).map(|_| {
+        Command::Demo { dir } => crate::worlds::luanti::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());
             true
         }),

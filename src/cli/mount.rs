@@ -349,8 +349,9 @@ pub fn mount(
     } else if m.colors.is_some() {
         return Err("-o colors= is for Luanti worlds (their top.png and map/)".into());
     }
-    // Check the world before detaching, so that errors reach the terminal.
-    drop(open_path(&world, kind.as_deref(), m.extra.clone(), m.fs.clone())?);
+    // The world is opened once, by `serve`: in the background, in the
+    // child, whose error reaches the terminal through the pipe below (a
+    // database connection or a thread must not cross the fork).
     if foreground {
         return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
     }

@@ -2,6 +2,7 @@
 //! progress on a terminal and JSON for scripts.
 
 use super::conflicts::{FORCE_HINT, go_ahead};
+use crate::open::WorldKind;
 use std::path::{Path, PathBuf};
 
 /// A progress bar on standard error, drawn only when it is a terminal.
@@ -17,7 +18,7 @@ pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
 }
 
 pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
-    if crate::kinds::minecraft::is_java_world(&world) {
+    if WorldKind::of(&world) == WorldKind::MinecraftJava {
         return check_minecraft(&world, json, repair);
     }
     let w = worldfs_store::world::World::open(&world)?;
@@ -26,12 +27,12 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     }
     let store = w.open_store(true, false)?;
     let bar = progress(0, "checking");
-    let report = crate::check::check(store.as_ref(), &mut |done, total| {
+    let report = crate::worlds::luanti::check::check(store.as_ref(), &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })?;
     bar.finish_and_clear();
-    let unwritten = crate::kinds::luanti::unwritten::find(&w.dir)?;
+    let unwritten = crate::worlds::luanti::unwritten::find(&w.dir)?;
     if json {
         let mut value = report.json(store.as_ref());
         value["unwritten"] = unwritten
@@ -70,7 +71,7 @@ fn check_minecraft(world: &Path, json: bool, repair: bool) -> Result<bool, Strin
         indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} region files, {eta} left")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let report = crate::kinds::minecraft::check::check(world, &|done, total| {
+    let report = crate::worlds::minecraft::check::check(world, &|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })?;
@@ -130,9 +131,9 @@ pub struct Undo {
 
 pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let Undo { last, since, id, dry_run, force, all, json } = u;
-    use crate::undo::{Selection, execute_all, plan_all};
-    let minecraft = crate::kinds::minecraft::is_java_world(world);
-    let mc_records = crate::kinds::minecraft::undo::Records::new(world);
+    use crate::worlds::undo::{Selection, execute_all, plan_all};
+    let minecraft = WorldKind::of(world) == WorldKind::MinecraftJava;
+    let mc_records = crate::worlds::minecraft::undo::Records::new(world);
     let w = if minecraft { None } else { Some(worldfs_store::world::World::open(world)?) };
     let journal = match &w {
         Some(w) => open_journal(w)?,
@@ -142,16 +143,19 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     };
     let sel = match (last, since, id) {
         (Some(n), _, _) => Selection::Last(n),
-        (_, Some(t), _) => Selection::Since(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
+        (_, Some(t), _) => Selection::Since(crate::sys::time::parse_time(&t, crate::sys::time::now_secs())? * 1000),
         (_, _, Some(k)) => Selection::Id(k),
         _ if json => {
-            let list =
-                crate::undo::listing_json(&journal, if all { None } else { Some(20) }).map_err(|e| e.to_string())?;
+            let list = crate::worlds::undo::listing_json(&journal, if all { None } else { Some(20) })
+                .map_err(|e| e.to_string())?;
             println!("{}", serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?);
             return Ok(());
         }
         _ => {
-            print!("{}", crate::undo::listing(&journal, if all { None } else { Some(20) }).map_err(|e| e.to_string())?);
+            print!(
+                "{}",
+                crate::worlds::undo::listing(&journal, if all { None } else { Some(20) }).map_err(|e| e.to_string())?
+            );
             return Ok(());
         }
     };
@@ -169,9 +173,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     }
     let store = w.open_store(dry_run, !dry_run)?;
     if !force && !dry_run && w.backend() != "sqlite3" {
-        crate::kinds::luanti::guard::refuse_other_users(&*store)?;
+        worldfs_store::guard::refuse_other_users(&*store)?;
     }
-    let record_stores = crate::kinds::luanti::records::open_stores(&w, dry_run, !dry_run);
+    let record_stores = crate::worlds::luanti::records::open_stores(&w, dry_run, !dry_run);
     fn find<'a>(
         stores: &'a [(&'static str, Box<dyn worldfs_store::records::RecordStore>)],
         c: &str,
@@ -207,9 +211,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
 /// `worldfs undo` of a Minecraft Java world (its chunks and files).
 fn undo_minecraft(
     world: &Path,
-    records: &crate::kinds::minecraft::undo::Records,
+    records: &crate::worlds::minecraft::undo::Records,
     journal: &worldfs_store::journal::Journal,
-    sel: crate::undo::Selection,
+    sel: crate::worlds::undo::Selection,
     dry_run: bool,
     force: bool,
 ) -> Result<(), String> {
@@ -227,15 +231,15 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
     if before.is_none() && max_mb.is_none() {
         return Err("say what to drop: --before TIME and/or --max-mb MIB".into());
     }
-    let journal = if crate::kinds::minecraft::is_java_world(world) {
-        crate::kinds::minecraft::undo::Records::new(world)
+    let journal = if WorldKind::of(world) == WorldKind::MinecraftJava {
+        crate::worlds::minecraft::undo::Records::new(world)
             .journal()?
             .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?
     } else {
         open_journal(&worldfs_store::world::World::open(world)?)?
     };
     let before = match before {
-        Some(t) => Some(crate::time::parse_time(&t, crate::time::now_secs())? * 1000),
+        Some(t) => Some(crate::sys::time::parse_time(&t, crate::sys::time::now_secs())? * 1000),
         None => None,
     };
     let r = journal.prune(before, max_mb.map(|m| m << 20)).map_err(|e| e.to_string())?;
@@ -258,7 +262,7 @@ pub fn map(
     flat: bool,
     scale: usize,
 ) -> Result<(), String> {
-    use crate::kinds::luanti::draw::{self, Area, Columns};
+    use crate::worlds::luanti::draw::{self, Area, Columns};
     if !(1..=16).contains(&scale) {
         return Err(format!("--scale {scale}: a node is 1 to 16 pixels wide"));
     }

@@ -79,7 +79,7 @@ impl Services {
         let line = super::error::one_line(&line);
         log::warn!("{line}");
         let mut errors = self.errors.lock();
-        errors.push_back(format!("{} {line}\n", crate::time::format_utc(crate::time::now_secs())));
+        errors.push_back(format!("{} {line}\n", crate::sys::time::format_utc(crate::sys::time::now_secs())));
         while errors.len() > WRITE_ERRORS_KEPT {
             errors.pop_front();
         }

@@ -9,7 +9,7 @@ use worldfs_store::BlockPos;
 
 /// The content of one file of a decodable block directory; None for
 /// `schematic.mts`, which the layer that knows schematics makes
-/// (`crate::kinds::luanti::cache::render_block_file`).
+/// (`crate::worlds::luanti::cache::render_block_file`).
 pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Option<Vec<u8>> {
     Some(match file {
         BlockFile::Info => render_info(block, blob.len()),

@@ -29,9 +29,9 @@ pub fn open_core(source: Source, opts: Options) -> WorldFs {
         Source::World { dir, store } => {
             let world = worldfs_store::world::World::open(dir).unwrap();
             let services = Services::new();
-            let map = worldfs::kinds::luanti::LuantiTree::new(world, Box::new(store), opts.clone(), services.clone());
+            let map = worldfs::worlds::luanti::LuantiTree::new(world, Box::new(store), opts.clone(), services.clone());
             let world = worldfs_store::world::World::open(dir).unwrap();
-            let tree = worldfs::kinds::luanti::records::world_tree(
+            let tree = worldfs::worlds::luanti::records::world_tree(
                 Arc::new(map.with_index()),
                 &world,
                 &opts,

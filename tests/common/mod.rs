@@ -43,7 +43,7 @@ pub fn required(what: &str) -> bool {
 /// A fresh demo world (`worldfs demo`) in a temporary directory.
 pub fn demo_world() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    worldfs::demo::write_demo(d.path()).unwrap();
+    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
     d
 }
 

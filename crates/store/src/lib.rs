@@ -6,16 +6,19 @@
 //! and the name index ([`name_index`]). No database client outside this
 //! crate.
 
-pub mod backends;
+pub mod guard;
 pub mod holders;
 pub mod journal;
+#[cfg(feature = "leveldb")]
 pub mod leveldb;
 pub mod live;
 pub mod memory;
 pub mod name_index;
 mod pos;
+#[cfg(feature = "postgresql")]
 pub mod postgres;
 pub mod records;
+#[cfg(feature = "redis")]
 pub mod redis;
 pub mod sqlite;
 mod sqlite_pool;

@@ -58,7 +58,7 @@ pub fn take(path: &Path) -> std::io::Result<File> {
 
 /// `take`, but when the lock is held by a worldfs daemon whose mount is
 /// gone (`umount; mount` at once), wait for it to exit as the map's other
-/// holder checks do (src/kinds/luanti/guard.rs), then take it. Anyone else (a
+/// holder checks do (src/worlds/luanti/guard.rs), then take it. Anyone else (a
 /// running server) gets the lock error at once. The LOCK's holder is found
 /// by who has the file open: worldfs's own lock is an open-file-description
 /// lock, whose owner neither F_GETLK nor /proc/locks names (pid -1).

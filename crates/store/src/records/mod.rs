@@ -6,7 +6,9 @@
 //! `worldfs undo` and the views are the same for every backend.
 
 pub mod files;
+#[cfg(feature = "leveldb")]
 pub mod leveldb;
+#[cfg(feature = "postgresql")]
 pub mod postgres;
 pub mod sqlite;
 

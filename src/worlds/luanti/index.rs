@@ -1,0 +1,759 @@
+//! The world's index of node names: which names the world holds, in how
+//! many blocks and nodes, and which blocks hold each name (`MNT/find/`,
+//! `MNT/names`, world-wide renames, the warning about a name found nowhere).
+//!
+//! Built by one scan of every block on all cores, then kept in a file in
+//! the user's cache directory (`store::name_index`), so later mounts use it
+//! at once. It describes one version of the map, told by the store's data
+//! version (SQLite's change counter) and a fingerprint: the identity, size
+//! and modification time of the map's files (the WAL included) and a
+//! checksum of the first blocks. Both are compared on use; a change made by
+//! another process (the counter moved by more than this mount's own
+//! commits, or the fingerprint moved) makes it stale, and the next use
+//! builds it again. A counter alone is not enough: another map put in the
+//! place of this one can have the same small counter, and a WAL-mode map
+//! has none. Blocks changed through the mount are kept as overrides on top
+//! of the built index, in memory and in the file. Stores with neither a
+//! data version nor files (Redis) are trusted for `index_ttl` after a
+//! build. A write never relies on the index being complete: a world-wide
+//! rename builds it afresh first (`fresh_blocks_with`).
+//!
+//! Memory: a build holds at most `BUILD_HELD` bytes of block lists (a
+//! varint per block and name: about 2-3 bytes) and appends them to the
+//! index file in pieces as it goes, whatever the world's size; serving holds the names and counts,
+//! the overrides (one entry per block changed through the mount), and the
+//! sorted positions of the two names listed most recently (8 bytes per
+//! block).
+
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use worldfs_codec::luanti::{Block, NodeCounts};
+use worldfs_store::name_index::{IndexFile, NameRow, Override, Stamp};
+use worldfs_store::{BlockPos, MapStore};
+
+/// The names of a block with how many of its nodes have each.
+pub type Counts = Vec<(Vec<u8>, u32)>;
+
+/// The name counts of a decoded block (names with no node left out).
+pub fn counts_of(b: &Block) -> Counts {
+    // Most blocks are of one node type (all air, all stone).
+    if let Some(&first) = b.param0.first()
+        && b.param0.iter().all(|&id| id == first)
+    {
+        return b.name_of(first).map(|n| vec![(n.to_vec(), b.param0.len() as u32)]).unwrap_or_default();
+    }
+    let max = b.param0.iter().copied().max().unwrap_or(0) as usize;
+    let mut per_id = vec![0u32; max + 1];
+    for &id in &b.param0 {
+        per_id[id as usize] += 1;
+    }
+    let mut v: Counts = Vec::new();
+    for m in &b.mapping {
+        if let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) {
+            v.push((m.name.clone(), std::mem::take(n)));
+        }
+    }
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------- encodings
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(data: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *data.get(*at)?;
+        *at += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// A block list as zigzag varint deltas of packed positions, in the order
+/// given (scan order keeps neighbours close, so deltas are small).
+#[derive(Default)]
+struct Postings {
+    bytes: Vec<u8>,
+    last: i64,
+}
+
+impl Postings {
+    fn push(&mut self, pos: BlockPos) {
+        let p = pos.packed() as i64;
+        let d = p - self.last;
+        self.last = p;
+        put_varint(&mut self.bytes, ((d << 1) ^ (d >> 63)) as u64);
+    }
+}
+
+fn decode_postings(data: &[u8]) -> Vec<BlockPos> {
+    let (mut at, mut last, mut out) = (0usize, 0i64, Vec::new());
+    while let Some(z) = get_varint(data, &mut at) {
+        last += ((z >> 1) as i64) ^ -((z & 1) as i64);
+        out.push(BlockPos::unpack(last as u64));
+    }
+    out
+}
+
+fn encode_counts(c: &Counts) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, n) in c {
+        put_varint(&mut out, name.len() as u64);
+        out.extend_from_slice(name);
+        put_varint(&mut out, *n as u64);
+    }
+    out
+}
+
+fn decode_counts(data: &[u8]) -> Counts {
+    let (mut at, mut out) = (0usize, Vec::new());
+    while let Some(len) = get_varint(data, &mut at) {
+        let Some(name) = data.get(at..at + len as usize) else { break };
+        at += len as usize;
+        let Some(n) = get_varint(data, &mut at) else { break };
+        out.push((name.to_vec(), n as u32));
+    }
+    out
+}
+
+// ---------------------------------------------------------------- the index
+
+/// Names by number and numbers by name.
+type Numbers = (HashMap<Vec<u8>, u32>, Vec<Vec<u8>>);
+
+/// One name as the index shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameInfo {
+    pub name: Vec<u8>,
+    pub blocks: u64,
+    pub nodes: u64,
+}
+
+struct State {
+    /// Whether `base` and `overrides` describe the map as of `version`.
+    valid: bool,
+    version: Option<u64>,
+    /// The map's fingerprint when the index was last known current.
+    fingerprint: String,
+    /// The blocks the fingerprint samples.
+    sample: Vec<BlockPos>,
+    built: Instant,
+    /// When the data version was last compared.
+    checked: Option<Instant>,
+    base: Vec<NameInfo>,
+    overrides: HashMap<u64, (Counts, Counts)>,
+    /// Bumped on every change, for the listing cache.
+    generation: u64,
+    /// The positions of recently listed names: (name, generation, list).
+    listed: Vec<(Vec<u8>, u64, Arc<Vec<BlockPos>>)>,
+}
+
+pub struct NameIndex {
+    file: IndexFile,
+    /// Which map this is, as the file's stamp says it.
+    map: String,
+    /// How long a check of the data version is trusted (the mount's TTL),
+    /// and how long an index of a store without data version is.
+    ttl: Duration,
+    index_ttl: Duration,
+    /// The map's files, for the fingerprint (none: only blocks are sampled).
+    files: Vec<std::path::PathBuf>,
+    state: Mutex<State>,
+    /// Stable numbers for names (inodes of find/NAME), for the mount's life.
+    numbers: Mutex<Numbers>,
+}
+
+/// Where index files live: $XDG_CACHE_HOME/worldfs, else ~/.cache/worldfs,
+/// else the system's temporary directory.
+pub fn default_dir() -> std::path::PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| std::path::PathBuf::from(h).join(".cache"))
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("worldfs")
+}
+
+/// The index file name for a world: its path and map identity hashed.
+pub fn file_name(map: &str) -> String {
+    let mut crc = flate2::Crc::new();
+    crc.update(map.as_bytes());
+    let a = crc.sum();
+    crc.update(b"worldfs-index");
+    format!("index-{a:08x}{:08x}.sqlite", crc.sum())
+}
+
+impl NameIndex {
+    /// An index for the map described by `map` (path, backend, file
+    /// identity), kept in `dir`.
+    pub fn open(dir: &std::path::Path, map: String, ttl: Duration, index_ttl: Duration) -> Result<NameIndex, String> {
+        let path = dir.join(file_name(&map));
+        let file = IndexFile::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(NameIndex {
+            file,
+            map,
+            ttl,
+            index_ttl,
+            files: Vec::new(),
+            state: Mutex::new(State {
+                valid: false,
+                version: None,
+                fingerprint: String::new(),
+                sample: Vec::new(),
+                built: Instant::now(),
+                checked: None,
+                base: Vec::new(),
+                overrides: HashMap::new(),
+                generation: 0,
+                listed: Vec::new(),
+            }),
+            numbers: Mutex::new((HashMap::new(), Vec::new())),
+        })
+    }
+
+    /// The map's files (a directory: each file in it), whose identity,
+    /// size and modification time are part of the map's fingerprint.
+    pub fn with_files(mut self, files: Vec<std::path::PathBuf>) -> NameIndex {
+        self.files = files;
+        self
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.file.path()
+    }
+
+    /// What tells this version of the map from another: its files as
+    /// `stat` sees them and a checksum of its first blocks (one page of
+    /// `FINGERPRINT_BLOCKS`, whose positions are returned for rechecks).
+    fn fingerprint(&self, store: &dyn MapStore) -> (String, Vec<BlockPos>) {
+        match store.scan_after(None, FINGERPRINT_BLOCKS) {
+            Ok(blocks) => {
+                let sample = blocks.iter().map(|(p, _)| *p).collect();
+                (self.print_of(blocks.into_iter().map(|(p, b)| (p, Ok(Some(b))))), sample)
+            }
+            Err(e) => (self.print_of(std::iter::once((BlockPos::new(0, 0, 0), Err(e)))), Vec::new()),
+        }
+    }
+
+    /// The fingerprint again with the blocks sampled before read together
+    /// (equal to `fingerprint` while they are unchanged): a recheck or a
+    /// commit of this mount reads those few blocks, never a page of the
+    /// map (on Redis a page means every key).
+    fn fingerprint_of_sample(&self, store: &dyn MapStore, sample: &[BlockPos]) -> String {
+        match store.get_many(sample) {
+            Ok(blobs) => self.print_of(sample.iter().copied().zip(blobs.into_iter().map(Ok))),
+            Err(e) => self.print_of(sample.iter().map(|p| (*p, Err(e.clone())))),
+        }
+    }
+
+    fn print_of(&self, blocks: impl Iterator<Item = (BlockPos, worldfs_store::Result<Option<Vec<u8>>>)>) -> String {
+        let mut crc = flate2::Crc::new();
+        for f in &self.files {
+            crc.update(file_stat(f).as_bytes());
+            if f.is_dir() {
+                let mut entries: Vec<_> =
+                    std::fs::read_dir(f).into_iter().flatten().flatten().map(|e| e.path()).collect();
+                entries.sort();
+                entries.iter().for_each(|e| crc.update(file_stat(e).as_bytes()));
+            }
+        }
+        let files = crc.sum();
+        for (p, b) in blocks {
+            match b {
+                Ok(Some(b)) => {
+                    crc.update(&p.packed().to_le_bytes());
+                    crc.update(&b);
+                }
+                Ok(None) => {}
+                Err(e) => crc.update(e.to_string().as_bytes()),
+            }
+        }
+        format!("{files:08x}{:08x}", crc.sum())
+    }
+
+    /// The stamp's `map`: the map's identity and its fingerprint.
+    fn stamped(&self, fingerprint: &str) -> String {
+        format!("{}#{fingerprint}", self.map)
+    }
+
+    /// Whether an index of the map at `version`, made `age` ago, still
+    /// describes it, now at `now` (`same_print`: the fingerprints match).
+    fn still_current(&self, (now, version): (Option<u64>, Option<u64>), same_print: bool, age: Duration) -> bool {
+        same_print
+            && match (now, version) {
+                (Some(n), Some(v)) => n == v,
+                // Without files the fingerprint is a sample only.
+                (None, None) => !self.files.is_empty() || age < self.index_ttl,
+                _ => false,
+            }
+    }
+
+    /// Make sure the index describes the map as it is now (loading it from
+    /// the file or building it), and run `f` on its state.
+    fn current<T>(&self, store: &dyn MapStore, f: impl FnOnce(&mut State) -> T) -> Result<T, String> {
+        let mut st = self.state.lock();
+        let due = st.checked.is_none_or(|t| t.elapsed() >= self.ttl);
+        if st.valid && due {
+            st.checked = Some(Instant::now());
+            let same_print = self.fingerprint_of_sample(store, &st.sample) == st.fingerprint;
+            if !self.still_current((store.data_version(), st.version), same_print, st.built.elapsed()) {
+                log::info!("name index: the map changed outside this mount; it will be built again");
+                st.valid = false;
+            }
+        }
+        if !st.valid {
+            self.load_or_build(store, &mut st, false)?;
+        }
+        Ok(f(&mut st))
+    }
+
+    /// Load the index from its file if it describes the map as it is now,
+    /// else (or if `rebuild`) build it by a scan of every block.
+    fn load_or_build(&self, store: &dyn MapStore, st: &mut State, rebuild: bool) -> Result<(), String> {
+        let now = store.data_version();
+        let (print, sample) = self.fingerprint(store);
+        let stamp = self.file.stamp().map_err(|e| e.to_string())?;
+        let usable = !rebuild
+            && stamp.as_ref().is_some_and(|s| {
+                let age = crate::sys::time::now_secs() * 1000 - s.built_ms;
+                let age = Duration::from_millis(age.max(0) as u64);
+                self.still_current((now, s.version), s.map == self.stamped(&print), age)
+            });
+        if usable {
+            st.base = self.file.names().map_err(|e| e.to_string())?.into_iter().map(info).collect();
+            st.overrides = self
+                .file
+                .overrides()
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|o| (o.packed, (decode_counts(&o.base), decode_counts(&o.now))))
+                .collect();
+        } else {
+            let t = Instant::now();
+            let built_ms = crate::sys::time::now_secs() * 1000;
+            let stamp = Stamp { map: self.stamped(&print), version: now, built_ms };
+            let rows = build(store, &self.file, &stamp)?;
+            log::info!(
+                "name index: {} names built in {:.1} s ({})",
+                rows.len(),
+                t.elapsed().as_secs_f64(),
+                self.path().display()
+            );
+            st.base = rows;
+            st.overrides.clear();
+        }
+        st.valid = true;
+        st.version = now;
+        st.fingerprint = print;
+        st.sample = sample;
+        st.built = Instant::now();
+        st.checked = Some(Instant::now());
+        st.generation += 1;
+        st.listed.clear();
+        Ok(())
+    }
+
+    /// The blocks holding `name` by a scan of every block made now (the
+    /// index is built afresh): for writes, which must reach every block
+    /// whatever the kept index says.
+    pub fn fresh_blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+        self.load_or_build(store, &mut self.state.lock(), true)?;
+        self.blocks_with(store, name)
+    }
+
+    /// Every name with its counts (overrides applied), sorted by name.
+    pub fn names(&self, store: &dyn MapStore) -> Result<Vec<NameInfo>, String> {
+        self.current(store, |st| {
+            let mut m: BTreeMap<Vec<u8>, (i64, i64)> =
+                st.base.iter().map(|n| (n.name.clone(), (n.blocks as i64, n.nodes as i64))).collect();
+            for (base, now) in st.overrides.values() {
+                for (name, n) in base {
+                    let e = m.entry(name.clone()).or_insert((0, 0));
+                    e.0 -= 1;
+                    e.1 -= *n as i64;
+                }
+                for (name, n) in now {
+                    let e = m.entry(name.clone()).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += *n as i64;
+                }
+            }
+            m.into_iter()
+                .filter(|(_, (b, _))| *b > 0)
+                .map(|(name, (b, n))| NameInfo { name, blocks: b as u64, nodes: n.max(0) as u64 })
+                .collect()
+        })
+    }
+
+    /// Whether any block of the world holds `name`.
+    pub fn has(&self, store: &dyn MapStore, name: &[u8]) -> Result<bool, String> {
+        Ok(self.names(store)?.iter().any(|n| n.name == name))
+    }
+
+    /// The blocks holding `name`, sorted by packed position.
+    pub fn blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+        let cached = self.current(store, |st| {
+            st.listed.iter().find(|(n, g, _)| n == name && *g == st.generation).map(|(_, _, l)| l.clone())
+        })?;
+        if let Some(l) = cached {
+            return Ok(l);
+        }
+        let postings = self.file.postings(name).map_err(|e| e.to_string())?.unwrap_or_default();
+        let mut list = decode_postings(&postings);
+        self.current(store, |st| {
+            list.retain(|p| !st.overrides.contains_key(&p.packed()));
+            for (&packed, (_, now)) in &st.overrides {
+                if now.iter().any(|(n, _)| n == name) {
+                    list.push(BlockPos::unpack(packed));
+                }
+            }
+            list.sort_by_key(BlockPos::packed);
+            let list = Arc::new(list);
+            st.listed.retain(|(n, _, _)| n != name);
+            st.listed.insert(0, (name.to_vec(), st.generation, list.clone()));
+            st.listed.truncate(2);
+            list
+        })
+    }
+
+    /// A block changed through this mount (`None`: absent). Kept as an
+    /// override; nothing to do while the index is not built.
+    pub fn changed(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
+        let mut st = self.state.lock();
+        if !st.valid {
+            return;
+        }
+        let now = new.map(counts_of).unwrap_or_default();
+        let base = match st.overrides.get(&pos.packed()) {
+            Some((b, _)) => b.clone(),
+            None => old.map(counts_of).unwrap_or_default(),
+        };
+        let row = Override { packed: pos.packed(), base: encode_counts(&base), now: encode_counts(&now) };
+        st.overrides.insert(pos.packed(), (base, now));
+        st.generation += 1;
+        let version = st.version;
+        drop(st);
+        if let Err(e) = self.file.put_overrides(&[row], version) {
+            log::warn!("name index: {e}; it will be built again");
+            self.state.lock().valid = false;
+        }
+    }
+
+    /// This mount wrote one transaction: the map's data version went from
+    /// `before` to `after`. If that is all that happened since the index
+    /// was current, it stays current. A commit moves SQLite's and LevelDB's
+    /// version by one; PostgreSQL's (a hash of its snapshot) unforeseeably,
+    /// so there the store says where its own commit began and ended.
+    pub fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
+        let mut st = self.state.lock();
+        if !st.valid {
+            return;
+        }
+        match (before, after, store.last_commit_versions()) {
+            (Some(b), Some(a), None) if st.version == Some(b) && a == b + 1 => st.version = Some(a),
+            (Some(b), Some(_), Some((start, end))) if st.version == Some(b) && start == b => {
+                // Anything after our commit is not ours: the next check sees it.
+                st.version = Some(end)
+            }
+            (None, None, _) => {}
+            _ => {
+                log::info!("name index: the map changed outside this mount meanwhile; it will be built again");
+                st.valid = false;
+                return;
+            }
+        }
+        // Our own commit moved the files' size and time (and maybe the
+        // sampled blocks): that is the map the index now describes.
+        st.fingerprint = self.fingerprint_of_sample(store, &st.sample);
+        let (version, map) = (st.version, self.stamped(&st.fingerprint));
+        drop(st);
+        if let Err(e) = self.file.restamp(&map, version) {
+            log::warn!("name index: {e}; it will be built again");
+            self.state.lock().valid = false;
+        }
+    }
+
+    /// Node type `from` was renamed to `to` in every block that held it
+    /// (by this mount, with the map otherwise as the index describes it):
+    /// the two names' rows are merged, without a scan.
+    pub fn renamed(&self, from: &[u8], to: &[u8]) {
+        let mut st = self.state.lock();
+        if !st.valid {
+            return;
+        }
+        let r = (|| -> Result<(), String> {
+            let list = |n: &[u8]| -> Result<Vec<BlockPos>, String> {
+                Ok(decode_postings(&self.file.postings(n).map_err(|e| e.to_string())?.unwrap_or_default()))
+            };
+            let mut merged = list(from)?;
+            merged.extend(list(to)?);
+            merged.sort_by_key(BlockPos::packed);
+            merged.dedup();
+            let mut postings = Postings::default();
+            merged.iter().for_each(|&p| postings.push(p));
+            let count = |n: &[u8]| st.base.iter().find(|i| i.name == n).map_or(0, |i| i.nodes);
+            let row = NameRow {
+                name: to.to_vec(),
+                blocks: merged.len() as u64,
+                nodes: count(from) + count(to),
+                postings: postings.bytes,
+            };
+            self.file.update_names(&[from.to_vec()], std::slice::from_ref(&row)).map_err(|e| e.to_string())?;
+            st.base.retain(|i| i.name != from && i.name != to);
+            st.base.push(NameInfo { name: row.name, blocks: row.blocks, nodes: row.nodes });
+            st.base.sort_by(|a, b| a.name.cmp(&b.name));
+            let rename = |c: &mut Counts| {
+                let moved: u32 = c.iter().filter(|(n, _)| n == from).map(|(_, k)| *k).sum();
+                if moved > 0 {
+                    c.retain(|(n, _)| n != from);
+                    match c.iter_mut().find(|(n, _)| n == to) {
+                        Some((_, k)) => *k += moved,
+                        None => c.push((to.to_vec(), moved)),
+                    }
+                    c.sort();
+                }
+            };
+            let mut rows = Vec::new();
+            for (packed, (base, now)) in st.overrides.iter_mut() {
+                rename(base);
+                rename(now);
+                rows.push(Override { packed: *packed, base: encode_counts(base), now: encode_counts(now) });
+            }
+            self.file.put_overrides(&rows, st.version).map_err(|e| e.to_string())
+        })();
+        if let Err(e) = r {
+            log::warn!("name index: {e}; it will be built again");
+            st.valid = false;
+        }
+        st.generation += 1;
+        st.listed.clear();
+    }
+
+    /// Forget the index (the next use builds it again).
+    pub fn invalidate(&self) {
+        self.state.lock().valid = false;
+    }
+
+    /// A stable number for a name (for inodes), and back.
+    pub fn number(&self, name: &[u8]) -> u32 {
+        let mut n = self.numbers.lock();
+        if let Some(&i) = n.0.get(name) {
+            return i;
+        }
+        let i = n.1.len() as u32;
+        n.0.insert(name.to_vec(), i);
+        n.1.push(name.to_vec());
+        i
+    }
+
+    pub fn name_of(&self, number: u32) -> Option<Vec<u8>> {
+        self.numbers.lock().1.get(number as usize).cloned()
+    }
+}
+
+fn info(r: NameRow) -> NameInfo {
+    NameInfo { name: r.name, blocks: r.blocks, nodes: r.nodes }
+}
+
+/// How many blocks (the first by key) the fingerprint reads.
+const FINGERPRINT_BLOCKS: usize = 8;
+
+/// A file's identity, size and modification time, or that it is absent.
+fn file_stat(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(m) => format!("{}|{}:{}:{}:{}.{};", path.display(), m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()),
+        Err(_) => format!("{}|-;", path.display()),
+    }
+}
+
+/// How many bytes of block lists a build holds before it appends them to
+/// the index file: with the vectors' spare room (at most as much again)
+/// the build's memory, whatever the size of the world.
+const BUILD_HELD: usize = 8 << 20;
+
+/// One scan of every block: each name's counts and block list, appended to
+/// `file` in pieces as the scan goes, the index replaced at the end.
+fn build(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp) -> Result<Vec<NameInfo>, String> {
+    build_holding(store, file, stamp, BUILD_HELD)
+}
+
+/// `build`, appending whenever more than `most` bytes are held.
+fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: usize) -> Result<Vec<NameInfo>, String> {
+    struct Acc {
+        blocks: u64,
+        nodes: u64,
+        postings: Postings,
+    }
+    let mut acc: HashMap<Vec<u8>, Acc> = HashMap::new();
+    let mut out = file.begin_build().map_err(|e| e.to_string())?;
+    let mut held = 0usize;
+    // Appends what every name holds; each keeps its last position, so its
+    // deltas run on across pieces and the pieces join into one list.
+    let mut append = |acc: &mut HashMap<Vec<u8>, Acc>| -> Result<(), String> {
+        let pieces: Vec<(Vec<u8>, Vec<u8>)> = acc
+            .iter_mut()
+            .filter(|(_, a)| !a.postings.bytes.is_empty())
+            .map(|(n, a)| (n.clone(), std::mem::take(&mut a.postings.bytes)))
+            .collect();
+        let refs: Vec<(&[u8], &[u8])> = pieces.iter().map(|(n, b)| (n.as_slice(), b.as_slice())).collect();
+        out.append(&refs).map_err(|e| e.to_string())
+    };
+    crate::worlds::luanti::scan::scan(
+        store,
+        names_in_slice,
+        |part| {
+            for (name, (nodes, positions)) in part {
+                let a = acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
+                a.blocks += positions.len() as u64;
+                a.nodes += nodes;
+                let before = a.postings.bytes.len();
+                positions.into_iter().for_each(|p| a.postings.push(p));
+                held += a.postings.bytes.len() - before;
+            }
+            if held > most {
+                held = 0;
+                append(&mut acc)?;
+            }
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
+    append(&mut acc)?;
+    let mut rows: Vec<NameRow> = acc
+        .into_iter()
+        .map(|(name, a)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: Vec::new() })
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    out.finish(stamp, &rows).map_err(|e| e.to_string())?;
+    Ok(rows.into_iter().map(info).collect())
+}
+
+/// The names of a slice of blocks with their node counts and blocks (names
+/// hashed and copied once per slice, not per block; run on every core).
+fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)]) -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
+    let mut by_name: HashMap<Vec<u8>, (u64, Vec<BlockPos>)> = HashMap::new();
+    for (pos, blob) in blocks {
+        let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { continue };
+        for m in &mapping {
+            let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) else { continue };
+            let n = std::mem::take(n) as u64;
+            match by_name.get_mut(m.name.as_slice()) {
+                Some(e) => {
+                    e.0 += n;
+                    e.1.push(*pos);
+                }
+                None => {
+                    by_name.insert(m.name.clone(), (n, vec![*pos]));
+                }
+            }
+        }
+    }
+    by_name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldfs_codec::luanti::MappingEntry;
+    use worldfs_store::memory::MemoryStore;
+    use worldfs_store::{Change, Note};
+
+    fn block(names: &[&str]) -> Block {
+        let mut b = Block::new_air(29);
+        for (i, n) in names.iter().enumerate() {
+            b.mapping.push(MappingEntry { id: i as u16 + 1, name: n.as_bytes().to_vec() });
+            b.param0[i] = i as u16 + 1;
+        }
+        b
+    }
+
+    #[test]
+    fn postings_and_counts_encode_and_decode() {
+        let ps = [BlockPos::new(0, 0, 0), BlockPos::new(-2048, 2047, 5), BlockPos::new(3, -1, -2048)];
+        let mut p = Postings::default();
+        ps.iter().for_each(|&x| p.push(x));
+        assert_eq!(decode_postings(&p.bytes), ps);
+        let c: Counts = vec![(b"air".to_vec(), 4000), (b"x:y".to_vec(), 96)];
+        assert_eq!(decode_counts(&encode_counts(&c)), c);
+    }
+
+    #[test]
+    fn a_build_in_pieces_writes_the_same_index_as_one_held_whole() {
+        // Three pages of the scan, names spread unevenly across them.
+        let blocks: Vec<(BlockPos, Vec<u8>)> = (0..2600i16)
+            .map(|i| {
+                let names: &[&str] = if i % 7 == 0 { &["default:stone", "default:chest"] } else { &["default:stone"] };
+                (BlockPos::new(i % 50, i / 50 - 20, -i % 3), block(names).encode().unwrap())
+            })
+            .collect();
+        let store = MemoryStore::with_blocks(blocks.clone());
+        let stamp = Stamp { map: "m".into(), version: Some(1), built_ms: 1 };
+        let d = tempfile::tempdir().unwrap();
+        let (whole, pieces) =
+            (IndexFile::open(&d.path().join("a")).unwrap(), IndexFile::open(&d.path().join("b")).unwrap());
+        let names = build_holding(&store, &whole, &stamp, usize::MAX).unwrap();
+        assert_eq!(build_holding(&store, &pieces, &stamp, 0).unwrap(), names);
+        assert_eq!(names.iter().find(|n| n.name == b"default:chest").unwrap().blocks, 372);
+        for n in ["air", "default:stone", "default:chest"] {
+            let got = pieces.postings(n.as_bytes()).unwrap().unwrap();
+            assert_eq!(got, whole.postings(n.as_bytes()).unwrap().unwrap(), "{n}");
+            let mut want: Vec<u64> = blocks
+                .iter()
+                .filter(|(p, _)| n != "default:chest" || (p.x + 50 * (p.y + 20)) % 7 == 0)
+                .map(|(p, _)| p.packed())
+                .collect();
+            let mut listed: Vec<u64> = decode_postings(&got).iter().map(BlockPos::packed).collect();
+            want.sort();
+            listed.sort();
+            assert_eq!(listed, want, "{n}");
+        }
+    }
+
+    #[test]
+    fn built_loaded_kept_current_and_rebuilt_after_outside_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0), BlockPos::new(-5, 3, 9));
+        let store = MemoryStore::with_blocks([
+            (a, block(&["default:stone"]).encode().unwrap()),
+            (b, block(&["default:stone", "default:chest"]).encode().unwrap()),
+        ]);
+        let ttl = Duration::ZERO;
+        let idx = NameIndex::open(d.path(), "world".into(), ttl, Duration::from_secs(600)).unwrap();
+        let names = idx.names(&store).unwrap();
+        let get = |names: &[NameInfo], n: &str| names.iter().find(|i| i.name == n.as_bytes()).cloned();
+        assert_eq!(get(&names, "default:stone").unwrap().blocks, 2);
+        assert_eq!(get(&names, "air").unwrap().nodes, 4096 * 2 - 3);
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![b]);
+        // A commit through the mount: an override, still current.
+        let v0 = store.data_version();
+        let newc = block(&["default:chest"]);
+        store.apply(&[Change::Put(c, newc.encode().unwrap())], &Note::default()).unwrap();
+        idx.changed(c, None, Some(&newc));
+        idx.wrote(&store, v0, store.data_version());
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![c, b], "by packed position");
+        // A second index on the same file loads it without a scan.
+        let again = NameIndex::open(d.path(), "world".into(), ttl, Duration::from_secs(600)).unwrap();
+        assert_eq!(*again.blocks_with(&store, b"default:chest").unwrap(), vec![c, b]);
+        assert_eq!(again.names(&store).unwrap(), idx.names(&store).unwrap());
+        // Another process deletes block b: the index is built again.
+        store.apply(&[Change::Delete(b)], &Note::default()).unwrap();
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![c]);
+        assert!(!idx.has(&store, b"nothing:here").unwrap());
+    }
+}

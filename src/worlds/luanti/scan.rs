@@ -1,0 +1,75 @@
+//! Visiting every block of a map on all cores: pages are read from the
+//! store in key order while the previous page is split across threads.
+//! Used by `worldfs check` and the world-wide name set.
+
+use worldfs_store::{BlockPos, MapStore};
+
+/// Blocks read from the store per query.
+const PAGE: usize = 1000;
+
+/// How many threads decode: one per CPU of the process, even when called
+/// from a serving thread pinned to one (each such thread calls
+/// `crate::sys::affinity::unpin` first).
+pub fn threads() -> usize {
+    crate::sys::affinity::process_cpu_count().clamp(1, 8)
+}
+
+/// Call `work` on slices of every block of `store` (on several threads at
+/// once), and `merge` with each result in key order (an error from it ends
+/// the scan); `progress` gets the number of blocks done after each page.
+pub fn scan<R: Send>(
+    store: &dyn MapStore,
+    work: impl Fn(&[(BlockPos, Vec<u8>)]) -> R + Sync,
+    mut merge: impl FnMut(R) -> Result<(), String>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<(), String> {
+    let threads = threads();
+    let mut done = 0u64;
+    let mut page = store.scan_after(None, PAGE).map_err(|e| e.to_string())?;
+    let work = &work;
+    // The results of the page before, merged while this page is worked on.
+    let mut pending: Option<(Vec<R>, u64)> = None;
+    while let Some(&(last, _)) = page.last() {
+        // Small slices taken in turn: neighbouring blocks cost alike (a run
+        // of air, a run of caves), so halves would leave one thread idle.
+        let slices: Vec<&[(BlockPos, Vec<u8>)]> = page.chunks(page.len().div_ceil(threads * 8)).collect();
+        let taken = std::sync::atomic::AtomicUsize::new(0);
+        let (next, parts, merged) = std::thread::scope(|s| {
+            let next = s.spawn(move || {
+                crate::sys::affinity::unpin();
+                store.scan_after(Some(last), PAGE)
+            });
+            let (slices, taken) = (&slices, &taken);
+            let workers: Vec<_> = (0..threads.min(slices.len()))
+                .map(|i| {
+                    s.spawn(move || {
+                        crate::sys::affinity::start_on(i);
+                        let mut out = Vec::new();
+                        loop {
+                            let i = taken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(slice) = slices.get(i) else { return out };
+                            out.push((i, work(slice)));
+                        }
+                    })
+                })
+                .collect();
+            let merged = match pending.take() {
+                Some((before, at)) => before.into_iter().try_for_each(&mut merge).map(|()| progress(at)),
+                None => Ok(()),
+            };
+            let mut parts: Vec<(usize, R)> = workers.into_iter().flat_map(|h| h.join().expect("scan thread")).collect();
+            parts.sort_unstable_by_key(|p| p.0);
+            let parts: Vec<R> = parts.into_iter().map(|p| p.1).collect();
+            (next.join().expect("store reader thread"), parts, merged)
+        });
+        merged?;
+        done += page.len() as u64;
+        pending = Some((parts, done));
+        page = next.map_err(|e| e.to_string())?;
+    }
+    if let Some((before, at)) = pending {
+        before.into_iter().try_for_each(&mut merge)?;
+        progress(at);
+    }
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! `worldfs check WORLD` of a Java world: every chunk of every region file
+//! in `region/` read (its place in the header, its compression, an
+//! external `c.X.Z.mcc`), its NBT decoded and its parts checked
+//! (`ChunkDoc::problems`: sections, palette indices, light, block
+//! entities, heightmaps); 1.17+ `entities/` region files read and decoded.
+//! A problem is named by its region file, chunk and section. Region files
+//! are checked on all cores, each read once.
+
+use super::chunk::ChunkDoc;
+use super::regions::chunk_nbt;
+use crate::documents::{Context, Document};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use worldfs_codec::minecraft::{nbt, region};
+
+#[derive(Default, Debug)]
+pub struct Report {
+    pub region_files: u64,
+    pub chunks: u64,
+    /// Chunks per DataVersion (0: none stored, before 1.9).
+    pub per_data_version: BTreeMap<i64, u64>,
+    pub sections: u64,
+    pub block_entities: u64,
+    /// Entity chunks read in `entities/` (1.17+).
+    pub entity_chunks: u64,
+    /// (file relative to the world, chunk `X,Z` or empty for the whole
+    /// file, what is wrong).
+    pub corrupt: Vec<(String, String, String)>,
+}
+
+impl Report {
+    fn merge(&mut self, other: Report) {
+        self.region_files += other.region_files;
+        self.chunks += other.chunks;
+        for (v, n) in other.per_data_version {
+            *self.per_data_version.entry(v).or_default() += n;
+        }
+        self.sections += other.sections;
+        self.block_entities += other.block_entities;
+        self.entity_chunks += other.entity_chunks;
+        self.corrupt.extend(other.corrupt);
+    }
+
+    /// The report for scripts (`worldfs check --json`).
+    pub fn json(&self, world: &Path) -> serde_json::Value {
+        let versions: BTreeMap<String, u64> = self.per_data_version.iter().map(|(v, n)| (v.to_string(), *n)).collect();
+        let corrupt: Vec<serde_json::Value> = self
+            .corrupt
+            .iter()
+            .map(|(file, chunk, why)| serde_json::json!({"file": file, "chunk": chunk, "reason": why}))
+            .collect();
+        serde_json::json!({
+            "minecraft_world": world.display().to_string(),
+            "region_files": self.region_files,
+            "chunks": self.chunks,
+            "per_data_version": versions,
+            "sections": self.sections,
+            "block_entities": self.block_entities,
+            "entity_chunks": self.entity_chunks,
+            "corrupt": corrupt,
+        })
+    }
+
+    pub fn print(&self, world: &Path, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(out, "Minecraft Java world: {}", world.display())?;
+        writeln!(out, "region files: {}", self.region_files)?;
+        writeln!(out, "chunks: {}", self.chunks)?;
+        for (v, n) in &self.per_data_version {
+            writeln!(out, "  DataVersion {v}: {n}")?;
+        }
+        writeln!(out, "sections: {}", self.sections)?;
+        writeln!(out, "block entities: {}", self.block_entities)?;
+        writeln!(out, "entity chunks: {}", self.entity_chunks)?;
+        writeln!(out, "corrupt: {}", self.corrupt.len())?;
+        for (file, chunk, why) in &self.corrupt {
+            match chunk.is_empty() {
+                true => writeln!(out, "  {file}: {why}")?,
+                false => writeln!(out, "  {file}: chunk {chunk}: {why}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The region files of `world/folder`, sorted (none if the folder is absent).
+fn region_files(world: &Path, folder: &str) -> Result<Vec<PathBuf>, String> {
+    let dir = world.join(folder);
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && folder != "region" => return Ok(Vec::new()),
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    };
+    let mut files: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("r.") && n.ends_with(".mca") && region_xz(&n).is_some()
+        })
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Region coordinates of a file name `r.X.Z.mca` (as the mount reads them).
+fn region_xz(name: &str) -> Option<(i64, i64)> {
+    name.strip_prefix("r.")?.strip_suffix(".mca").and_then(super::regions::region_xz)
+}
+
+/// Check the world at `world`. `progress` is called with (region files
+/// done, total).
+pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Report, String> {
+    if !super::is_java_world(world) {
+        return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", world.display()));
+    }
+    let mut files: Vec<(PathBuf, bool)> = region_files(world, "region")?.into_iter().map(|f| (f, false)).collect();
+    files.extend(region_files(world, "entities")?.into_iter().map(|f| (f, true)));
+    let total = files.len() as u64;
+    let next = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
+    let parts: Vec<Report> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut r = Report::default();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((file, entities)) = files.get(i) else { break };
+                        r.merge(check_region_file(world, file, *entities));
+                        progress(i as u64 + 1, total);
+                    }
+                    r
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a check worker panicked")).collect()
+    });
+    let mut report = Report::default();
+    for p in parts {
+        report.merge(p);
+    }
+    report.corrupt.sort();
+    Ok(report)
+}
+
+/// Check one region file (`entities`: an entity region file of 1.17+).
+fn check_region_file(world: &Path, path: &Path, entities: bool) -> Report {
+    let mut r = Report { region_files: 1, ..Report::default() };
+    let shown = path.strip_prefix(world).unwrap_or(path).display().to_string();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (rx, rz) = region_xz(&name).expect("listed as a region file");
+    let file = match std::fs::read(path) {
+        Ok(f) => f,
+        Err(e) => {
+            r.corrupt.push((shown, String::new(), e.to_string()));
+            return r;
+        }
+    };
+    let locations = match region::locations(&file) {
+        Ok(l) => l,
+        Err(e) => {
+            r.corrupt.push((shown, String::new(), e));
+            return r;
+        }
+    };
+    for (i, _, _) in locations {
+        let (x, z) = (rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64);
+        let problems = match chunk_nbt(path, &file, i, (x, z)) {
+            Ok(nbt) if entities => check_entity_chunk(&nbt, &mut r),
+            Ok(nbt) => check_chunk(&nbt, (x, z), &mut r),
+            Err(e) => vec![e],
+        };
+        r.corrupt.extend(problems.into_iter().map(|p| (shown.clone(), format!("{x},{z}"), p)));
+    }
+    r
+}
+
+/// Decode a chunk and count its parts; its problems.
+fn check_chunk(bytes: &[u8], (x, z): (i64, i64), r: &mut Report) -> Vec<String> {
+    let doc = match ChunkDoc::decode(bytes, &Context::default()) {
+        Ok(d) => d,
+        Err(e) => return vec![e.message],
+    };
+    r.chunks += 1;
+    *r.per_data_version.entry(doc.data_version()).or_default() += 1;
+    r.sections += doc.section_count() as u64;
+    r.block_entities += doc.block_entity_count() as u64;
+    let mut problems = doc.problems();
+    if let Some((px, pz)) = doc.stored_pos().filter(|p| *p != (x, z)) {
+        problems.push(format!("its NBT says it is chunk {px},{pz}"));
+    }
+    problems
+}
+
+/// Decode an entity chunk (1.17+ `entities/`): NBT holding an `Entities` list.
+fn check_entity_chunk(bytes: &[u8], r: &mut Report) -> Vec<String> {
+    match nbt::decode(bytes) {
+        Ok((_, root)) if root.list("Entities").is_some() => {
+            r.entity_chunks += 1;
+            Vec::new()
+        }
+        Ok(_) => vec!["an entity chunk without an Entities list".into()],
+        Err(e) => vec![e],
+    }
+}
