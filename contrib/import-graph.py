@@ -67,7 +67,7 @@ def layer_of(crate, rel):
 
 
 def module_path(rel):
-    """The module path of a file: `kinds/luanti/records/mod.rs` -> (kinds, luanti, records)."""
+    """The module path of a file: `src/worlds/luanti/records/mod.rs` -> (kinds, luanti, records)."""
     parts = rel[:-3].split("/")
     if parts[-1] in ("mod", "lib", "main"):
         parts = parts[:-1]
@@ -279,7 +279,7 @@ class Crate:
 
 def is_part_of(rel, f):
     """Whether file `rel` holds a module declared inside the module of `f`
-    (`kinds/luanti/cache.rs` of `kinds/luanti/mod.rs`, everything of `lib.rs`)."""
+    (`src/worlds/luanti/cache.rs` of `src/worlds/luanti/mod.rs`, everything of `lib.rs`)."""
     inner, outer = module_path(rel), module_path(f)
     return len(inner) > len(outer) and inner[:len(outer)] == outer
 

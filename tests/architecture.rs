@@ -121,3 +121,36 @@ fn the_script_finds_circles_and_imports_running_up() {
     let (ok, out) = run();
     assert!(ok, "{out}");
 }
+
+/// The dependencies of a workspace crate (`cargo tree`, normal edges).
+fn dependency_tree(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO"))
+        .args(["tree", "--offline", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(o.status.success(), "cargo tree {args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The codec crate is usable without FUSE or any database client, and the
+/// store crate without its features builds no database server's client.
+#[test]
+fn the_codecs_need_no_fuse_and_no_database_and_the_store_s_clients_are_features() {
+    let clients = ["fuser ", "rusqlite ", "postgres ", "redis ", "rusty-leveldb "];
+    let codec = dependency_tree(&["-p", "worldfs-codec"]);
+    assert!(codec.contains("zstd "), "{codec}");
+    for c in clients {
+        assert!(!codec.lines().any(|l| l.starts_with(c)), "worldfs-codec depends on {c}:\n{codec}");
+    }
+    let store = dependency_tree(&["-p", "worldfs-store", "--no-default-features"]);
+    assert!(store.contains("rusqlite "), "{store}");
+    for c in ["fuser ", "postgres ", "redis ", "rusty-leveldb "] {
+        assert!(!store.lines().any(|l| l.starts_with(c)), "worldfs-store without features depends on {c}:\n{store}");
+    }
+    let full = dependency_tree(&["-p", "worldfs-store"]);
+    for c in ["postgres ", "redis ", "rusty-leveldb "] {
+        assert!(full.lines().any(|l| l.starts_with(c)), "worldfs-store's default features build {c}:\n{full}");
+    }
+}

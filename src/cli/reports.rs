@@ -61,7 +61,7 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     Ok(report.corrupt.is_empty() && unwritten.is_empty())
 }
 
-/// `check` of a Minecraft Java world (`kinds::minecraft::check`).
+/// `check` of a Minecraft Java world (`worlds::minecraft::check`).
 fn check_minecraft(world: &Path, json: bool, repair: bool) -> Result<bool, String> {
     if repair {
         return Err("--repair is for Luanti worlds' SQLite databases; a Minecraft world has none".into());

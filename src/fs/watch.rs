@@ -32,7 +32,7 @@ pub struct Watch {
 /// A set of inode numbers, each kept as its low 16 bits in a sorted list
 /// of its group (the other bits). Numbers are rotated by a byte first:
 /// trees number a directory's files in the low byte (the Luanti tree does,
-/// `kinds/luanti/inode.rs`), so the same file of neighbouring directories
+/// `worlds/luanti/inode.rs`), so the same file of neighbouring directories
 /// (every block's `names`) falls in one group. Any other numbering is kept
 /// exactly too, only with more groups.
 #[derive(Default)]

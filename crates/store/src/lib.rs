@@ -198,7 +198,7 @@ pub trait MapStore: Send + Sync {
 
     /// For database servers: the other clients of this map that are not
     /// worldfs (a running Luanti server among them), described for a
-    /// message. Files are guarded by `kinds::luanti::guard` instead: empty here.
+    /// message. Files are guarded by [`guard`] instead: empty here.
     fn other_users(&self) -> Result<Vec<String>> {
         Ok(Vec::new())
     }

@@ -3,7 +3,7 @@
 //! blocks and nodes hold it and the positions of those blocks (an opaque,
 //! compressed list the index encodes), plus the blocks changed through a
 //! mount since the index was built (overrides), and a stamp saying which
-//! version of the map it describes. The logic is in `kinds/luanti/index.rs`;
+//! version of the map it describes. The logic is in the daemon's `src/worlds/luanti/index.rs`;
 //! this file only stores.
 
 use super::{Result, StoreError};

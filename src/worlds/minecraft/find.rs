@@ -8,7 +8,7 @@
 //!   pointing to `../../chunks/X,Z`. An id holding `/` or `%` is written
 //!   with `%2F` and `%25`.
 //!
-//! Luanti's name index (`kinds::luanti::index`) does not fit: it scans a
+//! Luanti's name index (`worlds::luanti::index`) does not fit: it scans a
 //! `MapStore` of Luanti blocks and keeps its result in a cache file keyed
 //! by the store's change counter, neither of which a folder of region
 //! files has. This is the smallest thing that works: an index in memory,

@@ -1,5 +1,5 @@
 //! `MNT/map/` of a Java world: its chunks seen from above (`top.rs`'s
-//! pixels), put together by `kinds::map_tree` as a Luanti world's map is.
+//! pixels), put together by `worlds::map_tree` as a Luanti world's map is.
 
 use super::chunk::ChunkDoc;
 use super::regions::Regions;
