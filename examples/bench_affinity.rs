@@ -19,6 +19,12 @@
 //! (about 1 000 to 5 000), so the `/proc/stat` share per request is printed
 //! again at walk rates from the measured cost of one read.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a tool run by hand or by a bench script: a failure ends it with its message"
+)]
+
 use std::time::Instant;
 
 /// Nanoseconds per call of `f`, over `n` calls.
@@ -47,8 +53,8 @@ fn main() {
     let pid_stat = per_call(parts, || {
         std::hint::black_box(std::fs::read_to_string(format!("/proc/{me}/stat")).ok());
     });
-    // SAFETY: plain libc call without arguments.
     let getcpu = per_call(parts, || {
+        // SAFETY: sched_getcpu has no preconditions.
         std::hint::black_box(unsafe { libc::sched_getcpu() });
     });
     let windows = (follow_wall.as_secs_f64() / 0.1).ceil().max(1.0);

@@ -30,6 +30,12 @@
 //! Prints the time per block and the process's RSS as the walk goes on.
 //! Nothing here asserts a speed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a tool run by hand or by a bench script: a failure ends it with its message"
+)]
+
 use std::ffi::OsString;
 use std::time::Instant;
 use worldfs::fs::{Options, WorldFs};
@@ -48,7 +54,9 @@ fn rss_kb(field: &str) -> u64 {
 
 /// CPU seconds (user + system) this process has used.
 fn cpu_s() -> f64 {
+    // SAFETY: a zeroed rusage is valid plain data.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid rusage for getrusage to fill.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(u.ru_utime) + tv(u.ru_stime)

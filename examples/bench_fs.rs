@@ -8,6 +8,12 @@
 //! Output is `key=value` lines (times in microseconds or seconds), so that
 //! the script can put them in its table. Nothing here asserts a speed.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a tool run by hand or by a bench script: a failure ends it with its message"
+)]
+
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

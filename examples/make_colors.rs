@@ -4,6 +4,12 @@
 //! opaque pixels (the texture's base name, before any `^` modifier), looked
 //! up in MODS_DIR/*/textures/. Run by contrib/make-colors.sh.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a tool run by hand or by a bench script: a failure ends it with its message"
+)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

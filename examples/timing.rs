@@ -1,3 +1,8 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a tool run by hand or by a bench script: a failure ends it with its message"
+)]
 use std::time::Instant;
 use worldfs::view::BlockFile;
 use worldfs_codec::luanti::Block;

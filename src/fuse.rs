@@ -31,27 +31,25 @@ impl FuseAdapter {
 
 /// Send the core's invalidations to the kernel from a thread of their own:
 /// a notification sent from inside a request handler can deadlock.
-pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) {
-    start_pusher(fs, notifier.clone());
+pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) -> std::io::Result<()> {
+    start_pusher(fs, notifier.clone())?;
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Inval>>();
-    std::thread::Builder::new()
-        .name("worldfs-inval".into())
-        .spawn(move || {
-            for list in rx {
-                for inv in list {
-                    // ENOENT just means the kernel had nothing cached.
-                    let _ = match &inv {
-                        Inval::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
-                        Inval::Entry(parent, name) => notifier.inval_entry(INodeNo(*parent), name),
-                    };
-                }
+    std::thread::Builder::new().name("worldfs-inval".into()).spawn(move || {
+        for list in rx {
+            for inv in list {
+                // ENOENT just means the kernel had nothing cached.
+                let _ = match &inv {
+                    Inval::Inode(ino) => notifier.inval_inode(INodeNo(*ino), 0, 0),
+                    Inval::Entry(parent, name) => notifier.inval_entry(INodeNo(*parent), name),
+                };
             }
-        })
-        .expect("start invalidation thread");
+        }
+    })?;
     let tx = parking_lot::Mutex::new(tx);
     fs.set_invalidator(Box::new(move |list| {
         let _ = tx.lock().send(list);
     }));
+    Ok(())
 }
 
 /// A pushed page waits this long: the kernel makes the inode of a look-up
@@ -64,26 +62,24 @@ const PUSH_STALE: Duration = Duration::from_millis(50);
 
 /// Put the small files the core hands over (`WorldFs::looked_up`) into the
 /// kernel's page cache, from a thread of its own.
-fn start_pusher(fs: &Arc<WorldFs>, notifier: Notifier) {
+fn start_pusher(fs: &Arc<WorldFs>, notifier: Notifier) -> std::io::Result<()> {
     let (tx, rx) = std::sync::mpsc::channel::<(Instant, u64, Arc<Vec<u8>>)>();
-    std::thread::Builder::new()
-        .name("worldfs-push".into())
-        .spawn(move || {
-            for (at, ino, data) in rx {
-                let age = at.elapsed();
-                if age > PUSH_STALE {
-                    continue;
-                }
-                std::thread::sleep(PUSH_DELAY.saturating_sub(age));
-                // ENOENT: the kernel has no inode for it (any more).
-                let _ = notifier.store(INodeNo(ino), 0, &data);
+    std::thread::Builder::new().name("worldfs-push".into()).spawn(move || {
+        for (at, ino, data) in rx {
+            let age = at.elapsed();
+            if age > PUSH_STALE {
+                continue;
             }
-        })
-        .expect("start push thread");
+            std::thread::sleep(PUSH_DELAY.saturating_sub(age));
+            // ENOENT: the kernel has no inode for it (any more).
+            let _ = notifier.store(INodeNo(ino), 0, &data);
+        }
+    })?;
     let tx = parking_lot::Mutex::new(tx);
     fs.set_pusher(Box::new(move |ino, data| {
         let _ = tx.lock().send((Instant::now(), ino, data));
     }));
+    Ok(())
 }
 
 /// The one table from the core's kinds of error to errno: what the
@@ -552,6 +548,7 @@ impl Filesystem for FuseAdapter {
         });
     }
 
+    #[allow(clippy::expect_used, reason = "the core gives every entry of a listing with attributes its attributes")]
     fn readdirplus(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
         run_request("readdirplus", || {
             self.arrived(req);

@@ -176,7 +176,7 @@ struct RunningServer(Child);
 
 impl Drop for RunningServer {
     fn drop(&mut self) {
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGKILL) };
+        common::kill(self.0.id() as i32, libc::SIGKILL);
         let _ = self.0.wait();
     }
 }
@@ -412,7 +412,7 @@ fn node_name(world: &Path, x: i32, y: i32, z: i32) -> Vec<u8> {
 fn full_disk_is_reported_and_loses_nothing() {
     let test = "full_disk_is_reported_and_loses_nothing_leveldb";
     require_fuse!(test);
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         common::skip(test, "root", "needs root to mount a small tmpfs");
         return;
     }

@@ -1055,6 +1055,8 @@ mod mount {
     /// errno of the first call that failed.
     fn write_close(p: &Path, content: &[u8]) -> Result<(), i32> {
         let c = cpath(p);
+        // SAFETY: `c` is a NUL-terminated path and `data` a live buffer of
+        // its length, both outliving the calls; the descriptor is closed here.
         unsafe {
             let fd = libc::open(c.as_ptr(), libc::O_WRONLY | libc::O_TRUNC | libc::O_CREAT, 0o644);
             if fd < 0 {
@@ -1078,14 +1080,17 @@ mod mount {
     }
 
     fn mkdir(p: &Path) -> Result<(), i32> {
+        // SAFETY: a NUL-terminated path that outlives the call.
         if unsafe { libc::mkdir(cpath(p).as_ptr(), 0o755) } != 0 { Err(errno()) } else { Ok(()) }
     }
 
     fn rmdir(p: &Path) -> Result<(), i32> {
+        // SAFETY: a NUL-terminated path that outlives the call.
         if unsafe { libc::rmdir(cpath(p).as_ptr()) } != 0 { Err(errno()) } else { Ok(()) }
     }
 
     fn unlink(p: &Path) -> Result<(), i32> {
+        // SAFETY: a NUL-terminated path that outlives the call.
         if unsafe { libc::unlink(cpath(p).as_ptr()) } != 0 { Err(errno()) } else { Ok(()) }
     }
 

@@ -389,7 +389,7 @@ fn refused_names_cannot_forge_lines_of_write_errors() {
 /// the kind of an I/O failure was lost on the way up.
 #[test]
 fn a_world_file_on_a_full_disk_fails_with_enospc() {
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         common::skip("a_world_file_on_a_full_disk_fails_with_enospc", "root", "needs root to mount a small tmpfs");
         return;
     }

@@ -45,10 +45,6 @@ fn integrity_ok(path: &Path) {
     assert_eq!(r, "ok", "{}", path.display());
 }
 
-fn is_root() -> bool {
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn wait_for_file(path: &Path) {
     let start = Instant::now();
     while !path.exists() {
@@ -156,7 +152,7 @@ impl Drop for Unmount {
 #[test]
 fn full_disk_is_reported_and_loses_nothing() {
     require_fuse!("full_disk_is_reported_and_loses_nothing");
-    if !is_root() {
+    if !common::is_root() {
         common::skip("full_disk_is_reported_and_loses_nothing", "root", "needs root to mount a small tmpfs");
         return;
     }
@@ -200,7 +196,7 @@ fn full_disk_is_reported_and_loses_nothing() {
 #[test]
 fn read_only_world_directory() {
     require_fuse!("read_only_world_directory");
-    if !is_root() {
+    if !common::is_root() {
         common::skip("read_only_world_directory", "root", "needs root for a read-only bind mount");
         return;
     }

@@ -3,6 +3,11 @@
 //! common/ are compiled once. Run one module's tests with
 //! `cargo test --test integration MODULE::`.
 
+// Tests may unwrap and expect: a panic is the test failing with its
+// message (the policy of Cargo.toml's [workspace.lints] is for the code
+// users run).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[macro_use]
 mod common;
 
@@ -34,7 +39,6 @@ mod hot_journal;
 mod index_identity;
 mod kinds_mount;
 mod last_doors;
-mod leveldb_lock;
 mod live_pace;
 mod live_players;
 mod live_server;

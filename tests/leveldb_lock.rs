@@ -1,7 +1,9 @@
 //! The LevelDB map's lock against a holder that is there only a moment:
 //! a child forked while this process held the lock. A test binary of its
-//! own, since the fork copies every descriptor of the process, the locks
-//! of tests running beside it included.
+//! own (Cargo.toml), since the fork copies every descriptor of the process,
+//! the locks of tests running beside it included.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use worldfs_store::leveldb::lock::{take, take_after_exiting_daemons};
 
@@ -19,6 +21,7 @@ fn a_lock_kept_a_moment_by_a_forked_child_is_taken_after_it() {
     let child = unsafe { libc::fork() };
     assert!(child >= 0);
     if child == 0 {
+        // SAFETY: as above.
         unsafe {
             libc::usleep(400_000);
             libc::_exit(0);

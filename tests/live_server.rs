@@ -299,7 +299,7 @@ fn stale_reply_and_request_files_are_cleaned_up() {
     server.signal(libc::SIGSTOP);
     let mut write = spawn_sh(&m, "echo 'default:mese' > $MNT/node/5,3,5");
     let id = wait_request(world.path()).trim_end_matches(".req").to_string();
-    unsafe { libc::kill(m.pid() as i32, libc::SIGSTOP) };
+    common::kill(m.pid() as i32, libc::SIGSTOP);
     server.signal(libc::SIGCONT);
     let reply = spool.join("replies").join(&id);
     let start = std::time::Instant::now();

@@ -176,7 +176,7 @@ fn daemon_mode_and_signals_unmount_cleanly() {
     assert!(mnt.path().join("README").exists() && is_mounted(&canonical));
     let needle = canonical.to_str().unwrap().to_string();
     assert_eq!(processes_with(&needle).len(), 1, "one daemon");
-    let tool = if unsafe { libc::geteuid() } == 0 { vec!["umount"] } else { vec!["fusermount3", "-u"] };
+    let tool = if common::is_root() { vec!["umount"] } else { vec!["fusermount3", "-u"] };
     let st = std::process::Command::new(tool[0]).args(&tool[1..]).arg(mnt.path()).status().unwrap();
     assert!(st.success());
     common::wait_until("the daemon exits after unmount", || processes_with(&needle).is_empty());
@@ -189,7 +189,7 @@ fn daemon_mode_and_signals_unmount_cleanly() {
             .spawn()
             .unwrap();
         common::wait_until("mounted", || mnt.path().join("README").exists());
-        unsafe { libc::kill(child.id() as i32, sig) };
+        common::kill(child.id() as i32, sig);
         let st = child.wait().unwrap();
         assert!(st.success(), "signal {sig}: {st:?}");
         assert!(!is_mounted(&canonical), "signal {sig}: still mounted");
@@ -213,7 +213,7 @@ fn a_new_mount_survives_the_old_daemons_exit() {
     let bin = env!("CARGO_BIN_EXE_worldfs");
     let canonical = std::fs::canonicalize(mnt.path()).unwrap();
     let needle = canonical.to_str().unwrap().to_string();
-    let tool = if unsafe { libc::geteuid() } == 0 { vec!["umount"] } else { vec!["fusermount3", "-u"] };
+    let tool = if common::is_root() { vec!["umount"] } else { vec!["fusermount3", "-u"] };
     let mount = || {
         let st = std::process::Command::new(bin).args(["mount", "-o", "ro"]).arg(world.path()).arg(mnt.path()).status();
         assert!(st.unwrap().success());

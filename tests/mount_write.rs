@@ -347,6 +347,8 @@ fn a_locked_database_gives_eio() {
     std::io::BufRead::read_line(&mut std::io::BufReader::new(locker.stdout.as_mut().unwrap()), &mut line).unwrap();
     assert_eq!(line.trim(), "locked");
     let fd = f.into_raw_fd();
+    // SAFETY: `fd` is an open descriptor this test owns (closed here); the
+    // buffer is a static of 7 bytes; errno is this thread's.
     let (w, c, errno) = unsafe {
         let w = libc::write(fd, b"locked\n".as_ptr().cast(), 7);
         let c = libc::close(fd);

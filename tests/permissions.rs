@@ -16,10 +16,6 @@ fn demo_world() -> tempfile::TempDir {
     d
 }
 
-fn is_root() -> bool {
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())).permissions().mode() & 0o7777
 }
@@ -55,7 +51,7 @@ fn open_path_to(m: &Mounted) {
 }
 
 fn can_switch_users(test: &str) -> bool {
-    if !is_root() {
+    if !common::is_root() {
         common::skip(test, "root", "needs root (to act as another user)");
         return false;
     }
@@ -80,6 +76,7 @@ const DIRS: [&str; 6] =
 fn modes_owner_and_default_permissions() {
     require_fuse!("modes_owner_and_default_permissions");
     let world = demo_world();
+    // SAFETY: getuid and getgid have no preconditions.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     for ro in [false, true] {
         let m = Mounted::new(world.path(), if ro { &["ro"] } else { &[] });
@@ -140,7 +137,7 @@ fn chmod_and_chown_of_decoded_files_change_nothing() {
         let before = std::fs::read(&p).unwrap();
         m.ok(&format!("chmod 600 '{}' && chmod +x '{}'", p.display(), p.display()));
         assert_eq!(mode(&p), 0o644, "{f} after chmod");
-        if is_root() {
+        if common::is_root() {
             m.ok(&format!("chown 65534:65534 '{}'", p.display()));
             let md = std::fs::metadata(&p).unwrap();
             assert_eq!((md.uid(), md.gid()), (uid, gid), "{f} after chown");

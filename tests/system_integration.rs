@@ -50,7 +50,7 @@ impl Drop for SystemChanges {
 fn an_fstab_line_mounts_with_mount_and_unmounts_with_umount() {
     const TEST: &str = "an_fstab_line_mounts_with_mount_and_unmounts_with_umount";
     require_fuse!(TEST);
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         common::skip(TEST, "root", "needs root (it edits /etc/fstab and installs a mount helper)");
         return;
     }

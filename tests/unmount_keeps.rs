@@ -102,7 +102,7 @@ fn db_node_name(world: &Path) -> Vec<u8> {
 #[test]
 fn a_full_disk_at_unmount_keeps_the_change_and_says_so() {
     require_fuse!("a_full_disk_at_unmount_keeps_the_change_and_says_so");
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         common::skip("a_full_disk_at_unmount_keeps_the_change_and_says_so", "root", "needs root for a tmpfs");
         return;
     }

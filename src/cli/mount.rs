@@ -110,6 +110,9 @@ fn fuser_config(m: &MountOpts) -> fuser::Config {
 
 /// Block SIGINT/SIGTERM in every thread, to be waited for in the main one.
 fn block_signals() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is valid storage that sigemptyset then
+    // initialises; every pointer is to that local set, or null where the
+    // old mask is not wanted.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
@@ -165,7 +168,11 @@ fn serve(
             return Err(e);
         }
     };
-    crate::fuse::start_invalidator(&fs, session.notifier());
+    if let Err(e) = crate::fuse::start_invalidator(&fs, session.notifier()) {
+        let e = format!("cannot start the threads that tell the kernel of changes: {e}");
+        ready(Err(e.clone()));
+        return Err(e);
+    }
     let bg = session.spawn().map_err(|e| e.to_string())?;
     log::info!("mounted {} on {} ({})", world.display(), mountpoint.display(), fs.describe());
     ready(Ok(()));
@@ -182,6 +189,8 @@ fn serve(
             return r;
         }
         let timeout = libc::timespec { tv_sec: 0, tv_nsec: 200_000_000 };
+        // SAFETY: both pointers are to locals that outlive the call (no
+        // siginfo wanted).
         let sig = unsafe { libc::sigtimedwait(&signals, std::ptr::null_mut(), &timeout) };
         if sig <= 0 {
             continue;
@@ -304,8 +313,10 @@ fn to_system_log(line: &str) {
 /// Unmount `mnt`; `lazy`: detach it now even if files are open there.
 fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         let c = std::ffi::CString::new(mnt.as_os_str().as_bytes())?;
+        // SAFETY: `c` is a NUL-terminated path that outlives the call.
         let r = unsafe { libc::umount2(c.as_ptr(), if lazy { libc::MNT_DETACH } else { 0 }) };
         return if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
     }
@@ -366,15 +377,23 @@ pub fn mount(
         None => None,
     };
     let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         return Err("pipe failed".into());
     }
+    // SAFETY: pipe succeeded, so both are open descriptors that nothing
+    // else owns.
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: no thread has been started yet (the world is opened by
+    // `serve`, in the child), so the child is a whole copy of this
+    // single-threaded process and may do anything after fork.
     match unsafe { libc::fork() } {
         -1 => Err("fork failed".into()),
         0 => {
             drop(rd);
             keep_terminal();
+            // SAFETY: plain system calls on descriptors this process owns
+            // (a failed open of /dev/null gives -1, which dup2 refuses).
             unsafe {
                 libc::setsid();
                 let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);

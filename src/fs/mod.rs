@@ -95,7 +95,9 @@ impl Default for Options {
             // it feeds opens them.
             entry_ttl: Duration::from_secs(3600),
             cache_bytes: 48 << 20,
+            // SAFETY: getuid and getgid have no preconditions.
             uid: unsafe { libc::getuid() },
+            // SAFETY: as above.
             gid: unsafe { libc::getgid() },
             journal: true,
             group_commit: Duration::ZERO,

@@ -93,6 +93,7 @@ impl Awake {
     }
 
     pub fn with_window(window: Duration) -> Awake {
+        // SAFETY: sysconf has no preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.clamp(1, MAX_CPU as libc::c_long) as usize;
         let slots = (0..ncpu)
             .map(|_| Slot {

@@ -144,6 +144,7 @@ pub fn capture(
 /// One block as a schematic (16 x 16 x 16, the same node order), encoded:
 /// what `schematic.mts` in a block directory holds. Probabilities 127;
 /// `ignore` nodes become air with probability 0.
+#[allow(clippy::expect_used, reason = "one whole block is a valid box, fits a schematic and encodes")]
 pub fn block_to_mts(block: &Block) -> Vec<u8> {
     let bx = NodeBox::new([0, 0, 0], [15, 15, 15]).expect("a block is a valid box");
     let mut fetch = |_| Ok(Some(block.clone()));

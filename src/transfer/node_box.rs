@@ -64,6 +64,7 @@ impl NodeBox {
     }
 
     /// The blocks the box touches.
+    #[allow(clippy::expect_used, reason = "NodeBox::new checked that both corners are on the map")]
     pub fn blocks(&self) -> Vec<BlockPos> {
         let lo = block_of(self.min).expect("checked");
         let hi = block_of(self.max).expect("checked");

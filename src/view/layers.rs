@@ -114,6 +114,10 @@ impl LegendBuilder {
 
     /// The index of `label`, adding it (with a character from `preferred`,
     /// else the first free one) when it is new.
+    #[allow(
+        clippy::expect_used,
+        reason = "a drawing has at most 4096 labels and more than 20000 characters to give them"
+    )]
     pub fn index(&mut self, label: &str, preferred: &[char]) -> usize {
         if let Some(&i) = self.by_label.get(label) {
             return i;
@@ -216,7 +220,7 @@ pub fn parse_legend<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> DocRes
             continue;
         }
         let mut chars = line.chars();
-        let ch = chars.next().expect("not empty");
+        let Some(ch) = chars.next() else { continue };
         let rest = chars.as_str();
         if !usable(ch) {
             return Err(DocError::at(n, 1, format!("{ch:?} cannot stand for a node (use a visible character)")));

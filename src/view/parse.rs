@@ -498,12 +498,14 @@ pub fn apply_layers(pos: BlockPos, b: &mut Block, content: &[u8]) -> Result<()> 
                 if same[of_node[i] as usize][l] {
                     continue;
                 }
-                if parsed[l].is_none() {
-                    let (name, p2) = layers_label(&entry.label, entry.line)?;
-                    known_or_valid(b, &name, entry.line)?;
-                    parsed[l] = Some((name, p2));
-                }
-                let (name, p2) = parsed[l].as_ref().expect("parsed above");
+                let (name, p2) = match &mut parsed[l] {
+                    Some(known) => &*known,
+                    slot @ None => {
+                        let (name, p2) = layers_label(&entry.label, entry.line)?;
+                        known_or_valid(b, &name, entry.line)?;
+                        &*slot.insert((name, p2))
+                    }
+                };
                 new.param0[i] = id_for(&mut new, name).map_err(|e| at(entry.line, e.message))?;
                 new.param2[i] = *p2;
             }

@@ -32,6 +32,7 @@ pub fn colors() -> &'static Colors {
 
 /// The colours of Minecraft blocks (`minecraft:stone` and the like; air
 /// and the other see-through blocks have alpha 0).
+#[allow(clippy::expect_used, reason = "the built-in colour tables are worldfs's own, each read by a unit test")]
 pub fn minecraft_colors() -> &'static Colors {
     static MINECRAFT: std::sync::OnceLock<Colors> = std::sync::OnceLock::new();
     MINECRAFT.get_or_init(|| Colors::parse(MINECRAFT_COLORS).expect("the built-in Minecraft colours parse"))
@@ -107,6 +108,7 @@ fn invisible(name: &[u8]) -> bool {
 
 impl Colors {
     /// The colours made from minetest_game's textures.
+    #[allow(clippy::expect_used, reason = "the built-in colour tables are worldfs's own, each read by a unit test")]
     pub fn builtin() -> Colors {
         Colors::parse(DEFAULT_COLORS).expect("the built-in colours parse")
     }

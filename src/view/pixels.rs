@@ -26,6 +26,7 @@ pub fn scale(rgba: &[u8], width: usize, n: usize) -> Vec<u8> {
 }
 
 /// RGBA pixels, row by row, as a PNG.
+#[allow(clippy::expect_used, reason = "a PNG of the stated size is encoded into memory")]
 pub fn encode_png(width: u32, height: u32, rgba: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     {

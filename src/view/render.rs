@@ -53,6 +53,7 @@ pub fn render_info(b: &Block, blob_len: usize) -> Vec<u8> {
     .into_bytes()
 }
 
+#[allow(clippy::unwrap_used, reason = "writing into a Vec<u8> cannot fail")]
 pub fn render_names(b: &Block) -> Vec<u8> {
     let mut out = Vec::with_capacity(b.mapping.len() * 20);
     for m in &b.mapping {
@@ -246,6 +247,7 @@ pub fn node_coords(pos: BlockPos, p16: u16) -> (i32, i32, i32) {
     (ox + x as i32, oy + y as i32, oz + z as i32)
 }
 
+#[allow(clippy::unwrap_used, reason = "writing into a Vec<u8> cannot fail")]
 pub fn render_timers(pos: BlockPos, b: &Block) -> Vec<u8> {
     let mut out = Vec::new();
     for t in &b.timers {
@@ -268,6 +270,7 @@ fn object_pos(p: [i32; 3]) -> String {
     format!("{},{},{}", c(p[0]), c(p[1]), c(p[2]))
 }
 
+#[allow(clippy::unwrap_used, reason = "writing into a Vec<u8> cannot fail")]
 pub fn render_object(o: &StaticObject) -> Vec<u8> {
     let mut out = Vec::new();
     let entity = if o.kind == LUA_ENTITY { LuaEntity::decode(&o.data) } else { None };

@@ -164,7 +164,7 @@ impl<S: TopSource> MapTree<S> {
             c.bytes -= old.len();
         }
         while c.bytes > TILE_BUDGET && c.tiles.len() > 1 {
-            let oldest = *c.tiles.iter().min_by_key(|(_, (_, _, t))| *t).map(|(k, _)| k).expect("not empty");
+            let Some(oldest) = c.tiles.iter().min_by_key(|(_, (_, _, t))| *t).map(|(k, _)| *k) else { break };
             if let Some((old, _, _)) = c.tiles.remove(&oldest) {
                 c.bytes -= old.len();
             }
@@ -197,7 +197,7 @@ impl<S: TopSource> MapTree<S> {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a tile thread panicked")).collect()
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         });
         let mut children: Vec<Option<Vec<u8>>> = Vec::with_capacity(4);
         for d in drawn {

@@ -71,8 +71,7 @@ fn never_applied(recs: &[BlockRecord], state: &BTreeMap<BlockPos, Option<Vec<u8>
     !recs.is_empty()
         && distinct.len() == recs.len()
         && recs.iter().all(|r| {
-            let cur = state.get(&r.pos).expect("loaded");
-            *cur == r.before && cur.as_deref().map(Fingerprint::of) != r.after
+            state.get(&r.pos).is_some_and(|cur| *cur == r.before && cur.as_deref().map(Fingerprint::of) != r.after)
         })
 }
 
@@ -191,8 +190,8 @@ fn step_blocks_back(
             continue;
         }
         for rec in recs.into_iter().rev() {
-            let cur = state.get(&rec.pos).expect("loaded above");
-            let found = cur.as_deref().map(Fingerprint::of);
+            // Every position of the entry was loaded into `state` above.
+            let found = state.get(&rec.pos).and_then(|cur| cur.as_deref()).map(Fingerprint::of);
             if found != rec.after {
                 let show = |f: Option<Fingerprint>| f.map_or("no block".to_string(), |f| format!("{} bytes", f.len));
                 conflicts.push(format!(

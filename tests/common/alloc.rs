@@ -33,8 +33,12 @@ fn track(old: usize, new: usize) {
     let _ = CHUNKS.try_with(|c| c.set(c.get() + chunks(new) - chunks(old)));
 }
 
+// SAFETY: every call is passed on to the system allocator unchanged; the
+// counting only adds to thread-locals (and does nothing once the thread's
+// locals are gone).
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller keeps GlobalAlloc's contract, which System's is.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             track(0, l.size());
@@ -42,6 +46,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller keeps GlobalAlloc's contract, which System's is.
         let p = unsafe { System.alloc_zeroed(l) };
         if !p.is_null() {
             track(0, l.size());
@@ -49,10 +54,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: the caller keeps GlobalAlloc's contract, which System's is.
         unsafe { System.dealloc(p, l) };
         track(l.size(), 0);
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: the caller keeps GlobalAlloc's contract, which System's is.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             track(l.size(), new);

@@ -173,7 +173,7 @@ impl LiveServer {
 
     /// Send signal `sig` to the server (SIGSTOP, SIGCONT, SIGKILL...).
     pub fn signal(&self, sig: i32) {
-        unsafe { libc::kill(self.pid() as i32, sig) };
+        super::kill(self.pid() as i32, sig);
     }
 
     /// Kill the server with SIGKILL (a crash, a power cut for what it had
@@ -206,7 +206,7 @@ impl LiveServer {
     /// exits) and wait for it.
     pub fn stop(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("running");
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        super::kill(child.id() as i32, libc::SIGTERM);
         let start = Instant::now();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
@@ -303,7 +303,7 @@ impl Client {
     /// goodbye to the server) and wait for xvfb-run to end.
     pub fn quit(&mut self) {
         let pid = self.game_pid().unwrap_or_else(|| panic!("no client process\n{}", tail(&self.log, 40)));
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        super::kill(pid, libc::SIGTERM);
         let mut child = self.child.take().expect("running");
         let start = Instant::now();
         while child.try_wait().unwrap().is_none() {
@@ -316,7 +316,7 @@ impl Client {
 impl Drop for Client {
     fn drop(&mut self) {
         if let Some(pid) = self.game_pid() {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            super::kill(pid, libc::SIGKILL);
         }
         if let Some(mut child) = self.child.take() {
             // xvfb-run stops its Xvfb once the game is gone.

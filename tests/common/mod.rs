@@ -40,6 +40,18 @@ pub fn required(what: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Send signal `sig` to process `pid`; a process already gone is no error.
+pub fn kill(pid: i32, sig: i32) {
+    // SAFETY: kill takes no memory; a wrong pid only makes it fail.
+    unsafe { libc::kill(pid, sig) };
+}
+
 /// A fresh demo world (`worldfs demo`) in a temporary directory.
 pub fn demo_world() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();

@@ -10,7 +10,7 @@ pub fn fuse_unavailable() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
         return Some("no /dev/fuse".into());
     }
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = super::is_root();
     if !root && which("fusermount3").is_none() {
         return Some("not root and no fusermount3 (apt install fuse3)".into());
     }
@@ -160,7 +160,7 @@ impl Mounted {
     /// Send a signal to the daemon.
     pub fn signal(&self, sig: i32) {
         if let Some(c) = &self.child {
-            unsafe { libc::kill(c.id() as i32, sig) };
+            super::kill(c.id() as i32, sig);
         }
     }
 
@@ -198,7 +198,7 @@ impl Mounted {
 
     fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let tool = if unsafe { libc::geteuid() } == 0 { "umount" } else { "fusermount3" };
+            let tool = if super::is_root() { "umount" } else { "fusermount3" };
             let args: &[&str] = if tool == "umount" { &[] } else { &["-u"] };
             let _ = Command::new(tool).args(args).arg(&self.mnt).status();
             let start = Instant::now();

@@ -33,7 +33,7 @@ pub fn unavailable() -> Option<String> {
 }
 
 fn as_owner(cmd: &Path) -> Command {
-    if unsafe { libc::geteuid() } == 0 {
+    if super::is_root() {
         let mut c = Command::new("runuser");
         c.arg("-u").arg("postgres").arg("--").arg(cmd);
         c
@@ -56,7 +56,7 @@ impl Pg {
     pub fn start() -> Pg {
         let bin = bin_dir().expect("checked by unavailable()");
         let dir = tempfile::Builder::new().prefix("worldfs-pg").tempdir().unwrap();
-        if unsafe { libc::geteuid() } == 0 {
+        if super::is_root() {
             run(
                 {
                     let mut c = Command::new("chown");
@@ -73,7 +73,7 @@ impl Pg {
         run(c, "initdb");
         let sock = dir.path().join("sock");
         std::fs::create_dir(&sock).unwrap();
-        if unsafe { libc::geteuid() } == 0 {
+        if super::is_root() {
             run(
                 {
                     let mut c = Command::new("chown");

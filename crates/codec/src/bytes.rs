@@ -96,6 +96,12 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    /// The next `N` bytes as an array.
+    pub fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], DecodeError> {
+        let b = self.bytes(N, what)?;
+        b.first_chunk::<N>().copied().ok_or_else(|| self.error(format!("truncated {what}")))
+    }
+
     pub fn u8(&mut self, what: &str) -> Result<u8, DecodeError> {
         Ok(self.bytes(1, what)?[0])
     }

@@ -128,6 +128,7 @@ fn inflate_deflate_body(input: &[u8], limit: usize) -> Option<(Vec<u8>, &[u8])> 
 }
 
 /// Deflate with zlib framing at the engine's default level (6).
+#[allow(clippy::expect_used, reason = "compressing into memory fails only when memory does, which aborts anyway")]
 pub fn deflate_zlib(data: &[u8]) -> Vec<u8> {
     let mut c = Compress::new(Compression::new(6), true);
     let mut out = Vec::with_capacity(data.len() / 4 + 64);
@@ -227,6 +228,7 @@ pub fn zstd(data: &[u8]) -> Vec<u8> {
 }
 
 /// The streaming encoder, as the engine writes.
+#[allow(clippy::expect_used, reason = "compressing into memory fails only when memory does, which aborts anyway")]
 fn zstd_streaming(data: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut enc = zstd::stream::write::Encoder::new(Vec::with_capacity(data.len() / 8), 3).expect("zstd encoder");

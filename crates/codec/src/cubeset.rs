@@ -178,7 +178,7 @@ impl Parser<'_> {
             },
             Some(c) if c.is_ascii_digit() || c == b'-' || c == b'.' => self.number()?,
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
-                let n = self.name().expect("a letter");
+                let n = self.name().ok_or_else(|| self.err("a name expected"))?;
                 match n.as_str() {
                     "true" => Value::Bool(true),
                     "false" => Value::Bool(false),
@@ -228,7 +228,7 @@ impl Parser<'_> {
     }
 
     fn string(&mut self) -> Result<String, DocError> {
-        let q = self.peek().expect("a quote");
+        let q = self.peek().ok_or_else(|| self.err("a string expected"))?;
         self.pos += 1;
         let mut out: Vec<u8> = Vec::new();
         loop {

@@ -35,7 +35,7 @@ pub fn escape(src: &[u8], at: usize, dialect: Dialect) -> Result<(u8, usize), St
         }
         b'0'..=b'9' => {
             let digits = src[at..].iter().take(3).take_while(|d| d.is_ascii_digit()).count();
-            let v: u32 = std::str::from_utf8(&src[at..at + digits]).expect("digits").parse().expect("3 digits");
+            let v = src[at..at + digits].iter().fold(0u32, |v, d| v * 10 + u32::from(d - b'0'));
             let v = u8::try_from(v).map_err(|_| format!("escape \\{v} is above 255"))?;
             (v, digits)
         }

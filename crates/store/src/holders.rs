@@ -46,9 +46,10 @@ pub const EXITING_NAME: &str = "worldfs-exiting";
 /// holds: a later `mount`, `undo` or `import` then waits for it to exit
 /// instead of refusing.
 pub fn mark_exiting() {
-    let name = std::ffi::CString::new(EXITING_NAME).expect("no NUL");
+    const NAME: &std::ffi::CStr = c"worldfs-exiting";
+    const { assert!(NAME.count_bytes() == EXITING_NAME.len()) };
     // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    unsafe { libc::prctl(libc::PR_SET_NAME, NAME.as_ptr() as libc::c_ulong, 0, 0, 0) };
 }
 
 /// `openers`, for a one-time check before writing: worldfs daemons among

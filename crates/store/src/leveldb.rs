@@ -338,7 +338,9 @@ impl Engine {
 
     /// Close a pending journal entry: keep it (the batch is in) or drop it.
     fn settle(&mut self, id: i64, committed: bool) -> Result<()> {
-        let j = self.journal.as_mut().expect("journaled");
+        let Some(j) = self.journal.as_mut() else {
+            return Err(StoreError::Backend("no undo journal is kept for this map".into()));
+        };
         let tx = j.transaction().map_err(journal_err)?;
         if !committed {
             tx.execute("DELETE FROM journal.blocks WHERE change = ?1", [id]).map_err(journal_err)?;
@@ -355,7 +357,9 @@ impl Engine {
     /// batch is all or nothing, so one block tells). Then settles it.
     fn resolve(&mut self, id: i64) -> Result<bool> {
         let records: Vec<(BlockPos, Option<Vec<u8>>, Option<Fingerprint>)> = {
-            let j = self.journal.as_ref().expect("journaled");
+            let Some(j) = self.journal.as_ref() else {
+                return Err(StoreError::Backend("no undo journal is kept for this map".into()));
+            };
             let mut stmt = j
                 .prepare("SELECT x, y, z, before, after_len, after_crc FROM journal.blocks WHERE change = ?1")
                 .map_err(journal_err)?;
@@ -397,7 +401,9 @@ impl Engine {
     /// Settle the entries a crash left pending.
     fn resolve_all(&mut self) -> Result<()> {
         let ids: Vec<i64> = {
-            let j = self.journal.as_ref().expect("journaled");
+            let Some(j) = self.journal.as_ref() else {
+                return Err(StoreError::Backend("no undo journal is kept for this map".into()));
+            };
             let mut stmt =
                 j.prepare("SELECT change FROM journal.leveldb_pending ORDER BY change").map_err(journal_err)?;
             stmt.query_map([], |r| r.get(0))

@@ -54,11 +54,10 @@ fn redacted(conninfo: &str) -> String {
 }
 
 fn classify(e: postgres::Error) -> StoreError {
-    if e.is_closed() || e.as_db_error().is_none() {
+    let Some(db) = e.as_db_error().filter(|_| !e.is_closed()) else {
         // I/O, a closed connection, a refused connect: nothing was committed
         return StoreError::Unreachable(e.to_string());
-    }
-    let db = e.as_db_error().expect("checked above");
+    };
     let code = db.code().code();
     match code {
         "25006" => StoreError::ReadOnly,
@@ -181,7 +180,10 @@ impl PgStore {
             }
             *guard = Some(c);
         }
-        let r = f(guard.as_mut().expect("connected above"), self.small);
+        let Some(client) = guard.as_mut() else {
+            return Err(StoreError::Unreachable("the connection was lost before its first request".into()));
+        };
+        let r = f(client, self.small);
         if let Err(e) = &r
             && (e.is_closed() || e.as_db_error().is_none())
         {
@@ -358,7 +360,7 @@ impl MapStore for PgStore {
             positions.dedup();
             let before = select_blocks(&mut tx, small, &positions, true)?;
             let now = |p: BlockPos| before.get(&p).cloned();
-            if let Some(refusal) = super::unmet_expectation(changes, |p| Ok(now(p))).expect("reads above") {
+            if let Ok(Some(refusal)) | Err(refusal) = super::unmet_expectation(changes, |p| Ok(now(p))) {
                 return Ok(Err(refusal));
             }
             for ch in changes {
@@ -483,6 +485,9 @@ mod tests {
             sin_zero: [0; 8],
         };
         let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: `sa` points at `addr`, a sockaddr_in of `len` bytes that
+        // outlives the calls; the descriptor is checked, then owned by the
+        // TcpStream alone.
         unsafe {
             let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
             assert!(fd >= 0);

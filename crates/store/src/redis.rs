@@ -91,7 +91,9 @@ impl RedisStore {
         }
         // Out of its slot while it runs: a connection whose request panics
         // (perhaps still WATCHing the map) is dropped, not used again.
-        let mut conn = guard.take().expect("connected above");
+        let Some(mut conn) = guard.take() else {
+            return Err(StoreError::Unreachable("the connection was lost before its first request".into()));
+        };
         let r = f(&mut conn);
         if !matches!(&r, Err(e) if e.is_io_error() || e.is_connection_dropped()) {
             *guard = Some(conn);
@@ -231,7 +233,7 @@ impl MapStore for RedisStore {
             let current = |p: BlockPos| {
                 changes.iter().position(|ch| ch.pos() == p).and_then(|i| now[i].clone()).filter(|d| !d.is_empty())
             };
-            if let Some(refusal) = super::unmet_expectation(changes, |p| Ok(current(p))).expect("reads above") {
+            if let Ok(Some(refusal)) | Err(refusal) = super::unmet_expectation(changes, |p| Ok(current(p))) {
                 redis::cmd("UNWATCH").query::<()>(c)?;
                 return Ok(Err(refusal));
             }

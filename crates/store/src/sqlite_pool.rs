@@ -91,7 +91,8 @@ impl Shared {
 pub struct Pool {
     shared: Arc<Shared>,
     /// Started with the first read transaction left open.
-    janitor: OnceLock<JoinHandle<()>>,
+    /// None when the thread could not be started (said in the log).
+    janitor: OnceLock<Option<JoinHandle<()>>>,
 }
 
 impl Pool {
@@ -189,7 +190,13 @@ impl Pool {
             std::thread::Builder::new()
                 .name("worldfs-sqlite".into())
                 .spawn(move || janitor(&shared))
-                .expect("start the thread that ends idle read transactions")
+                .inspect_err(|e| {
+                    log::error!(
+                        "cannot start the thread that ends idle read transactions ({e}): \
+                         they stay open until this mount writes"
+                    )
+                })
+                .ok()
         });
     }
 }
@@ -231,7 +238,7 @@ impl Drop for Pool {
     fn drop(&mut self) {
         self.shared.lock().closing = true;
         self.shared.wake.notify_all();
-        if let Some(j) = self.janitor.take() {
+        if let Some(Some(j)) = self.janitor.take() {
             let _ = j.join();
         }
         self.clear();

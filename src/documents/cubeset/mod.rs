@@ -173,7 +173,7 @@ impl Document for Cubeset {
         let (i, file) = self.piece_of(path).ok_or_else(|| DocError::new("no such file"))?;
         let mut p = self.pieces[i].clone();
         p.apply(&file, text)?;
-        let (span, value) = p.edit.take().expect("apply sets the edit");
+        let (span, value) = p.edit.take().ok_or_else(|| DocError::new("the edit was not kept").in_file(path))?;
         let value = if file == "legend" { piece::keep_def_comments(&self.text[span.0..span.1], &value) } else { value };
         let new = self.indented(span.0, &value);
         self.splice(span, &new)

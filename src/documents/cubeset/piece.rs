@@ -294,7 +294,7 @@ fn parse_legend(text: &str) -> DocResult<Vec<Def>> {
     let mut new = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let mut it = line.trim_end().chars();
-        let ch = it.next().expect("not empty");
+        let Some(ch) = it.next() else { continue };
         let rest: String = it.collect();
         let (id, meta) = rest.trim().split_once(':').ok_or_else(|| DocError::at_line(i + 1, "expected 'c id:meta'"))?;
         let num = |s: &str, what: &str, max: i64| {
@@ -397,10 +397,12 @@ impl Piece {
                 } else {
                     let legend = Self::legend(defs);
                     let [sx, _, sz] = self.size;
-                    layers::render_levels(&self.frame(), &legend, |x, y, z| {
+                    #[allow(clippy::expect_used, reason = "every block's character was checked against the legend")]
+                    let levels = layers::render_levels(&self.frame(), &legend, |x, y, z| {
                         let c = data[(y * sz + z) * sx + x];
                         defs.iter().position(|d| d.ch == c).expect("checked at read")
-                    })
+                    });
+                    levels
                 }
             }
             _ => return Err(err("no such file")),
@@ -431,11 +433,13 @@ impl Piece {
                     return Err(err(format!("'{c}' is still used in layers; change those blocks first")));
                 }
                 *defs = new;
-                ("BlockDefinitions", self.emit_defs())
+                ("BlockDefinitions", Self::emit_defs(defs))
             }
             "layers" => {
                 self.apply_layers(text)?;
-                ("BlockData", self.emit_data())
+                let (_, data) =
+                    self.blocks.as_ref().ok_or_else(|| err("this piece's blocks are in a .schematic file"))?;
+                ("BlockData", Self::emit_data(data, self.size))
             }
             "size" => return Err(err("size is read-only: the layers are drawn for it")),
             _ => return Err(err("no such file")),
@@ -498,8 +502,7 @@ impl Piece {
         s
     }
 
-    fn emit_defs(&self) -> String {
-        let (defs, _) = self.blocks.as_ref().expect("checked");
+    fn emit_defs(defs: &[Def]) -> String {
         let mut s = String::from("{\n");
         for d in defs {
             s.push_str(&format!("\t\"{}:{:3}:{:2}\",\n", d.ch, d.id, d.meta));
@@ -508,9 +511,8 @@ impl Piece {
         s
     }
 
-    fn emit_data(&self) -> String {
-        let (_, data) = self.blocks.as_ref().expect("checked");
-        let [sx, sy, sz] = self.size;
+    fn emit_data(data: &[char], size: [usize; 3]) -> String {
+        let [sx, sy, sz] = size;
         let mut s = String::from("{\n");
         for y in 0..sy {
             s.push_str(&format!("\t-- Level {y}\n"));

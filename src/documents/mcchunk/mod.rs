@@ -236,7 +236,7 @@ pub(crate) fn render_light(light: &[u8], y0: i64) -> String {
         s.push_str(&format!("y={}\n", 16 * y0 + y as i64));
         for z in 0..16 {
             for x in 0..16 {
-                s.push(char::from_digit(nibble(light, y * 256 + z * 16 + x) as u32, 16).expect("a nibble"));
+                s.push(char::from_digit(nibble(light, y * 256 + z * 16 + x) as u32 & 15, 16).unwrap_or('?'));
             }
             s.push('\n');
         }

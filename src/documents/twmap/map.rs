@@ -86,7 +86,13 @@ impl Map {
     pub fn encode(&self) -> DocResult<Vec<u8>> {
         self.df.encode().map_err(|e| DocError::new(format!("cannot write the map: {e}")))
     }
+}
 
+// The accessors of items: the map's items are parsed and checked when it
+// is read (`Map::check`, again after every edit), and these read only
+// checked items.
+#[allow(clippy::expect_used, reason = "they read only items that Map::check parsed")]
+impl Map {
     pub fn info(&self) -> Option<Info> {
         self.index.info.and_then(|i| Info::parse(&self.df.items[i].data).ok())
     }
@@ -669,6 +675,7 @@ fn check_tile_layer(t: &TileLayer) -> Result<(), String> {
     Ok(())
 }
 
+#[allow(clippy::unwrap_used, reason = "called only with the flags of the DDNet tail")]
 fn tail_pos(flag: i32) -> usize {
     items::DDNET_TAIL.iter().position(|(f, _)| *f == flag).unwrap()
 }

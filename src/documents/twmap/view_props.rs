@@ -93,7 +93,8 @@ pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
             map.df.items.len() - 1
         }
     };
-    let mut info = items::Info::parse(&map.df.items[ii].data).expect("checked");
+    let mut info =
+        items::Info::parse(&map.df.items[ii].data).map_err(|e| DocError::new(format!("the map's info item: {e}")))?;
     let old = [info.author, info.map_version, info.credits, info.license];
     let new: Vec<i32> = old.iter().zip(&strings).map(|(&cur, v)| map.put_string(cur, v)).collect();
     (info.author, info.map_version, info.credits, info.license) = (new[0], new[1], new[2], new[3]);
@@ -167,6 +168,10 @@ pub fn render_group(map: &Map, g: usize) -> Vec<u8> {
     out
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "names were checked to fit when the text was read, an empty name always fits, and a changed key was given"
+)]
 pub fn apply_group(map: &mut Map, g: usize, content: &[u8]) -> DocResult<()> {
     let p = text::parse(content, &GROUP_KEYS, None)?;
     let gi = map.index.groups[g].item;
@@ -387,6 +392,10 @@ struct LayerEdit<'a, 'b> {
 
 impl LayerEdit<'_, '_> {
     /// A tile layer (`old` as it was) with the edit applied.
+    #[allow(
+        clippy::expect_used,
+        reason = "names were checked to fit when the text was read, an empty name always fits, and a changed key was given"
+    )]
     fn tiles(&self, mut t: TileLayer, old: &TileLayer) -> DocResult<TileLayer> {
         let p = self.p;
         let kind = TileKind::of(&t);
@@ -444,6 +453,10 @@ impl LayerEdit<'_, '_> {
 
     /// A quads layer (or a sounds layer: `is_quads` false) with the edit
     /// applied.
+    #[allow(
+        clippy::expect_used,
+        reason = "names were checked to fit when the text was read, an empty name always fits, and a changed key was given"
+    )]
     fn quads(&self, mut q: QuadsLayer, is_quads: bool) -> DocResult<QuadsLayer> {
         let (count_key, index_key, limit) =
             if is_quads { ("quads", "image", self.num_images) } else { ("sources", "sound", self.num_sounds) };
@@ -474,6 +487,10 @@ fn changed_int(pair: &text::Pair, current: i32, min: i64, max: i64) -> DocResult
 }
 
 /// A quads or sounds layer item of version 2 (the one with a name).
+#[allow(
+    clippy::expect_used,
+    reason = "names were checked to fit when the text was read, an empty name always fits, and a changed key was given"
+)]
 fn upgrade_named(q: QuadsLayer) -> QuadsLayer {
     if q.version >= 2 && q.name.is_some() {
         return q;

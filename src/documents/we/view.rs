@@ -37,9 +37,8 @@ pub fn entries(f: &WeFile) -> Vec<Entry> {
         Entry::file("names", true),
         Entry::file("nodes", true),
         Entry::file("layers", true),
-        Entry::dir("meta"),
+        Entry { path: "meta".into(), dir: true, writable: true },
     ];
-    v.last_mut().expect("meta").writable = true;
     for n in &f.nodes {
         let Some(m) = &n.meta else { continue };
         let d = format!("meta/{}", pos_name(n.pos));

@@ -169,7 +169,7 @@ impl LuantiTree {
             }),
             Node::NodeFile([x, y, z]) => {
                 let pos = BlockPos::of_node(*x, *y, *z).ok_or_else(FsError::not_found)?;
-                let i = super::in_block(pos, [*x, *y, *z]).expect("in its block") as usize;
+                let i = super::in_block(pos, [*x, *y, *z]).ok_or_else(FsError::not_found)? as usize;
                 self.edit_block(pos, file, content, &what, mode, |b| {
                     parse::apply_node(b, i, content).map_err(|e| invalid(&what, e))
                 })

@@ -38,7 +38,7 @@ impl LuantiTree {
                 let pos = BlockPos::of_node(c[0], c[1], c[2]).ok_or_else(FsError::not_found)?;
                 let l = self.existing_block(pos)?;
                 let b = l.decoded().ok_or_else(|| FsError::io(format!("block {pos} cannot be decoded")))?;
-                let i = super::in_block(pos, *c).expect("node is in its block") as usize;
+                let i = super::in_block(pos, *c).ok_or_else(FsError::not_found)? as usize;
                 Ok(Content { bytes: Arc::new(view::render_node(&b, i)), serial: l.serial, version: l.version() })
             }
             Node::NamesFile => Ok(plain(self.names_text()?)),

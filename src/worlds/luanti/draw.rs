@@ -120,7 +120,7 @@ pub fn draw(
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a drawing thread panicked")).collect()
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         });
         results.into_iter().collect::<Result<()>>()?;
     }

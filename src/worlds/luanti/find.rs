@@ -370,7 +370,7 @@ impl LuantiTree {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("rename thread")).collect()
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
         });
         let mut all = Vec::new();
         for r in results {

@@ -302,8 +302,10 @@ fn place_file(
 /// `ignore`) become generated, their `ignore` air. Refused if a new block
 /// is outside the map. Gives those blocks.
 fn mark_generated(placement: &mut place::Placement) -> Result<Vec<BlockPos>, String> {
-    if let Some(p) = placement.blocks.iter().find(|(p, (before, _))| before.is_none() && !limits::block_in_map(**p)) {
-        return Err(format!("{}; nothing imported", limits::check_new_block(*p.0).unwrap_err()));
+    for (p, (before, _)) in &placement.blocks {
+        if before.is_none() {
+            limits::check_new_block(*p).map_err(|e| format!("{e}; nothing imported"))?;
+        }
     }
     let mut made = Vec::new();
     for (p, (before, after)) in placement.blocks.iter_mut() {

@@ -68,10 +68,11 @@ impl LuantiTree {
                 let (_, entry) = self.meta_entry(*pos, *p16)?;
                 view::field_names(&entry)
                     .into_iter()
-                    .map(|name| {
-                        let key = escape::name_to_key(&name).expect("escaped names unescape");
+                    .filter_map(|name| {
+                        // Every name field_names gives is one name_to_key takes.
+                        let key = escape::name_to_key(&name)?;
                         let node = self.table_node(TableKey::Field { pos: *pos, p16: *p16, key });
-                        (name, node)
+                        Some((name, node))
                     })
                     .collect()
             }

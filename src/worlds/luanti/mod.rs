@@ -246,6 +246,7 @@ impl LuantiTree {
             // mount needs a writable directory, not only a writable file.
             use std::os::unix::ffi::OsStrExt;
             let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|e| e.to_string())?;
+            // SAFETY: `c` is a NUL-terminated path that outlives the call.
             if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
                 return Err(format!(
                     "{}: the world directory is not writable ({}), and changes need it \
@@ -285,7 +286,7 @@ impl LuantiTree {
         }
         replay_unwritten(&world, &*store, opts.read_only)?;
         let tree = Arc::new(LuantiTree::new(world, store, opts, services).with_index());
-        tree.start_background();
+        tree.start_background()?;
         Ok(tree)
     }
 
@@ -325,15 +326,15 @@ impl LuantiTree {
         tree.guard = worldfs_store::guard::ServerGuard::new(tree.world.map_path(), false);
         tree.live = true;
         let tree = Arc::new(tree);
-        tree.start_background();
+        tree.start_background()?;
         Ok(tree)
     }
 
     /// Start the thread that writes grouped commits when they are due
     /// (nothing to do unless -o group_ms is set).
-    fn start_background(self: &Arc<Self>) {
+    fn start_background(self: &Arc<Self>) -> std::result::Result<(), String> {
         if !self.queue.enabled() {
-            return;
+            return Ok(());
         }
         let weak = Arc::downgrade(self);
         std::thread::Builder::new()
@@ -345,7 +346,8 @@ impl LuantiTree {
                     }
                 }
             })
-            .expect("start the commit thread");
+            .map(drop)
+            .map_err(|e| format!("cannot start the thread that writes grouped commits: {e}"))
     }
 
     pub fn store(&self) -> &dyn MapStore {

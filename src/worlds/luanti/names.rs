@@ -33,7 +33,10 @@ impl LuantiTree {
             Node::NodeDir => match parse_node_coords(name) {
                 Some([x, y, z]) => Err(FsError::new(
                     ErrorKind::NotFound,
-                    format!("node {x},{y},{z}: its block {} is not stored", BlockPos::of_node(x, y, z).unwrap()),
+                    match BlockPos::of_node(x, y, z) {
+                        Some(b) => format!("node {x},{y},{z}: its block {b} is not stored"),
+                        None => format!("node {x},{y},{z} is outside the map"),
+                    },
                 )),
                 None => Err(FsError::not_found()),
             },

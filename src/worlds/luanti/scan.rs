@@ -57,10 +57,11 @@ pub fn scan<R: Send>(
                 Some((before, at)) => before.into_iter().try_for_each(&mut merge).map(|()| progress(at)),
                 None => Ok(()),
             };
-            let mut parts: Vec<(usize, R)> = workers.into_iter().flat_map(|h| h.join().expect("scan thread")).collect();
+            let mut parts: Vec<(usize, R)> =
+                workers.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect();
             parts.sort_unstable_by_key(|p| p.0);
             let parts: Vec<R> = parts.into_iter().map(|p| p.1).collect();
-            (next.join().expect("store reader thread"), parts, merged)
+            (next.join().unwrap_or_else(|e| std::panic::resume_unwind(e)), parts, merged)
         });
         merged?;
         done += page.len() as u64;

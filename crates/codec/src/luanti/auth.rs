@@ -57,8 +57,7 @@ impl AuthEntry {
         for _ in 0..n {
             privileges.push(text(r.string16("privilege").map_err(e)?, "privilege")?);
         }
-        let b = r.bytes(8, "last_login").map_err(e)?;
-        let last_login = i64::from_be_bytes(b.try_into().expect("8 bytes"));
+        let last_login = i64::from_be_bytes(r.array::<8>("last_login").map_err(e)?);
         if r.remaining() != 0 {
             return Err(format!("auth record: {} bytes after last_login", r.remaining()));
         }

@@ -115,7 +115,8 @@ impl Cursor<'_> {
         Ok(s)
     }
     fn len(&mut self) -> Result<usize, String> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("4 bytes")) as usize)
+        let b = self.take(4)?.first_chunk::<4>().ok_or("mod storage record: truncated")?;
+        Ok(u32::from_be_bytes(*b) as usize)
     }
     fn take_len(&mut self) -> Result<Vec<u8>, String> {
         let n = self.len()?;

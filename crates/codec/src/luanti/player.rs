@@ -106,7 +106,7 @@ impl Player {
         let attrs = if attrs.is_empty() {
             "null".to_string()
         } else {
-            serde_json::to_string(&attrs).expect("strings serialize")
+            serde_json::to_string(&attrs).map_err(|e| format!("player {name}: metadata: {e}"))?
         };
         let [x, y, z] = self.pos;
         let mut out = format!(

@@ -33,8 +33,10 @@ pub fn checksum(data: &[u8]) -> u32 {
     twox_hash::XxHash32::oneshot(SEED, data) & 0x0fff_ffff
 }
 
+/// The little-endian u32 the first 4 bytes of `b` hold (0 past the end:
+/// callers take 4 bytes first).
 fn le32(b: &[u8]) -> u32 {
-    u32::from_le_bytes(b.try_into().expect("4 bytes"))
+    b.first_chunk::<4>().map_or(0, |a| u32::from_le_bytes(*a))
 }
 
 /// Decode a whole stream (all of `data`: bytes after the end mark are

@@ -128,7 +128,8 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
     fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
-        Ok(self.take(N)?.try_into().expect("N bytes"))
+        let b = self.take(N)?;
+        b.first_chunk::<N>().copied().ok_or_else(|| format!("byte {}: {N} bytes expected", self.pos))
     }
     fn u8(&mut self) -> Result<u8, String> {
         Ok(self.take(1)?[0])

@@ -172,7 +172,10 @@ impl Chunk {
             }
             let what = |w: &str| format!("section {y}'s {w}");
             let block_count = match shape.layout {
-                Layout::Padded => i16::from_be_bytes(r.take(2, &what("block count"))?.try_into().expect("2")),
+                Layout::Padded => {
+                    let b = r.take(2, &what("block count"))?;
+                    i16::from_be_bytes([b[0], b[1]])
+                }
                 Layout::Spanning => 0,
             };
             let bits = r.take(1, &what("bits per block"))?[0];
@@ -205,7 +208,8 @@ impl Chunk {
                 ));
             }
             let raw = r.take(longs_n * 8, &what("packed blocks"))?;
-            let longs: Vec<u64> = raw.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().expect("8"))).collect();
+            let longs: Vec<u64> =
+                raw.chunks_exact(8).filter_map(|c| c.first_chunk::<8>()).map(|c| u64::from_be_bytes(*c)).collect();
             let entries = unpack(&longs, eff, shape.layout);
             let (states, entries) = if direct {
                 (entries, Vec::new())

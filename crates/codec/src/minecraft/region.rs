@@ -86,7 +86,7 @@ pub fn raw_chunk(file: &[u8], i: usize) -> Result<Option<RawChunk>, String> {
     if !(1..=4).contains(&compression) {
         return Err(format!("chunk {x},{z}: unknown compression {kind}"));
     }
-    let timestamp = u32::from_be_bytes(file[4096 + 4 * i..4100 + 4 * i].try_into().expect("4 bytes"));
+    let timestamp = file[4096 + 4 * i..].first_chunk::<4>().map_or(0, |b| u32::from_be_bytes(*b));
     let data = if external { Vec::new() } else { file[start + 5..start + 4 + len].to_vec() };
     Ok(Some(RawChunk { compression, external, data, timestamp }))
 }
@@ -118,6 +118,7 @@ pub fn decompress(c: &RawChunk) -> Result<Vec<u8>, String> {
 
 /// A chunk's NBT bytes compressed as `compression` says (1 gzip, 2 zlib,
 /// 3 none, 4 LZ4; anything else: zlib, the game's default).
+#[allow(clippy::expect_used, reason = "compressing into memory fails only when memory does, which aborts anyway")]
 pub fn compress_as(nbt: &[u8], compression: u8) -> (u8, Vec<u8>) {
     match compression {
         1 => {
@@ -168,7 +169,8 @@ pub fn build(chunks: &[(usize, RawChunk)]) -> (Vec<u8>, Vec<(usize, Vec<u8>)>) {
 pub fn all_chunks(file: &[u8]) -> Result<Vec<(usize, RawChunk)>, String> {
     let mut out = Vec::new();
     for (i, _, _) in locations(file)? {
-        out.push((i, raw_chunk(file, i)?.expect("a located chunk")));
+        let chunk = raw_chunk(file, i)?.ok_or_else(|| format!("chunk {i} of the header is not in the file"))?;
+        out.push((i, chunk));
     }
     Ok(out)
 }

@@ -690,6 +690,7 @@ fn inflate(raw: &[u8], recorded: usize) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+#[allow(clippy::expect_used, reason = "compressing into memory fails only when memory does, which aborts anyway")]
 fn deflate(b: &[u8]) -> Vec<u8> {
     use std::io::Write;
     let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());

@@ -3,6 +3,8 @@
 //! quads layer), a background group (a tile layer using the image) and an
 //! auto-mapper item.
 
+#![allow(clippy::unwrap_used, reason = "a fixed map made in code for tests and fuzzing; its names fit")]
+
 use super::datafile::{Datafile, Item};
 use super::items::{name_to_ints, types};
 

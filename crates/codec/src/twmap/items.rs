@@ -143,7 +143,9 @@ pub fn name_to_ints(name: &[u8], n: usize) -> Result<Vec<i32>, String> {
             ])
         })
         .collect();
-    *ints.last_mut().unwrap() &= !0xFF;
+    if let Some(last) = ints.last_mut() {
+        *last &= !0xFF;
+    }
     Ok(ints)
 }
 
@@ -502,13 +504,16 @@ impl TileLayer {
     pub fn physics(&self) -> i32 {
         self.flags & tile_flags::PHYSICS
     }
-    /// The DDNet tail entry for `flag` (-1 when the item does not have it).
+    /// The DDNet tail entry for `flag` (-1 when the item does not have it,
+    /// or `flag` is not one of the tail's).
     pub fn ddnet_index(&self, flag: i32) -> i32 {
-        let pos = DDNET_TAIL.iter().position(|(f, _)| *f == flag).expect("a tail flag");
+        let Some(pos) = DDNET_TAIL.iter().position(|(f, _)| *f == flag) else { return -1 };
         self.ddnet.get(pos).copied().unwrap_or(-1)
     }
+    /// Set the DDNet tail entry for `flag` (a flag not of the tail's is
+    /// ignored: callers name the tail's flags).
     pub fn set_ddnet_index(&mut self, flag: i32, index: i32) {
-        let pos = DDNET_TAIL.iter().position(|(f, _)| *f == flag).expect("a tail flag");
+        let Some(pos) = DDNET_TAIL.iter().position(|(f, _)| *f == flag) else { return };
         while self.ddnet.len() <= pos {
             self.ddnet.push(-1);
         }

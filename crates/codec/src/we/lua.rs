@@ -434,7 +434,7 @@ pub fn parse(src: &[u8]) -> Result<Value, LuaError> {
                         refs.insert(n, v);
                     }
                     1 => match refs.get_mut(&n) {
-                        Some(Raw::Table(f)) => f.push((path.pop().expect("one"), v)),
+                        Some(Raw::Table(f)) => f.extend(path.pop().map(|k| (k, v))),
                         _ => return Err(p.err(at, format!("_[{n}] is not a table here"))),
                     },
                     _ => return Err(p.err(at, "only _[N].key = value is read (one level)")),
@@ -573,6 +573,7 @@ pub fn is_short_key(key: &[u8]) -> bool {
 
 /// A number as Lua 5.1's `tostring` writes it (`%.14g`): how a number
 /// stored in a metadata field reads back as a string.
+#[allow(clippy::expect_used, reason = "Rust's {:e} always writes a mantissa, `e` and an integer exponent")]
 pub fn lua_number_string(v: f64) -> String {
     if v.is_nan() {
         return if v.is_sign_negative() { "-nan".into() } else { "nan".into() };

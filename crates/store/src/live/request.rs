@@ -259,11 +259,10 @@ fn player_lines(out: &mut String, name: &str, old: &Player, new: &Player) -> Res
         let (o, n) = (old.meta.get(key), new.meta.get(key));
         if o != n {
             for (side, v) in [("pold", o), ("pnew", n)] {
-                match v {
-                    Some(v) => writeln!(out, "{side} attr {} {}", hex(key), hex(v)),
-                    None => writeln!(out, "{side} noattr {}", hex(key)),
-                }
-                .expect("a String takes every write");
+                out.push_str(&match v {
+                    Some(v) => format!("{side} attr {} {}\n", hex(key), hex(v)),
+                    None => format!("{side} noattr {}\n", hex(key)),
+                });
             }
         }
     }

@@ -34,9 +34,11 @@ fn io(what: &Path, e: std::io::Error) -> StoreError {
 /// Write `bytes` to `path` atomically.
 fn safe_write(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    let dir = path.parent().expect("files live in a directory");
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(StoreError::Backend(format!("{}: not a file in a directory", path.display())));
+    };
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let name = path.file_name().expect("a file name").to_string_lossy();
+    let name = name.to_string_lossy();
     // A dot name: the engine's player listing skips none, but worldfs's
     // own temporary never outlives this call.
     let tmp = dir.join(format!(".{name}.worldfs-{}", std::process::id()));

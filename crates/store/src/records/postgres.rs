@@ -89,7 +89,10 @@ impl PgRecords {
             }
             *guard = Some(c);
         }
-        let r = f(guard.as_mut().expect("connected above"));
+        let Some(client) = guard.as_mut() else {
+            return Err(StoreError::Unreachable("the connection was lost before its first request".into()));
+        };
+        let r = f(client);
         if matches!(r, Err(StoreError::Unreachable(_))) {
             *guard = None;
         }

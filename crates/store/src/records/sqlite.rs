@@ -109,9 +109,8 @@ impl SqliteRecords {
             }
             *guard = Some(conn);
         }
-        f(guard.as_mut().expect("opened above"))
-            .map(Some)
-            .map_err(|e| crate::sqlite::hot_journal_explained(&self.path, self.read_only, e))
+        let Some(conn) = guard.as_mut() else { return Err(StoreError::Backend("the database was closed".into())) };
+        f(conn).map(Some).map_err(|e| crate::sqlite::hot_journal_explained(&self.path, self.read_only, e))
     }
 
     fn has_table(conn: &Connection, t: &str) -> Result<bool> {

@@ -44,7 +44,8 @@ pub type RecordsTree<V> = FilesTree<V, RecordSet<V>>;
 /// mod storage row `x/y`) is one directory like any other. Names the engine
 /// accepts are shown as they are.
 fn shown_name(stored: &str) -> String {
-    String::from_utf8(escape::key_to_name(stored.as_bytes())).expect("only ASCII bytes are escaped")
+    // Only ASCII bytes are escaped, so the name stays UTF-8 as `stored` is.
+    String::from_utf8_lossy(&escape::key_to_name(stored.as_bytes())).into_owned()
 }
 
 /// The stored name a directory name shows (None: no record's name).
