@@ -441,7 +441,12 @@ fn full_disk_is_reported_and_loses_nothing() {
         .stderr(Stdio::null())
         .status();
     let before = fingerprints(&LevelDbStore::open(&world.join("map.db"), true).unwrap());
-    let (code, _, err) = m.sh("for i in $(seq 50 200); do mkdir $MNT/blocks/$i,0,0 || exit 1; done");
+    // (The list of acknowledged mkdirs goes to another disk.)
+    let made = dir.path().join("made");
+    let (code, _, err) = m.sh(&format!(
+        "for i in $(seq 50 200); do mkdir $MNT/blocks/$i,0,0 || exit 1; echo $i >> {}; done",
+        made.display()
+    ));
     assert_ne!(code, 0, "the disk never filled up");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(m.ok("cat $MNT/write-errors").contains("no space left"));
@@ -452,6 +457,13 @@ fn full_disk_is_reported_and_loses_nothing() {
     for (p, f) in &before {
         assert_eq!(after.get(p), Some(f), "block {p} changed");
     }
+    let acknowledged: Vec<i16> =
+        std::fs::read_to_string(&made).unwrap_or_default().lines().map(|l| l.parse().unwrap()).collect();
+    for x in &acknowledged {
+        let p = BlockPos::new(*x, 0, 0);
+        assert!(after.contains_key(&p), "block {p}: its mkdir succeeded, it is not in the map");
+    }
+    assert_eq!(after.len(), before.len() + acknowledged.len(), "blocks added beyond the acknowledged mkdirs");
     // With space again, writes work.
     m.ok("mkdir $MNT/blocks/250,0,0 && echo default:stone > $MNT/node/0,0,0");
     drop(m);

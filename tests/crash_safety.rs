@@ -180,15 +180,17 @@ fn sigkill_during_bulk_edit_loses_nothing() {
 
 /// `mv find/OLD find/NEW` (a world-wide rename: one journaled transaction
 /// per part; a 1 MiB cache makes parts of 512 KiB of blobs, several here)
-/// killed at a random moment: every block decodes, each block holds either
-/// its original bytes or exactly what a journaled part wrote, and undoing
-/// the journal gives the original world back byte for byte.
+/// killed at moments spread over it (a fifth, two fifths ... of the time a
+/// whole rename takes, with a random jitter): every block decodes, each
+/// block holds either its original bytes or exactly what a journaled part
+/// wrote, and undoing the journal gives the original world back byte for
+/// byte; and at least one kill landed between the rename's parts.
 #[test]
 fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
     require_fuse!("sigkill_during_a_world_wide_rename_leaves_the_journal_consistent");
     let mut rnd = Random::from_env_or_clock();
     // How long a whole rename takes here: the kills land anywhere in it.
-    let whole = {
+    let (whole, whole_parts) = {
         let world = tempfile::tempdir().unwrap();
         big_world(world.path());
         let m = Mounted::new(world.path(), &["cache_mb=1"]);
@@ -200,9 +202,10 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
         let journal = Journal::open(&world.path().join("worldfs-journal.sqlite")).unwrap().unwrap();
         let parts = journal.changes(None, None).unwrap().len();
         assert!(parts >= 3, "{parts} part(s): the kills should land between parts too");
-        whole
+        (whole, parts)
     };
-    for round in 0..4 {
+    let mut interrupted = 0;
+    for round in 0..4u64 {
         let world = tempfile::tempdir().unwrap();
         big_world(world.path());
         let original = all_blocks(world.path());
@@ -217,7 +220,7 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let delay = rnd.below(whole * 13 / 10 + 1);
+        let delay = whole * (round + 1) / 5 + rnd.below(whole / 10 + 1);
         std::thread::sleep(Duration::from_millis(delay));
         m.kill9();
         let _ = mv.wait();
@@ -227,6 +230,7 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
         for (pos, blob) in &now {
             Block::decode(blob).unwrap_or_else(|e| panic!("round {round}: block {pos} does not decode: {e}"));
         }
+        let mut parts = 0;
         let journaled: BTreeMap<BlockPos, Fingerprint> =
             match Journal::open(&world.path().join("worldfs-journal.sqlite")).unwrap() {
                 None => BTreeMap::new(),
@@ -234,6 +238,7 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
                     integrity_ok(j.path());
                     let mut m = BTreeMap::new();
                     for c in j.changes(None, None).unwrap() {
+                        parts += 1;
                         assert!(c.what.starts_with("mv find/"), "{}", c.what);
                         for b in j.blocks(c.id).unwrap() {
                             assert_eq!(
@@ -254,7 +259,13 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
                 None => assert_eq!(blob, &original[pos], "round {round}: block {pos} changed outside the journal"),
             }
         }
-        eprintln!("round {round}: killed after {delay} ms, {} block(s) renamed", journaled.len());
+        eprintln!(
+            "round {round}: killed after {delay} ms, {parts} of {whole_parts} part(s), {} block(s)",
+            journaled.len()
+        );
+        if parts > 0 && parts < whole_parts {
+            interrupted += 1;
+        }
         if !journaled.is_empty() {
             let out = Command::new(env!("CARGO_BIN_EXE_worldfs"))
                 .arg("undo")
@@ -269,6 +280,7 @@ fn sigkill_during_a_world_wide_rename_leaves_the_journal_consistent() {
             );
         }
     }
+    assert!(interrupted > 0, "no kill landed between the rename's parts: the test proved nothing");
 }
 
 /// The same crash on a world in a database server: the blocks of the

@@ -174,7 +174,12 @@ fn full_disk_is_reported_and_loses_nothing() {
         .status();
     let before = all_blocks(&world);
     // New blocks need space: refused with ENOSPC and a clear reason.
-    let (code, _, err) = m.sh("for i in $(seq 50 80); do mkdir $MNT/blocks/$i,0,0 || exit 1; done");
+    // (The list of acknowledged mkdirs goes to another disk.)
+    let made = dir.path().join("made");
+    let (code, _, err) = m.sh(&format!(
+        "for i in $(seq 50 80); do mkdir $MNT/blocks/$i,0,0 || exit 1; echo $i >> {}; done",
+        made.display()
+    ));
     assert_ne!(code, 0, "the disk never filled up");
     assert!(err.contains("No space left on device"), "{err}");
     let errors = m.ok("cat $MNT/write-errors");
@@ -187,6 +192,16 @@ fn full_disk_is_reported_and_loses_nothing() {
     for (pos, blob) in &before {
         assert_eq!(after.get(pos), Some(blob), "block {pos} changed");
     }
+    // Every block whose mkdir succeeded before the disk filled is kept,
+    // and no other block was added.
+    let acknowledged: Vec<i16> =
+        std::fs::read_to_string(&made).unwrap_or_default().lines().map(|l| l.parse().unwrap()).collect();
+    for x in &acknowledged {
+        let pos = worldfs_store::BlockPos::new(*x, 0, 0);
+        let blob = after.get(&pos).unwrap_or_else(|| panic!("block {pos}: its mkdir succeeded, it is not in the map"));
+        worldfs_codec::luanti::Block::decode(blob).unwrap_or_else(|e| panic!("block {pos}: {e}"));
+    }
+    assert_eq!(after.len(), before.len() + acknowledged.len(), "blocks added beyond the acknowledged mkdirs");
     // With space again, writes work.
     m.ok("mkdir $MNT/blocks/90,0,0 && echo default:stone > $MNT/node/0,0,0");
     drop(m);

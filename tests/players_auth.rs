@@ -231,7 +231,11 @@ fn no_player_edit_while_a_server_has_the_world_open() {
         .stdin(std::fs::OpenOptions::new().read(true).write(true).open(w.path().join("map.sqlite")).unwrap())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300)); // let it exec
+    // Once it runs `sleep` (not the test's own copy before exec), it holds the map.
+    let exe = format!("/proc/{}/exe", holder.id());
+    common::wait_until("the holder runs sleep", || {
+        std::fs::read_link(&exe).is_ok_and(|p| p.file_name().is_some_and(|n| n == "sleep"))
+    });
     let (code, _, err) = m.sh("/bin/echo 1 > $MNT/players/alice/hp");
     holder.kill().unwrap();
     holder.wait().unwrap();
