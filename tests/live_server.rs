@@ -507,3 +507,47 @@ fn a_postgresql_map_is_live() {
     let b = Block::decode(&store.get(BlockPos::new(0, -1, 0)).unwrap().unwrap()).unwrap();
     assert_eq!(stored_name(&b, [5, -1, 5]), "default:sand");
 }
+
+/// A change too big for one server step is refused at close() with the
+/// size, the limit and the setting (the server's limits, from its
+/// server.json), and nothing changes: a sign text of 2 MB (a 10 MB one
+/// took the server a 2.5 s step), a chest list of 5000 slots (20,000
+/// slots took 260 ms). A sign text within the limit goes through; the
+/// mod logs what it took (`worldfs_live.log_ms = 0`).
+#[test]
+fn a_change_too_big_for_a_server_step_is_refused_with_the_limit() {
+    require_fuse!("a_change_too_big_for_a_server_step_is_refused_with_the_limit");
+    require_minetestserver!("a_change_too_big_for_a_server_step_is_refused_with_the_limit");
+    let (_world, server, m) = live::demo("worldfs_live.log_ms = 0");
+    let sign = "blocks/0,0,0/meta/3,2,8/fields/text";
+    let (code, _, err) = m.sh(&format!(
+        "python3 -c 'import sys; f = open(sys.argv[1], \"w\"); f.write(\"y\" * 2000000); f.close()' $MNT/{sign}"
+    ));
+    assert!(code != 0 && err.contains("Invalid argument"), "{err}");
+    let refusals = m.refusals();
+    assert!(
+        refusals.contains("block 0,0,0: the change is ")
+            && refusals.contains("over the running server's limit of 1048576 (worldfs_live.max_request_bytes"),
+        "{refusals}"
+    );
+    assert!(server.meta(SIGN).iter().any(|l| l.starts_with("field 3 2 8 text ") && l.len() < 200), "unchanged");
+    let inv = "blocks/0,0,0/meta/3,1,3/inventory";
+    let big = "'List main 5000\\nWidth 0\\n' + 'Empty\\n' * 5000 + 'EndInventoryList\\nEndInventory\\n'";
+    let (code, _, err) =
+        m.sh(&format!("python3 -c \"import sys; f = open(sys.argv[1], 'w'); f.write({big}); f.close()\" $MNT/{inv}"));
+    assert!(code != 0 && err.contains("Invalid argument"), "{err}");
+    assert!(
+        m.refusals().contains("inventory lists of 5000 slots, over the running server's limit of 4096"),
+        "{}",
+        m.refusals()
+    );
+    assert!(m.ok(&format!("head -1 $MNT/{inv}")).starts_with("List main 32"), "unchanged");
+    // Within the limit: 400 KB of text (800 KB as a request).
+    m.ok(&format!(
+        "python3 -c 'import sys; f = open(sys.argv[1], \"w\"); f.write(\"z\" * 400000); f.close()' $MNT/{sign}"
+    ));
+    assert!(server.meta(SIGN).iter().any(|l| l.starts_with("field 3 2 8 text zzz") && l.len() > 400_000));
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    let took: Vec<&str> = log.lines().filter(|l| l.contains("[worldfs_live] a request of 8")).collect();
+    eprintln!("the sign of 400 KB: {took:?}");
+}

@@ -355,7 +355,7 @@ fn worst_step_between(server: &LiveServer, since: f64, until: f64) -> f64 {
 fn oversized_and_newline_free_requests_are_answered_invalid_without_stalling() {
     require_minetestserver!("oversized_and_newline_free_requests_are_answered_invalid_without_stalling");
     let world = common::demo_world();
-    let server = LiveServer::start(world.path(), "", true);
+    let server = LiveServer::start(world.path(), "worldfs_live.log_ms = 0", true);
     let spool = Spool::new(world.path());
     let (good, back) = good_request(world.path());
     let before = game_state(&server);
@@ -373,8 +373,16 @@ fn oversized_and_newline_free_requests_are_answered_invalid_without_stalling() {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("60 KB without a newline", vec![b'a'; 60_000], "not a worldfs-live 1 request"),
         ("30 MB", vec![b'a'; 30 << 20], "over the limit of 1048576 (worldfs_live.max_request_bytes)"),
-        ("a header and 2 MB without a newline", [b"worldfs-live 1\n".as_slice(), &[b'7'; 2 << 20]].concat(), "over the limit"),
-        ("a header and 900 KB without a newline", [b"worldfs-live 1\n".as_slice(), &[b'7'; 900_000]].concat(), "cut short"),
+        (
+            "a header and 2 MB without a newline",
+            [b"worldfs-live 1\n".as_slice(), &[b'7'; 2 << 20]].concat(),
+            "over the limit",
+        ),
+        (
+            "a header and 900 KB without a newline",
+            [b"worldfs-live 1\n".as_slice(), &[b'7'; 900_000]].concat(),
+            "cut short",
+        ),
         ("nodes in 20 blocks", format!("worldfs-live 1\n{far_nodes}end\n").into_bytes(), "it changes 20 blocks"),
         (
             "an inventory of 5000 slots",
@@ -389,6 +397,24 @@ fn oversized_and_newline_free_requests_are_answered_invalid_without_stalling() {
     assert_eq!(game_state(&server), before, "nothing changed");
     assert_eq!(spool.send(good.as_bytes()), "ok", "the server still applies a good request");
     assert_eq!(spool.send(back.as_bytes()), "ok");
+    // The most a request within the limit holds: a line for every node
+    // of three blocks (param2 changed, so not the whole-block form), about
+    // 1 MB; the mod logs what it took (log_ms = 0).
+    let mut text = request::HEADER.to_string();
+    for x in -1..=1 {
+        let pos = BlockPos::new(x, -1, -1);
+        let old = stored_block(world.path(), pos).expect("a demo block");
+        let mut new = old.clone();
+        new.param2.iter_mut().for_each(|p| *p = 1);
+        request::block_change(&mut text, pos, &old, &new).unwrap();
+    }
+    text.push_str("end\n");
+    assert!(text.len() <= 1 << 20, "{} bytes", text.len());
+    assert_eq!(spool.send(text.as_bytes()), "ok", "a request within the limits");
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    let took: Vec<&str> =
+        log.lines().filter(|l| l.contains("[worldfs_live] a request of ") && l.contains(" 12288 nodes")).collect();
+    eprintln!("{} bytes of node lines: {took:?}", text.len());
     let until = last_window(&server);
     let worst = worst_step_between(&server, since, until);
     eprintln!("the longest server step while the bad requests were answered: {worst:.0} ms");

@@ -155,6 +155,10 @@ impl LiveStore {
             Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
         };
         let mut out = Requests { lines: Vec::new(), before: HashMap::new() };
+        let limits = match server_state(&self.world) {
+            ServerState::Running { limits, .. } => limits,
+            _ => spool::Limits::default(),
+        };
         for c in changes {
             let pos = c.pos();
             if matches!(c, Change::Expect(..)) {
@@ -181,6 +185,9 @@ impl LiveStore {
                 }
                 _ => request::block_delete(&mut text, pos, &old),
             }
+            if let Some(why) = limits.refusal(&format!("block {pos}"), &format!("{}{text}end\n", request::HEADER)) {
+                return Err(StoreError::Refused(why));
+            }
             out.lines.push((pos, text));
         }
         Ok(out)
@@ -197,7 +204,12 @@ impl LiveStore {
         changes: &HashMap<BlockPos, &Change>,
         applied: &mut Vec<BlockPos>,
     ) -> Result<()> {
-        let batches: Vec<_> = batches(blocks).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
+        let max_slots = match server_state(&self.world) {
+            ServerState::Running { limits, .. } => limits.inventory_slots,
+            _ => spool::Limits::default().inventory_slots,
+        };
+        let batches: Vec<_> =
+            batches(blocks, max_slots).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
         let mut sent: std::collections::VecDeque<(&[(BlockPos, String)], spool::Sent)> = Default::default();
         let (mut next, mut done, mut failed) = (0, 0, None);
         while failed.is_none() && (next < batches.len() || !sent.is_empty()) {
@@ -295,16 +307,20 @@ impl LiveStore {
 }
 
 /// Blocks' request lines in batches of about `BATCH_BYTES` (at least one
-/// block each, see `batch_cost`), in order.
-fn batches(blocks: &[(BlockPos, String)]) -> Vec<&[(BlockPos, String)]> {
+/// block each, see `batch_cost`), in order, each setting inventory lists
+/// of at most `max_slots` slots in all unless one block alone does (the
+/// mod's limit: `spool::Limits`).
+fn batches(blocks: &[(BlockPos, String)], max_slots: usize) -> Vec<&[(BlockPos, String)]> {
     let mut out = Vec::new();
-    let (mut start, mut cost) = (0, 0);
+    let (mut start, mut cost, mut slots) = (0, 0, 0);
     for (i, (_, text)) in blocks.iter().enumerate() {
-        if i > start && cost + batch_cost(text) > BATCH_BYTES {
+        let more = request::inventory_slots(text);
+        if i > start && (cost + batch_cost(text) > BATCH_BYTES || slots + more > max_slots) {
             out.push(&blocks[start..i]);
-            (start, cost) = (i, 0);
+            (start, cost, slots) = (i, 0, 0);
         }
         cost += batch_cost(text);
+        slots += more;
     }
     if start < blocks.len() {
         out.push(&blocks[start..]);
@@ -399,19 +415,23 @@ mod tests {
         let small = |x: i16| (BlockPos::new(x, 0, 0), format!("node {x} 0 0 61 0 0 62 0 0\n"));
         let whole = |x: i16| (BlockPos::new(x, 0, 0), format!("{}{x} 0 0\nbold 1\nbnew 2\n", request::WHOLE_BLOCK));
         let blocks = vec![small(0), small(1), whole(2), whole(3), small(4), small(5)];
-        let sizes: Vec<usize> = batches(&blocks).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&blocks, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 2]);
         let wholes: Vec<_> = (0..6).map(whole).collect();
-        let sizes: Vec<usize> = batches(&wholes).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&wholes, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 2], "whole blocks too");
         let big = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES + 1));
-        let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)]).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [1, 1, 1], "a block over a batch alone");
         let smalls: Vec<_> = (0..9).map(small).collect();
-        let sizes: Vec<usize> = batches(&smalls).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&smalls, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 4, 1], "at most four blocks a batch");
         let half = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES / 2));
-        let sizes: Vec<usize> = batches(&[half(8), small(0), half(9)]).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&[half(8), small(0), half(9)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [2, 1], "node lines count by their bytes");
+        let chest = |x: i16| (BlockPos::new(x, 0, 0), format!("meta {x} 0 0\nnew list 6d61696e 3000 0\nendmeta\n"));
+        let sizes: Vec<usize> =
+            batches(&[chest(0), chest(1), small(2), chest(3)], 4096).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [1, 2, 1], "inventory slots within the mod's limit a batch");
     }
 }

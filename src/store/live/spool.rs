@@ -35,9 +35,48 @@ pub enum ServerState {
     Stopped,
     /// The heartbeat is this old: the server is stopped (killed) or hung.
     Silent(Duration),
-    /// Running the mod: its engine version, map save interval, and which
-    /// run of the server this is (new at every start).
-    Running { version: String, save_interval: f64, run: String },
+    /// Running the mod: its engine version, map save interval, which run
+    /// of the server this is (new at every start), and how big a request
+    /// it takes.
+    Running { version: String, save_interval: f64, run: String, limits: Limits },
+}
+
+/// How big a request the mod takes (its settings, published in
+/// server.json): a request within them is applied well inside a server
+/// step. The defaults are the mod's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// `worldfs_live.max_request_bytes`.
+    pub request_bytes: usize,
+    /// `worldfs_live.max_inventory_slots`: the slots of the new inventory
+    /// lists of one request in all.
+    pub inventory_slots: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { request_bytes: 1 << 20, inventory_slots: 4096 }
+    }
+}
+
+impl Limits {
+    /// Why `text` is too big a request for the server (None: it is not);
+    /// `what` names the change ("block 1,2,3").
+    pub fn refusal(&self, what: &str, text: &str) -> Option<String> {
+        let (bytes, slots) = (text.len(), super::request::inventory_slots(text));
+        let (size, limit, setting) = if bytes > self.request_bytes {
+            (format!("{bytes} bytes as a request to the server"), self.request_bytes, "max_request_bytes")
+        } else if slots > self.inventory_slots {
+            (format!("inventory lists of {slots} slots"), self.inventory_slots, "max_inventory_slots")
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{what}: the change is {size}, over the running server's limit of {limit} (worldfs_live.{setting} \
+             in its minetest.conf): the server applies a change in one step, and this one would stall it; \
+             nothing written. Make the change in smaller parts, raise the limit, or stop the server to make it"
+        ))
+    }
 }
 
 impl ServerState {
@@ -68,6 +107,11 @@ struct Heartbeat {
     /// New at every server start (older mods wrote none).
     #[serde(default)]
     run: String,
+    /// The mod's limits (older mods wrote none: the defaults).
+    #[serde(default)]
+    max_request_bytes: Option<f64>,
+    #[serde(default)]
+    max_inventory_slots: Option<f64>,
 }
 
 /// What the heartbeat file of the world at `world` says now.
@@ -81,7 +125,12 @@ pub fn server_state(world: &Path) -> ServerState {
         Ok(h) if h.stopped => ServerState::Stopped,
         Ok(_) if age > FRESH => ServerState::Silent(age),
         Ok(h) if h.protocol == 1.0 => {
-            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run }
+            let d = Limits::default();
+            let limits = Limits {
+                request_bytes: h.max_request_bytes.map_or(d.request_bytes, |n| n as usize),
+                inventory_slots: h.max_inventory_slots.map_or(d.inventory_slots, |n| n as usize),
+            };
+            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run, limits }
         }
         // Another protocol, or a file cut short: not a server we can talk to.
         _ => ServerState::Absent,
@@ -177,9 +226,12 @@ impl Spool {
     /// as many as fit in a step.
     pub fn submit(&self, text: &str) -> Result<Sent> {
         let state = server_state(&self.world);
-        let ServerState::Running { run, .. } = state else {
+        let ServerState::Running { run, limits, .. } = state else {
             return Err(StoreError::Unreachable(format!("{}; nothing written", state.why_not())));
         };
+        if let Some(why) = limits.refusal("the change", text) {
+            return Err(StoreError::Refused(why));
+        }
         let id = self.next_id();
         let request = self.requests().join(format!("{id}.req"));
         let tmp = self.requests().join(format!(".{id}.tmp"));
@@ -302,7 +354,12 @@ mod tests {
         beat(d.path(), RUNNING);
         assert_eq!(
             server_state(d.path()),
-            ServerState::Running { version: "5.6.1".into(), save_interval: 5.3, run: "1795732290-42".into() }
+            ServerState::Running {
+                version: "5.6.1".into(),
+                save_interval: 5.3,
+                run: "1795732290-42".into(),
+                limits: Limits::default()
+            }
         );
         beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);
         assert_eq!(server_state(d.path()), ServerState::Absent, "another protocol");
