@@ -465,6 +465,15 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
         )) && refusals.contains("node 53,-40,53 is now default:dirt"),
         "{refusals}"
     );
+    // mv, finding find/NEW made by the changed blocks, tried to move OLD
+    // into it at once: the error it prints names find/NEW/OLD, and
+    // write-errors says what that is and what to do.
+    eprintln!("mv said: {err}");
+    assert!(
+        refusals.contains("the same command again changes the rest")
+            && refusals.contains("cannot move find/OLD to find/NEW/OLD; that is this same refusal"),
+        "{refusals}"
+    );
     assert!(server.node([-40, -40, -40]).starts_with("default:desert_stone "), "an earlier batch stays applied");
     assert!(server.node([53, -41, 53]).starts_with("default:stone "), "the refused block is as it was");
     assert!(server.node([40, -40, 56]).starts_with("default:stone "), "so is the other block of its batch");
@@ -550,4 +559,29 @@ fn a_change_too_big_for_a_server_step_is_refused_with_the_limit() {
     let log = std::fs::read_to_string(&server.log).unwrap();
     let took: Vec<&str> = log.lines().filter(|l| l.contains("[worldfs_live] a request of 8")).collect();
     eprintln!("the sign of 400 KB: {took:?}");
+}
+
+/// What a live rmdir leaves: the block is gone from the game and the
+/// database at once and stays gone after a clean shutdown while nothing
+/// loads its area; a mod that loads the area afterwards without
+/// generating it (`core.load_area`, as the probe's "node" does) makes a
+/// blank block of `ignore` nodes, which the server saves: the engine's
+/// doing, which docs/layout.md describes ("Live mounts").
+#[test]
+fn a_live_rmdir_leaves_what_the_game_loads_there_next() {
+    require_fuse!("a_live_rmdir_leaves_what_the_game_loads_there_next");
+    require_minetestserver!("a_live_rmdir_leaves_what_the_game_loads_there_next");
+    let (world, mut server, m) = live::demo("");
+    m.ok("rmdir $MNT/blocks/1,0,1 $MNT/blocks/-1,0,-1");
+    for p in ["20 5 20", "-10 5 -10"] {
+        let peek = server.ask(&[format!("peek {p}")], Duration::from_secs(10));
+        assert_eq!(peek, [format!("peek {p} none")], "deleted in the game");
+    }
+    // Loading the area of one of them again, as a mod may.
+    assert_eq!(server.node([20, 5, 20]), "ignore 0 0");
+    m.unmount();
+    assert!(server.stop().success());
+    assert!(stored_block(world.path(), BlockPos::new(-1, 0, -1)).is_none(), "nothing loaded it: it stays deleted");
+    let blank = stored_block(world.path(), BlockPos::new(1, 0, 1)).expect("the server saved the block it loaded");
+    assert!(blank.mapping.iter().all(|e| e.name == b"ignore"), "{:?}", blank.mapping);
 }

@@ -422,3 +422,43 @@ fn oversized_and_newline_free_requests_are_answered_invalid_without_stalling() {
     let left: Vec<_> = std::fs::read_dir(world.path().join("worldfs-live/requests")).unwrap().collect();
     assert!(left.is_empty(), "every request was taken: {left:?}");
 }
+
+/// What no live mount leaves in the spool is removed by the mod, never
+/// applied: a reply and a request whose ID time lies an hour ahead, a
+/// request and a reply whose names are no mount's IDs, and directories
+/// named like requests (once kept forever: their time never passed, or
+/// the mod never listed them).
+#[test]
+fn foreign_and_future_files_in_the_spool_are_removed_unapplied() {
+    require_minetestserver!("foreign_and_future_files_in_the_spool_are_removed_unapplied");
+    let world = common::demo_world();
+    let server = LiveServer::start(world.path(), "", true);
+    let dir = world.path().join("worldfs-live");
+    let (good, _) = good_request(world.path());
+    let ahead =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() + 3600 * 1_000_000_000;
+    let future = format!("{ahead:020}-spooltest-1");
+    let before = game_state(&server);
+    std::fs::write(dir.join("replies").join(&future), "ok\n").unwrap();
+    std::fs::write(dir.join("replies").join("junk"), "ok\n").unwrap();
+    std::fs::create_dir_all(dir.join("replies/adir/inner")).unwrap();
+    std::fs::create_dir_all(dir.join("requests/x.req/inner")).unwrap();
+    std::fs::write(dir.join("requests/x.req/inner/f"), "x").unwrap();
+    for name in [format!("{future}.req"), "notanid.req".to_string()] {
+        let tmp = dir.join("requests").join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, &good).unwrap();
+        std::fs::rename(&tmp, dir.join("requests").join(name)).unwrap();
+    }
+    let start = Instant::now();
+    let listing = |d: &str| -> Vec<String> {
+        std::fs::read_dir(dir.join(d)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    };
+    while !(listing("requests").is_empty() && listing("replies").is_empty()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "left: {:?} {:?}", listing("requests"), listing("replies"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(game_state(&server), before, "neither request was applied");
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(log.contains("removed the directory x.req"), "{log}");
+    assert!(log.contains(&format!("request {future} expired")), "{log}");
+}

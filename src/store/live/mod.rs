@@ -334,7 +334,10 @@ fn partly_applied(e: StoreError, done: usize, total: usize) -> StoreError {
     let say = |m: String| {
         format!(
             "the change went to the server in batches: {done} of {total} blocks were changed, then a batch \
-             was not ({m}); those {done} blocks stay changed, the other {} are as they were",
+             was not ({m}); those {done} blocks stay changed, the other {} are as they were. Once the cause \
+             is dealt with, the same command again changes the rest (a `mv` in find/ then sees find/NEW, \
+             which the changed blocks made, and moves find/OLD into it: `mv` may already have tried that \
+             and said it cannot move find/OLD to find/NEW/OLD; that is this same refusal)",
             total - done
         )
     };
