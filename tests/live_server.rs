@@ -585,3 +585,95 @@ fn a_live_rmdir_leaves_what_the_game_loads_there_next() {
     let blank = stored_block(world.path(), BlockPos::new(1, 0, 1)).expect("the server saved the block it loaded");
     assert!(blank.mapping.iter().all(|e| e.name == b"ignore"), "{:?}", blank.mapping);
 }
+
+/// A mount made while the server was down writes the map itself; a server
+/// starting meanwhile must not save its copy of a block over a write the
+/// mount acknowledged. A writer loops on a node of block 0,0,0 while the
+/// server (with worldfs_live, and a mod that loads that block at its
+/// first step and changes another node of it every step, as a player
+/// would) starts, runs and stops cleanly, four times; after each stop the
+/// database holds the last write that was acknowledged.
+#[test]
+fn a_starting_server_never_overwrites_an_acknowledged_direct_write() {
+    require_fuse!("a_starting_server_never_overwrites_an_acknowledged_direct_write");
+    require_minetestserver!("a_starting_server_never_overwrites_an_acknowledged_direct_write");
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    let world = common::demo_world();
+    let touch = world.path().join("worldmods/worldfs_touch");
+    std::fs::create_dir_all(&touch).unwrap();
+    std::fs::write(touch.join("mod.conf"), "name = worldfs_touch\n").unwrap();
+    std::fs::write(
+        touch.join("init.lua"),
+        "core.register_globalstep(function()\n  local p = {x = 7, y = 3, z = 5}\n  core.load_area(p)\n  \
+         local n = core.get_node(p)\n  core.swap_node(p, {name = \"default:stone\", param2 = (n.param2 + 1) % 4})\nend)\n",
+    )
+    .unwrap();
+    let (code, out, err) = worldfs(&["live".as_ref(), "install".as_ref(), world.path().as_os_str()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let m = Mounted::new(world.path(), &[]);
+    assert!(!m.log_text().contains("changes go through the server"), "a direct mount: {}", m.log_text());
+    let node = m.path("node/5,3,5");
+    let (acked, pause, idle, stop) = (
+        Arc::new(AtomicU32::new(u32::MAX)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let writer = {
+        let (acked, pause, idle, stop) = (acked.clone(), pause.clone(), idle.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut n, mut refused) = (0u32, 0u32);
+            while !stop.load(Ordering::SeqCst) {
+                if pause.load(Ordering::SeqCst) {
+                    idle.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                idle.store(false, Ordering::SeqCst);
+                n += 1;
+                let Ok(mut f) = std::fs::OpenOptions::new().write(true).truncate(true).open(&node) else { continue };
+                let wrote = f.write_all(format!("default:stone 0 {}\n", n % 256).as_bytes()).is_ok();
+                // SAFETY: the descriptor is ours, closed once, here.
+                let closed = unsafe { libc::close(f.into_raw_fd()) } == 0;
+                if wrote && closed {
+                    acked.store(n % 256, Ordering::SeqCst);
+                } else {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            refused
+        })
+    };
+    for cycle in 0..4 {
+        pause.store(false, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        let mut server = LiveServer::start(world.path(), "", true);
+        // The mod touched block 0,0,0 for a while; then the writer stops
+        // and the server saves everything at its clean shutdown.
+        std::thread::sleep(Duration::from_millis(1500));
+        pause.store(true, Ordering::SeqCst);
+        while !idle.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(server.stop().success());
+        let last = acked.load(Ordering::SeqCst);
+        assert_ne!(last, u32::MAX, "no write was acknowledged");
+        let b = stored_block(world.path(), BlockPos::new(0, 0, 0)).unwrap();
+        let i = worldfs::codec::block::node_index(5, 3, 5);
+        assert_eq!(
+            (stored_name(&b, [5, 3, 5]), u32::from(b.param2[i])),
+            ("default:stone".to_string(), last),
+            "cycle {cycle}: the database lost the last acknowledged write"
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    let refused = writer.join().unwrap();
+    eprintln!("{refused} writes were refused while a server ran");
+    assert!(refused > 0, "the writer ran while the servers did");
+    let log = m.log_text();
+    assert!(log.contains("started on this world after this mount was made"), "the gate refused writes:\n{log}");
+}

@@ -9,6 +9,8 @@
 --                   "save_interval":...,"run":...}; "stopped":true at
 --                   shutdown). "run" is new at every server start: a
 --                   change applied in an earlier run and not saved is gone.
+--                   Written first while the mods load ("starting":true),
+--                   before the server reads any block.
 --   requests/ID.req a change, written by the mount (temporary file, then
 --                   renamed). Taken by removing it: a request the mount
 --                   withdrew (it removed it first) is never applied. ID
@@ -923,7 +925,7 @@ end
 
 local last_beat = 0
 
-local function heartbeat(stopped)
+local function heartbeat(stopped, starting)
   last_beat = core.get_us_time()
   local save = tonumber(core.settings:get("server_map_save_interval")) or 5.3
   core.safe_file_write(dir .. "/server.json", core.write_json({
@@ -933,6 +935,7 @@ local function heartbeat(stopped)
     save_interval = save,
     run = RUN,
     stopped = stopped,
+    starting = starting,
     max_request_bytes = MAX_BYTES,
     max_inventory_slots = MAX_SLOTS,
   }))
@@ -1072,6 +1075,10 @@ local function log_steps()
 end
 
 clean_spool()
+-- The server loads mods before it reads any block: from here on, a mount
+-- writing the map itself refuses its writes (the server would save its
+-- copy of a block over them), and a new mount goes through the server.
+heartbeat(false, true)
 
 -- The map saves, as the server times them (its save timer adds each
 -- step's dtime after the mods' globalsteps and saves when it reaches

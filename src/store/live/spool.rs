@@ -17,6 +17,11 @@ pub const DIR: &str = "worldfs-live";
 /// mod rewrites it every 0.5 s; a loaded machine may delay a step).
 pub const FRESH: Duration = Duration::from_secs(3);
 
+/// A heartbeat written while the server starts (its mods load, before it
+/// steps or reads a block) counts as running for this long: a start can
+/// take a while before the first step refreshes it.
+pub const STARTING: Duration = Duration::from_secs(60);
+
 /// How long a change waits for the server to take it; then it is withdrawn
 /// and nothing is changed.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -107,6 +112,9 @@ struct Heartbeat {
     /// New at every server start (older mods wrote none).
     #[serde(default)]
     run: String,
+    /// Written while the server starts, before its first step.
+    #[serde(default)]
+    starting: bool,
     /// The mod's limits (older mods wrote none: the defaults).
     #[serde(default)]
     max_request_bytes: Option<f64>,
@@ -123,7 +131,7 @@ pub fn server_state(world: &Path) -> ServerState {
     let age = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
     match serde_json::from_slice::<Heartbeat>(&text) {
         Ok(h) if h.stopped => ServerState::Stopped,
-        Ok(_) if age > FRESH => ServerState::Silent(age),
+        Ok(h) if age > FRESH && !(h.starting && age < STARTING) => ServerState::Silent(age),
         Ok(h) if h.protocol == 1.0 => {
             let d = Limits::default();
             let limits = Limits {
