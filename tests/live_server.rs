@@ -677,3 +677,91 @@ fn a_starting_server_never_overwrites_an_acknowledged_direct_write() {
     let log = m.log_text();
     assert!(log.contains("started on this world after this mount was made"), "the gate refused writes:\n{log}");
 }
+
+/// The blocks of `world`'s SQLite map that hold `name`.
+fn blocks_holding(world: &std::path::Path, name: &str) -> std::collections::BTreeSet<BlockPos> {
+    let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
+    let mut out = std::collections::BTreeSet::new();
+    for (pos, blob) in store.scan_after(None, 100_000).unwrap() {
+        let b = Block::decode(&blob).unwrap();
+        if b.mapping.iter().any(|e| e.name == name.as_bytes() && b.param0.contains(&e.id)) {
+            out.insert(pos);
+        }
+    }
+    out
+}
+
+/// SIGKILL of the server in the middle of a world-wide rename, half a
+/// map save interval after a save: the server had applied more blocks
+/// than its saves wrote. What `write-errors` says was changed, what the
+/// journal holds of the rename and what the database holds agree block by
+/// block (the mod says which requests its saves wrote; the rest the
+/// killed server lost), and after a restart `worldfs undo --last 1`
+/// through the server puts back exactly those blocks.
+#[test]
+fn a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds() {
+    require_fuse!("a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds");
+    require_minetestserver!("a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds");
+    let world = common::demo_world();
+    let w = world.path();
+    let mut blocks = add_stone_blocks(w, 12);
+    blocks.extend(worldfs::demo::demo_positions().into_iter().filter(|p| p.y < 0));
+    let conf = "server_map_save_interval = 1\nworldfs_live.blocks_per_save = 8\nworldfs_live.blocks_per_save_min = 8\n\
+                worldfs_live.blocks_per_save_max = 16";
+    let (mut server, m) = live::start(w, conf);
+    let mv = spawn_sh(&m, "mv $MNT/find/default:stone $MNT/find/default:desert_stone");
+    // A save that wrote renamed blocks, after some were saved already.
+    let start = std::time::Instant::now();
+    let mut seen = blocks_holding(w, "default:desert_stone").len();
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(90), "the rename was not saved: {seen} blocks");
+        std::thread::sleep(Duration::from_millis(20));
+        let now = blocks_holding(w, "default:desert_stone").len();
+        if now != seen && seen >= 16 {
+            break;
+        }
+        seen = now;
+    }
+    std::thread::sleep(Duration::from_millis(450));
+    server.kill9();
+    assert!(!w.join("map.sqlite-journal").exists(), "the kill came inside a save; the test means to miss them");
+    let out = mv.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("Input/output error"), "{err}");
+    let refusals = m.refusals();
+    eprintln!("{refusals}");
+    let told: usize = refusals
+        .split("the change went to the server in batches: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("write-errors says how far it got: {refusals}"));
+    let saved = blocks_holding(w, "default:desert_stone");
+    let stone = blocks_holding(w, "default:stone");
+    let both: Vec<_> = saved.intersection(&stone).collect();
+    assert!(both.is_empty(), "half renamed blocks: {both:?}");
+    assert_eq!(told, saved.len(), "write-errors says {told} blocks were changed; the database holds {saved:?}");
+    let journal = worldfs::store::journal::Journal::open(&worldfs::world::World::open(w).unwrap().journal_path())
+        .unwrap()
+        .expect("a journal");
+    let last = journal.changes(None, Some(1)).unwrap();
+    assert!(last[0].what.contains("default:desert_stone"), "{:?}", last[0]);
+    let journaled: std::collections::BTreeSet<BlockPos> =
+        journal.blocks(last[0].id).unwrap().iter().map(|b| b.pos).collect();
+    assert_eq!(journaled, saved, "the journal holds the blocks the database holds");
+    assert_eq!(last[0].blocks as usize, saved.len());
+    drop(journal);
+    m.unmount();
+
+    let (mut server, m) = live::start(w, "");
+    let (code, out, err) = worldfs(&["undo".as_ref(), w.as_os_str(), "--last".as_ref(), "1".as_ref()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("{} block(s) and 0 record(s) to restore through the running server", saved.len())),
+        "{out}"
+    );
+    m.unmount();
+    assert!(server.stop().success());
+    assert!(blocks_holding(w, "default:desert_stone").is_empty(), "undo put every saved block back");
+    let stone = blocks_holding(w, "default:stone");
+    assert!(blocks.iter().all(|p| stone.contains(p)), "every block holds its stone again");
+}

@@ -83,6 +83,7 @@ local EXPIRE = 10
 -- next map save, which took 0.1 to 2 ms a block depending on the load (a
 -- world-wide rename changed 400 blocks a save: steps of 0.1 to 1.3 s).
 local pace = dofile(core.get_modpath(core.get_current_modname()) .. "/pace.lua")
+local saves = dofile(core.get_modpath(core.get_current_modname()) .. "/saves.lua")
 local BUDGET = (tonumber(core.settings:get("worldfs_live.step_budget_ms")) or 20) / 1000
 local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
 local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
@@ -96,6 +97,12 @@ local SAVE_INTERVAL = tonumber(core.settings:get("server_map_save_interval")) or
 -- unload, 29 s after their last use, a batch every 2.92 s, before the
 -- save comes).
 local PACE_INTERVAL = math.min(SAVE_INTERVAL, 5.3)
+-- Requests applied in this run, numbered from 1 (each "ok" reply says its
+-- number), and which of them the map saves have written (saves.lua):
+-- server.json says so ("saved"), so a mount counts a change as kept only
+-- once it is in the database.
+local applied_seq = 0
+local followed = saves.new(SAVE_INTERVAL)
 local STEP_LINES = 240
 local HOLD = 10
 -- Requests that take longer than this (ms) are logged with their parse,
@@ -908,12 +915,14 @@ local function handle(text)
     fail("failed", tostring(type(err) == "table" and err.msg or err))
   end
   note_changed(req)
+  applied_seq = applied_seq + 1
   local t3 = core.get_us_time()
   if t3 - t0 >= LOG_MS * 1000 then
     core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes, %d whole blocks took %.1f ms "
       .. "(parse %.1f, check %.1f, apply %.1f)", #text, #req.nodes, #req.blocks, (t3 - t0) / 1000, (t1 - t0) / 1000,
       (t2 - t1) / 1000, (t3 - t2) / 1000))
   end
+  return "ok " .. applied_seq
 end
 
 local function answer(id, text)
@@ -936,6 +945,7 @@ local function heartbeat(stopped, starting)
     run = RUN,
     stopped = stopped,
     starting = starting,
+    saved = followed.saved,
     max_request_bytes = MAX_BYTES,
     max_inventory_slots = MAX_SLOTS,
   }))
@@ -985,7 +995,7 @@ local function serve_one(name)
   -- Taken by removing it; a request the mount withdrew is gone.
   if (text or too_big) and os.remove(path) then
     local reply = text and answer(id, text) or too_big .. "\n"
-    if reply ~= "ok\n" and reply ~= "offline\n" then
+    if not reply:match("^ok[ \n]") and reply ~= "offline\n" then
       core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply)
     end
     core.safe_file_write(replies .. "/" .. id, reply)
@@ -1075,6 +1085,22 @@ local function log_steps()
 end
 
 clean_spool()
+-- The last heartbeat of the run before this one, kept as runs/RUN.json
+-- (the 16 newest runs): what its saves wrote ("saved"), for a mount that
+-- learns only now that it ended.
+local function keep_last_run()
+  local f = io.open(dir .. "/server.json", "rb")
+  local text = f and f:read(65536)
+  if f then f:close() end
+  local ok, last = pcall(core.parse_json, text or "")
+  if not ok or type(last) ~= "table" or type(last.run) ~= "string" or not last.run:match("^[%w%-]+$") then return end
+  core.mkdir(dir .. "/runs")
+  core.safe_file_write(dir .. "/runs/" .. last.run .. ".json", text)
+  local runs = core.get_dir_list(dir .. "/runs", false) or {}
+  table.sort(runs)
+  for i = 1, #runs - 16 do os.remove(dir .. "/runs/" .. runs[i]) end
+end
+keep_last_run()
 -- The server loads mods before it reads any block: from here on, a mount
 -- writing the map itself refuses its writes (the server would save its
 -- copy of a block over them), and a new mount goes through the server.
@@ -1084,9 +1110,11 @@ heartbeat(false, true)
 -- step's dtime after the mods' globalsteps and saves when it reaches
 -- SAVE_INTERVAL), and the start of the last step, for the length of the
 -- step that saved: the pace follows it (pace.lua).
-local save_timer, saved, step_start = 0, false, nil
+local step_start = nil
 
+-- Whether the step before saved.
 local function follow_saves(dtime, now)
+  local saved = saves.step(followed, dtime)
   if saved and step_start then
     local before = paced.blocks
     seen.save_ms = (now - step_start) / 1000
@@ -1100,15 +1128,14 @@ local function follow_saves(dtime, now)
     seen = {changed = 0, held = false, late = false}
   end
   step_start = now
-  save_timer = save_timer + dtime
-  saved = save_timer >= SAVE_INTERVAL
-  if saved then save_timer = 0 end
+  return saved
 end
 
 local since = HEARTBEAT
 core.register_globalstep(function(dtime)
-  follow_saves(dtime, core.get_us_time())
+  local saved = follow_saves(dtime, core.get_us_time())
   since = since + dtime
+  if saved and not (since >= HEARTBEAT) then heartbeat(false) end
   if since >= HEARTBEAT then
     since = 0
     heartbeat(false)
@@ -1119,6 +1146,7 @@ core.register_globalstep(function(dtime)
   window.served = window.served + serve_requests(dtime)
   window.work = math.max(window.work, core.get_us_time() - start)
   window.dtime = math.max(window.dtime, dtime)
+  saves.applied(followed, applied_seq)
 end)
 
 core.register_on_shutdown(function()

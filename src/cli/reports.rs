@@ -134,6 +134,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let minecraft = crate::kinds::minecraft::is_java_world(world);
     let mc_records = crate::kinds::minecraft::undo::Records::new(world);
     let w = if minecraft { None } else { Some(crate::world::World::open(world)?) };
+    if let Some(w) = &w {
+        super::live::settle_journal(w);
+    }
     let journal = match &w {
         Some(w) => open_journal(w)?,
         None => mc_records

@@ -101,20 +101,25 @@ impl ServerState {
     }
 }
 
+/// The mod's server.json (or a run's last one, kept in `runs/`).
 #[derive(serde::Deserialize)]
-struct Heartbeat {
+pub(super) struct Heartbeat {
     /// A number (Lua's JSON writer writes 1 as 1.0).
     protocol: f64,
     version: String,
     save_interval: f64,
     #[serde(default)]
-    stopped: bool,
+    pub(super) stopped: bool,
     /// New at every server start (older mods wrote none).
     #[serde(default)]
-    run: String,
+    pub(super) run: String,
     /// Written while the server starts, before its first step.
     #[serde(default)]
-    starting: bool,
+    pub(super) starting: bool,
+    /// The number of the last request the run's map saves wrote (older
+    /// mods wrote none).
+    #[serde(default)]
+    pub(super) saved: Option<f64>,
     /// The mod's limits (older mods wrote none: the defaults).
     #[serde(default)]
     max_request_bytes: Option<f64>,
@@ -122,16 +127,28 @@ struct Heartbeat {
     max_inventory_slots: Option<f64>,
 }
 
-/// What the heartbeat file of the world at `world` says now.
-pub fn server_state(world: &Path) -> ServerState {
-    let path = world.join(DIR).join("server.json");
-    let (Ok(text), Ok(meta)) = (std::fs::read(&path), std::fs::metadata(&path)) else {
-        return ServerState::Absent;
+/// A heartbeat file and how old it is.
+pub(super) fn read_heartbeat(path: &Path) -> Option<(std::result::Result<Heartbeat, ()>, Duration)> {
+    let (Ok(text), Ok(meta)) = (std::fs::read(path), std::fs::metadata(path)) else {
+        return None;
     };
     let age = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
-    match serde_json::from_slice::<Heartbeat>(&text) {
+    Some((serde_json::from_slice::<Heartbeat>(&text).map_err(|_| ()), age))
+}
+
+/// Whether a heartbeat this old says its server runs (see `STARTING`).
+pub(super) fn fresh(h: &Heartbeat, age: Duration) -> bool {
+    age <= FRESH || (h.starting && age < STARTING)
+}
+
+/// What the heartbeat file of the world at `world` says now.
+pub fn server_state(world: &Path) -> ServerState {
+    let Some((heartbeat, age)) = read_heartbeat(&world.join(DIR).join("server.json")) else {
+        return ServerState::Absent;
+    };
+    match heartbeat {
         Ok(h) if h.stopped => ServerState::Stopped,
-        Ok(h) if age > FRESH && !(h.starting && age < STARTING) => ServerState::Silent(age),
+        Ok(h) if !fresh(&h, age) => ServerState::Silent(age),
         Ok(h) if h.protocol == 1.0 => {
             let d = Limits::default();
             let limits = Limits {
@@ -172,6 +189,15 @@ pub fn check_spool(world: &Path) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A request the server applied: the run that applied it, and its number
+/// in that run (None from a mod that numbers none), which `settle` matches
+/// with the run's map saves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    pub run: String,
+    pub seq: Option<u64>,
 }
 
 /// A request handed to the server, its answer not read yet.
@@ -221,10 +247,10 @@ impl Spool {
     }
 
     /// Hand `text` to the server and wait for its answer: Ok (with the run
-    /// of the server, see `ServerState::Running`) when it applied the
-    /// change; an error when it refused it, or when it did not take it in
-    /// time (then it is withdrawn: nothing changed).
-    pub fn send(&self, text: &str) -> Result<String> {
+    /// of the server and the request's number) when it applied the change;
+    /// an error when it refused it, or when it did not take it in time
+    /// (then it is withdrawn: nothing changed).
+    pub fn send(&self, text: &str) -> Result<Applied> {
         let sent = self.submit(text)?;
         self.wait(&sent)
     }
@@ -250,12 +276,13 @@ impl Spool {
         Ok(Sent { request, reply, run })
     }
 
-    /// The answer to a submitted request: Ok (with the server's run) when
-    /// it was applied; withdrawn (nothing changed) when it was not taken in
-    /// time.
-    pub fn wait(&self, sent: &Sent) -> Result<String> {
-        self.wait_answer(sent)?;
-        Ok(sent.run.clone())
+    /// The answer to a submitted request: Ok (with the server's run and
+    /// the request's number, "ok N") when it was applied; withdrawn
+    /// (nothing changed) when it was not taken in time.
+    pub fn wait(&self, sent: &Sent) -> Result<Applied> {
+        let reply = self.wait_answer(sent)?;
+        let seq = reply.strip_prefix("ok ").and_then(|n| n.trim().parse().ok());
+        Ok(Applied { run: sent.run.clone(), seq })
     }
 
     /// The server's answer to a submitted request when it is not a
@@ -279,12 +306,12 @@ impl Spool {
         self.wait_answer(&sent)
     }
 
-    /// Take back a submitted request nobody will wait for: true when it
+    /// Take back a submitted request nobody will wait for: None when it
     /// was withdrawn before the server took it; else the server's answer.
-    pub fn cancel(&self, sent: &Sent) -> Result<bool> {
+    pub fn cancel(&self, sent: &Sent) -> Result<Option<Applied>> {
         match std::fs::remove_file(&sent.request) {
-            Ok(()) => Ok(true),
-            Err(_) => self.wait(sent).map(|_| false),
+            Ok(()) => Ok(None),
+            Err(_) => self.wait(sent).map(Some),
         }
     }
 
