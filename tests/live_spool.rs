@@ -55,7 +55,12 @@ impl Spool {
         loop {
             if let Ok(r) = std::fs::read_to_string(&reply) {
                 std::fs::remove_file(&reply).unwrap();
-                return r.lines().next().unwrap_or_default().to_string();
+                let first = r.lines().next().unwrap_or_default();
+                // "ok N": the request's number in this server run.
+                if first.strip_prefix("ok ").is_some_and(|n| n.parse::<u64>().is_ok()) {
+                    return "ok".into();
+                }
+                return first.to_string();
             }
             let shown = String::from_utf8_lossy(&text[..text.len().min(300)]);
             assert!(start.elapsed() < Duration::from_secs(10), "no reply to {shown:?} ({} bytes)", text.len());

@@ -899,6 +899,8 @@ local function handle(text)
   for _, name in ipairs(req.releases) do holds[name] = nil end
   for _, c in ipairs(req.privs) do privs_changed(c) end
   if req.players[1] then return handle_player(req.players[1]) end
+  -- Neither changes the map: no number (see applied_seq).
+  if #req.releases + #req.privs > 0 then return end
   local t1 = core.get_us_time()
   -- The manips the checks read, by the request's entries, for its apply:
   -- they go with this call.

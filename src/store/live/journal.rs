@@ -73,54 +73,58 @@ pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied], unsaved: &[U
     tx.commit().map_err(backend)
 }
 
-/// Settle the journal's live blocks not known to be saved (`settle.rs`):
-/// those now in the database stay, those a killed run lost are taken out
-/// (an entry left without blocks goes too, and what it reverted is no
-/// longer marked so), the others wait. `world`: the world's directory (the
-/// mod's heartbeat), `db` its map, `map` the map's file (`run_fate`).
-/// Gives how many blocks were taken out.
-pub fn settle(path: &Path, world: &Path, db: &dyn MapStore, map: Option<&Path>) -> Result<usize> {
-    use super::settle::{Fate, fate, run_fate};
+/// A journaled block not known to be saved: its entry, position, run,
+/// request number, and the bytes the change wrote (None: deleted).
+pub type PendingRow = (i64, BlockPos, String, u64, Option<Vec<u8>>);
+
+/// The journal's blocks not known to be saved (`settle.rs`).
+pub fn pending(path: &Path) -> Result<Vec<PendingRow>> {
     if !path.is_file() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
-    let mut conn = attached(path)?;
+    let conn = attached(path)?;
     conn.execute_batch(CREATE).map_err(backend)?;
-    let rows: Vec<(i64, i64, i64, i64, String, i64, Option<Vec<u8>>)> = {
-        let mut stmt = conn
-            .prepare(
-                "SELECT p.change, p.x, p.y, p.z, p.run, p.seq, a.after FROM journal.live_pending p \
-                 LEFT JOIN journal.live_after a ON a.change = p.change AND a.x = p.x AND a.y = p.y AND a.z = p.z",
-            )
-            .map_err(backend)?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
-            .map_err(backend)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(backend)?
-    };
-    if rows.is_empty() {
-        return Ok(0);
-    }
-    let mut runs = std::collections::HashMap::new();
-    let mut decided = Vec::new();
-    for (change, x, y, z, run, seq, after) in rows {
-        let (Ok(bx), Ok(by), Ok(bz)) = (i16::try_from(x), i16::try_from(y), i16::try_from(z)) else { continue };
-        let r = runs.entry(run.clone()).or_insert_with(|| run_fate(world, &run, map));
-        match fate(r, Some(seq as u64), db, BlockPos::new(bx, by, bz), after.as_deref()) {
-            Fate::Pending => {}
-            f => decided.push((change, x, y, z, f == Fate::Lost)),
+    let mut stmt = conn
+        .prepare(
+            "SELECT p.change, p.x, p.y, p.z, p.run, p.seq, a.after FROM journal.live_pending p \
+             LEFT JOIN journal.live_after a ON a.change = p.change AND a.x = p.x AND a.y = p.y AND a.z = p.z",
+        )
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map([], |r| {
+            let (x, y, z): (i64, i64, i64) = (r.get(1)?, r.get(2)?, r.get(3)?);
+            let seq: i64 = r.get(5)?;
+            Ok((r.get::<_, i64>(0)?, (x, y, z), r.get::<_, String>(4)?, seq as u64, r.get(6)?))
+        })
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (change, (x, y, z), run, seq, after) = row.map_err(backend)?;
+        if let (Ok(x), Ok(y), Ok(z)) = (i16::try_from(x), i16::try_from(y), i16::try_from(z)) {
+            out.push((change, BlockPos::new(x, y, z), run, seq, after));
         }
     }
+    Ok(out)
+}
+
+/// Settled pending blocks: (entry, position, whether its run lost it).
+/// A kept one is no longer pending; a lost one is taken out of its entry
+/// (an entry left without blocks goes, and what it reverted is no longer
+/// marked so). Gives how many were taken out.
+pub fn resolve(path: &Path, settled: &[(i64, BlockPos, bool)]) -> Result<usize> {
+    let mut conn = attached(path)?;
+    conn.execute_batch(CREATE).map_err(backend)?;
     let tx = conn.transaction().map_err(backend)?;
     let mut lost = 0;
-    for (change, x, y, z, is_lost) in decided {
+    for (change, p, is_lost) in settled {
+        let (x, y, z) = (i64::from(p.x), i64::from(p.y), i64::from(p.z));
         tx.execute(
             "DELETE FROM journal.live_pending WHERE change = ?1 AND x = ?2 AND y = ?3 AND z = ?4",
             params![change, x, y, z],
         )
         .map_err(backend)?;
-        if is_lost {
-            forget_block(&tx, change, x, y, z).map_err(backend)?;
+        if *is_lost {
+            forget_block(&tx, *change, x, y, z).map_err(backend)?;
             lost += 1;
         }
     }
@@ -308,68 +312,6 @@ mod tests {
         record(&tx, &Note::new("offline"), &[(a, Some(vec![2]), Some(&[3][..]))]).unwrap();
         tx.commit().unwrap();
         assert_eq!(live_after(&path, a).unwrap(), None, "the newest change of a was not live");
-    }
-
-    /// Blocks a server applied but had not saved: kept once its saves say
-    /// so; when it was killed, kept if the map holds them and taken out of
-    /// the journal if not (an entry left empty goes, and what it reverted
-    /// is no longer marked reverted).
-    #[test]
-    fn unsaved_blocks_are_kept_when_saved_and_taken_out_when_lost() {
-        use crate::store::memory::MemoryStore;
-        let d = tempfile::tempdir().unwrap();
-        let (world, path) = (d.path(), d.path().join("j.sqlite"));
-        std::fs::create_dir_all(world.join("worldfs-live/runs")).unwrap();
-        let beat = |file: &str, json: &str| std::fs::write(world.join("worldfs-live").join(file), json).unwrap();
-        let (a, b, c) = (BlockPos::new(0, 0, 0), BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0));
-        let (wa, wb, wc) = (wrote().encode().unwrap(), wrote().encode().unwrap(), wrote().encode().unwrap());
-        let db = MemoryStore::new();
-        db.apply(&[Change::Put(a, wa.clone())], &Note::default()).unwrap();
-        let undone = {
-            record_applied(&path, &Note::new("first"), &[(c, None, Some(wc.clone()))], &[(c, "r1".into(), 1)]).unwrap();
-            crate::store::journal::Journal::open(&path).unwrap().unwrap().changes(None, Some(1)).unwrap()[0].id
-        };
-        let mut note = Note::new("second");
-        note.reverts.push(undone);
-        record_applied(
-            &path,
-            &note,
-            &[(a, None, Some(wa)), (b, None, Some(wb))],
-            &[(a, "r1".into(), 2), (b, "r1".into(), 3)],
-        )
-        .unwrap();
-        let running = |saved: u32| {
-            format!(r#"{{"protocol":1.0,"run":"r1","save_interval":1.0,"version":"5.6.1","saved":{saved}}}"#)
-        };
-        // Running, its saves up to request 1: c is saved, a and b wait.
-        beat("server.json", &running(1));
-        assert_eq!(settle(&path, world, &db, None).unwrap(), 0);
-        let pending = |path: &Path| -> i64 {
-            attached(path).unwrap().query_row("SELECT count(*) FROM journal.live_pending", [], |r| r.get(0)).unwrap()
-        };
-        assert_eq!(pending(&path), 2);
-        // A new run started; r1's last heartbeat (saves up to 1) kept in
-        // runs/: it was killed. The map holds a (saved after the last
-        // heartbeat), not b: b is taken out.
-        std::fs::write(world.join("worldfs-live/runs/r1.json"), running(1)).unwrap();
-        beat("server.json", &running(0).replace("r1", "r2"));
-        assert_eq!(settle(&path, world, &db, None).unwrap(), 1);
-        assert_eq!(pending(&path), 0);
-        let j = crate::store::journal::Journal::open(&path).unwrap().unwrap();
-        let second = &j.changes(None, Some(1)).unwrap()[0];
-        assert_eq!(second.blocks, 1);
-        assert_eq!(j.blocks(second.id).unwrap().iter().map(|r| r.pos).collect::<Vec<_>>(), [a]);
-        // An entry that loses every block goes, and its undo mark with it.
-        let mut third = Note::new("third");
-        third.reverts.push(second.id);
-        record_applied(&path, &third, &[(b, None, None)], &[(b, "r2".into(), 5)]).unwrap();
-        assert!(j.change(second.id).unwrap().unwrap().reverted_by.is_some());
-        std::fs::write(world.join("worldfs-live/runs/r2.json"), running(4).replace("r1", "r2")).unwrap();
-        beat("server.json", &running(0).replace("r1", "r3"));
-        db.apply(&[Change::Put(b, vec![1])], &Note::default()).unwrap();
-        assert_eq!(settle(&path, world, &db, None).unwrap(), 1, "b is there, not deleted: lost");
-        assert_eq!(j.changes(None, None).unwrap().len(), 2, "the third entry is gone");
-        assert_eq!(j.change(second.id).unwrap().unwrap().reverted_by, None);
     }
 
     /// A block with a chest, as the mount wrote it.

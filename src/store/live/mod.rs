@@ -328,7 +328,7 @@ impl LiveStore {
     /// (`journal::settle`); a failure is logged.
     pub fn settle(&self) {
         if let Some(path) = &self.journal
-            && let Err(e) = journal::settle(path, &self.world, self.db.as_ref(), self.map_file.as_deref())
+            && let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref())
         {
             log::warn!("the undo journal's live changes could not be checked against the map: {e}");
         }

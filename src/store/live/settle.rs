@@ -117,3 +117,93 @@ pub fn fate(run: &RunFate, seq: Option<u64>, db: &dyn MapStore, pos: BlockPos, w
         },
     }
 }
+
+/// Settle the journal's live blocks not known to be saved: those now in
+/// the database stay, those a killed run lost are taken out
+/// (`journal::resolve`), the others wait. `world`: the world's directory
+/// (the mod's heartbeat), `db` its map, `map` the map's file
+/// (`run_fate`). Gives how many blocks were taken out.
+pub fn settle_journal(path: &Path, world: &Path, db: &dyn MapStore, map: Option<&Path>) -> crate::store::Result<usize> {
+    let rows = super::journal::pending(path)?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let mut runs = std::collections::HashMap::new();
+    let mut settled = Vec::new();
+    for (change, pos, run, seq, after) in rows {
+        let r = runs.entry(run.clone()).or_insert_with(|| run_fate(world, &run, map));
+        match fate(r, Some(seq), db, pos, after.as_deref()) {
+            Fate::Pending => {}
+            f => settled.push((change, pos, f == Fate::Lost)),
+        }
+    }
+    super::journal::resolve(path, &settled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::journal::{pending, record_applied};
+    use super::*;
+    use crate::store::{Change, Note};
+
+    /// Blocks a server applied but had not saved: kept once its saves say
+    /// so; when it was killed, kept if the map holds them and taken out of
+    /// the journal if not (an entry left empty goes, and what it reverted
+    /// is no longer marked reverted).
+    #[test]
+    fn unsaved_blocks_are_kept_when_saved_and_taken_out_when_lost() {
+        use crate::store::memory::MemoryStore;
+        let d = tempfile::tempdir().unwrap();
+        let (world, path) = (d.path(), d.path().join("j.sqlite"));
+        std::fs::create_dir_all(world.join("worldfs-live/runs")).unwrap();
+        let beat = |file: &str, json: &str| std::fs::write(world.join("worldfs-live").join(file), json).unwrap();
+        let (a, b, c) = (BlockPos::new(0, 0, 0), BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0));
+        let air = crate::codec::Block::new_air(29).encode().unwrap();
+        let (wa, wb, wc) = (air.clone(), air.clone(), air);
+        let db = MemoryStore::new();
+        db.apply(&[Change::Put(a, wa.clone())], &Note::default()).unwrap();
+        let undone = {
+            record_applied(&path, &Note::new("first"), &[(c, None, Some(wc.clone()))], &[(c, "r1".into(), 1)]).unwrap();
+            crate::store::journal::Journal::open(&path).unwrap().unwrap().changes(None, Some(1)).unwrap()[0].id
+        };
+        let mut note = Note::new("second");
+        note.reverts.push(undone);
+        record_applied(
+            &path,
+            &note,
+            &[(a, None, Some(wa)), (b, None, Some(wb))],
+            &[(a, "r1".into(), 2), (b, "r1".into(), 3)],
+        )
+        .unwrap();
+        let running = |saved: u32| {
+            format!(r#"{{"protocol":1.0,"run":"r1","save_interval":1.0,"version":"5.6.1","saved":{saved}}}"#)
+        };
+        // Running, its saves up to request 1: c is saved, a and b wait.
+        beat("server.json", &running(1));
+        assert_eq!(settle_journal(&path, world, &db, None).unwrap(), 0);
+        let pending = |path: &Path| pending(path).unwrap().len();
+        assert_eq!(pending(&path), 2);
+        // A new run started; r1's last heartbeat (saves up to 1) kept in
+        // runs/: it was killed. The map holds a (saved after the last
+        // heartbeat), not b: b is taken out.
+        std::fs::write(world.join("worldfs-live/runs/r1.json"), running(1)).unwrap();
+        beat("server.json", &running(0).replace("r1", "r2"));
+        assert_eq!(settle_journal(&path, world, &db, None).unwrap(), 1);
+        assert_eq!(pending(&path), 0);
+        let j = crate::store::journal::Journal::open(&path).unwrap().unwrap();
+        let second = &j.changes(None, Some(1)).unwrap()[0];
+        assert_eq!(second.blocks, 1);
+        assert_eq!(j.blocks(second.id).unwrap().iter().map(|r| r.pos).collect::<Vec<_>>(), [a]);
+        // An entry that loses every block goes, and its undo mark with it.
+        let mut third = Note::new("third");
+        third.reverts.push(second.id);
+        record_applied(&path, &third, &[(b, None, None)], &[(b, "r2".into(), 5)]).unwrap();
+        assert!(j.change(second.id).unwrap().unwrap().reverted_by.is_some());
+        std::fs::write(world.join("worldfs-live/runs/r2.json"), running(4).replace("r1", "r2")).unwrap();
+        beat("server.json", &running(0).replace("r1", "r3"));
+        db.apply(&[Change::Put(b, vec![1])], &Note::default()).unwrap();
+        assert_eq!(settle_journal(&path, world, &db, None).unwrap(), 1, "b is there, not deleted: lost");
+        assert_eq!(j.changes(None, None).unwrap().len(), 2, "the third entry is gone");
+        assert_eq!(j.change(second.id).unwrap().unwrap().reverted_by, None);
+    }
+}
