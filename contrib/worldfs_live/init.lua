@@ -10,7 +10,11 @@
 --                   shutdown). "run" is new at every server start: a
 --                   change applied in an earlier run and not saved is gone.
 --                   Written first while the mods load ("starting":true),
---                   before the server reads any block.
+--                   before the server reads any block. "saved": the
+--                   number of the last request the map saves wrote (see
+--                   saves.lua); "max_request_bytes", "max_inventory_slots":
+--                   the limits below.
+--   runs/RUN.json   the last server.json of an earlier run (the 16 newest).
 --   requests/ID.req a change, written by the mount (temporary file, then
 --                   renamed). Taken by removing it: a request the mount
 --                   withdrew (it removed it first) is never applied. ID
@@ -18,7 +22,8 @@
 --                   1970, 20 digits); a request over EXPIRE seconds old is
 --                   a dead daemon's (a live one withdraws it after 5 s):
 --                   removed, not applied, not answered.
---   replies/ID      the answer: "ok", "offline" (a player request, see
+--   replies/ID      the answer: "ok N" (the request's number in this run;
+--                   "ok" for one that changes no map), "offline" (a player request, see
 --                   below), "stale REASON" (what the change
 --                   replaces is no longer what the mount showed),
 --                   "invalid REASON" or "failed REASON". One over EXPIRE
