@@ -765,3 +765,30 @@ fn a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds() {
     let stone = blocks_holding(w, "default:stone");
     assert!(blocks.iter().all(|p| stone.contains(p)), "every block holds its stone again");
 }
+
+/// A change the server applied (close() returned) but never saved, its
+/// server killed before its next map save: `worldfs undo` finds the map
+/// without it and the journal no longer lists it, while a change the
+/// server saved stays listed.
+#[test]
+fn a_change_a_killed_server_never_saved_leaves_the_journal() {
+    require_fuse!("a_change_a_killed_server_never_saved_leaves_the_journal");
+    require_minetestserver!("a_change_a_killed_server_never_saved_leaves_the_journal");
+    let world = common::demo_world();
+    let (mut server, m) = live::start(world.path(), "server_map_save_interval = 2");
+    m.ok("echo 'default:mese' > $MNT/node/5,3,5");
+    // Saved: the map shows it within a save interval or two.
+    let start = std::time::Instant::now();
+    while live::stored_node(world.path(), [5, 3, 5]) != "default:mese" {
+        assert!(start.elapsed() < Duration::from_secs(20), "the server did not save the first change");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    m.ok("echo 'default:diamondblock' > $MNT/node/-10,-10,-10");
+    server.kill9();
+    m.unmount();
+    assert_eq!(live::stored_node(world.path(), [-10, -10, -10]), "default:stone", "the killed server lost it");
+    let (code, out, err) = worldfs(&["undo".as_ref(), world.path().as_os_str()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("node/5,3,5"), "the saved change is listed: {out}");
+    assert!(!out.contains("node/-10,-10,-10"), "the lost change is not: {out}");
+}

@@ -59,7 +59,7 @@ pub fn settle_journal(w: &World) {
     }
     let map_file = (w.backend() == "sqlite3").then(|| w.map_path());
     let settled = w.open_store(true, false).map_err(|e| e.to_string()).and_then(|db| {
-        crate::store::live::settle::settle_journal(&path, &w.dir, db.as_ref(), map_file.as_deref())
+        crate::store::live::settle::settle_journal(&path, &w.dir, db.as_ref(), map_file.as_deref(), false)
             .map_err(|e| e.to_string())
     });
     match settled {

@@ -286,7 +286,7 @@ impl LiveStore {
             .map(|(p, a)| {
                 let run = runs
                     .entry(a.run.clone())
-                    .or_insert_with(|| settle::run_fate(&self.world, &a.run, self.map_file.as_deref()));
+                    .or_insert_with(|| settle::run_fate(&self.world, &a.run, self.map_file.as_deref(), true));
                 settle::fate(run, a.seq, self.db.as_ref(), *p, after(p).as_deref())
             })
             .collect();
@@ -328,7 +328,7 @@ impl LiveStore {
     /// (`journal::settle`); a failure is logged.
     pub fn settle(&self) {
         if let Some(path) = &self.journal
-            && let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref())
+            && let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref(), true)
         {
             log::warn!("the undo journal's live changes could not be checked against the map: {e}");
         }

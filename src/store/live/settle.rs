@@ -69,8 +69,11 @@ fn saved_of(h: &Heartbeat) -> u64 {
 /// What is known of run `run` of the server of `world` now. `map`: the
 /// map's file, whose holders tell a hung server from a killed one (None,
 /// a map on a database server: a silent run counts as running until a
-/// new one starts).
-pub fn run_fate(world: &Path, run: &str, map: Option<&Path>) -> RunFate {
+/// new one starts). A fresh heartbeat is taken at its word when
+/// `trust_fresh`; else the map's holders are asked too (a server that
+/// applied requests holds its map; one killed a moment ago left a
+/// heartbeat that is fresh for 3 s more).
+pub fn run_fate(world: &Path, run: &str, map: Option<&Path>, trust_fresh: bool) -> RunFate {
     let dir = world.join(DIR);
     if let Some((Ok(h), age)) = read_heartbeat(&dir.join("server.json"))
         && h.run == run
@@ -79,7 +82,7 @@ pub fn run_fate(world: &Path, run: &str, map: Option<&Path>) -> RunFate {
             return RunFate::Stopped;
         }
         let saved = saved_of(&h);
-        if fresh(&h, age) || map.is_none_or(|m| held(m) != Some(false)) {
+        if (trust_fresh && fresh(&h, age)) || map.is_none_or(|m| held(m) != Some(false)) {
             return RunFate::Running { saved };
         }
         return RunFate::Killed { saved };
@@ -122,8 +125,14 @@ pub fn fate(run: &RunFate, seq: Option<u64>, db: &dyn MapStore, pos: BlockPos, w
 /// the database stay, those a killed run lost are taken out
 /// (`journal::resolve`), the others wait. `world`: the world's directory
 /// (the mod's heartbeat), `db` its map, `map` the map's file
-/// (`run_fate`). Gives how many blocks were taken out.
-pub fn settle_journal(path: &Path, world: &Path, db: &dyn MapStore, map: Option<&Path>) -> crate::store::Result<usize> {
+/// (`run_fate`, with `trust_fresh`). Gives how many blocks were taken out.
+pub fn settle_journal(
+    path: &Path,
+    world: &Path,
+    db: &dyn MapStore,
+    map: Option<&Path>,
+    trust_fresh: bool,
+) -> crate::store::Result<usize> {
     let rows = super::journal::pending(path)?;
     if rows.is_empty() {
         return Ok(0);
@@ -131,7 +140,7 @@ pub fn settle_journal(path: &Path, world: &Path, db: &dyn MapStore, map: Option<
     let mut runs = std::collections::HashMap::new();
     let mut settled = Vec::new();
     for (change, pos, run, seq, after) in rows {
-        let r = runs.entry(run.clone()).or_insert_with(|| run_fate(world, &run, map));
+        let r = runs.entry(run.clone()).or_insert_with(|| run_fate(world, &run, map, trust_fresh));
         match fate(r, Some(seq), db, pos, after.as_deref()) {
             Fate::Pending => {}
             f => settled.push((change, pos, f == Fate::Lost)),
@@ -180,7 +189,7 @@ mod tests {
         };
         // Running, its saves up to request 1: c is saved, a and b wait.
         beat("server.json", &running(1));
-        assert_eq!(settle_journal(&path, world, &db, None).unwrap(), 0);
+        assert_eq!(settle_journal(&path, world, &db, None, true).unwrap(), 0);
         let pending = |path: &Path| pending(path).unwrap().len();
         assert_eq!(pending(&path), 2);
         // A new run started; r1's last heartbeat (saves up to 1) kept in
@@ -188,7 +197,7 @@ mod tests {
         // heartbeat), not b: b is taken out.
         std::fs::write(world.join("worldfs-live/runs/r1.json"), running(1)).unwrap();
         beat("server.json", &running(0).replace("r1", "r2"));
-        assert_eq!(settle_journal(&path, world, &db, None).unwrap(), 1);
+        assert_eq!(settle_journal(&path, world, &db, None, true).unwrap(), 1);
         assert_eq!(pending(&path), 0);
         let j = crate::store::journal::Journal::open(&path).unwrap().unwrap();
         let second = &j.changes(None, Some(1)).unwrap()[0];
@@ -202,7 +211,7 @@ mod tests {
         std::fs::write(world.join("worldfs-live/runs/r2.json"), running(4).replace("r1", "r2")).unwrap();
         beat("server.json", &running(0).replace("r1", "r3"));
         db.apply(&[Change::Put(b, vec![1])], &Note::default()).unwrap();
-        assert_eq!(settle_journal(&path, world, &db, None).unwrap(), 1, "b is there, not deleted: lost");
+        assert_eq!(settle_journal(&path, world, &db, None, true).unwrap(), 1, "b is there, not deleted: lost");
         assert_eq!(j.changes(None, None).unwrap().len(), 2, "the third entry is gone");
         assert_eq!(j.change(second.id).unwrap().unwrap().reverted_by, None);
     }
