@@ -186,6 +186,97 @@ fn the_settings_documented_are_the_ones_the_mod_reads() {
         assert!(init.contains(&read), "init.lua does not read {name} with default {default}");
         n += 1;
     }
-    assert_eq!(n, 5);
+    assert_eq!(n, 7);
     assert_eq!(init.matches("core.settings:get(\"worldfs_live.").count(), n, "a setting settingtypes.txt lacks");
+}
+
+const SAVES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/worldfs_live/saves.lua");
+
+/// The steps (1-based) after which the server saves, as 5.6.1's
+/// Server::AsyncRunStep counts: a float timer, each step's dtime added,
+/// compared with the interval read as a float, set to 0 when it reaches it.
+fn server_saves(interval: &str, dtimes: &[f32]) -> Vec<usize> {
+    let interval: f32 = interval.parse().unwrap();
+    let mut counter = 0.0f32;
+    let mut out = Vec::new();
+    for (i, d) in dtimes.iter().enumerate() {
+        counter += d;
+        if counter >= interval {
+            counter = 0.0;
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// The same as saves.lua follows them, fed each dtime as the engine hands
+/// it to Lua (the float's exact value as a double): the steps it says end
+/// with a save, and after each step the number of the last request the
+/// saves wrote (step i applies request i).
+fn mod_saves(interval: &str, dtimes: &[f32]) -> (Vec<usize>, Vec<u64>) {
+    let lua = lua().expect("lua");
+    let list: Vec<String> = dtimes.iter().map(|d| format!("{:?}", f64::from(*d))).collect();
+    let script = format!(
+        "local saves = dofile({SAVES:?})\nlocal s = saves.new({interval})\nlocal dt = {{{}}}\n\
+         for i, d in ipairs(dt) do\n  saves.step(s, d)\n  saves.applied(s, i)\n  \
+         print((s.saving and 'save ' or 'step ') .. s.saved)\nend\n",
+        list.join(",")
+    );
+    let mut child =
+        Command::new(lua).arg("-").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{lua}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut saves = Vec::new();
+    let mut saved = Vec::new();
+    for (i, line) in String::from_utf8(out.stdout).unwrap().lines().enumerate() {
+        let (what, n) = line.split_once(' ').unwrap();
+        if what == "save" {
+            saves.push(i + 1);
+        }
+        saved.push(n.parse().unwrap());
+    }
+    (saves, saved)
+}
+
+/// The mod knows which step ends with a map save exactly as the server
+/// counts (single precision: with 0.1 s steps and a 0.3 s interval the
+/// float timer reaches it at the third step, a double one only at the
+/// fourth), over long runs of uneven steps; and the number of the last
+/// request a save wrote is known from the step after it.
+#[test]
+fn the_mod_counts_the_map_saves_as_the_server_does() {
+    if lua().is_none() {
+        common::skip("the_mod_counts_the_map_saves_as_the_server_does", "lua", "lua5.1 is not installed");
+        return;
+    }
+    let tenth = vec![0.1f32; 12];
+    assert_eq!(server_saves("0.3", &tenth), [3, 6, 9, 12], "the float timer");
+    assert_eq!(mod_saves("0.3", &tenth).0, [3, 6, 9, 12]);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut uneven = Vec::new();
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Mostly the 90 ms step with jitter, at times a long or a tiny one.
+        let d = match x % 50 {
+            0 => 0.5 + (x >> 20) as f32 % 1000.0 / 1000.0,
+            1 => 0.001,
+            _ => 0.09 + ((x >> 8) % 2000) as f32 / 100_000.0,
+        };
+        uneven.push(d);
+    }
+    for interval in ["5.3", "1", "0.3", "0.09"] {
+        let want = server_saves(interval, &uneven);
+        let (got, saved) = mod_saves(interval, &uneven);
+        assert_eq!(got, want, "interval {interval}");
+        // After the step following a save, the requests of the saving
+        // step and before it are known written.
+        for &s in &want {
+            if s < uneven.len() {
+                assert_eq!(saved[s], s as u64, "interval {interval}: after the save at step {s}");
+            }
+        }
+    }
 }

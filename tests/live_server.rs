@@ -328,7 +328,7 @@ fn stale_reply_and_request_files_are_cleaned_up() {
     let replies: Vec<_> = std::fs::read_dir(spool.join("replies")).unwrap().collect();
     assert!(replies.is_empty(), "the expired request is not answered: {replies:?}");
     let log = std::fs::read_to_string(&server.log).unwrap();
-    assert!(log.contains("expired (its mount is gone): removed, not applied"), "{log}");
+    assert!(log.contains("expired (its mount is gone, or it is not a mount's): removed, not applied"), "{log}");
 }
 
 /// Blocks of the demo's kind (stone below y = -4) at y = -3 around the
@@ -470,6 +470,15 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
         )) && refusals.contains("node 53,-40,53 is now default:dirt"),
         "{refusals}"
     );
+    // mv, finding find/NEW made by the changed blocks, tried to move OLD
+    // into it at once: the error it prints names find/NEW/OLD, and
+    // write-errors says what that is and what to do.
+    eprintln!("mv said: {err}");
+    assert!(
+        refusals.contains("the same command again changes the rest")
+            && refusals.contains("cannot move find/OLD to find/NEW/OLD; that is this same refusal"),
+        "{refusals}"
+    );
     assert!(server.node([-40, -40, -40]).starts_with("default:desert_stone "), "an earlier batch stays applied");
     assert!(server.node([53, -41, 53]).starts_with("default:stone "), "the refused block is as it was");
     assert!(server.node([40, -40, 56]).starts_with("default:stone "), "so is the other block of its batch");
@@ -511,4 +520,280 @@ fn a_postgresql_map_is_live() {
     assert_eq!(stored_name(&b, [5, 3, 5]), "default:mese");
     let b = Block::decode(&store.get(BlockPos::new(0, -1, 0)).unwrap().unwrap()).unwrap();
     assert_eq!(stored_name(&b, [5, -1, 5]), "default:sand");
+}
+
+/// A change too big for one server step is refused at close() with the
+/// size, the limit and the setting (the server's limits, from its
+/// server.json), and nothing changes: a sign text of 2 MB (a 10 MB one
+/// took the server a 2.5 s step), a chest list of 5000 slots (20,000
+/// slots took 260 ms). A sign text within the limit goes through; the
+/// mod logs what it took (`worldfs_live.log_ms = 0`).
+#[test]
+fn a_change_too_big_for_a_server_step_is_refused_with_the_limit() {
+    require_fuse!("a_change_too_big_for_a_server_step_is_refused_with_the_limit");
+    require_minetestserver!("a_change_too_big_for_a_server_step_is_refused_with_the_limit");
+    let (_world, server, m) = live::demo("worldfs_live.log_ms = 0");
+    let sign = "blocks/0,0,0/meta/3,2,8/fields/text";
+    let (code, _, err) = m.sh(&format!(
+        "python3 -c 'import sys; f = open(sys.argv[1], \"w\"); f.write(\"y\" * 2000000); f.close()' $MNT/{sign}"
+    ));
+    assert!(code != 0 && err.contains("Invalid argument"), "{err}");
+    let refusals = m.refusals();
+    assert!(
+        refusals.contains("block 0,0,0: the change is ")
+            && refusals.contains("over the running server's limit of 1048576 (worldfs_live.max_request_bytes"),
+        "{refusals}"
+    );
+    assert!(server.meta(SIGN).iter().any(|l| l.starts_with("field 3 2 8 text ") && l.len() < 200), "unchanged");
+    let inv = "blocks/0,0,0/meta/3,1,3/inventory";
+    let big = "'List main 5000\\nWidth 0\\n' + 'Empty\\n' * 5000 + 'EndInventoryList\\nEndInventory\\n'";
+    let (code, _, err) =
+        m.sh(&format!("python3 -c \"import sys; f = open(sys.argv[1], 'w'); f.write({big}); f.close()\" $MNT/{inv}"));
+    assert!(code != 0 && err.contains("Invalid argument"), "{err}");
+    assert!(
+        m.refusals().contains("inventory lists of 5000 slots, over the running server's limit of 4096"),
+        "{}",
+        m.refusals()
+    );
+    assert!(m.ok(&format!("head -1 $MNT/{inv}")).starts_with("List main 32"), "unchanged");
+    // Within the limit: 400 KB of text (800 KB as a request).
+    m.ok(&format!(
+        "python3 -c 'import sys; f = open(sys.argv[1], \"w\"); f.write(\"z\" * 400000); f.close()' $MNT/{sign}"
+    ));
+    assert!(server.meta(SIGN).iter().any(|l| l.starts_with("field 3 2 8 text zzz") && l.len() > 400_000));
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    let took: Vec<&str> = log.lines().filter(|l| l.contains("[worldfs_live] a request of 8")).collect();
+    eprintln!("the sign of 400 KB: {took:?}");
+}
+
+/// What a live rmdir leaves: the block is gone from the game and the
+/// database at once and stays gone after a clean shutdown while nothing
+/// loads its area; a mod that loads the area afterwards without
+/// generating it (`core.load_area`, as the probe's "node" does) makes a
+/// blank block of `ignore` nodes, which the server saves: the engine's
+/// doing, which docs/layout.md describes ("Live mounts").
+#[test]
+fn a_live_rmdir_leaves_what_the_game_loads_there_next() {
+    require_fuse!("a_live_rmdir_leaves_what_the_game_loads_there_next");
+    require_minetestserver!("a_live_rmdir_leaves_what_the_game_loads_there_next");
+    let (world, mut server, m) = live::demo("");
+    m.ok("rmdir $MNT/blocks/1,0,1 $MNT/blocks/-1,0,-1");
+    for p in ["20 5 20", "-10 5 -10"] {
+        let peek = server.ask(&[format!("peek {p}")], Duration::from_secs(10));
+        assert_eq!(peek, [format!("peek {p} none")], "deleted in the game");
+    }
+    // Loading the area of one of them again, as a mod may.
+    assert_eq!(server.node([20, 5, 20]), "ignore 0 0");
+    m.unmount();
+    assert!(server.stop().success());
+    assert!(stored_block(world.path(), BlockPos::new(-1, 0, -1)).is_none(), "nothing loaded it: it stays deleted");
+    let blank = stored_block(world.path(), BlockPos::new(1, 0, 1)).expect("the server saved the block it loaded");
+    assert!(blank.mapping.iter().all(|e| e.name == b"ignore"), "{:?}", blank.mapping);
+}
+
+/// A mount made while the server was down writes the map itself; a server
+/// starting meanwhile must not save its copy of a block over a write the
+/// mount acknowledged. A writer loops on a node of block 0,0,0 while the
+/// server (with worldfs_live, and a mod that loads that block at its
+/// first step and changes another node of it every step, as a player
+/// would) starts, runs and stops cleanly, four times; after each stop the
+/// database holds the last write that was acknowledged.
+#[test]
+fn a_starting_server_never_overwrites_an_acknowledged_direct_write() {
+    require_fuse!("a_starting_server_never_overwrites_an_acknowledged_direct_write");
+    require_minetestserver!("a_starting_server_never_overwrites_an_acknowledged_direct_write");
+    use std::io::Write;
+    use std::os::fd::IntoRawFd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    let world = common::demo_world();
+    let touch = world.path().join("worldmods/worldfs_touch");
+    std::fs::create_dir_all(&touch).unwrap();
+    std::fs::write(touch.join("mod.conf"), "name = worldfs_touch\n").unwrap();
+    std::fs::write(
+        touch.join("init.lua"),
+        "core.register_globalstep(function()\n  local p = {x = 7, y = 3, z = 5}\n  core.load_area(p)\n  \
+         local n = core.get_node(p)\n  core.swap_node(p, {name = \"default:stone\", param2 = (n.param2 + 1) % 4})\nend)\n",
+    )
+    .unwrap();
+    let (code, out, err) = worldfs(&["live".as_ref(), "install".as_ref(), world.path().as_os_str()]);
+    assert_eq!(code, 0, "{out}{err}");
+    let m = Mounted::new(world.path(), &[]);
+    assert!(!m.log_text().contains("changes go through the server"), "a direct mount: {}", m.log_text());
+    let node = m.path("node/5,3,5");
+    let (acked, pause, idle, stop) = (
+        Arc::new(AtomicU32::new(u32::MAX)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let writer = {
+        let (acked, pause, idle, stop) = (acked.clone(), pause.clone(), idle.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (mut n, mut refused) = (0u32, 0u32);
+            while !stop.load(Ordering::SeqCst) {
+                if pause.load(Ordering::SeqCst) {
+                    idle.store(true, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                idle.store(false, Ordering::SeqCst);
+                n += 1;
+                let Ok(mut f) = std::fs::OpenOptions::new().write(true).truncate(true).open(&node) else { continue };
+                let wrote = f.write_all(format!("default:stone 0 {}\n", n % 256).as_bytes()).is_ok();
+                // SAFETY: the descriptor is ours, closed once, here.
+                let closed = unsafe { libc::close(f.into_raw_fd()) } == 0;
+                if wrote && closed {
+                    acked.store(n % 256, Ordering::SeqCst);
+                } else {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            refused
+        })
+    };
+    for cycle in 0..4 {
+        pause.store(false, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        let mut server = LiveServer::start(world.path(), "", true);
+        // The mod touched block 0,0,0 for a while; then the writer stops
+        // and the server saves everything at its clean shutdown.
+        std::thread::sleep(Duration::from_millis(1500));
+        pause.store(true, Ordering::SeqCst);
+        while !idle.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(server.stop().success());
+        let last = acked.load(Ordering::SeqCst);
+        assert_ne!(last, u32::MAX, "no write was acknowledged");
+        let b = stored_block(world.path(), BlockPos::new(0, 0, 0)).unwrap();
+        let i = worldfs_codec::luanti::block::node_index(5, 3, 5);
+        assert_eq!(
+            (stored_name(&b, [5, 3, 5]), u32::from(b.param2[i])),
+            ("default:stone".to_string(), last),
+            "cycle {cycle}: the database lost the last acknowledged write"
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    let refused = writer.join().unwrap();
+    eprintln!("{refused} writes were refused while a server ran");
+    assert!(refused > 0, "the writer ran while the servers did");
+    let log = m.log_text();
+    assert!(log.contains("started on this world after this mount was made"), "the gate refused writes:\n{log}");
+}
+
+/// The blocks of `world`'s SQLite map that hold `name`.
+fn blocks_holding(world: &std::path::Path, name: &str) -> std::collections::BTreeSet<BlockPos> {
+    let store = SqliteStore::open(&world.join("map.sqlite"), true).unwrap();
+    let mut out = std::collections::BTreeSet::new();
+    for (pos, blob) in store.scan_after(None, 100_000).unwrap() {
+        let b = Block::decode(&blob).unwrap();
+        if b.mapping.iter().any(|e| e.name == name.as_bytes() && b.param0.contains(&e.id)) {
+            out.insert(pos);
+        }
+    }
+    out
+}
+
+/// SIGKILL of the server in the middle of a world-wide rename, half a
+/// map save interval after a save: the server had applied more blocks
+/// than its saves wrote. What `write-errors` says was changed, what the
+/// journal holds of the rename and what the database holds agree block by
+/// block (the mod says which requests its saves wrote; the rest the
+/// killed server lost), and after a restart `worldfs undo --last 1`
+/// through the server puts back exactly those blocks.
+#[test]
+fn a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds() {
+    require_fuse!("a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds");
+    require_minetestserver!("a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds");
+    let world = common::demo_world();
+    let w = world.path();
+    let mut blocks = add_stone_blocks(w, 12);
+    blocks.extend(worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0));
+    let conf = "server_map_save_interval = 1\nworldfs_live.blocks_per_save = 8\nworldfs_live.blocks_per_save_min = 8\n\
+                worldfs_live.blocks_per_save_max = 16";
+    let (mut server, m) = live::start(w, conf);
+    let mv = spawn_sh(&m, "mv $MNT/find/default:stone $MNT/find/default:desert_stone");
+    // A save that wrote renamed blocks, after some were saved already.
+    let start = std::time::Instant::now();
+    let mut seen = blocks_holding(w, "default:desert_stone").len();
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(90), "the rename was not saved: {seen} blocks");
+        std::thread::sleep(Duration::from_millis(20));
+        let now = blocks_holding(w, "default:desert_stone").len();
+        if now != seen && seen >= 16 {
+            break;
+        }
+        seen = now;
+    }
+    std::thread::sleep(Duration::from_millis(450));
+    server.kill9();
+    assert!(!w.join("map.sqlite-journal").exists(), "the kill came inside a save; the test means to miss them");
+    let out = mv.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("Input/output error"), "{err}");
+    let refusals = m.refusals();
+    eprintln!("{refusals}");
+    let told: usize = refusals
+        .split("the change went to the server in batches: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("write-errors says how far it got: {refusals}"));
+    let saved = blocks_holding(w, "default:desert_stone");
+    let stone = blocks_holding(w, "default:stone");
+    let both: Vec<_> = saved.intersection(&stone).collect();
+    assert!(both.is_empty(), "half renamed blocks: {both:?}");
+    assert_eq!(told, saved.len(), "write-errors says {told} blocks were changed; the database holds {saved:?}");
+    let journal = worldfs_store::journal::Journal::open(&worldfs_store::world::World::open(w).unwrap().journal_path())
+        .unwrap()
+        .expect("a journal");
+    let last = journal.changes(None, Some(1)).unwrap();
+    assert!(last[0].what.contains("default:desert_stone"), "{:?}", last[0]);
+    let journaled: std::collections::BTreeSet<BlockPos> =
+        journal.blocks(last[0].id).unwrap().iter().map(|b| b.pos).collect();
+    assert_eq!(journaled, saved, "the journal holds the blocks the database holds");
+    assert_eq!(last[0].blocks as usize, saved.len());
+    drop(journal);
+    m.unmount();
+
+    let (mut server, m) = live::start(w, "");
+    let (code, out, err) = worldfs(&["undo".as_ref(), w.as_os_str(), "--last".as_ref(), "1".as_ref()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("{} block(s) and 0 record(s) to restore through the running server", saved.len())),
+        "{out}"
+    );
+    m.unmount();
+    assert!(server.stop().success());
+    assert!(blocks_holding(w, "default:desert_stone").is_empty(), "undo put every saved block back");
+    let stone = blocks_holding(w, "default:stone");
+    assert!(blocks.iter().all(|p| stone.contains(p)), "every block holds its stone again");
+}
+
+/// A change the server applied (close() returned) but never saved, its
+/// server killed before its next map save: `worldfs undo` finds the map
+/// without it and the journal no longer lists it, while a change the
+/// server saved stays listed.
+#[test]
+fn a_change_a_killed_server_never_saved_leaves_the_journal() {
+    require_fuse!("a_change_a_killed_server_never_saved_leaves_the_journal");
+    require_minetestserver!("a_change_a_killed_server_never_saved_leaves_the_journal");
+    let world = common::demo_world();
+    let (mut server, m) = live::start(world.path(), "server_map_save_interval = 2");
+    m.ok("echo 'default:mese' > $MNT/node/5,3,5");
+    // Saved: the map shows it within a save interval or two.
+    let start = std::time::Instant::now();
+    while live::stored_node(world.path(), [5, 3, 5]) != "default:mese" {
+        assert!(start.elapsed() < Duration::from_secs(20), "the server did not save the first change");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    m.ok("echo 'default:diamondblock' > $MNT/node/-10,-10,-10");
+    server.kill9();
+    m.unmount();
+    assert_eq!(live::stored_node(world.path(), [-10, -10, -10]), "default:stone", "the killed server lost it");
+    let (code, out, err) = worldfs(&["undo".as_ref(), world.path().as_os_str()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("node/5,3,5"), "the saved change is listed: {out}");
+    assert!(!out.contains("node/-10,-10,-10"), "the lost change is not: {out}");
 }

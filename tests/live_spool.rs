@@ -55,9 +55,15 @@ impl Spool {
         loop {
             if let Ok(r) = std::fs::read_to_string(&reply) {
                 std::fs::remove_file(&reply).unwrap();
-                return r.lines().next().unwrap_or_default().to_string();
+                let first = r.lines().next().unwrap_or_default();
+                // "ok N": the request's number in this server run.
+                if first.strip_prefix("ok ").is_some_and(|n| n.parse::<u64>().is_ok()) {
+                    return "ok".into();
+                }
+                return first.to_string();
             }
-            assert!(start.elapsed() < Duration::from_secs(10), "no reply to {:?}", String::from_utf8_lossy(text));
+            let shown = String::from_utf8_lossy(&text[..text.len().min(300)]);
+            assert!(start.elapsed() < Duration::from_secs(10), "no reply to {shown:?} ({} bytes)", text.len());
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -325,4 +331,139 @@ fn requests_put_in_the_spool_by_others_are_checked_and_all_or_nothing() {
     for (i, p) in [AIR, WALL].into_iter().enumerate() {
         assert_eq!(stored_node(world.path(), p), name_in(&state[i]), "node {p:?} in the database");
     }
+}
+
+/// The latest window time in the mod's steps.txt (see `LiveServer::steps`).
+fn last_window(server: &LiveServer) -> f64 {
+    server.steps().last().map_or(0.0, |s| s.0)
+}
+
+/// The longest server step (ms) of the windows steps.txt logged after
+/// `since`, once a window after `until` is logged.
+fn worst_step_between(server: &LiveServer, since: f64, until: f64) -> f64 {
+    let start = Instant::now();
+    while last_window(server) <= until {
+        assert!(start.elapsed() < Duration::from_secs(10), "steps.txt stopped: {:?}", server.steps());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.steps().iter().filter(|s| s.0 > since).map(|s| s.1).fold(0.0, f64::max)
+}
+
+/// Requests the mod must not read whole or parse for long: 60 KB without
+/// a newline (a pattern looking for one from every position froze the
+/// server for minutes), 30 MB (read only up to its limit: never), a
+/// request of more blocks or inventory slots than one step may take.
+/// Each is answered "invalid" with the reason, the server keeps stepping
+/// (no step over 2 s, a bound for a loaded machine, while they are
+/// answered) and the good request after them is applied.
+#[test]
+fn oversized_and_newline_free_requests_are_answered_invalid_without_stalling() {
+    require_minetestserver!("oversized_and_newline_free_requests_are_answered_invalid_without_stalling");
+    let world = common::demo_world();
+    let server = LiveServer::start(world.path(), "worldfs_live.log_ms = 0", true);
+    let spool = Spool::new(world.path());
+    let (good, back) = good_request(world.path());
+    let before = game_state(&server);
+    // A window logged after the server settled, to compare with.
+    let start = Instant::now();
+    while server.steps().len() < 3 {
+        assert!(start.elapsed() < Duration::from_secs(10), "no steps.txt");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let since = last_window(&server);
+    let mese = format!("{} 0 0", hex("default:mese"));
+    let air = format!("{} 0 0", hex("air"));
+    let far_nodes: String = (0..20).map(|i| format!("node {} 3 5 {air} {mese}\n", i * 16)).collect();
+    let chest = hex("main");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("60 KB without a newline", vec![b'a'; 60_000], "not a worldfs-live 1 request"),
+        ("30 MB", vec![b'a'; 30 << 20], "over the limit of 1048576 (worldfs_live.max_request_bytes)"),
+        (
+            "a header and 2 MB without a newline",
+            [b"worldfs-live 1\n".as_slice(), &[b'7'; 2 << 20]].concat(),
+            "over the limit",
+        ),
+        (
+            "a header and 900 KB without a newline",
+            [b"worldfs-live 1\n".as_slice(), &[b'7'; 900_000]].concat(),
+            "cut short",
+        ),
+        ("nodes in 20 blocks", format!("worldfs-live 1\n{far_nodes}end\n").into_bytes(), "it changes 20 blocks"),
+        (
+            "an inventory of 5000 slots",
+            format!("worldfs-live 1\nmeta 6 3 5\nnew list {chest} 5000 0\nendmeta\nend\n").into_bytes(),
+            "5000 slots in all, over the limit of 4096 (worldfs_live.max_inventory_slots)",
+        ),
+    ];
+    for (what, text, why) in &cases {
+        let reply = spool.send(text);
+        assert!(reply.starts_with("invalid ") && reply.contains(why), "{what}: {reply}");
+    }
+    assert_eq!(game_state(&server), before, "nothing changed");
+    assert_eq!(spool.send(good.as_bytes()), "ok", "the server still applies a good request");
+    assert_eq!(spool.send(back.as_bytes()), "ok");
+    // The most a request within the limit holds: a line for every node
+    // of three blocks (param2 changed, so not the whole-block form), about
+    // 1 MB; the mod logs what it took (log_ms = 0).
+    let mut text = request::HEADER.to_string();
+    for x in -1..=1 {
+        let pos = BlockPos::new(x, -1, -1);
+        let old = stored_block(world.path(), pos).expect("a demo block");
+        let mut new = old.clone();
+        new.param2.iter_mut().for_each(|p| *p = 1);
+        request::block_change(&mut text, pos, &old, &new).unwrap();
+    }
+    text.push_str("end\n");
+    assert!(text.len() <= 1 << 20, "{} bytes", text.len());
+    assert_eq!(spool.send(text.as_bytes()), "ok", "a request within the limits");
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    let took: Vec<&str> =
+        log.lines().filter(|l| l.contains("[worldfs_live] a request of ") && l.contains(" 12288 nodes")).collect();
+    eprintln!("{} bytes of node lines: {took:?}", text.len());
+    let until = last_window(&server);
+    let worst = worst_step_between(&server, since, until);
+    eprintln!("the longest server step while the bad requests were answered: {worst:.0} ms");
+    assert!(worst < 2000.0, "a step of {worst} ms: {:?}", server.steps());
+    let left: Vec<_> = std::fs::read_dir(world.path().join("worldfs-live/requests")).unwrap().collect();
+    assert!(left.is_empty(), "every request was taken: {left:?}");
+}
+
+/// What no live mount leaves in the spool is removed by the mod, never
+/// applied: a reply and a request whose ID time lies an hour ahead, a
+/// request and a reply whose names are no mount's IDs, and directories
+/// named like requests (once kept forever: their time never passed, or
+/// the mod never listed them).
+#[test]
+fn foreign_and_future_files_in_the_spool_are_removed_unapplied() {
+    require_minetestserver!("foreign_and_future_files_in_the_spool_are_removed_unapplied");
+    let world = common::demo_world();
+    let server = LiveServer::start(world.path(), "", true);
+    let dir = world.path().join("worldfs-live");
+    let (good, _) = good_request(world.path());
+    let ahead =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() + 3600 * 1_000_000_000;
+    let future = format!("{ahead:020}-spooltest-1");
+    let before = game_state(&server);
+    std::fs::write(dir.join("replies").join(&future), "ok\n").unwrap();
+    std::fs::write(dir.join("replies").join("junk"), "ok\n").unwrap();
+    std::fs::create_dir_all(dir.join("replies/adir/inner")).unwrap();
+    std::fs::create_dir_all(dir.join("requests/x.req/inner")).unwrap();
+    std::fs::write(dir.join("requests/x.req/inner/f"), "x").unwrap();
+    for name in [format!("{future}.req"), "notanid.req".to_string()] {
+        let tmp = dir.join("requests").join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, &good).unwrap();
+        std::fs::rename(&tmp, dir.join("requests").join(name)).unwrap();
+    }
+    let start = Instant::now();
+    let listing = |d: &str| -> Vec<String> {
+        std::fs::read_dir(dir.join(d)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    };
+    while !(listing("requests").is_empty() && listing("replies").is_empty()) {
+        assert!(start.elapsed() < Duration::from_secs(10), "left: {:?} {:?}", listing("requests"), listing("replies"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(game_state(&server), before, "neither request was applied");
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(log.contains("removed the directory x.req"), "{log}");
+    assert!(log.contains(&format!("request {future} expired")), "{log}");
 }

@@ -9,6 +9,12 @@
 --                   "save_interval":...,"run":...}; "stopped":true at
 --                   shutdown). "run" is new at every server start: a
 --                   change applied in an earlier run and not saved is gone.
+--                   Written first while the mods load ("starting":true),
+--                   before the server reads any block. "saved": the
+--                   number of the last request the map saves wrote (see
+--                   saves.lua); "max_request_bytes", "max_inventory_slots":
+--                   the limits below.
+--   runs/RUN.json   the last server.json of an earlier run (the 16 newest).
 --   requests/ID.req a change, written by the mount (temporary file, then
 --                   renamed). Taken by removing it: a request the mount
 --                   withdrew (it removed it first) is never applied. ID
@@ -16,7 +22,8 @@
 --                   1970, 20 digits); a request over EXPIRE seconds old is
 --                   a dead daemon's (a live one withdraws it after 5 s):
 --                   removed, not applied, not answered.
---   replies/ID      the answer: "ok", "offline" (a player request, see
+--   replies/ID      the answer: "ok N" (the request's number in this run;
+--                   "ok" for one that changes no map), "offline" (a player request, see
 --                   below), "stale REASON" (what the change
 --                   replaces is no longer what the mount showed),
 --                   "invalid REASON" or "failed REASON". One over EXPIRE
@@ -81,6 +88,7 @@ local EXPIRE = 10
 -- next map save, which took 0.1 to 2 ms a block depending on the load (a
 -- world-wide rename changed 400 blocks a save: steps of 0.1 to 1.3 s).
 local pace = dofile(core.get_modpath(core.get_current_modname()) .. "/pace.lua")
+local saves = dofile(core.get_modpath(core.get_current_modname()) .. "/saves.lua")
 local BUDGET = (tonumber(core.settings:get("worldfs_live.step_budget_ms")) or 20) / 1000
 local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
 local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
@@ -94,12 +102,28 @@ local SAVE_INTERVAL = tonumber(core.settings:get("server_map_save_interval")) or
 -- unload, 29 s after their last use, a batch every 2.92 s, before the
 -- save comes).
 local PACE_INTERVAL = math.min(SAVE_INTERVAL, 5.3)
+-- Requests applied in this run, numbered from 1 (each "ok" reply says its
+-- number), and which of them the map saves have written (saves.lua):
+-- server.json says so ("saved"), so a mount counts a change as kept only
+-- once it is in the database.
+local applied_seq = 0
+local followed = saves.new(SAVE_INTERVAL)
 local STEP_LINES = 240
 local HOLD = 10
 -- Requests that take longer than this (ms) are logged with their parse,
 -- check and apply times ("worldfs_live.log_ms" in minetest.conf; 0 logs
 -- every request, for profiling a big change).
 local LOG_MS = tonumber(core.settings:get("worldfs_live.log_ms")) or 200
+-- The most a request may hold: its bytes (a request file over it is not
+-- read), and the inventory slots its new lists have in all. What a
+-- request within them costs fits in a step (docs/layout.md, "Live
+-- mounts"); the mount reads them from server.json and refuses a bigger
+-- change itself, with the reason.
+local MAX_BYTES = tonumber(core.settings:get("worldfs_live.max_request_bytes")) or 1048576
+local MAX_SLOTS = tonumber(core.settings:get("worldfs_live.max_inventory_slots")) or 4096
+-- The blocks one request may change (the mount sends four at most): each
+-- is loaded, from the database when the server does not hold it.
+local MAX_BLOCKS = 16
 -- Who this server run is (see server.json above).
 local RUN = string.format("%d-%d", os.time(), core.get_us_time())
 
@@ -115,13 +139,24 @@ end
 -- thousands of times. Emptied when it grows past 4096 entries.
 local unhexed, unhexed_count = {}, 0
 
+-- Bytes by their two hex digits and back: gsub with a table runs in C
+-- (a Lua function per byte took seconds on a text of megabytes).
+local byte_of, hex_of = {}, {}
+for b = 0, 255 do
+  local c, h = string.char(b), string.format("%02x", b)
+  hex_of[c] = h
+  for _, hh in ipairs({h, h:upper(), h:sub(1, 1):upper() .. h:sub(2), h:sub(1, 1) .. h:sub(2):upper()}) do
+    byte_of[hh] = c
+  end
+end
+
 local function unhex(s)
   if s == nil then fail("invalid", "a line is missing a word") end
   local known = unhexed[s]
   if known then return known end
   if s == "-" then return "" end
   if #s % 2 == 1 or not s:match("^%x*$") then fail("invalid", "bad hex string " .. s:sub(1, 20)) end
-  local out = s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
+  local out = s:gsub("%x%x", byte_of)
   if unhexed_count >= 4096 then unhexed, unhexed_count = {}, 0 end
   unhexed[s], unhexed_count = out, unhexed_count + 1
   return out
@@ -129,7 +164,7 @@ end
 
 local function hex(s)
   if s == "" then return "-" end
-  return (s:gsub(".", function(c) return string.format("%02x", c:byte()) end))
+  return (s:gsub(".", hex_of))
 end
 
 local function int(s, lo, hi, what)
@@ -248,11 +283,53 @@ local function run_ids(w, what)
   return ids
 end
 
+-- The lines of a request, in time linear in its length (a pattern that
+-- looks for a newline from every position froze the server for minutes
+-- on 60 KB without one), and whether text follows the last newline.
+local function split_lines(text)
+  local lines, at = {}, 1
+  while true do
+    local nl = text:find("\n", at, true)
+    if not nl then break end
+    lines[#lines + 1] = text:sub(at, nl - 1)
+    at = nl + 1
+  end
+  return lines, at <= #text
+end
+
+-- What a request asks too much of (nil: nothing): more blocks than
+-- MAX_BLOCKS, or new inventory lists of more than MAX_SLOTS slots.
+local function over_limits(req)
+  local blocks, n = {}, 0
+  local function add(key)
+    if not blocks[key] then blocks[key], n = true, n + 1 end
+  end
+  for _, list in ipairs({req.nodes, req.metas, req.timers}) do
+    for _, e in ipairs(list) do
+      add(math.floor(e.pos.x / 16) .. "," .. math.floor(e.pos.y / 16) .. "," .. math.floor(e.pos.z / 16))
+    end
+  end
+  for _, list in ipairs({req.blocks, req.deletes}) do
+    for _, b in ipairs(list) do add(b.block.x .. "," .. b.block.y .. "," .. b.block.z) end
+  end
+  if n > MAX_BLOCKS then return "it changes " .. n .. " blocks, over the " .. MAX_BLOCKS .. " a request may" end
+  local slots = 0
+  for _, meta in ipairs(req.metas) do
+    for _, l in ipairs(meta.new.lists) do slots = slots + l.size end
+  end
+  for _, pl in ipairs(req.players) do
+    for _, l in pairs(pl.pnew.lists) do slots = slots + (l and l.size or 0) end
+  end
+  if slots > MAX_SLOTS then
+    return "its inventory lists have " .. slots .. " slots in all, over the limit of " .. MAX_SLOTS
+      .. " (worldfs_live.max_inventory_slots)"
+  end
+end
+
 local function parse(text)
-  local lines = {}
-  for line in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
-  if lines[1] ~= "worldfs-live 1" then fail("invalid", "not a worldfs-live 1 request") end
-  if lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
+  if text:sub(1, 15) ~= "worldfs-live 1\n" then fail("invalid", "not a worldfs-live 1 request") end
+  local lines, trailing = split_lines(text)
+  if trailing or lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
   local req = {nodes = {}, metas = {}, timers = {}, deletes = {}, blocks = {}, players = {}, releases = {},
     privs = {}}
   local meta, del, blk, player
@@ -317,6 +394,8 @@ local function parse(text)
   if #req.releases + #req.privs > 0 and (#req.releases + #req.privs > 1 or others + #req.players > 0) then
     fail("invalid", "a release or privs line comes alone in its request")
   end
+  local too_much = over_limits(req)
+  if too_much then fail("invalid", "the request is too big for one server step: " .. too_much) end
   return req
 end
 
@@ -825,6 +904,8 @@ local function handle(text)
   for _, name in ipairs(req.releases) do holds[name] = nil end
   for _, c in ipairs(req.privs) do privs_changed(c) end
   if req.players[1] then return handle_player(req.players[1]) end
+  -- Neither changes the map: no number (see applied_seq).
+  if #req.releases + #req.privs > 0 then return end
   local t1 = core.get_us_time()
   -- The manips the checks read, by the request's entries, for its apply:
   -- they go with this call.
@@ -841,12 +922,14 @@ local function handle(text)
     fail("failed", tostring(type(err) == "table" and err.msg or err))
   end
   note_changed(req)
+  applied_seq = applied_seq + 1
   local t3 = core.get_us_time()
   if t3 - t0 >= LOG_MS * 1000 then
     core.log("action", string.format("[worldfs_live] a request of %d bytes, %d nodes, %d whole blocks took %.1f ms "
       .. "(parse %.1f, check %.1f, apply %.1f)", #text, #req.nodes, #req.blocks, (t3 - t0) / 1000, (t1 - t0) / 1000,
       (t2 - t1) / 1000, (t3 - t2) / 1000))
   end
+  return "ok " .. applied_seq
 end
 
 local function answer(id, text)
@@ -858,7 +941,7 @@ end
 
 local last_beat = 0
 
-local function heartbeat(stopped)
+local function heartbeat(stopped, starting)
   last_beat = core.get_us_time()
   local save = tonumber(core.settings:get("server_map_save_interval")) or 5.3
   core.safe_file_write(dir .. "/server.json", core.write_json({
@@ -868,17 +951,40 @@ local function heartbeat(stopped)
     save_interval = save,
     run = RUN,
     stopped = stopped,
+    starting = starting,
+    saved = followed.saved,
+    max_request_bytes = MAX_BYTES,
+    max_inventory_slots = MAX_SLOTS,
   }))
 end
 
--- The time (seconds since 1970) a request or reply ID was made.
+-- The time (seconds since 1970) a request or reply ID was made: a mount's
+-- IDs start with it in nanoseconds, 20 digits.
 local function id_time(id)
+  if not id:match("^%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d%d") then return nil end
   return tonumber(id:sub(1, 11))
 end
 
+-- Whether an ID belongs to nobody alive: made over EXPIRE seconds ago, or
+-- more than that ahead of this clock, or not a mount's ID at all (such a
+-- file would otherwise stay forever).
 local function expired(id)
   local born = id_time(id)
-  return born ~= nil and os.time() - born > EXPIRE
+  return born == nil or math.abs(os.time() - born) > EXPIRE
+end
+
+-- A request file's text, read no further than MAX_BYTES + 1 bytes (its
+-- size is looked at first), or nil and why not.
+local function read_request(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local size = f:seek("end")
+  local text = size and size <= MAX_BYTES and f:seek("set") and (f:read(MAX_BYTES + 1) or "")
+  f:close()
+  if not size then return nil end
+  if text and #text <= MAX_BYTES then return text end
+  return nil, "invalid the request is " .. math.max(size, #(text or "")) .. " bytes, over the limit of "
+    .. MAX_BYTES .. " (worldfs_live.max_request_bytes)"
 end
 
 local function serve_one(name)
@@ -887,17 +993,16 @@ local function serve_one(name)
   local path = requests .. "/" .. name
   if expired(id) then
     if os.remove(path) then
-      core.log("warning", "[worldfs_live] request " .. id .. " expired (its mount is gone): removed, not applied")
+      core.log("warning", "[worldfs_live] request " .. id .. " expired (its mount is gone, or it is not a "
+        .. "mount's): removed, not applied")
     end
     return
   end
-  local f = io.open(path, "rb")
-  local text = f and f:read("*a")
-  if f then f:close() end
+  local text, too_big = read_request(path)
   -- Taken by removing it; a request the mount withdrew is gone.
-  if text and os.remove(path) then
-    local reply = answer(id, text)
-    if reply ~= "ok\n" and reply ~= "offline\n" then
+  if (text or too_big) and os.remove(path) then
+    local reply = text and answer(id, text) or too_big .. "\n"
+    if not reply:match("^ok[ \n]") and reply ~= "offline\n" then
       core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply)
     end
     core.safe_file_write(replies .. "/" .. id, reply)
@@ -956,7 +1061,7 @@ local function serve_requests(dtime)
 end
 
 -- Replies nobody read and temporary request files of a mount that died
--- while writing one.
+-- while writing one; directories, which no mount makes there.
 local function clean_spool()
   for _, name in ipairs(core.get_dir_list(replies, false) or {}) do
     if expired(name) then os.remove(replies .. "/" .. name) end
@@ -964,6 +1069,13 @@ local function clean_spool()
   for _, name in ipairs(core.get_dir_list(requests, false) or {}) do
     local id = name:match("^%.([%w_%-]+)%.tmp$")
     if id and expired(id) then os.remove(requests .. "/" .. name) end
+  end
+  for _, d in ipairs({requests, replies}) do
+    for _, name in ipairs(core.get_dir_list(d, true) or {}) do
+      if core.rmdir(d .. "/" .. name, true) then
+        core.log("warning", "[worldfs_live] removed the directory " .. name .. " from " .. d .. " (not a request)")
+      end
+    end
   end
 end
 
@@ -980,14 +1092,36 @@ local function log_steps()
 end
 
 clean_spool()
+-- The last heartbeat of the run before this one, kept as runs/RUN.json
+-- (the 16 newest runs): what its saves wrote ("saved"), for a mount that
+-- learns only now that it ended.
+local function keep_last_run()
+  local f = io.open(dir .. "/server.json", "rb")
+  local text = f and f:read(65536)
+  if f then f:close() end
+  local ok, last = pcall(core.parse_json, text or "")
+  if not ok or type(last) ~= "table" or type(last.run) ~= "string" or not last.run:match("^[%w%-]+$") then return end
+  core.mkdir(dir .. "/runs")
+  core.safe_file_write(dir .. "/runs/" .. last.run .. ".json", text)
+  local runs = core.get_dir_list(dir .. "/runs", false) or {}
+  table.sort(runs)
+  for i = 1, #runs - 16 do os.remove(dir .. "/runs/" .. runs[i]) end
+end
+keep_last_run()
+-- The server loads mods before it reads any block: from here on, a mount
+-- writing the map itself refuses its writes (the server would save its
+-- copy of a block over them), and a new mount goes through the server.
+heartbeat(false, true)
 
 -- The map saves, as the server times them (its save timer adds each
 -- step's dtime after the mods' globalsteps and saves when it reaches
 -- SAVE_INTERVAL), and the start of the last step, for the length of the
 -- step that saved: the pace follows it (pace.lua).
-local save_timer, saved, step_start = 0, false, nil
+local step_start = nil
 
+-- Whether the step before saved.
 local function follow_saves(dtime, now)
+  local saved = saves.step(followed, dtime)
   if saved and step_start then
     local before = paced.blocks
     seen.save_ms = (now - step_start) / 1000
@@ -1001,15 +1135,14 @@ local function follow_saves(dtime, now)
     seen = {changed = 0, held = false, late = false}
   end
   step_start = now
-  save_timer = save_timer + dtime
-  saved = save_timer >= SAVE_INTERVAL
-  if saved then save_timer = 0 end
+  return saved
 end
 
 local since = HEARTBEAT
 core.register_globalstep(function(dtime)
-  follow_saves(dtime, core.get_us_time())
+  local saved = follow_saves(dtime, core.get_us_time())
   since = since + dtime
+  if saved and not (since >= HEARTBEAT) then heartbeat(false) end
   if since >= HEARTBEAT then
     since = 0
     heartbeat(false)
@@ -1020,6 +1153,7 @@ core.register_globalstep(function(dtime)
   window.served = window.served + serve_requests(dtime)
   window.work = math.max(window.work, core.get_us_time() - start)
   window.dtime = math.max(window.dtime, dtime)
+  saves.applied(followed, applied_seq)
 end)
 
 core.register_on_shutdown(function()

@@ -13,10 +13,11 @@ use worldfs_store::world::World;
 use worldfs_store::{Change, MapStore};
 
 /// The mod's files, as `worldfs live install` writes them.
-const FILES: [(&str, &str); 4] = [
+const FILES: [(&str, &str); 5] = [
     ("mod.conf", include_str!("../../contrib/worldfs_live/mod.conf")),
     ("init.lua", include_str!("../../contrib/worldfs_live/init.lua")),
     ("pace.lua", include_str!("../../contrib/worldfs_live/pace.lua")),
+    ("saves.lua", include_str!("../../contrib/worldfs_live/saves.lua")),
     ("settingtypes.txt", include_str!("../../contrib/worldfs_live/settingtypes.txt")),
 ];
 
@@ -45,6 +46,27 @@ pub fn install(world: &Path) -> Result<Vec<String>, String> {
          `worldfs mount` of this world sends its changes through the server"
             .to_string(),
     ])
+}
+
+/// Settle the undo journal's changes a running server applied but had
+/// not saved when they were journaled (`store::live::journal::settle`):
+/// those a killed server lost are taken out, so that the journal lists
+/// what the map holds.
+pub fn settle_journal(w: &World) {
+    let path = w.journal_path();
+    if !path.is_file() {
+        return;
+    }
+    let map_file = (w.backend() == "sqlite3").then(|| w.map_path());
+    let settled = w.open_store(true, false).map_err(|e| e.to_string()).and_then(|db| {
+        worldfs_store::live::settle::settle_journal(&path, &w.dir, db.as_ref(), map_file.as_deref(), false)
+            .map_err(|e| e.to_string())
+    });
+    match settled {
+        Ok(0) => {}
+        Ok(n) => log::info!("{n} block(s) a server applied but lost before saving them were taken out of the journal"),
+        Err(e) => log::warn!("the undo journal's live changes could not be checked against the map: {e}"),
+    }
 }
 
 /// Whether the server of `world` runs the worldfs_live mod now.

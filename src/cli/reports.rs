@@ -135,6 +135,9 @@ pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let minecraft = WorldKind::of(world) == WorldKind::MinecraftJava;
     let mc_records = crate::worlds::minecraft::undo::Records::new(world);
     let w = if minecraft { None } else { Some(worldfs_store::world::World::open(world)?) };
+    if let Some(w) = &w {
+        super::live::settle_journal(w);
+    }
     let journal = match &w {
         Some(w) => open_journal(w)?,
         None => mc_records

@@ -202,7 +202,16 @@ pub trait MapStore: Send + Sync {
     fn other_users(&self) -> Result<Vec<String>> {
         Ok(Vec::new())
     }
+
+    /// Run `gate` before every write, inside the write's transaction while
+    /// no other process can read the map (SQLite's exclusive lock), so
+    /// that what it checks holds until the write is in: an error refuses
+    /// the write. Backends that cannot keep readers out ignore it.
+    fn set_write_gate(&mut self, _gate: WriteGate) {}
 }
+
+/// A check run inside every write (`MapStore::set_write_gate`).
+pub type WriteGate = Box<dyn Fn() -> Result<()> + Send + Sync>;
 
 /// A shared store is a store (two handles on one in-memory map, say).
 impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {

@@ -38,6 +38,9 @@ pub struct SqliteStore {
     /// closing any descriptor of a file drops every POSIX lock this process
     /// holds on it, SQLite's included, so it must stay open while they do.
     header: Option<std::fs::File>,
+    /// Checked inside every write, under an exclusive lock
+    /// (`MapStore::set_write_gate`).
+    gate: Option<super::WriteGate>,
 }
 
 fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
@@ -61,6 +64,7 @@ impl SqliteStore {
             journal: None,
             identity: Vec::new(),
             header: None,
+            gate: None,
         };
         let conn = store.connect()?;
         store.header = std::fs::File::open(path).ok();
@@ -378,7 +382,16 @@ impl MapStore for SqliteStore {
         self.pool.write(
             || self.connect(),
             |conn| {
-                let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(backend)?;
+                // With a gate, readers are kept out from its check to the
+                // commit: nobody reads the old blocks in between.
+                let behavior = match self.gate {
+                    Some(_) => rusqlite::TransactionBehavior::Exclusive,
+                    None => rusqlite::TransactionBehavior::Immediate,
+                };
+                let tx = conn.transaction_with_behavior(behavior).map_err(backend)?;
+                if let Some(gate) = &self.gate {
+                    gate()?;
+                }
                 // Each block read once, for its expectation and its journal
                 // record both.
                 let mut current: std::collections::HashMap<BlockPos, Option<Vec<u8>>> =
@@ -459,6 +472,10 @@ impl MapStore for SqliteStore {
         self.reading(|conn| {
             conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get::<_, i64>(0)).map(|n| n as u64).map_err(backend)
         })
+    }
+
+    fn set_write_gate(&mut self, gate: super::WriteGate) {
+        self.gate = Some(gate);
     }
 
     fn is_read_only(&self) -> bool {
@@ -585,6 +602,31 @@ mod tests {
         Connection::open(&other).unwrap().execute_batch("CREATE TABLE t (a)").unwrap();
         let e = SqliteStore::open(&other, true).err().unwrap();
         assert!(e.to_string().contains("no 'blocks' table"), "{e}");
+    }
+
+    /// The gate runs while no other connection can read the map (so a
+    /// server cannot read the old blocks between the check and the
+    /// commit), and its refusal writes nothing.
+    #[test]
+    fn a_write_gate_keeps_readers_out_and_can_refuse() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("map.sqlite");
+        let mut st = SqliteStore::create(&path, Schema::Legacy).unwrap();
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(None));
+        let (p, s) = (path.clone(), seen.clone());
+        st.set_write_gate(Box::new(move || {
+            let other = Connection::open(&p).map_err(backend)?;
+            let read = other.query_row("SELECT count(*) FROM blocks", [], |r| r.get::<_, i64>(0));
+            *s.lock() = Some(read.is_err());
+            Ok(())
+        }));
+        let (a, b) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0));
+        st.apply(&[Change::Put(a, vec![29, 1])], &Note::default()).unwrap();
+        assert_eq!(*seen.lock(), Some(true), "a reader was kept out while the gate looked");
+        st.set_write_gate(Box::new(|| Err(StoreError::Busy("a server started".into()))));
+        let e = st.apply(&[Change::Put(b, vec![29, 2])], &Note::default()).unwrap_err();
+        assert!(matches!(&e, StoreError::Busy(m) if m == "a server started"), "{e}");
+        assert_eq!(st.get(b).unwrap(), None, "nothing of a refused write is written");
     }
 
     #[test]

@@ -275,7 +275,10 @@ impl LuantiTree {
                 return LuantiTree::open_live(world, opts, services, why);
             }
         }
-        let store = world.open_store(opts.read_only, opts.journal)?;
+        let mut store = world.open_store(opts.read_only, opts.journal)?;
+        if !opts.read_only && !opts.force {
+            store.set_write_gate(no_server_started(&world.dir));
+        }
         if !opts.read_only
             && !opts.force
             && world.backend() != "sqlite3"
@@ -652,4 +655,22 @@ impl LuantiTree {
             }
         }
     }
+}
+
+/// The check inside every direct write of a mount made while no server
+/// ran: a server that starts with worldfs_live marks it in its heartbeat
+/// while its mods load, before it reads any block, and the write holds the
+/// map's exclusive lock while it looks, so a server that read the old
+/// blocks was seen, and one that starts later reads the new ones. Then
+/// the write is refused: the server would save its copy over it.
+fn no_server_started(dir: &std::path::Path) -> worldfs_store::WriteGate {
+    let dir = dir.to_path_buf();
+    Box::new(move || match worldfs_store::live::server_state(&dir) {
+        worldfs_store::live::ServerState::Running { version, .. } => Err(worldfs_store::StoreError::Busy(format!(
+            "a server ({version}, with worldfs_live) started on this world after this mount was made; the mount \
+             writes the database itself, and the server would save its own copy of the blocks over such writes: \
+             nothing written. Unmount and mount again to send changes through the server"
+        ))),
+        _ => Ok(()),
+    })
 }

@@ -28,14 +28,25 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS journal.live_after (
     change INTEGER NOT NULL,
     x INTEGER NOT NULL, y INTEGER NOT NULL, z INTEGER NOT NULL,
     after BLOB,
+    PRIMARY KEY (change, x, y, z));
+    CREATE TABLE IF NOT EXISTS journal.live_pending (
+    change INTEGER NOT NULL,
+    x INTEGER NOT NULL, y INTEGER NOT NULL, z INTEGER NOT NULL,
+    run TEXT NOT NULL,
+    seq INTEGER NOT NULL,
     PRIMARY KEY (change, x, y, z))";
 
 /// A block the server applied: its position, bytes before, and bytes the
 /// mount wrote (None: absent).
 pub type Applied = (BlockPos, Option<Vec<u8>>, Option<Vec<u8>>);
 
-/// Journal blocks the server applied, in one entry with `note`.
-pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied]) -> Result<()> {
+/// A journaled block the server applied but had not saved yet: its
+/// position, the run that applied it and the request's number (`settle`).
+pub type Unsaved = (BlockPos, String, u64);
+
+/// Journal blocks the server applied, in one entry with `note`; those in
+/// `unsaved` are kept only once the server saved them (`settle`).
+pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied], unsaved: &[Unsaved]) -> Result<()> {
     let mut conn = attached(path)?;
     conn.execute_batch(CREATE).map_err(backend)?;
     let tx = conn.transaction().map_err(backend)?;
@@ -50,8 +61,94 @@ pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied]) -> Result<()
         for (p, _, after) in blocks {
             ins.execute(params![id, p.x, p.y, p.z, after]).map_err(backend)?;
         }
+        let mut ins = tx
+            .prepare_cached(
+                "INSERT OR REPLACE INTO journal.live_pending (change, x, y, z, run, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(backend)?;
+        for (p, run, seq) in unsaved {
+            ins.execute(params![id, p.x, p.y, p.z, run, *seq as i64]).map_err(backend)?;
+        }
     }
     tx.commit().map_err(backend)
+}
+
+/// A journaled block not known to be saved: its entry, position, run,
+/// request number, and the bytes the change wrote (None: deleted).
+pub type PendingRow = (i64, BlockPos, String, u64, Option<Vec<u8>>);
+
+/// The journal's blocks not known to be saved (`settle.rs`).
+pub fn pending(path: &Path) -> Result<Vec<PendingRow>> {
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let conn = attached(path)?;
+    conn.execute_batch(CREATE).map_err(backend)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT p.change, p.x, p.y, p.z, p.run, p.seq, a.after FROM journal.live_pending p \
+             LEFT JOIN journal.live_after a ON a.change = p.change AND a.x = p.x AND a.y = p.y AND a.z = p.z",
+        )
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map([], |r| {
+            let (x, y, z): (i64, i64, i64) = (r.get(1)?, r.get(2)?, r.get(3)?);
+            let seq: i64 = r.get(5)?;
+            Ok((r.get::<_, i64>(0)?, (x, y, z), r.get::<_, String>(4)?, seq as u64, r.get(6)?))
+        })
+        .map_err(backend)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (change, (x, y, z), run, seq, after) = row.map_err(backend)?;
+        if let (Ok(x), Ok(y), Ok(z)) = (i16::try_from(x), i16::try_from(y), i16::try_from(z)) {
+            out.push((change, BlockPos::new(x, y, z), run, seq, after));
+        }
+    }
+    Ok(out)
+}
+
+/// Settled pending blocks: (entry, position, whether its run lost it).
+/// A kept one is no longer pending; a lost one is taken out of its entry
+/// (an entry left without blocks goes, and what it reverted is no longer
+/// marked so). Gives how many were taken out.
+pub fn resolve(path: &Path, settled: &[(i64, BlockPos, bool)]) -> Result<usize> {
+    let mut conn = attached(path)?;
+    conn.execute_batch(CREATE).map_err(backend)?;
+    let tx = conn.transaction().map_err(backend)?;
+    let mut lost = 0;
+    for (change, p, is_lost) in settled {
+        let (x, y, z) = (i64::from(p.x), i64::from(p.y), i64::from(p.z));
+        tx.execute(
+            "DELETE FROM journal.live_pending WHERE change = ?1 AND x = ?2 AND y = ?3 AND z = ?4",
+            params![change, x, y, z],
+        )
+        .map_err(backend)?;
+        if *is_lost {
+            forget_block(&tx, *change, x, y, z).map_err(backend)?;
+            lost += 1;
+        }
+    }
+    tx.commit().map_err(backend)?;
+    Ok(lost)
+}
+
+/// Take a block a killed run lost out of journal entry `change`.
+fn forget_block(tx: &rusqlite::Transaction<'_>, change: i64, x: i64, y: i64, z: i64) -> rusqlite::Result<()> {
+    let at = params![change, x, y, z];
+    tx.execute("DELETE FROM journal.blocks WHERE change = ?1 AND x = ?2 AND y = ?3 AND z = ?4", at)?;
+    tx.execute("DELETE FROM journal.live_after WHERE change = ?1 AND x = ?2 AND y = ?3 AND z = ?4", at)?;
+    tx.execute("UPDATE journal.changes SET blocks = blocks - 1 WHERE id = ?1", [change])?;
+    let empty: bool = tx.query_row(
+        "SELECT blocks <= 0 AND NOT EXISTS (SELECT 1 FROM journal.records WHERE change = ?1) \
+         FROM journal.changes WHERE id = ?1",
+        [change],
+        |r| r.get(0),
+    )?;
+    if empty {
+        tx.execute("DELETE FROM journal.changes WHERE id = ?1", [change])?;
+        tx.execute("UPDATE journal.changes SET reverted_by = NULL WHERE reverted_by = ?1", [change])?;
+    }
+    Ok(())
 }
 
 /// What the newest journaled change of block `pos` wrote, when that
@@ -204,7 +301,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("j.sqlite");
         let (a, b) = (BlockPos::new(1, 2, 3), BlockPos::new(-1, 0, 0));
-        record_applied(&path, &Note::new("live"), &[(a, Some(vec![1]), Some(vec![2])), (b, Some(vec![5]), None)])
+        record_applied(&path, &Note::new("live"), &[(a, Some(vec![1]), Some(vec![2])), (b, Some(vec![5]), None)], &[])
             .unwrap();
         assert_eq!(live_after(&path, a).unwrap(), Some(Some(vec![2])));
         assert_eq!(live_after(&path, b).unwrap(), Some(None), "deleted live");

@@ -13,6 +13,7 @@
 pub mod journal;
 pub mod records;
 pub mod request;
+pub mod settle;
 pub mod spool;
 
 use crate::journal::Fingerprint;
@@ -67,6 +68,9 @@ struct Shown {
 
 pub struct LiveStore {
     world: std::path::PathBuf,
+    /// The map's file, when it is one (SQLite): whether a silent server
+    /// still holds it tells a hung server from a killed one (`settle`).
+    map_file: Option<std::path::PathBuf>,
     /// The map database, read-only.
     db: Box<dyn MapStore>,
     spool: Spool,
@@ -95,8 +99,11 @@ impl LiveStore {
     /// The map of the world at `world`, read from `db` (opened read-only),
     /// changed through the server.
     pub fn new(world: &Path, db: Box<dyn MapStore>) -> LiveStore {
+        let sqlite = world.join("map.sqlite");
+        let map_file = (db.describe().starts_with("sqlite3") && sqlite.is_file()).then_some(sqlite);
         LiveStore {
             world: world.to_path_buf(),
+            map_file,
             db,
             spool: Spool::new(world),
             shown: Mutex::new(HashMap::new()),
@@ -155,6 +162,10 @@ impl LiveStore {
             Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
         };
         let mut out = Requests { lines: Vec::new(), before: HashMap::new() };
+        let limits = match server_state(&self.world) {
+            ServerState::Running { limits, .. } => limits,
+            _ => spool::Limits::default(),
+        };
         for c in changes {
             let pos = c.pos();
             if matches!(c, Change::Expect(..)) {
@@ -181,6 +192,9 @@ impl LiveStore {
                 }
                 _ => request::block_delete(&mut text, pos, &old),
             }
+            if let Some(why) = limits.refusal(&format!("block {pos}"), &format!("{}{text}end\n", request::HEADER)) {
+                return Err(StoreError::Refused(why));
+            }
             out.lines.push((pos, text));
         }
         Ok(out)
@@ -188,18 +202,23 @@ impl LiveStore {
 
     /// The blocks' request lines, in batches of about `BATCH_BYTES`, with
     /// up to `IN_FLIGHT` batches in the spool at once; the blocks of every
-    /// batch the server applied then show as written. Stops at the first
-    /// batch that is not applied (withdrawing those not taken yet): the
-    /// error says how many blocks were changed.
+    /// batch the server applied then show as written, and go to `applied`
+    /// with what the server said of their request. Stops at the first
+    /// batch that is not applied (withdrawing those not taken yet).
     fn send_batches(
         &self,
         blocks: &[(BlockPos, String)],
         changes: &HashMap<BlockPos, &Change>,
-        applied: &mut Vec<BlockPos>,
+        applied: &mut Vec<(BlockPos, spool::Applied)>,
     ) -> Result<()> {
-        let batches: Vec<_> = batches(blocks).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
+        let max_slots = match server_state(&self.world) {
+            ServerState::Running { limits, .. } => limits.inventory_slots,
+            _ => spool::Limits::default().inventory_slots,
+        };
+        let batches: Vec<_> =
+            batches(blocks, max_slots).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
         let mut sent: std::collections::VecDeque<(&[(BlockPos, String)], spool::Sent)> = Default::default();
-        let (mut next, mut done, mut failed) = (0, 0, None);
+        let (mut next, mut failed) = (0, None);
         while failed.is_none() && (next < batches.len() || !sent.is_empty()) {
             while failed.is_none() && next < batches.len() && sent.len() < IN_FLIGHT {
                 let texts: Vec<&str> = batches[next].iter().map(|(_, t)| t.as_str()).collect();
@@ -211,30 +230,25 @@ impl LiveStore {
             }
             let Some((batch, s)) = sent.pop_front() else { break };
             match self.spool.wait(&s) {
-                Ok(run) => {
-                    done += self.show_applied(batch, changes, &run);
-                    applied.extend(batch.iter().map(|(p, _)| *p));
+                Ok(a) => {
+                    self.show_applied(batch, changes, &a.run);
+                    applied.extend(batch.iter().map(|(p, _)| (*p, a.clone())));
                 }
                 Err(e) => failed = Some(e),
             }
         }
         // What is still in the spool: withdrawn, or (taken meanwhile) its answer counted.
         for (batch, s) in sent {
-            if let Ok(false) = self.spool.cancel(&s) {
-                done += self.show_applied(batch, changes, &s.run());
-                applied.extend(batch.iter().map(|(p, _)| *p));
+            if let Ok(Some(a)) = self.spool.cancel(&s) {
+                self.show_applied(batch, changes, &a.run);
+                applied.extend(batch.iter().map(|(p, _)| (*p, a.clone())));
             }
         }
-        match failed {
-            None => Ok(()),
-            Some(e) if done == 0 => Err(e),
-            Some(e) => Err(partly_applied(e, done, blocks.len())),
-        }
+        failed.map_or(Ok(()), Err)
     }
 
-    /// The blocks of a batch the server applied show as written; gives
-    /// their number.
-    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, run: &str) -> usize {
+    /// The blocks of a batch the server applied show as written.
+    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, run: &str) {
         for (pos, _) in batch {
             let blob = match changes.get(pos) {
                 Some(Change::Put(_, b)) => Some(b.clone()),
@@ -245,7 +259,6 @@ impl LiveStore {
             self.shown.lock().insert(*pos, Shown { blob, db_after, run: run.to_string() });
         }
         self.applied.fetch_add(1, Ordering::SeqCst);
-        batch.len()
     }
 }
 
@@ -255,32 +268,70 @@ impl LiveStore {
     /// the mod checks against the game. Journaled when applied, as far as
     /// it was applied.
     fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
+        self.settle();
         let requests = self.block_requests(changes)?;
         let by_pos: HashMap<BlockPos, &Change> =
             changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
         let mut applied = Vec::new();
         let sent = self.send_batches(&requests.lines, &by_pos, &mut applied);
+        let after = |p: &BlockPos| match by_pos.get(p) {
+            Some(Change::Put(_, b)) => Some(b.clone()),
+            _ => None,
+        };
+        // Whether each applied block is in the database: a killed server
+        // lost what its saves had not written.
+        let mut runs = HashMap::new();
+        let fates: Vec<settle::Fate> = applied
+            .iter()
+            .map(|(p, a)| {
+                let run = runs
+                    .entry(a.run.clone())
+                    .or_insert_with(|| settle::run_fate(&self.world, &a.run, self.map_file.as_deref(), true));
+                settle::fate(run, a.seq, self.db.as_ref(), *p, after(p).as_deref())
+            })
+            .collect();
+        let kept: Vec<_> = applied.iter().zip(&fates).filter(|(_, f)| **f != settle::Fate::Lost).collect();
         if let Some(path) = &self.journal
-            && !applied.is_empty()
+            && !kept.is_empty()
         {
-            let steps: Vec<_> = applied
+            let steps: Vec<_> =
+                kept.iter().map(|((p, _), _)| (*p, requests.before.get(p).cloned().flatten(), after(p))).collect();
+            let unsaved: Vec<_> = kept
                 .iter()
-                .map(|p| {
-                    let after = match by_pos.get(p) {
-                        Some(Change::Put(_, b)) => Some(b.clone()),
-                        _ => None,
-                    };
-                    (*p, requests.before.get(p).cloned().flatten(), after)
-                })
+                .filter(|(_, f)| **f == settle::Fate::Pending)
+                .filter_map(|((p, a), _)| Some((*p, a.run.clone(), a.seq?)))
                 .collect();
-            if let Err(e) = journal::record_applied(path, note, &steps) {
+            if let Err(e) = journal::record_applied(path, note, &steps, &unsaved) {
                 log::warn!(
                     "the server applied {} block(s), but the undo journal could not record them: {e}",
                     steps.len()
                 );
             }
         }
-        sent
+        let count = |f: settle::Fate| fates.iter().filter(|x| **x == f).count();
+        match sent {
+            Ok(()) => Ok(()),
+            Err(e) if applied.is_empty() => Err(e),
+            Err(e) => Err(partly_applied(
+                e,
+                Outcome {
+                    kept: count(settle::Fate::Kept),
+                    pending: count(settle::Fate::Pending),
+                    lost: count(settle::Fate::Lost),
+                    total: requests.lines.len(),
+                },
+            )),
+        }
+    }
+
+    /// Settle the journal's live blocks not known to be saved
+    /// (`journal::settle`); a failure is logged.
+    pub fn settle(&self) {
+        if let Some(path) = &self.journal
+            && let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref(), true)
+        {
+            log::warn!("the undo journal's live changes could not be checked against the map: {e}");
+        }
     }
 
     /// Undo through the server: `changes` as `apply` takes them, each
@@ -295,16 +346,20 @@ impl LiveStore {
 }
 
 /// Blocks' request lines in batches of about `BATCH_BYTES` (at least one
-/// block each, see `batch_cost`), in order.
-fn batches(blocks: &[(BlockPos, String)]) -> Vec<&[(BlockPos, String)]> {
+/// block each, see `batch_cost`), in order, each setting inventory lists
+/// of at most `max_slots` slots in all unless one block alone does (the
+/// mod's limit: `spool::Limits`).
+fn batches(blocks: &[(BlockPos, String)], max_slots: usize) -> Vec<&[(BlockPos, String)]> {
     let mut out = Vec::new();
-    let (mut start, mut cost) = (0, 0);
+    let (mut start, mut cost, mut slots) = (0, 0, 0);
     for (i, (_, text)) in blocks.iter().enumerate() {
-        if i > start && cost + batch_cost(text) > BATCH_BYTES {
+        let more = request::inventory_slots(text);
+        if i > start && (cost + batch_cost(text) > BATCH_BYTES || slots + more > max_slots) {
             out.push(&blocks[start..i]);
-            (start, cost) = (i, 0);
+            (start, cost, slots) = (i, 0, 0);
         }
         cost += batch_cost(text);
+        slots += more;
     }
     if start < blocks.len() {
         out.push(&blocks[start..]);
@@ -312,13 +367,44 @@ fn batches(blocks: &[(BlockPos, String)]) -> Vec<&[(BlockPos, String)]> {
     out
 }
 
+/// How far a change that went in batches got: of its `total` blocks, the
+/// server applied `kept` that are in the database, `pending` it had not
+/// saved yet, and `lost` its run lost (killed before its save).
+struct Outcome {
+    kept: usize,
+    pending: usize,
+    lost: usize,
+    total: usize,
+}
+
 /// A batch after the first was refused: the batches before it stay
-/// applied, and the error says how far the change got.
-fn partly_applied(e: StoreError, done: usize, total: usize) -> StoreError {
+/// applied (as far as the server kept them), and the error says how far
+/// the change got.
+fn partly_applied(e: StoreError, o: Outcome) -> StoreError {
+    let (done, total) = (o.kept + o.pending, o.total);
+    let lost = match o.lost {
+        0 => String::new(),
+        n => format!(
+            "; the server had applied {n} more, but it stopped before its map save wrote them, so they were \
+             lost with it"
+        ),
+    };
+    // A refusal comes from a server that runs: it saves what it applied.
+    let silent = !matches!(e, StoreError::Conflict(_) | StoreError::Refused(_));
+    let pending = match o.pending {
+        n if n > 0 && silent => format!(
+            "; {n} of them are not in the map database yet: a server that still runs saves them with its next map \
+             save, one that was killed lost them (`worldfs undo` tells once the server runs again)"
+        ),
+        _ => String::new(),
+    };
     let say = |m: String| {
         format!(
             "the change went to the server in batches: {done} of {total} blocks were changed, then a batch \
-             was not ({m}); those {done} blocks stay changed, the other {} are as they were",
+             was not ({m}){lost}{pending}; those {done} blocks stay changed, the other {} are as they were. Once the cause \
+             is dealt with, the same command again changes the rest (a `mv` in find/ then sees find/NEW, \
+             which the changed blocks made, and moves find/OLD into it: `mv` may already have tried that \
+             and said it cannot move find/OLD to find/NEW/OLD; that is this same refusal)",
             total - done
         )
     };
@@ -399,19 +485,23 @@ mod tests {
         let small = |x: i16| (BlockPos::new(x, 0, 0), format!("node {x} 0 0 61 0 0 62 0 0\n"));
         let whole = |x: i16| (BlockPos::new(x, 0, 0), format!("{}{x} 0 0\nbold 1\nbnew 2\n", request::WHOLE_BLOCK));
         let blocks = vec![small(0), small(1), whole(2), whole(3), small(4), small(5)];
-        let sizes: Vec<usize> = batches(&blocks).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&blocks, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 2]);
         let wholes: Vec<_> = (0..6).map(whole).collect();
-        let sizes: Vec<usize> = batches(&wholes).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&wholes, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 2], "whole blocks too");
         let big = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES + 1));
-        let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)]).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [1, 1, 1], "a block over a batch alone");
         let smalls: Vec<_> = (0..9).map(small).collect();
-        let sizes: Vec<usize> = batches(&smalls).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&smalls, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 4, 1], "at most four blocks a batch");
         let half = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES / 2));
-        let sizes: Vec<usize> = batches(&[half(8), small(0), half(9)]).iter().map(|b| b.len()).collect();
+        let sizes: Vec<usize> = batches(&[half(8), small(0), half(9)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [2, 1], "node lines count by their bytes");
+        let chest = |x: i16| (BlockPos::new(x, 0, 0), format!("meta {x} 0 0\nnew list 6d61696e 3000 0\nendmeta\n"));
+        let sizes: Vec<usize> =
+            batches(&[chest(0), chest(1), small(2), chest(3)], 4096).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [1, 2, 1], "inventory slots within the mod's limit a batch");
     }
 }

@@ -79,7 +79,8 @@ impl LiveRecords {
     ) -> Result<()> {
         let db_then = self.inner.get(name)?;
         let run = self.current_run().unwrap_or_default();
-        if self.spool.ask(text)? == "ok" {
+        let said = self.spool.ask(text)?;
+        if said == "ok" || said.starts_with("ok ") {
             let bytes = new.map(<[u8]>::to_vec);
             self.shown.lock().insert(name.to_string(), Shown { bytes, db_then, run });
             return Ok(());

@@ -282,6 +282,16 @@ fn player_list_lines(out: &mut String, side: &str, name: &[u8], list: Option<&In
     }
 }
 
+/// The slots of the inventory lists a request sets, in all (its "new
+/// list" and "pnew list" lines): the mod's work grows with them, empty or
+/// not.
+pub fn inventory_slots(text: &str) -> usize {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("new list ").or_else(|| l.strip_prefix("pnew list ")))
+        .filter_map(|rest| rest.split(' ').nth(1)?.parse::<usize>().ok())
+        .sum()
+}
+
 /// The request that ends the hold on player `name`'s joins.
 pub fn player_release(name: &str) -> String {
     format!("{HEADER}release {}\nend\n", hex(name.as_bytes()))

@@ -17,6 +17,11 @@ pub const DIR: &str = "worldfs-live";
 /// mod rewrites it every 0.5 s; a loaded machine may delay a step).
 pub const FRESH: Duration = Duration::from_secs(3);
 
+/// A heartbeat written while the server starts (its mods load, before it
+/// steps or reads a block) counts as running for this long: a start can
+/// take a while before the first step refreshes it.
+pub const STARTING: Duration = Duration::from_secs(60);
+
 /// How long a change waits for the server to take it; then it is withdrawn
 /// and nothing is changed.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -35,9 +40,48 @@ pub enum ServerState {
     Stopped,
     /// The heartbeat is this old: the server is stopped (killed) or hung.
     Silent(Duration),
-    /// Running the mod: its engine version, map save interval, and which
-    /// run of the server this is (new at every start).
-    Running { version: String, save_interval: f64, run: String },
+    /// Running the mod: its engine version, map save interval, which run
+    /// of the server this is (new at every start), and how big a request
+    /// it takes.
+    Running { version: String, save_interval: f64, run: String, limits: Limits },
+}
+
+/// How big a request the mod takes (its settings, published in
+/// server.json): a request within them is applied well inside a server
+/// step. The defaults are the mod's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// `worldfs_live.max_request_bytes`.
+    pub request_bytes: usize,
+    /// `worldfs_live.max_inventory_slots`: the slots of the new inventory
+    /// lists of one request in all.
+    pub inventory_slots: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { request_bytes: 1 << 20, inventory_slots: 4096 }
+    }
+}
+
+impl Limits {
+    /// Why `text` is too big a request for the server (None: it is not);
+    /// `what` names the change ("block 1,2,3").
+    pub fn refusal(&self, what: &str, text: &str) -> Option<String> {
+        let (bytes, slots) = (text.len(), super::request::inventory_slots(text));
+        let (size, limit, setting) = if bytes > self.request_bytes {
+            (format!("{bytes} bytes as a request to the server"), self.request_bytes, "max_request_bytes")
+        } else if slots > self.inventory_slots {
+            (format!("inventory lists of {slots} slots"), self.inventory_slots, "max_inventory_slots")
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{what}: the change is {size}, over the running server's limit of {limit} (worldfs_live.{setting} \
+             in its minetest.conf): the server applies a change in one step, and this one would stall it; \
+             nothing written. Make the change in smaller parts, raise the limit, or stop the server to make it"
+        ))
+    }
 }
 
 impl ServerState {
@@ -57,31 +101,61 @@ impl ServerState {
     }
 }
 
+/// The mod's server.json (or a run's last one, kept in `runs/`).
 #[derive(serde::Deserialize)]
-struct Heartbeat {
+pub(super) struct Heartbeat {
     /// A number (Lua's JSON writer writes 1 as 1.0).
     protocol: f64,
     version: String,
     save_interval: f64,
     #[serde(default)]
-    stopped: bool,
+    pub(super) stopped: bool,
     /// New at every server start (older mods wrote none).
     #[serde(default)]
-    run: String,
+    pub(super) run: String,
+    /// Written while the server starts, before its first step.
+    #[serde(default)]
+    pub(super) starting: bool,
+    /// The number of the last request the run's map saves wrote (older
+    /// mods wrote none).
+    #[serde(default)]
+    pub(super) saved: Option<f64>,
+    /// The mod's limits (older mods wrote none: the defaults).
+    #[serde(default)]
+    max_request_bytes: Option<f64>,
+    #[serde(default)]
+    max_inventory_slots: Option<f64>,
+}
+
+/// A heartbeat file and how old it is.
+pub(super) fn read_heartbeat(path: &Path) -> Option<(std::result::Result<Heartbeat, ()>, Duration)> {
+    let (Ok(text), Ok(meta)) = (std::fs::read(path), std::fs::metadata(path)) else {
+        return None;
+    };
+    let age = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
+    Some((serde_json::from_slice::<Heartbeat>(&text).map_err(|_| ()), age))
+}
+
+/// Whether a heartbeat this old says its server runs (see `STARTING`).
+pub(super) fn fresh(h: &Heartbeat, age: Duration) -> bool {
+    age <= FRESH || (h.starting && age < STARTING)
 }
 
 /// What the heartbeat file of the world at `world` says now.
 pub fn server_state(world: &Path) -> ServerState {
-    let path = world.join(DIR).join("server.json");
-    let (Ok(text), Ok(meta)) = (std::fs::read(&path), std::fs::metadata(&path)) else {
+    let Some((heartbeat, age)) = read_heartbeat(&world.join(DIR).join("server.json")) else {
         return ServerState::Absent;
     };
-    let age = meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok()).unwrap_or_default();
-    match serde_json::from_slice::<Heartbeat>(&text) {
+    match heartbeat {
         Ok(h) if h.stopped => ServerState::Stopped,
-        Ok(_) if age > FRESH => ServerState::Silent(age),
+        Ok(h) if !fresh(&h, age) => ServerState::Silent(age),
         Ok(h) if h.protocol == 1.0 => {
-            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run }
+            let d = Limits::default();
+            let limits = Limits {
+                request_bytes: h.max_request_bytes.map_or(d.request_bytes, |n| n as usize),
+                inventory_slots: h.max_inventory_slots.map_or(d.inventory_slots, |n| n as usize),
+            };
+            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run, limits }
         }
         // Another protocol, or a file cut short: not a server we can talk to.
         _ => ServerState::Absent,
@@ -115,6 +189,15 @@ pub fn check_spool(world: &Path) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A request the server applied: the run that applied it, and its number
+/// in that run (None from a mod that numbers none), which `settle` matches
+/// with the run's map saves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    pub run: String,
+    pub seq: Option<u64>,
 }
 
 /// A request handed to the server, its answer not read yet.
@@ -164,10 +247,10 @@ impl Spool {
     }
 
     /// Hand `text` to the server and wait for its answer: Ok (with the run
-    /// of the server, see `ServerState::Running`) when it applied the
-    /// change; an error when it refused it, or when it did not take it in
-    /// time (then it is withdrawn: nothing changed).
-    pub fn send(&self, text: &str) -> Result<String> {
+    /// of the server and the request's number) when it applied the change;
+    /// an error when it refused it, or when it did not take it in time
+    /// (then it is withdrawn: nothing changed).
+    pub fn send(&self, text: &str) -> Result<Applied> {
         let sent = self.submit(text)?;
         self.wait(&sent)
     }
@@ -177,9 +260,12 @@ impl Spool {
     /// as many as fit in a step.
     pub fn submit(&self, text: &str) -> Result<Sent> {
         let state = server_state(&self.world);
-        let ServerState::Running { run, .. } = state else {
+        let ServerState::Running { run, limits, .. } = state else {
             return Err(StoreError::Unreachable(format!("{}; nothing written", state.why_not())));
         };
+        if let Some(why) = limits.refusal("the change", text) {
+            return Err(StoreError::Refused(why));
+        }
         let id = self.next_id();
         let request = self.requests().join(format!("{id}.req"));
         let tmp = self.requests().join(format!(".{id}.tmp"));
@@ -190,12 +276,13 @@ impl Spool {
         Ok(Sent { request, reply, run })
     }
 
-    /// The answer to a submitted request: Ok (with the server's run) when
-    /// it was applied; withdrawn (nothing changed) when it was not taken in
-    /// time.
-    pub fn wait(&self, sent: &Sent) -> Result<String> {
-        self.wait_answer(sent)?;
-        Ok(sent.run.clone())
+    /// The answer to a submitted request: Ok (with the server's run and
+    /// the request's number, "ok N") when it was applied; withdrawn
+    /// (nothing changed) when it was not taken in time.
+    pub fn wait(&self, sent: &Sent) -> Result<Applied> {
+        let reply = self.wait_answer(sent)?;
+        let seq = reply.strip_prefix("ok ").and_then(|n| n.trim().parse().ok());
+        Ok(Applied { run: sent.run.clone(), seq })
     }
 
     /// The server's answer to a submitted request when it is not a
@@ -219,12 +306,12 @@ impl Spool {
         self.wait_answer(&sent)
     }
 
-    /// Take back a submitted request nobody will wait for: true when it
+    /// Take back a submitted request nobody will wait for: None when it
     /// was withdrawn before the server took it; else the server's answer.
-    pub fn cancel(&self, sent: &Sent) -> Result<bool> {
+    pub fn cancel(&self, sent: &Sent) -> Result<Option<Applied>> {
         match std::fs::remove_file(&sent.request) {
-            Ok(()) => Ok(true),
-            Err(_) => self.wait(sent).map(|_| false),
+            Ok(()) => Ok(None),
+            Err(_) => self.wait(sent).map(Some),
         }
     }
 
@@ -302,7 +389,12 @@ mod tests {
         beat(d.path(), RUNNING);
         assert_eq!(
             server_state(d.path()),
-            ServerState::Running { version: "5.6.1".into(), save_interval: 5.3, run: "1795732290-42".into() }
+            ServerState::Running {
+                version: "5.6.1".into(),
+                save_interval: 5.3,
+                run: "1795732290-42".into(),
+                limits: Limits::default()
+            }
         );
         beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);
         assert_eq!(server_state(d.path()), ServerState::Absent, "another protocol");
