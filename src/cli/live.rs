@@ -1,6 +1,8 @@
 //! `worldfs live install WORLD`: put the worldfs_live mod (the copy in
-//! contrib/worldfs_live/, built into the binary) into WORLD/worldmods/,
-//! where the server loads it without it being enabled in world.mt.
+//! contrib/worldfs_live/, built into the binary; the Debian package ships
+//! the same files in /usr/share/worldfs/worldfs_live) into
+//! WORLD/worldmods/, where the server loads it without it being enabled in
+//! world.mt.
 
 use crate::store::journal::Journal;
 use crate::store::live::LiveStore;
@@ -12,9 +14,11 @@ use crate::undo::Selection;
 use crate::world::World;
 use std::path::{Path, PathBuf};
 
-/// The mod's files, as `worldfs live install` writes them.
-const FILES: [(&str, &str); 4] = [
+/// The mod's files, as `worldfs live install` writes them (its licence
+/// goes with every copy).
+const FILES: [(&str, &str); 5] = [
     ("mod.conf", include_str!("../../contrib/worldfs_live/mod.conf")),
+    ("LICENSE", include_str!("../../contrib/worldfs_live/LICENSE")),
     ("init.lua", include_str!("../../contrib/worldfs_live/init.lua")),
     ("pace.lua", include_str!("../../contrib/worldfs_live/pace.lua")),
     ("settingtypes.txt", include_str!("../../contrib/worldfs_live/settingtypes.txt")),
@@ -124,6 +128,8 @@ mod tests {
         let pace = std::fs::read_to_string(d.path().join("worldmods/worldfs_live/pace.lua")).unwrap();
         assert!(init.contains("\"/pace.lua\"") && pace.contains("function pace.after_save"));
         assert!(d.path().join("worldmods/worldfs_live/settingtypes.txt").is_file());
+        let licence = std::fs::read_to_string(d.path().join("worldmods/worldfs_live/LICENSE")).unwrap();
+        assert!(licence.contains("MIT License") && licence.contains("Apache License"), "{licence}");
         assert!(install(d.path()).unwrap()[0].contains("unchanged"));
     }
 }

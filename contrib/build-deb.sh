@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Build the Debian package of worldfs: target/debian/worldfs_VERSION-1_ARCH.deb
+# (its path is the last line printed). Needs cargo-deb (`cargo install
+# cargo-deb`) and dpkg-dev (dpkg-shlibdeps, for the package's Depends).
+#
+# The release binary is built once; then the binary itself writes what the
+# package ships beside it (target/deb-assets): the man pages (`worldfs man`),
+# the bash, zsh and fish completions (`worldfs completions`), and the systemd
+# unit with the packaged binary's path. `cargo deb --no-build` packs them
+# with the docs and both mods as Cargo.toml's [package.metadata.deb] lists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo-deb >/dev/null || {
+    echo "build-deb: cargo-deb is missing (cargo install --locked cargo-deb)" >&2
+    exit 1
+}
+cargo build --release --locked
+bin=target/release/worldfs
+assets=target/deb-assets
+rm -rf "$assets"
+mkdir -p "$assets/man" "$assets/completions"
+"$bin" man "$assets/man"
+"$bin" completions bash >"$assets/completions/worldfs"
+"$bin" completions zsh >"$assets/completions/_worldfs"
+"$bin" completions fish >"$assets/completions/worldfs.fish"
+sed 's|/usr/local/bin/worldfs|/usr/bin/worldfs|g' 'contrib/worldfs@.service' >"$assets/worldfs@.service"
+grep -q 'ExecStart=/usr/bin/worldfs ' "$assets/worldfs@.service" || {
+    echo "build-deb: contrib/worldfs@.service no longer starts /usr/local/bin/worldfs; update the sed above" >&2
+    exit 1
+}
+cargo deb --no-build --locked --output target/debian/ | tail -1
