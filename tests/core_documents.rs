@@ -358,7 +358,6 @@ type Spoil = Box<dyn Fn(Vec<u8>) -> Vec<u8>>;
 /// content is accepted.
 #[test]
 fn complete_bad_writes_of_one_file_kinds_fail_at_the_write() {
-    const TEST: &str = "complete_bad_writes_of_one_file_kinds_fail_at_the_write";
     let biomes = "1 2 x 4 5 6 7 8 9 10 11 12 13 14 15 16\n".repeat(16);
     let cases: [(&str, &str, Spoil); 6] = [
         ("mts/mtg_apple_tree.mts", "size", Box::new(|_| b"0 7 7\n".to_vec())),

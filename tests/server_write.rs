@@ -29,7 +29,11 @@ fn demo_world_edits_are_what_the_server_sees() {
     if has_tool("vim") {
         m.ok(&format!("cd $MNT/{chest} && vim -es -c '%s/apple 12/apple 13/' -c wq inventory"));
     } else {
-        common::skip("demo_world_edits_are_what_the_server_sees (vim part)", "vim", "vim not installed: sed does that edit too");
+        common::skip(
+            "demo_world_edits_are_what_the_server_sees (vim part)",
+            "vim",
+            "vim not installed: sed does that edit too",
+        );
         m.ok(&format!("sed -i 's/apple 12/apple 13/' $MNT/{chest}/inventory"));
     }
     m.ok(&format!("sed -i 's/default:torch 20/default:torch 25/' $MNT/{chest}/inventory"));

@@ -132,7 +132,7 @@ impl NodeDefs {
 
     /// Read a node-definition dump: one `<name> <paramtype2>` per line
     /// (`#` comments and blank lines skipped), as written by
-    /// `contrib/nodedefs.lua`.
+    /// the worldfs_nodedefs mod (contrib/worldfs_nodedefs).
     pub fn parse(text: &str) -> Result<NodeDefs, String> {
         let mut d = NodeDefs::default();
         for (i, line) in text.lines().enumerate() {
