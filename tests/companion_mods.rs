@@ -128,7 +128,7 @@ fn the_nodedefs_mod_logs_a_file_it_cannot_write() {
     std::fs::create_dir(world.path().join("worldfs_nodedefs.txt")).unwrap();
     let stop = "core.register_on_mods_loaded(function() core.after(0, core.request_shutdown) end)\n";
     let (status, log) = common::server::run_with_mod(world.path(), "worldfs_stop", stop, "");
-    assert!(status.success(), "the server went on: {}", common::server::tail(&log, 30));
+    assert!(status.success(), "the server failed: {}", common::server::tail(&log, 30));
     let server_log = std::fs::read_to_string(&log).unwrap();
     assert!(server_log.contains("[worldfs_nodedefs] cannot write"), "{}", common::server::tail(&log, 20));
 }
