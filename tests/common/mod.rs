@@ -46,8 +46,13 @@ pub fn real_data(what: &str) {
 /// after it), with `label` added when it says more.
 fn test_id(label: &str) -> String {
     let thread = std::thread::current().name().unwrap_or("main").to_string();
-    let id = format!("{}::{thread}", env!("CARGO_CRATE_NAME"));
-    if label.is_empty() || label == thread { id } else { format!("{id} ({label})") }
+    let krate = env!("CARGO_CRATE_NAME");
+    match label {
+        "" => format!("{krate}::{thread}"),
+        // "TEST (what part)": the label says it all.
+        _ if label.starts_with(thread.as_str()) => format!("{krate}::{label}"),
+        _ => format!("{krate}::{thread} ({label})"),
+    }
 }
 
 /// Append `line` to the file WORLDFS_TEST_LOG names, if any: one write of
