@@ -28,4 +28,6 @@ grep -q 'ExecStart=/usr/bin/worldfs ' "$assets/worldfs@.service" || {
     echo "build-deb: contrib/worldfs@.service no longer starts /usr/local/bin/worldfs; update the sed above" >&2
     exit 1
 }
-cargo deb --no-build --locked --output target/debian/ | tail -1
+# --strip: the release profile keeps line tables for backtraces; the
+# package ships the binary without them.
+cargo deb --no-build --locked --strip --output target/debian/ | tail -1

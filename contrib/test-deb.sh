@@ -21,7 +21,7 @@ deb=$(contrib/build-deb.sh | tail -1)
 echo "built $deb ($(du -h "$deb" | cut -f1))"
 
 # lintian: errors fail the run; warnings are shown.
-lintian --fail-on error --no-tag-display-limit "$deb"
+lintian --fail-on error --tag-display-limit 0 "$deb"
 
 fail() { echo "test-deb: $*" >&2; exit 1; }
 dpkg -s worldfs >/dev/null 2>&1 && fail "a worldfs package is installed already; remove it first (dpkg --purge worldfs)"
@@ -47,7 +47,7 @@ echo "installed: $(dpkg-query -W -f='${Package} ${Version}, Depends: ${Depends}'
 # From here on only what the package installed: no checkout, no cargo.
 mkdir "$work/mnt" "$work/home"
 pkg() { (cd / && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$work/home" LANG=C.UTF-8 "$@"); }
-[ "$(pkg command -v worldfs)" = /usr/bin/worldfs ] || fail "worldfs is not /usr/bin/worldfs"
+[ "$(pkg sh -c "command -v worldfs")" = /usr/bin/worldfs ] || fail "worldfs is not /usr/bin/worldfs"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 pkg worldfs --version | grep -q "^worldfs $version (" || fail "worldfs --version does not say $version: $(pkg worldfs --version)"
 
