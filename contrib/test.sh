@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the whole test suite (`.ci/run` runs this). On a fresh Debian
 # machine, as root, it first installs what the tests use (the list, and why
-# each: contrib/test-tools.sh): about twenty Debian packages (fuse3, the
+# each: contrib/test-tools.sh): up to thirty Debian packages (fuse3, the
 # real Luanti server and client, its game, editors, PostgreSQL, Redis,
 # Chromium, a JDK, Node.js, lintian...), Python packages from pip and npm
 # packages into target/npm-oracle (independent readers of the formats).
