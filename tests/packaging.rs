@@ -190,3 +190,32 @@ fn the_changelog_keeps_a_changelog_and_names_this_version() {
     let deb = read("contrib/debian/changelog");
     assert!(deb.starts_with(&format!("worldfs ({version}-1) ")), "{deb}");
 }
+
+#[test]
+fn the_test_data_is_byte_for_byte_what_sources_md_lists() {
+    let data = common::data_dir();
+    let sources = std::fs::read_to_string(data.join("SOURCES.md")).unwrap();
+    let sums = sources.split("## sha256").nth(1).expect("a sha256 section in SOURCES.md");
+    let list: String =
+        sums.lines().filter(|l| l.len() > 66 && l.as_bytes()[64] == b' ').map(|l| format!("{l}\n")).collect();
+    let mut files = Vec::new();
+    walk(&data, &data, &mut files);
+    assert_eq!(list.lines().count(), files.len() - 1, "every file but SOURCES.md has its sha256");
+    let mut child = Command::new("sha256sum")
+        .args(["--check", "--quiet", "-"])
+        .current_dir(&data)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(list.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "tests/data differs from its sha256 list:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -84,8 +84,33 @@ const PROGRAMS: &[(&str, Provider)] = &[
 
 /// The coreutils the tests run (Essential in every Debian system).
 const COREUTILS: &[&str] = &[
-    "cat", "chmod", "chown", "cp", "dd", "head", "id", "ls", "mkdir", "mktemp", "mv", "od", "readlink", "rm", "rmdir",
-    "seq", "sleep", "sort", "stat", "tail", "tee", "timeout", "touch", "tr", "truncate", "wc",
+    "cat",
+    "chmod",
+    "chown",
+    "cp",
+    "dd",
+    "head",
+    "id",
+    "ls",
+    "mkdir",
+    "mktemp",
+    "mv",
+    "od",
+    "readlink",
+    "rm",
+    "rmdir",
+    "seq",
+    "sha256sum",
+    "sleep",
+    "sort",
+    "stat",
+    "tail",
+    "tee",
+    "timeout",
+    "touch",
+    "tr",
+    "truncate",
+    "wc",
 ];
 
 /// Shell builtins and keywords: no program behind them.
