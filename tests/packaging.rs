@@ -196,8 +196,9 @@ fn the_test_data_is_byte_for_byte_what_sources_md_lists() {
     let data = common::data_dir();
     let sources = std::fs::read_to_string(data.join("SOURCES.md")).unwrap();
     let sums = sources.split("## sha256").nth(1).expect("a sha256 section in SOURCES.md");
-    let list: String =
-        sums.lines().filter(|l| l.len() > 66 && l.as_bytes()[64] == b' ').map(|l| format!("{l}\n")).collect();
+    // "HASH  PATH" lines: 64 hex digits, two blanks.
+    let is_sum = |l: &&str| l.len() > 66 && l[..64].bytes().all(|b| b.is_ascii_hexdigit()) && &l[64..66] == "  ";
+    let list: String = sums.lines().filter(is_sum).map(|l| format!("{l}\n")).collect();
     let mut files = Vec::new();
     walk(&data, &data, &mut files);
     assert_eq!(list.lines().count(), files.len() - 1, "every file but SOURCES.md has its sha256");
