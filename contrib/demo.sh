@@ -10,6 +10,14 @@ command -v cargo >/dev/null || {
     echo "  and a C compiler for the bundled SQLite and zstd: sudo apt install build-essential" >&2
     exit 1
 }
+command -v cc >/dev/null || {
+    echo "demo: no C compiler (cc): the build compiles SQLite and zstd. sudo apt install build-essential" >&2
+    exit 1
+}
+[ "$(id -u)" = 0 ] || command -v fusermount3 >/dev/null || {
+    echo "demo: no fusermount3, which mounts as a user: sudo apt install fuse3" >&2
+    exit 1
+}
 # cargo's own progress (each crate, and a bar on a terminal) goes to stderr,
 # so a first build, which takes minutes, is not a silent wait. The build
 # stays in target/ (later runs take seconds).
