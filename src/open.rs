@@ -73,6 +73,9 @@ pub enum WorldKind {
 }
 
 impl WorldKind {
+    /// Every kind of world kept in a directory.
+    pub const ALL: [WorldKind; 2] = [WorldKind::Luanti, WorldKind::MinecraftJava];
+
     /// The kind of the world directory `dir` (a Luanti world unless it
     /// looks like another kind: the Luanti tree says what is missing).
     pub fn of(dir: &Path) -> WorldKind {
@@ -88,7 +91,7 @@ impl WorldKind {
     }
 
     fn named(name: &str) -> Option<WorldKind> {
-        [WorldKind::Luanti, WorldKind::MinecraftJava].into_iter().find(|k| k.name() == name)
+        WorldKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     fn open_tree(self, dir: &Path, opts: Options, services: Arc<Services>) -> Result<Arc<dyn Tree>, String> {
@@ -110,11 +113,7 @@ pub fn open_mount(
 ) -> Result<Arc<dyn Tree>, String> {
     let all = document_kinds();
     let names = || {
-        [LUANTI, crate::worlds::minecraft::NAME]
-            .into_iter()
-            .chain(all.iter().map(|k| k.name))
-            .collect::<Vec<_>>()
-            .join(", ")
+        WorldKind::ALL.map(|k| k.name()).into_iter().chain(all.iter().map(|k| k.name)).collect::<Vec<_>>().join(", ")
     };
     let world = match kind {
         Some(name) => WorldKind::named(name),

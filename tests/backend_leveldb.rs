@@ -68,6 +68,7 @@ fn real_augsburg_read_in_place_agrees_with_the_servers_sqlite_conversion() {
         common::skip(test, "shared", "no realdata/worlds/augsburg-leveldb");
         return;
     }
+    common::real_data("../shared: augsburg-leveldb");
     let before = directory_state(&world);
     // Read in place: a read-only open must not write to the directory.
     let store = LevelDbStore::open(&world.join("map.db"), true).unwrap();

@@ -13,8 +13,8 @@
 //! Two things are deliberately not decode errors: content ids without a
 //! name (shown as `?ID`; refused when written, see the `raw` cases) and
 //! node names that are not UTF-8 (the format stores bytes; refused only in
-//! unquoted text). Real blocks from ../shared/realdata join the synthetic
-//! samples when that directory is present.
+//! unquoted text). Real blocks from tests/data/luanti (and ../shared's
+//! worlds, when present) join the synthetic samples.
 
 use crate::common;
 
@@ -313,11 +313,9 @@ fn samples() -> Vec<Sample> {
 }
 
 /// Blocks of the real worlds, one with metadata per world when there is
-/// one, re-encoded in every writable version. Empty without ../shared.
+/// one, re-encoded in every writable version.
 fn real_samples() -> Vec<Sample> {
-    let Some(worlds) = common::real_sqlite_worlds("real blocks in the bad-input catalog") else {
-        return Vec::new();
-    };
+    let worlds = common::real_sqlite_worlds("real blocks in the bad-input catalog");
     let mut out = Vec::new();
     for map in worlds.iter().map(|w| w.join("map.sqlite")) {
         let db = rusqlite::Connection::open_with_flags(&map, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
@@ -1606,12 +1604,8 @@ fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
     use worldfs::documents::cubeset::Cubeset;
     use worldfs::documents::{Context, Document};
     use worldfs_codec::minecraft::packet::{Chunk, Layout, Shape};
-    let Some(shared) = common::shared_dir() else {
-        common::skip("cubesets_and_chunk_dumps_that_are_bent_fail_clearly", "shared", "../shared is absent");
-        return;
-    };
     let ctx = Context::default();
-    let well = std::fs::read_to_string(shared.join("realdata/formats/cubeset/DesertWell.cubeset")).unwrap();
+    let well = std::fs::read_to_string(common::real_formats("cubeset").join("DesertWell.cubeset")).unwrap();
     for cut in (0..well.len()).step_by(97) {
         let _ = Cubeset::decode(&well.as_bytes()[..cut], &ctx); // no panic, whatever it says
     }
@@ -1639,7 +1633,7 @@ fn cubesets_and_chunk_dumps_that_are_bent_fail_clearly() {
     }
     assert_eq!(doc.encode().unwrap(), well.as_bytes());
 
-    let dump = std::fs::read(shared.join("realdata/formats/mc_chunk_section/prismarine_1.12_chunk.dump")).unwrap();
+    let dump = std::fs::read(common::real_formats("mc_chunk_section").join("prismarine_1.12_chunk.dump")).unwrap();
     let shape = Shape { layout: Layout::Spanning, bitmap: 31, sky_light: true, biomes: true };
     Chunk::decode(&dump, shape).unwrap();
     for cut in (0..dump.len()).step_by(331) {

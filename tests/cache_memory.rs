@@ -37,7 +37,6 @@ fn the_cache_counts_the_memory_it_holds() {
     let demo = common::demo_world();
     worlds.push(demo.path().to_path_buf());
     let copies: Vec<tempfile::TempDir> = common::real_sqlite_worlds("the_cache_counts_the_memory_it_holds")
-        .unwrap_or_default()
         .iter()
         .map(|w| common::copy_world(w))
         .collect();

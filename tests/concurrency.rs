@@ -3,8 +3,8 @@
 //! read, every successful write visible at once, and the final state equal
 //! to the writes applied in some order.
 //!
-//! The world is a copy of the smallest real world in ../shared (the demo
-//! world when ../shared is absent). Twenty blocks that share a node type A
+//! The world is a copy of the smallest real world (tests/data/luanti, or
+//! ../shared's when that is there). Twenty blocks that share a node type A
 //! are picked, and for about twelve seconds:
 //!
 //! * `sed -i` renames A to B and back in the `names` of all twenty blocks,
@@ -116,16 +116,12 @@ fn node_text(b: &Block, i: usize) -> String {
     format!("{} {} {}\n", name_at(b, i), b.param1[i], b.param2[i])
 }
 
-/// The world to stress: a copy of the smallest real sqlite world, or the
-/// demo world.
+/// The world to stress: a copy of the smallest real sqlite world (one of
+/// the repository's, or ../shared's when that is there).
 fn world_copy() -> (tempfile::TempDir, String) {
-    let real = common::real_sqlite_worlds("the real world of concurrency (the demo world is used)").unwrap_or_default();
-    if let Some(w) = real.iter().min_by_key(|w| std::fs::metadata(w.join("map.sqlite")).map(|m| m.len()).unwrap_or(0)) {
-        return (common::copy_world(w), w.file_name().unwrap().to_string_lossy().into_owned());
-    }
-    let d = tempfile::tempdir().unwrap();
-    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
-    (d, "demo".into())
+    let real = common::real_sqlite_worlds("the real world of concurrency");
+    let w = real.iter().min_by_key(|w| std::fs::metadata(w.join("map.sqlite")).map(|m| m.len()).unwrap_or(0)).unwrap();
+    (common::copy_world(w), w.file_name().unwrap().to_string_lossy().into_owned())
 }
 
 /// The node type to rename (the one in most blocks, not air or ignore) and twenty

@@ -318,14 +318,11 @@ fn a_record_set_and_a_document_are_served_by_the_same_adapter() {
     assert_eq!(names(&records, ROOT), [".", "..", "README", "write-errors"]);
 }
 
-/// A copy of real sample `rel` (under shared/realdata/formats), mounted
-/// writable through the core; None after a skip when the data is absent.
-fn real_sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, std::path::PathBuf, WorldFs)> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent");
-        return None;
-    };
-    let src = shared.join("realdata/formats").join(rel);
+/// A copy of real sample `rel` (`KIND/FILE` under tests/data/formats),
+/// mounted writable through the core.
+fn real_sample(rel: &str) -> (tempfile::TempDir, std::path::PathBuf, WorldFs) {
+    let (kind, file) = rel.split_once('/').unwrap();
+    let src = common::real_formats(kind).join(file);
     let dir = tempfile::tempdir().unwrap();
     for companion in [src.clone(), src.with_extension("meta")].into_iter().filter(|p| p.exists()) {
         let dst = dir.path().join(companion.file_name().unwrap());
@@ -334,7 +331,7 @@ fn real_sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, std::path::P
     let file = dir.path().join(src.file_name().unwrap());
     let opts = Options { read_only: false, ..Options::default() };
     let fs = worldfs::open::open_path(&file, None, Vec::new(), opts).unwrap();
-    Some((dir, file, fs))
+    (dir, file, fs)
 }
 
 /// `echo ... > FILE` as bash does it: open with O_TRUNC, the close of the
@@ -361,7 +358,6 @@ type Spoil = Box<dyn Fn(Vec<u8>) -> Vec<u8>>;
 /// content is accepted.
 #[test]
 fn complete_bad_writes_of_one_file_kinds_fail_at_the_write() {
-    const TEST: &str = "complete_bad_writes_of_one_file_kinds_fail_at_the_write";
     let biomes = "1 2 x 4 5 6 7 8 9 10 11 12 13 14 15 16\n".repeat(16);
     let cases: [(&str, &str, Spoil); 6] = [
         ("mts/mtg_apple_tree.mts", "size", Box::new(|_| b"0 7 7\n".to_vec())),
@@ -383,7 +379,7 @@ fn complete_bad_writes_of_one_file_kinds_fail_at_the_write() {
         ),
     ];
     for (rel, path, bad) in cases {
-        let Some((_dir, file, fs)) = real_sample(rel, TEST) else { return };
+        let (_dir, file, fs) = real_sample(rel);
         let path = match path.split_once("/*/") {
             Some((dir, rest)) => {
                 let first = names(&fs, ino(&fs, dir)).into_iter().find(|n| !n.starts_with('.')).unwrap();

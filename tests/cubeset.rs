@@ -11,12 +11,9 @@ use std::process::Command;
 use worldfs::documents::cubeset::Cubeset;
 use worldfs::documents::{Context, Document};
 
-fn samples(test: &str) -> Option<Vec<PathBuf>> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent");
-        return None;
-    };
-    let mut v: Vec<PathBuf> = std::fs::read_dir(shared.join("realdata/formats/cubeset"))
+/// The real prefab sets (tests/data/formats/cubeset).
+fn samples() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(common::real_formats("cubeset"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -24,7 +21,7 @@ fn samples(test: &str) -> Option<Vec<PathBuf>> {
         .collect();
     v.sort();
     assert!(v.len() >= 4);
-    Some(v)
+    v
 }
 
 fn lua() -> Option<&'static str> {
@@ -45,7 +42,7 @@ fn decode(b: &[u8]) -> Cubeset {
 
 #[test]
 fn every_sample_reads_and_every_file_writes_back_unchanged() {
-    let Some(files) = samples("every_sample_reads_and_every_file_writes_back_unchanged") else { return };
+    let files = samples();
     for f in files {
         let bytes = std::fs::read(&f).unwrap();
         assert!(Cubeset::sniff(&f, &bytes[..bytes.len().min(8192)]));
@@ -65,11 +62,11 @@ fn every_sample_reads_and_every_file_writes_back_unchanged() {
 
 #[test]
 fn edits_change_only_their_part_and_lua_agrees() {
-    let Some(files) = samples("edits_change_only_their_part_and_lua_agrees") else { return };
     let Some(lua) = lua() else {
         common::skip("edits_change_only_their_part_and_lua_agrees", "lua", "no lua5.1/lua5.4 (apt install lua5.1)");
         return;
     };
+    let files = samples();
     let dir = tempfile::tempdir().unwrap();
     for f in files {
         let bytes = std::fs::read(&f).unwrap();
@@ -126,7 +123,7 @@ fn edits_change_only_their_part_and_lua_agrees() {
 
 #[test]
 fn bad_edits_are_refused_and_change_nothing() {
-    let Some(files) = samples("bad_edits_are_refused_and_change_nothing") else { return };
+    let files = samples();
     let bytes = std::fs::read(&files[0]).unwrap();
     let mut doc = decode(&bytes);
     let layers = doc.entries().into_iter().find(|e| e.path.ends_with("/layers")).unwrap().path;
@@ -154,7 +151,7 @@ fn bad_edits_are_refused_and_change_nothing() {
 #[test]
 fn a_cubeset_mounted_and_edited_with_shell_tools() {
     require_fuse!("a_cubeset_mounted_and_edited_with_shell_tools");
-    let Some(files) = samples("a_cubeset_mounted_and_edited_with_shell_tools") else { return };
+    let files = samples();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("DesertWell.cubeset");
     std::fs::copy(files.iter().find(|f| f.ends_with("DesertWell.cubeset")).unwrap(), &file).unwrap();
@@ -187,11 +184,11 @@ fn field<'a>(text: &'a str, key: &str) -> &'a str {
 #[test]
 fn legend_and_connector_edits_keep_galexport_comments_and_line_ends() {
     let test = "legend_and_connector_edits_keep_galexport_comments_and_line_ends";
-    let Some(files) = samples(test) else { return };
     let Some(lua) = lua() else {
         common::skip(test, "lua", "no lua5.1/lua5.4 (apt install lua5.1)");
         return;
     };
+    let files = samples();
     let dir = tempfile::tempdir().unwrap();
     for f in files {
         let lf = std::fs::read_to_string(&f).unwrap();

@@ -9,13 +9,11 @@ use crate::common;
 use common::mount::Mounted;
 use std::path::{Path, PathBuf};
 
-/// A copy of a real sample in a directory of its own.
-fn sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent");
-        return None;
-    };
-    let src = shared.join("realdata/formats").join(rel);
+/// A copy of a real sample (`KIND/FILE` under tests/data/formats) in a
+/// directory of its own.
+fn sample(rel: &str) -> (tempfile::TempDir, PathBuf) {
+    let (kind, file) = rel.split_once('/').unwrap();
+    let src = common::real_formats(kind).join(file);
     let dir = tempfile::tempdir().unwrap();
     let dst = dir.path().join(src.file_name().unwrap());
     std::fs::copy(&src, &dst).unwrap();
@@ -23,7 +21,7 @@ fn sample(rel: &str, test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
     #[allow(clippy::permissions_set_readonly_false)]
     perm.set_readonly(false);
     std::fs::set_permissions(&dst, perm).unwrap();
-    Some((dir, dst))
+    (dir, dst)
 }
 
 fn leftovers(dir: &Path) -> Vec<String> {
@@ -38,7 +36,7 @@ fn leftovers(dir: &Path) -> Vec<String> {
 fn a_ddnet_map_is_edited_with_shell_tools() {
     const TEST: &str = "a_ddnet_map_is_edited_with_shell_tools";
     require_fuse!(TEST);
-    let Some((dir, map)) = sample("twmap/ddnet_dm1.map", TEST) else { return };
+    let (dir, map) = sample("twmap/ddnet_dm1.map");
     let before = std::fs::read(&map).unwrap();
     let m = Mounted::new(&map, &[]);
     assert!(m.ok("cat $MNT/README").contains("map"));
@@ -105,7 +103,7 @@ fn a_file_that_is_no_kind_of_world_is_refused_and_t_forces_one() {
 fn a_schematic_is_edited_with_vim_sed_and_cp() {
     const TEST: &str = "a_schematic_is_edited_with_vim_sed_and_cp";
     require_fuse!(TEST);
-    let Some((dir, mts)) = sample("mts/mtg_apple_tree.mts", TEST) else { return };
+    let (dir, mts) = sample("mts/mtg_apple_tree.mts");
     let read = |p: &Path| -> worldfs::documents::mts::MtsDocument {
         <worldfs::documents::mts::MtsDocument as worldfs::documents::Document>::decode(
             &std::fs::read(p).unwrap(),
@@ -155,7 +153,7 @@ fn a_schematic_is_edited_with_vim_sed_and_cp() {
 fn echo_of_a_bad_line_into_a_schematic_fails_in_bash() {
     const TEST: &str = "echo_of_a_bad_line_into_a_schematic_fails_in_bash";
     require_fuse!(TEST);
-    let Some((_dir, mts)) = sample("mts/mtg_apple_tree.mts", TEST) else { return };
+    let (_dir, mts) = sample("mts/mtg_apple_tree.mts");
     let before = std::fs::read(&mts).unwrap();
     let m = Mounted::new(&mts, &[]);
     let (code, _, err) = m.sh("echo 0 7 7 > $MNT/size");

@@ -18,23 +18,20 @@ struct Sample {
     options: Vec<(String, Option<String>)>,
 }
 
-fn samples(test: &str) -> Option<Vec<Sample>> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent");
-        return None;
-    };
-    let dir = shared.join("realdata/formats/mc_chunk_section");
+/// The real chunk dumps (tests/data/formats/mc_chunk_section).
+fn samples() -> Vec<Sample> {
+    let dir = common::real_formats("mc_chunk_section");
     let s = |name: &str, bitmap: u32, layout: Layout, biomes: bool| Sample {
         dump: dir.join(format!("{name}.dump")),
         shape: Shape { layout, bitmap, sky_light: layout == Layout::Spanning, biomes },
         options: if layout == Layout::Padded { vec![("version".into(), Some("1.16".into()))] } else { vec![] },
     };
-    Some(vec![
+    vec![
         s("prismarine_1.9_chunk", 63, Layout::Spanning, true),
         s("prismarine_1.12_chunk", 31, Layout::Spanning, true),
         s("prismarine_1.12_chunk_hypixel", 28, Layout::Spanning, true),
         s("prismarine_1.16.1_chunk_1_-1", 31, Layout::Padded, false),
-    ])
+    ]
 }
 
 fn ctx(s: &Sample) -> Context {
@@ -48,7 +45,7 @@ fn ctx(s: &Sample) -> Context {
 
 #[test]
 fn every_dump_round_trips_and_every_file_applies_to_itself() {
-    let Some(all) = samples("every_dump_round_trips_and_every_file_applies_to_itself") else { return };
+    let all = samples();
     for s in all {
         let bytes = std::fs::read(&s.dump).unwrap();
         let doc = McChunk::decode(&bytes, &ctx(&s)).unwrap_or_else(|e| panic!("{}: {e}", s.dump.display()));
@@ -63,7 +60,7 @@ fn every_dump_round_trips_and_every_file_applies_to_itself() {
     }
     // The counts of seed-formats.md §4.2: the 1.9 capture's 177 lava
     // blocks all have block light 15 read as plain nibbles.
-    let all = samples("").unwrap();
+    let all = samples();
     let c = Chunk::decode(&std::fs::read(&all[0].dump).unwrap(), all[0].shape).unwrap();
     let (mut lava, mut lit) = (0, 0);
     for s in &c.sections {
@@ -79,7 +76,7 @@ fn every_dump_round_trips_and_every_file_applies_to_itself() {
     bits.sort();
     assert_eq!(bits, [4, 4, 4, 4, 5, 5]); // "4-bit x4, 5-bit x2"
     // The wrong layout is refused with a hint, not misread.
-    let all = samples("").unwrap();
+    let all = samples();
     let e = Chunk::decode(&std::fs::read(&all[3].dump).unwrap(), Shape { layout: Layout::Spanning, ..all[3].shape })
         .unwrap_err();
     assert!(e.contains("1.16") || e.contains("longs"), "{e}");
@@ -155,7 +152,6 @@ fn ours(bytes: &[u8], shape: Shape) -> Vec<String> {
 
 #[test]
 fn prismarine_chunk_reads_what_we_write() {
-    let Some(all) = samples("prismarine_chunk_reads_what_we_write") else { return };
     let Some(npm) = oracle_dir() else {
         common::skip(
             "prismarine_chunk_reads_what_we_write",
@@ -164,6 +160,7 @@ fn prismarine_chunk_reads_what_we_write() {
         );
         return;
     };
+    let all = samples();
     let tmp = tempfile::tempdir().unwrap();
     for s in all.iter().filter(|s| s.shape.layout == Layout::Spanning) {
         let bytes = std::fs::read(&s.dump).unwrap();
@@ -256,7 +253,7 @@ fn prismarine_chunk_reads_what_we_write() {
 #[test]
 fn a_chunk_mounted_and_edited_with_shell_tools() {
     require_fuse!("a_chunk_mounted_and_edited_with_shell_tools");
-    let Some(all) = samples("a_chunk_mounted_and_edited_with_shell_tools") else { return };
+    let all = samples();
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("c.dump");
     std::fs::copy(&all[1].dump, &dump).unwrap();
@@ -347,8 +344,8 @@ fn relabelled(blocks: &str, from: &str, to: &str) -> String {
 #[test]
 fn a_1_16_chunk_names_its_states_by_the_1_16_table() {
     let test = "a_1_16_chunk_names_its_states_by_the_1_16_table";
-    let Some(all) = samples(test) else { return };
     let Some(npm) = npm_or_skip(test) else { return };
+    let all = samples();
     let s = &all[3];
     let bytes = std::fs::read(&s.dump).unwrap();
     let mut doc = McChunk::decode(&bytes, &ctx(s)).unwrap();
@@ -385,8 +382,8 @@ fn a_1_16_chunk_names_its_states_by_the_1_16_table() {
 #[test]
 fn a_1_16_edit_counts_blocks_as_the_game_does() {
     let test = "a_1_16_edit_counts_blocks_as_the_game_does";
-    let Some(all) = samples(test) else { return };
     let Some(npm) = npm_or_skip(test) else { return };
+    let all = samples();
     let s = &all[3];
     let bytes = std::fs::read(&s.dump).unwrap();
     // The game's own counts are those of the oracle's rule.
@@ -413,7 +410,7 @@ fn a_1_16_edit_counts_blocks_as_the_game_does() {
 
 #[test]
 fn an_edit_with_states_already_in_the_palette_keeps_it() {
-    let Some(all) = samples("an_edit_with_states_already_in_the_palette_keeps_it") else { return };
+    let all = samples();
     for s in &all {
         let bytes = std::fs::read(&s.dump).unwrap();
         let mut doc = McChunk::decode(&bytes, &ctx(s)).unwrap();

@@ -271,9 +271,7 @@ fn a_running_server_blocks_writes() {
 #[test]
 fn real_world_blocks_of_old_versions_are_edited_in_place() {
     require_fuse!("real_world_blocks_of_old_versions_are_edited_in_place");
-    let Some(worlds) = common::real_sqlite_worlds("real_world_blocks_of_old_versions_are_edited_in_place") else {
-        return;
-    };
+    let worlds = common::real_sqlite_worlds("real_world_blocks_of_old_versions_are_edited_in_place");
     for src in worlds {
         let world = common::copy_world(&src);
         let store = SqliteStore::open(&world.path().join("map.sqlite"), true).unwrap();

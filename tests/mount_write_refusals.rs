@@ -159,3 +159,43 @@ os._exit(0)
 \"");
     assert_eq!(out.lines().next().unwrap_or(""), "0 24", "{out}");
 }
+
+/// README, "In scripts, check every write": bash's built-in `echo` into a
+/// file judged at `close()` exits 0 although the close refused the write
+/// (bash ignores what close returns); `/bin/echo` exits 1, and the
+/// README's script (set -e, /bin/echo, sed -i, then write-errors compared)
+/// stops at a refused write and runs through good ones.
+#[test]
+fn builtin_echo_misses_a_refused_close_and_the_readme_script_does_not() {
+    require_fuse!("builtin_echo_misses_a_refused_close_and_the_readme_script_does_not");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &[]);
+    let names = "$MNT/blocks/0,0,0/names";
+    let before = m.ok(&format!("cat {names}"));
+    // A names file that leaves the block's other ids without names.
+    let (code, _, err) = m.sh(&format!("echo '0 air' > {names}"));
+    assert_eq!(code, 0, "bash's echo saw the refusal after all: {err}");
+    assert_eq!(m.ok(&format!("cat {names}")), before, "nothing changed");
+    assert!(m.refusals().contains("blocks/0,0,0/names"), "{}", m.refusals());
+    let (code, _, err) = m.sh(&format!("/bin/echo '0 air' > {names}"));
+    assert_ne!(code, 0, "/bin/echo missed the refused close");
+    assert!(err.contains("Invalid argument"), "{err}");
+    // Refusals are the lines of write-errors that are not warnings (such
+    // as a name found nowhere else in the world: written, and noted).
+    let script = |write: &str| {
+        format!(
+            "set -e\nrefusals() {{ grep -vc ': warning: ' $MNT/write-errors || true; }}\nbefore=$(refusals)\n\
+             {write}\nsed -i 's/ default:cobble$/ default:stonebrick/' {names}\n\
+             [ \"$(refusals)\" = \"$before\" ]\necho done"
+        )
+    };
+    let sign = "$MNT/blocks/0,0,0/meta/3,2,8/fields/text";
+    assert_eq!(m.ok(&script(&format!("/bin/echo 'Hello' > {sign}"))), "done\n");
+    assert!(m.ok(&format!("cat {names}")).contains(" default:stonebrick\n"));
+    assert!(m.ok("cat $MNT/write-errors").contains("default:stonebrick' appears nowhere else"), "the warning");
+    assert_eq!(m.ok(&format!("cat {sign}")), "Hello\n");
+    // A refused write: the script stops there, before the sed.
+    let (code, out, _) = m.sh(&script(&format!("/bin/echo '0 air' > {names}")));
+    assert_ne!(code, 0, "the script went on: {out}");
+    assert_eq!(out, "", "the script went on past the refused write");
+}

@@ -1,4 +1,4 @@
-//! Schematics (.mts) on every real sample in shared/realdata/formats/mts:
+//! Schematics (.mts) on every real sample in tests/data/formats/mts:
 //! codec round trip, and every file of the mounted view applied to itself.
 
 use crate::common;
@@ -7,12 +7,9 @@ use worldfs::documents::mts::MtsDocument;
 use worldfs::documents::{Context, Document};
 use worldfs_codec::mts::{self as codec, Schematic};
 
-fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
-        return None;
-    };
-    let dir = shared.join("realdata/formats/mts");
+/// The real schematics (tests/data/formats/mts), by file name.
+fn samples() -> Vec<(String, Vec<u8>)> {
+    let dir = common::real_formats("mts");
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -21,12 +18,12 @@ fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
         .collect();
     v.sort();
     assert!(v.len() >= 5, "expected the 5 samples in {}", dir.display());
-    Some(v)
+    v
 }
 
 #[test]
 fn every_sample_round_trips() {
-    let Some(samples) = samples("every_sample_round_trips") else { return };
+    let samples = samples();
     for (name, bytes) in samples {
         let s = Schematic::decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(s.version, 4, "{name}");
@@ -42,7 +39,7 @@ fn every_sample_round_trips() {
 
 #[test]
 fn every_file_of_every_sample_applies_to_itself() {
-    let Some(samples) = samples("every_file_of_every_sample_applies_to_itself") else { return };
+    let samples = samples();
     for (name, bytes) in samples {
         let mut d = MtsDocument::decode(&bytes, &Context::default()).unwrap();
         for e in d.entries().into_iter().filter(|e| e.writable) {
@@ -56,7 +53,7 @@ fn every_file_of_every_sample_applies_to_itself() {
 /// Facts from seed-formats.md §1.2, checked through the views.
 #[test]
 fn samples_show_what_the_spec_found() {
-    let Some(samples) = samples("samples_show_what_the_spec_found") else { return };
+    let samples = samples();
     let get = |n: &str| samples.iter().find(|(name, _)| name == n).unwrap().1.clone();
     let apple = Schematic::decode(&get("mtg_apple_tree.mts")).unwrap();
     assert_eq!(apple.size, [7, 8, 7]);

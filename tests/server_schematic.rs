@@ -235,10 +235,6 @@ const SCHEMATICS: &str = "schematics_agree_with_the_server";
 #[test]
 fn schematics_agree_with_the_server() {
     require_minetestserver!(SCHEMATICS);
-    let Some(shared) = common::shared_dir() else {
-        common::skip(SCHEMATICS, "shared", "../shared is absent (the real .mts samples)");
-        return;
-    };
     let world = tempfile::tempdir().unwrap();
     alone(|| common::server::generate_world(world.path(), 48, 24));
     let w = world.path();
@@ -335,7 +331,7 @@ fn schematics_agree_with_the_server() {
     }
 
     // (b) place_schematic against our import, on copies of the world.
-    place_like_the_server(w, &shared.join("realdata/formats/mts"));
+    place_like_the_server(w, &common::real_formats("mts"));
 }
 
 fn place_like_the_server(w: &Path, samples: &Path) {

@@ -29,7 +29,11 @@ fn demo_world_edits_are_what_the_server_sees() {
     if has_tool("vim") {
         m.ok(&format!("cd $MNT/{chest} && vim -es -c '%s/apple 12/apple 13/' -c wq inventory"));
     } else {
-        eprintln!("vim not installed: using sed for that edit too");
+        common::skip(
+            "demo_world_edits_are_what_the_server_sees (vim part)",
+            "vim",
+            "vim not installed: sed does that edit too",
+        );
         m.ok(&format!("sed -i 's/apple 12/apple 13/' $MNT/{chest}/inventory"));
     }
     m.ok(&format!("sed -i 's/default:torch 20/default:torch 25/' $MNT/{chest}/inventory"));
@@ -117,9 +121,7 @@ fn a_node_type_replaced_with_sed_in_hundreds_of_blocks() {
 fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
     require_fuse!("real_world_blocks_of_versions_25_and_28_load_after_edits");
     require_minetestserver!("real_world_blocks_of_versions_25_and_28_load_after_edits");
-    let Some(worlds) = common::real_sqlite_worlds("real_world_blocks_of_versions_25_and_28_load_after_edits") else {
-        return;
-    };
+    let worlds = common::real_sqlite_worlds("real_world_blocks_of_versions_25_and_28_load_after_edits");
     let mut versions_seen = std::collections::BTreeSet::new();
     for src in worlds {
         let world = common::copy_world(&src);
@@ -180,6 +182,14 @@ fn real_world_blocks_of_versions_25_and_28_load_after_edits() {
         eprintln!("{}: {} edited blocks read back by the server", src.display(), edited.len());
     }
     // The worlds of versions 25 and 28 were edited and read back (only the
-    // x,y,z-schema world may be left out).
-    assert!(versions_seen.contains(&25) && versions_seen.contains(&28), "versions edited: {versions_seen:?}");
+    // x,y,z-schema world may be left out). Version 25 is in the
+    // repository's worlds; 28 in ../shared's Save world only.
+    assert!(versions_seen.contains(&25), "versions edited: {versions_seen:?}");
+    if !versions_seen.contains(&28) {
+        common::skip(
+            "real_world_blocks_of_versions_25_and_28_load_after_edits (version 28)",
+            "shared",
+            "no world of block version 28 (../shared's Save world)",
+        );
+    }
 }

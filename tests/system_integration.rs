@@ -169,3 +169,50 @@ fn the_systemd_unit_is_valid() {
     assert!(problems.is_empty(), "{err}");
     assert!(out.status.success(), "systemd-analyze verify: {}\n{err}", out.status);
 }
+
+#[test]
+fn the_demo_world_stays_and_the_commands_it_suggests_work() {
+    let dir = tempfile::tempdir().unwrap();
+    // A name with a space: the suggested commands quote it.
+    let world = dir.path().join("my demo");
+    let out = Command::new(BIN).arg("demo").arg(&world).current_dir(dir.path()).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(world.join("map.sqlite").is_file() && world.join("world.mt").is_file(), "the world is gone");
+    assert!(text.contains(&format!("'{}'", world.display())), "the world is not named: {text}");
+    let tries: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(tries.len(), 3, "three commands to try: {text}");
+    // Each as a user pastes it, with worldfs on the PATH.
+    let path = format!("{}:{}", Path::new(BIN).parent().unwrap().display(), std::env::var("PATH").unwrap());
+    let run = |line: &str| {
+        let out = Command::new("bash").args(["-c", line]).env("PATH", &path).current_dir(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let picture = tries.iter().find(|l| l.contains("worldfs map")).expect("a map command");
+    run(picture);
+    let png = std::fs::read(dir.path().join("demo.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG"), "demo.png is no PNG");
+    if let Some(why) = common::mount::fuse_unavailable() {
+        common::skip("the_demo_world_stays_... (the mount commands)", "fuse", &why);
+        return;
+    }
+    let mnt = dir.path().join("demo-mnt");
+    let listed = run(tries[0]);
+    assert!(listed.contains("blocks") && is_mounted(&mnt), "{listed}");
+    let chest = run(tries[1]);
+    assert!(chest.contains("Item default:apple 12"), "{chest}");
+    wait_for("the demo's unmount", || !is_mounted(&mnt));
+}
+
+#[test]
+fn mount_help_names_every_kind_of_world_it_mounts() {
+    let out = Command::new(BIN).args(["mount", "--help"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Luanti (Minetest) world directory"), "{text}");
+    assert!(text.contains("Minecraft Java world directory"), "{text}");
+    let names = worldfs::open::WorldKind::ALL.map(|k| k.name());
+    for name in names.into_iter().chain(worldfs::open::document_kinds().iter().map(|k| k.name)) {
+        assert!(text.contains(name), "mount --help does not name the kind {name}:\n{text}");
+    }
+}

@@ -183,28 +183,25 @@ fn agree(name: &str, doc: &TwMap, map_file: &Path) -> (usize, usize) {
     (tiles, images)
 }
 
-fn real_maps(test: &str) -> Option<Vec<PathBuf>> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
-        return None;
-    };
-    let mut maps: Vec<PathBuf> = std::fs::read_dir(shared.join("realdata/formats/twmap"))
+/// The real maps (tests/data/formats/twmap).
+fn real_maps() -> Vec<PathBuf> {
+    let mut maps: Vec<PathBuf> = std::fs::read_dir(common::real_formats("twmap"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "map"))
         .collect();
     maps.sort();
     assert_eq!(maps.len(), 5);
-    Some(maps)
+    maps
 }
 
 #[test]
 fn twmap_reads_every_real_map_as_we_show_it() {
     let test = "twmap_reads_every_real_map_as_we_show_it";
-    let Some(maps) = real_maps(test) else { return };
     if !have_twmap(test) {
         return;
     }
+    let maps = real_maps();
     let (mut tiles, mut images) = (0, 0);
     for path in maps {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -232,10 +229,10 @@ fn change_cell(text: &[u8]) -> (Vec<u8>, u8) {
 #[test]
 fn twmap_reads_our_edits() {
     let test = "twmap_reads_our_edits";
-    let Some(maps) = real_maps(test) else { return };
     if !have_twmap(test) {
         return;
     }
+    let maps = real_maps();
     let mut replaced_images = 0;
     for path in maps {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -309,10 +306,10 @@ fn with_cell(text: &[u8], x: usize, y: usize, cell: &str) -> Vec<u8> {
 #[test]
 fn speedup_angles_and_tile_flags_twmap_refuses_are_refused() {
     let test = "speedup_angles_and_tile_flags_twmap_refuses_are_refused";
-    let Some(maps) = real_maps(test) else { return };
     if !have_twmap(test) {
         return;
     }
+    let maps = real_maps();
     let path = maps.iter().find(|p| p.ends_with("ddnet_coverage.map")).unwrap();
     let bytes = std::fs::read(path).unwrap();
     let mut doc = TwMap::decode(&bytes, &Context::default()).unwrap();

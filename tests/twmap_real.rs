@@ -1,5 +1,5 @@
 //! The Teeworlds/DDNet map kind on every real map in
-//! shared/realdata/formats/twmap: the container and the items round trip,
+//! tests/data/formats/twmap: the container and the items round trip,
 //! every file renders, and writing back what a file shows changes nothing.
 
 use crate::common;
@@ -12,13 +12,9 @@ use worldfs::documents::{Context, Document};
 use worldfs_codec::twmap::datafile::Datafile;
 use worldfs_codec::twmap::items::{self, types};
 
-/// The real maps, or None (with SKIP) when ../shared is absent.
-fn real_maps(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
-        return None;
-    };
-    let dir: PathBuf = shared.join("realdata/formats/twmap");
+/// The real maps (tests/data/formats/twmap), by file name.
+fn real_maps() -> Vec<(String, Vec<u8>)> {
+    let dir: PathBuf = common::real_formats("twmap");
     let mut maps: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -27,12 +23,12 @@ fn real_maps(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
         .collect();
     maps.sort();
     assert_eq!(maps.len(), 5, "the five sample maps of SOURCES.md");
-    Some(maps)
+    maps
 }
 
 #[test]
 fn every_real_map_encodes_to_its_own_bytes() {
-    let Some(maps) = real_maps("every_real_map_encodes_to_its_own_bytes") else { return };
+    let maps = real_maps();
     for (name, bytes) in maps {
         let df = Datafile::decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(df.data.iter().all(|d| d.bytes().is_ok()), "{name}: every data item inflates");
@@ -45,7 +41,7 @@ fn every_real_map_encodes_to_its_own_bytes() {
 
 #[test]
 fn every_item_of_every_real_map_parses_and_writes_back_its_ints() {
-    let Some(maps) = real_maps("every_item_of_every_real_map_parses_and_writes_back_its_ints") else { return };
+    let maps = real_maps();
     for (name, bytes) in maps {
         let df = Datafile::decode(&bytes).unwrap();
         let mut counts = std::collections::BTreeMap::new();
@@ -73,7 +69,7 @@ fn every_item_of_every_real_map_parses_and_writes_back_its_ints() {
 
 #[test]
 fn every_file_of_every_real_map_renders_and_rewriting_it_changes_nothing() {
-    let Some(maps) = real_maps("every_file_of_every_real_map_renders_and_rewriting_it_changes_nothing") else { return };
+    let maps = real_maps();
     for (name, bytes) in maps {
         let mut doc = TwMap::decode(&bytes, &Context::default()).unwrap();
         let entries = doc.entries();
@@ -94,7 +90,7 @@ fn every_file_of_every_real_map_renders_and_rewriting_it_changes_nothing() {
 
 #[test]
 fn the_real_maps_look_as_described_in_the_spec() {
-    let Some(maps) = real_maps("the_real_maps_look_as_described_in_the_spec") else { return };
+    let maps = real_maps();
     let get = |n: &str| Map::decode(&maps.iter().find(|(m, _)| m == n).unwrap().1).unwrap();
     let tsunami = get("ddnet_Tsunami.map");
     assert_eq!(tsunami.index.images.len(), 10);
@@ -119,7 +115,7 @@ fn the_real_maps_look_as_described_in_the_spec() {
 fn recompressed_real_maps_hold_the_same_items_and_data() {
     // Every data item compressed anew (as after an edit): zlib's bytes may
     // differ from the original writer's, what a reader gets may not.
-    let Some(maps) = real_maps("recompressed_real_maps_hold_the_same_items_and_data") else { return };
+    let maps = real_maps();
     for (name, bytes) in maps {
         let df = Datafile::decode(&bytes).unwrap();
         let mut fresh = df.clone();
@@ -141,7 +137,7 @@ fn recompressed_real_maps_hold_the_same_items_and_data() {
 
 #[test]
 fn truncated_real_maps_are_refused() {
-    let Some(maps) = real_maps("truncated_real_maps_are_refused") else { return };
+    let maps = real_maps();
     for (name, bytes) in maps {
         let step = (bytes.len() / 300).max(1);
         for n in (0..bytes.len()).step_by(step).chain([bytes.len() - 1]) {

@@ -24,17 +24,12 @@ fn worldfs(args: &[&str], world: &Path) -> (bool, String, String) {
     )
 }
 
-/// A world to edit: the largest real sqlite world when ../shared is there,
-/// else the demo world.
+/// A world to edit: a copy of the largest real sqlite world (one of the
+/// repository's, or ../shared's when that is there).
 fn world_copy() -> tempfile::TempDir {
-    if let Some(worlds) = common::real_sqlite_worlds("undo tests (using the demo world instead)")
-        && let Some(w) = worlds.iter().max_by_key(|w| std::fs::metadata(w.join("map.sqlite")).map_or(0, |m| m.len()))
-    {
-        return common::copy_world(w);
-    }
-    let d = tempfile::tempdir().unwrap();
-    worldfs::worlds::luanti::demo::write_demo(d.path()).unwrap();
-    d
+    let worlds = common::real_sqlite_worlds("undo tests");
+    let w = worlds.iter().max_by_key(|w| std::fs::metadata(w.join("map.sqlite")).map_or(0, |m| m.len())).unwrap();
+    common::copy_world(w)
 }
 
 #[test]

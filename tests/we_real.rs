@@ -1,5 +1,5 @@
 //! WorldEdit files (.we) on the real samples written by WorldEdit in a
-//! real world (shared/realdata/worlds/minetest-mesecons-circuits/schems):
+//! real world (tests/data/luanti/minetest-mesecons-circuits/schems):
 //! every one reads, and writing it as version 5 and reading that back
 //! gives the same nodes and metadata.
 
@@ -7,12 +7,10 @@ use crate::common;
 
 use worldfs_codec::we::codec;
 
-fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
-    let Some(shared) = common::shared_dir() else {
-        common::skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
-        return None;
-    };
-    let dir = shared.join("realdata/worlds/minetest-mesecons-circuits/schems");
+/// The WorldEdit files of the mesecons world (tests/data/luanti), by name.
+fn samples() -> Vec<(String, Vec<u8>)> {
+    let dir = common::data_dir().join("luanti/minetest-mesecons-circuits/schems");
+    common::real_data("tests/data/luanti/minetest-mesecons-circuits/schems");
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -20,12 +18,12 @@ fn samples(test: &str) -> Option<Vec<(String, Vec<u8>)>> {
         .collect();
     v.sort();
     assert_eq!(v.len(), 8, "the 8 samples in {}", dir.display());
-    Some(v)
+    v
 }
 
 #[test]
 fn every_sample_reads_and_round_trips_through_version_5() {
-    let Some(samples) = samples("every_sample_reads_and_round_trips_through_version_5") else { return };
+    let samples = samples();
     for (name, bytes) in samples {
         let f = codec::decode(&bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         let want = if name.ends_with(".we") { 3 } else { 2 };
@@ -52,7 +50,7 @@ fn every_sample_reads_and_round_trips_through_version_5() {
 
 #[test]
 fn metadata_of_the_samples_is_kept() {
-    let Some(samples) = samples("metadata_of_the_samples_is_kept") else { return };
+    let samples = samples();
     let (_, bytes) = samples.iter().find(|(n, _)| n == "4bit-clock.wem").unwrap();
     let f = codec::decode(bytes).unwrap();
     // The signs of the clock carry their text.
@@ -76,7 +74,7 @@ fn metadata_of_the_samples_is_kept() {
 fn every_file_of_every_sample_applies_to_itself() {
     use worldfs::documents::we::WeDocument;
     use worldfs::documents::{Context, Document};
-    let Some(samples) = samples("every_file_of_every_sample_applies_to_itself") else { return };
+    let samples = samples();
     for (name, bytes) in samples {
         let mut d = WeDocument::decode(&bytes, &Context::default()).unwrap();
         assert_eq!(d.encode().unwrap(), bytes, "{name}: unchanged gives the bytes back");

@@ -1,6 +1,8 @@
 //! `worldfs live install WORLD`: put the worldfs_live mod (the copy in
-//! contrib/worldfs_live/, built into the binary) into WORLD/worldmods/,
-//! where the server loads it without it being enabled in world.mt.
+//! contrib/worldfs_live/, built into the binary; the Debian package ships
+//! the same files in /usr/share/worldfs/worldfs_live) into
+//! WORLD/worldmods/, where the server loads it without it being enabled in
+//! world.mt.
 
 use crate::worlds::undo::Selection;
 use std::path::{Path, PathBuf};
@@ -12,9 +14,11 @@ use worldfs_store::records::{Collection, RecordStore};
 use worldfs_store::world::World;
 use worldfs_store::{Change, MapStore};
 
-/// The mod's files, as `worldfs live install` writes them.
-const FILES: [(&str, &str); 5] = [
+/// The mod's files, as `worldfs live install` writes them (its licence
+/// goes with every copy).
+const FILES: [(&str, &str); 6] = [
     ("mod.conf", include_str!("../../contrib/worldfs_live/mod.conf")),
+    ("LICENSE", include_str!("../../contrib/worldfs_live/LICENSE")),
     ("init.lua", include_str!("../../contrib/worldfs_live/init.lua")),
     ("pace.lua", include_str!("../../contrib/worldfs_live/pace.lua")),
     ("saves.lua", include_str!("../../contrib/worldfs_live/saves.lua")),
@@ -146,6 +150,8 @@ mod tests {
         let pace = std::fs::read_to_string(d.path().join("worldmods/worldfs_live/pace.lua")).unwrap();
         assert!(init.contains("\"/pace.lua\"") && pace.contains("function pace.after_save"));
         assert!(d.path().join("worldmods/worldfs_live/settingtypes.txt").is_file());
+        let licence = std::fs::read_to_string(d.path().join("worldmods/worldfs_live/LICENSE")).unwrap();
+        assert!(licence.contains("MIT License") && licence.contains("Apache License"), "{licence}");
         assert!(install(d.path()).unwrap()[0].contains("unchanged"));
     }
 }

@@ -37,16 +37,20 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Mount WORLD (a Luanti world directory, or a file of another kind of
-    /// world: a schematic, a map...) on MOUNTPOINT.
+    /// Mount WORLD on MOUNTPOINT: a Luanti (Minetest) world directory, a
+    /// Minecraft Java world directory (level.dat and region/), or a file: a
+    /// Luanti schematic (.mts), a WorldEdit file (.we), a Teeworlds/DDNet
+    /// map (.map), a Cuberite prefab set (.cubeset), Minecraft chunk data.
     ///
-    /// Unmount with `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`, or
-    /// stop a foreground mount with Ctrl-C.
+    /// What WORLD is, is found from its content (or named with -t KIND:
+    /// luanti, minecraft, mts, we, twmap, cubeset, mcchunk). Unmount with
+    /// `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`, or stop a
+    /// foreground mount with Ctrl-C.
     Mount {
         world: PathBuf,
         mountpoint: PathBuf,
-        /// What WORLD is (luanti, or a file kind); found from WORLD itself
-        /// when not given.
+        /// What WORLD is (luanti, minecraft, mts, we, twmap, cubeset,
+        /// mcchunk); found from WORLD itself when not given.
         #[arg(short = 't', long = "type", value_name = "KIND")]
         kind: Option<String>,
         /// Comma-separated options: ro, rw, allow_other, allow_root,
@@ -298,10 +302,7 @@ pub fn main() -> ExitCode {
         Command::Map { world, out, area, colors, flat, scale } => {
             reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat, scale).map(|_| true)
         }
-        Command::Demo { dir } => crate::worlds::luanti::demo::write_demo(&dir).map(|_| {
-            println!("demo world written to {}", dir.display());
-            true
-        }),
+        Command::Demo { dir } => demo(&dir).map(|_| true),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "worldfs", &mut std::io::stdout());
             Ok(true)
@@ -319,6 +320,29 @@ fn exit(r: Result<bool, String>) -> ExitCode {
             eprintln!("worldfs: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `worldfs demo DIR`: write the demo world, which stays for the user, and
+/// say what to try on it next.
+fn demo(dir: &std::path::Path) -> Result<(), String> {
+    crate::worlds::luanti::demo::write_demo(dir)?;
+    let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let world = shell_word(&dir.to_string_lossy());
+    println!("demo world written to {world}: a house with a chest, a sign and a lit furnace");
+    println!("(a Luanti world for minetest_game: `minetestserver --world {world}` serves it). Try next:");
+    println!("  mkdir -p demo-mnt && worldfs mount {world} demo-mnt && ls demo-mnt   # every block a directory");
+    println!("  cat demo-mnt/blocks/0,0,0/meta/3,1,3/inventory && fusermount3 -u demo-mnt   # the chest");
+    println!("  worldfs map {world} demo.png --scale 8   # the world from above, as a picture");
+    Ok(())
+}
+
+/// `word` quoted for a POSIX shell when it needs quoting.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,:=@%".contains(&b)) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -25,12 +25,50 @@ use std::path::PathBuf;
 /// prismarine (prismarine-chunk from npm, in target/npm-oracle), systemd
 /// (systemd-analyze), worldedit (the mod), man, java (a JDK with
 /// /usr/share/java/lz4-java.jar), client (the minetest client and
-/// xvfb-run).
+/// xvfb-run), sqlite3, luacheck, gdb.
+///
+/// Also for a part of a test left out (the test then goes on): every skip
+/// is written to the file named by WORLDFS_TEST_LOG too, which
+/// contrib/test.sh lists at the end of the run (a passing test's stderr is
+/// hidden).
 pub fn skip(test: &str, what: &str, why: &str) {
     if required(what) {
         panic!("{test}: {why}, and WORLDFS_REQUIRE includes {what}");
     }
     eprintln!("SKIP {test}: {why}");
+    log_line(&format!("SKIP {} [{what}]: {why}", test_id(test)));
+}
+
+/// Mark the running test as one that checks real data (`what`: which);
+/// contrib/test.sh counts such tests at the end of the run.
+pub fn real_data(what: &str) {
+    eprintln!("REAL-DATA {}: {what}", test_id(""));
+    log_line(&format!("REAL {}: {what}", test_id("")));
+}
+
+/// `binary::test` of the running test (libtest names each test's thread
+/// after it), with `label` added when it says more.
+fn test_id(label: &str) -> String {
+    let thread = std::thread::current().name().unwrap_or("main").to_string();
+    let krate = env!("CARGO_CRATE_NAME");
+    match label {
+        "" => format!("{krate}::{thread}"),
+        // "TEST (what part)": the label says it all.
+        _ if label.starts_with(thread.as_str()) => format!("{krate}::{label}"),
+        _ => format!("{krate}::{thread} ({label})"),
+    }
+}
+
+/// Append `line` to the file WORLDFS_TEST_LOG names, if any: one write of
+/// a whole line to a file opened for appending, so that lines of tests
+/// running at once (threads, binaries) never mix.
+fn log_line(line: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("WORLDFS_TEST_LOG") else { return };
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+    if let Err(e) = file.and_then(|mut f| f.write_all(format!("{line}\n").as_bytes())) {
+        panic!("WORLDFS_TEST_LOG {}: {e}", std::path::Path::new(&path).display());
+    }
 }
 
 /// Whether WORLDFS_REQUIRE names `what` (or `all`).
@@ -59,7 +97,9 @@ pub fn demo_world() -> tempfile::TempDir {
     d
 }
 
-/// `../shared` next to the checkout (or $WORLDFS_SHARED), if present.
+/// `../shared` next to the checkout (or $WORLDFS_SHARED), if present: the
+/// team's large and unlicensed samples, which only add to the real data in
+/// the repository (tests/data).
 pub fn shared_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("WORLDFS_SHARED")
         .map(PathBuf::from)
@@ -67,30 +107,48 @@ pub fn shared_dir() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
-/// The real sqlite worlds under shared/realdata/worlds (never an empty
-/// list), or None after `skip` when the shared data is absent, or present
-/// without its worlds.
-pub fn real_sqlite_worlds(test: &str) -> Option<Vec<PathBuf>> {
-    let Some(shared) = shared_dir() else {
-        skip(test, "shared", "../shared is absent (set WORLDFS_SHARED to run it)");
-        return None;
+/// tests/data: the real data in the repository (tests/data/SOURCES.md).
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// The real sample files of one side format (`mts`, `cubeset`, `twmap`,
+/// `mc_chunk_section`), in tests/data/formats; marks the test as one on
+/// real data.
+pub fn real_formats(kind: &str) -> PathBuf {
+    let dir = data_dir().join("formats").join(kind);
+    assert!(dir.is_dir(), "{} is missing from the checkout", dir.display());
+    real_data(&format!("tests/data/formats/{kind}"));
+    dir
+}
+
+/// The real sqlite worlds: the two in tests/data/luanti, plus those of
+/// shared/realdata/worlds when ../shared is there; marks the test as one
+/// on real data.
+pub fn real_sqlite_worlds(test: &str) -> Vec<PathBuf> {
+    let with_map = |root: &std::path::Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(root)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.join("map.sqlite").is_file());
+        v.sort();
+        v
     };
-    let root = shared.join("realdata/worlds");
-    let entries = match std::fs::read_dir(&root) {
-        Ok(entries) => entries,
-        Err(e) => {
-            skip(test, "shared", &format!("{} cannot be read: {e}", root.display()));
-            return None;
+    let mut worlds = with_map(&data_dir().join("luanti"));
+    assert!(worlds.len() >= 2, "{test}: tests/data/luanti lacks its worlds: {worlds:?}");
+    let mut from_shared = 0;
+    if let Some(shared) = shared_dir() {
+        for w in with_map(&shared.join("realdata/worlds")) {
+            // The repository's worlds are in the shared directory too.
+            if !worlds.iter().any(|r| r.file_name() == w.file_name()) {
+                worlds.push(w);
+                from_shared += 1;
+            }
         }
-    };
-    let mut worlds: Vec<PathBuf> =
-        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("map.sqlite").is_file()).collect();
-    worlds.sort();
-    if worlds.is_empty() {
-        skip(test, "shared", &format!("{} holds no world with a map.sqlite", root.display()));
-        return None;
     }
-    Some(worlds)
+    let names: Vec<String> = worlds.iter().map(|w| w.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    real_data(&format!("{} sqlite worlds ({from_shared} from ../shared): {}", worlds.len(), names.join(", ")));
+    worlds
 }
 
 /// Copy a world directory (everything under it) to a fresh temporary
