@@ -64,6 +64,12 @@ pub fn open_mount(
             .join(", ")
     };
     let java = kind.is_none() && path.is_dir() && crate::kinds::minecraft::is_java_world(path);
+    if kind.is_none()
+        && path.is_dir()
+        && let Some(why) = unknown_directory(path)
+    {
+        return Err(why);
+    }
     if kind == Some(crate::kinds::minecraft::NAME) || java {
         if let Some((k, _)) = extra.first() {
             return Err(format!("unknown mount option '{k}' (a minecraft mount takes none of its own)"));
@@ -105,6 +111,24 @@ pub fn open_mount(
         ));
     }
     info.open(path, extra, opts, services)
+}
+
+/// Why directory `dir` is no world worldfs knows, saying what each kind
+/// of world would have that it lacks (None: it is a Java world, or has
+/// what a Luanti world starts from: world.mt or map.sqlite).
+pub fn unknown_directory(dir: &Path) -> Option<String> {
+    let minecraft = crate::kinds::minecraft::layout::missing(dir)?;
+    let luanti = ["world.mt", crate::store::backends::SQLITE_MAP_FILE];
+    if luanti.iter().any(|f| dir.join(f).is_file()) {
+        return None;
+    }
+    Some(format!(
+        "{}: not a world worldfs knows. A Luanti world has world.mt and its map (map.sqlite, or the database \
+         world.mt names); here: no world.mt and no map.sqlite. {}{}.",
+        dir.display(),
+        minecraft[..1].to_uppercase(),
+        &minecraft[1..]
+    ))
 }
 
 /// The first 4 KiB of a file, for sniffing.

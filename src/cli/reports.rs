@@ -20,6 +20,11 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     if crate::kinds::minecraft::is_java_world(&world) {
         return check_minecraft(&world, json, repair);
     }
+    if world.is_dir()
+        && let Some(why) = crate::open::unknown_directory(&world)
+    {
+        return Err(why);
+    }
     let w = crate::world::World::open(&world)?;
     if repair {
         roll_back_hot_journal(&w)?;

@@ -19,7 +19,8 @@ use std::time::SystemTime;
 
 pub struct BlockTree {
     regions: Arc<Regions>,
-    tag: u64,
+    /// Every inode of the tree is this with a number below 1 << 48.
+    base: u64,
     opts: Options,
     services: Arc<Services>,
     /// Names handed out, by inode and by name.
@@ -34,12 +35,12 @@ fn parse_pos(name: &str) -> Option<(i64, i64, i64)> {
 }
 
 impl BlockTree {
-    pub fn new(regions: Arc<Regions>, tag: u64, opts: Options, services: Arc<Services>) -> BlockTree {
-        BlockTree { regions, tag, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
+    pub fn new(regions: Arc<Regions>, base: u64, opts: Options, services: Arc<Services>) -> BlockTree {
+        BlockTree { regions, base, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
     }
 
     pub fn root(&self) -> u64 {
-        (self.tag << 60) | 1
+        self.base | 1
     }
 
     fn ino_of(&self, name: &str) -> u64 {
@@ -47,7 +48,7 @@ impl BlockTree {
         if let Some(i) = n.1.get(name) {
             return *i;
         }
-        let ino = (self.tag << 60) | (n.0.len() as u64 + 2);
+        let ino = self.base | (n.0.len() as u64 + 2);
         n.0.insert(ino, name.to_string());
         n.1.insert(name.to_string(), ino);
         ino
