@@ -146,7 +146,7 @@ fn a_26_1_world_is_checked_and_mounted_with_every_dimension() {
     // An edit in the Nether: only that dimension's region file changes;
     // a refusal there names the dimension's path.
     m.ok(&format!("echo minecraft:gold_block > $MNT/{NETHER}block/-128,-64,-192"));
-    let (code, _, _) = m.sh(&format!("echo minecraft:Not-A-Block > $MNT/{NETHER}block/-128,-64,-191"));
+    let (code, _, _) = m.sh(&format!("echo minecraft:not_a_block > $MNT/{NETHER}block/-128,-64,-191"));
     assert_ne!(code, 0);
     assert!(m.refusals().contains(&format!("{NETHER}block/-128,-64,-191")), "{}", m.refusals());
     m.unmount();

@@ -5,8 +5,7 @@
 //! up. A write changes that block in its chunk and rewrites the region
 //! file as `chunks/` does.
 
-use super::chunk::{ChunkDoc, Format};
-use super::legacy;
+use super::chunk::ChunkDoc;
 use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
@@ -119,15 +118,17 @@ impl Tree for BlockTree {
         }
         parse_pos(&name).map(drop).ok_or_else(FsError::not_found)
     }
-    /// Judged at `write()` for a whole line, so that `echo` reports it.
-    /// A 1.12-or-older chunk's block also needs an id and data for it.
+    /// Judged at `write()` for a whole line, so that `echo` reports it:
+    /// a state the chunk can store (`ChunkDoc::check_state`: an id and
+    /// data for a 1.12-or-older chunk's, one the game of a newer chunk's
+    /// DataVersion knows).
     fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(content).map_err(|_| FsError::invalid("not UTF-8 text"))?;
         let state = parse_state(text).map_err(FsError::invalid)?;
         let (x, _, z) = parse_pos(&self.name_of(ino)?).ok_or_else(FsError::not_found)?;
         match self.chunk(x, z)? {
-            Some((_, doc)) if doc.format == Format::Flat => legacy::id_data(&state).map(drop).map_err(FsError::invalid),
-            _ => Ok(()),
+            Some((_, doc)) => doc.check_state(&state).map_err(FsError::invalid),
+            None => Ok(()),
         }
     }
     fn complete(&self, _ino: u64, content: &[u8]) -> bool {

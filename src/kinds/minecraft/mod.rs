@@ -27,6 +27,7 @@ pub mod level;
 pub mod map;
 pub mod poi;
 pub mod regions;
+pub mod registry;
 pub mod section;
 pub mod sign;
 pub mod top;
