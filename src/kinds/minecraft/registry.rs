@@ -17,13 +17,16 @@ const TABLE: &str = include_str!("registry.txt");
 /// The first DataVersion the table has a registry for (1.13).
 pub const FIRST_DATA_VERSION: i64 = 1519;
 
+/// A block's shape over some registries: (first, last, its property set).
+type Shape = (usize, usize, Option<usize>);
+
 struct Table {
     /// (game version, first DataVersion), oldest first.
     versions: Vec<(&'static str, i64)>,
     /// Property sets: each property and its values, in the game's order.
     prop_sets: Vec<Vec<(&'static str, Vec<&'static str>)>>,
     /// A block's shapes: (first registry, last, property set).
-    blocks: HashMap<&'static str, Vec<(usize, usize, Option<usize>)>>,
+    blocks: HashMap<&'static str, Vec<Shape>>,
     /// An item's spans: (first registry, last).
     items: HashMap<&'static str, Vec<(usize, usize)>>,
 }
