@@ -62,6 +62,8 @@ impl Report {
             .iter()
             .map(|(file, chunk, why)| serde_json::json!({"file": file, "chunk": chunk, "reason": why}))
             .collect();
+        let dimensions: Vec<serde_json::Value> =
+            self.dimensions.iter().map(|(id, dir)| serde_json::json!({"id": id, "folder": dir})).collect();
         serde_json::json!({
             "minecraft_world": world.display().to_string(),
             "region_files": self.region_files,
@@ -72,7 +74,7 @@ impl Report {
             "entity_chunks": self.entity_chunks,
             "poi_chunks": self.poi_chunks,
             "players": self.players,
-            "dimensions": self.dimensions.iter().map(|(id, dir)| serde_json::json!({"id": id, "folder": dir})).collect::<Vec<_>>(),
+            "dimensions": dimensions,
             "corrupt": corrupt,
         })
     }

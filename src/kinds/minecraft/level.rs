@@ -101,6 +101,8 @@ impl Document for LevelDoc {
                sections/Y/biomes         1.18+: the 4x4x4 biome cells drawn as text\n\
                block_entities/X,Y,Z/     id, items (slot count item [tag]), data (SNBT)\n\
              block/X,Y,Z                 one block's state, like minecraft:chest[facing=north]\n\
+             entities/X,Z/, poi/X,Z/     1.17+ entities, 1.14+ points of interest (read-only)\n\
+             dimensions/NS/PATH/         the Nether, the End, ...: chunks/, block/ ... of each\n\
              players/UUID/               inventory, position, health, data (the record as SNBT)\n\n\
              Edits are written back at close, each chunk by rewriting its region file\n\
              (temporary file, fsync, rename); refused while a game holds session.lock.\n\
