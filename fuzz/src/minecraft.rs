@@ -48,7 +48,10 @@ pub fn mc_nbt(data: &[u8]) {
                 doc.apply(&e.path, &shown).unwrap_or_else(|err| panic!("player {}: {err}", e.path));
             }
         }
-        assert_eq!(gunzip(&doc.encode().unwrap()).unwrap(), data, "writing a player's files back changed it");
+        // SNBT has one NaN, so NaN payloads are not kept (as above).
+        if !snbt::to_snbt(&root).contains("NaN") {
+            assert_eq!(gunzip(&doc.encode().unwrap()).unwrap(), data, "writing a player's files back changed it");
+        }
     }
 }
 
