@@ -120,6 +120,12 @@ pub fn open_mount(
         None if path.is_dir() => Some(WorldKind::of(path)),
         None => None,
     };
+    if kind.is_none()
+        && path.is_dir()
+        && let Some(why) = unknown_directory(path)
+    {
+        return Err(why);
+    }
     if let Some(world) = world {
         if let Some((k, _)) = extra.first() {
             return Err(format!("unknown mount option '{k}' (a {} mount takes none of its own)", world.name()));
@@ -155,6 +161,24 @@ pub fn open_mount(
         ));
     }
     info.open(path, extra, opts, services)
+}
+
+/// Why directory `dir` is no world worldfs knows, saying what each kind
+/// of world would have that it lacks (None: it is a Java world, or has
+/// what a Luanti world starts from: world.mt or map.sqlite).
+pub fn unknown_directory(dir: &Path) -> Option<String> {
+    let minecraft = crate::worlds::minecraft::layout::missing(dir)?;
+    let luanti = ["world.mt", worldfs_store::world::backends::SQLITE_MAP_FILE];
+    if luanti.iter().any(|f| dir.join(f).is_file()) {
+        return None;
+    }
+    Some(format!(
+        "{}: not a world worldfs knows. A Luanti world has world.mt and its map (map.sqlite, or the database \
+         world.mt names); here: no world.mt and no map.sqlite. {}{}.",
+        dir.display(),
+        minecraft[..1].to_uppercase(),
+        &minecraft[1..]
+    ))
 }
 
 /// The first 4 KiB of a file, for sniffing.

@@ -43,7 +43,7 @@ mod mcchunk;
 pub use mcchunk::mcchunk;
 
 mod minecraft;
-pub use minecraft::{mc_lz4, mc_nbt, mc_region, mc_view_files, mc_view_seeds};
+pub use minecraft::{mc_lz4, mc_nbt, mc_player_files, mc_player_seeds, mc_region, mc_view_files, mc_view_seeds};
 
 pub const STYLES: [HighBytes; 2] = [HighBytes::Raw, HighBytes::Escaped];
 

@@ -2,15 +2,18 @@
 //! its SNBT text reads back to the same tags), region headers and chunk
 //! payloads (refused or read, never a panic), LZ4 chunk streams (lz4-java's
 //! framing: refused or read; what reads encodes and reads back the same),
-//! a chunk's files (every writable one written back as shown changes
-//! nothing), and what users write into a real chunk's files (refused, or
-//! taken into a chunk that encodes, reads back, and shows that file as a
+//! a chunk's, a chunk of points of interest's and a player's files (every
+//! writable one written back as shown changes nothing), and what users
+//! write into a real chunk's or player's files (refused, or taken into a
+//! chunk or player that encodes, reads back, and shows that file as a
 //! fixed point).
 
 use worldfs_codec::minecraft::{lz4block, nbt, region, snbt};
 use std::sync::OnceLock;
 use worldfs::documents::Document;
 use worldfs::worlds::minecraft::chunk::ChunkDoc;
+use worldfs::worlds::minecraft::level::{PlayerDoc, gunzip, gzip};
+use worldfs::worlds::minecraft::poi::PoiChunkDoc;
 
 /// `mc_nbt`: the bytes are an uncompressed NBT file.
 pub fn mc_nbt(data: &[u8]) {
@@ -30,6 +33,25 @@ pub fn mc_nbt(data: &[u8]) {
             }
         }
         assert_eq!(doc.encode().unwrap(), data, "writing the files back changed the chunk");
+    }
+    // The same bytes as a chunk of points of interest, and as a player's
+    // file (gzip NBT): each file shows or is refused; a player's writable
+    // files written back as shown change nothing.
+    if let Ok(doc) = PoiChunkDoc::decode(data, &Default::default()) {
+        for e in doc.entries() {
+            let _ = doc.render(&e.path);
+        }
+    }
+    if let Ok(mut doc) = PlayerDoc::decode(&gzip(data), &Default::default()) {
+        for e in doc.entries().into_iter().filter(|e| e.writable && !e.dir) {
+            if let Ok(shown) = doc.render(&e.path) {
+                doc.apply(&e.path, &shown).unwrap_or_else(|err| panic!("player {}: {err}", e.path));
+            }
+        }
+        // SNBT has one NaN, so NaN payloads are not kept (as above).
+        if !snbt::to_snbt(&root).contains("NaN") {
+            assert_eq!(gunzip(&doc.encode().unwrap()).unwrap(), data, "writing a player's files back changed it");
+        }
     }
 }
 
@@ -104,6 +126,43 @@ pub fn mc_view_files(data: &[u8]) {
     assert_eq!(again.encode().unwrap(), written, "{path}: writing back what it shows changed the chunk");
 }
 
+/// A real player's file (1.17.1, two stacks in its inventory).
+const PLAYER: &[u8] = include_bytes!("../../tests/data/minecraft/made/playerdata/0000000b-0000-0016-0000-00210000002c.dat");
+
+/// `mc_player_files`: a write into a real player's file, as a mount makes
+/// it. Input: a byte choosing the file (among the writable ones), then the
+/// content. Refused exactly when judged so; what is taken encodes, decodes
+/// again, and shows the file so that writing it back changes nothing.
+pub fn mc_player_files(data: &[u8]) {
+    let [f, content @ ..] = data else { return };
+    let mut doc = PlayerDoc::decode(PLAYER, &Default::default()).expect("a real player decodes");
+    let files: Vec<String> = doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+    let path = &files[*f as usize % files.len()];
+    let judged = PlayerDoc::judge(PlayerDoc::decode(PLAYER, &Default::default()).unwrap(), path, content);
+    if doc.check_content(path, content).is_err() || doc.apply(path, content).is_err() {
+        assert!(judged.is_err(), "{path}: judged fine but refused");
+        return;
+    }
+    let Ok(written) = doc.encode() else {
+        assert!(judged.is_err(), "{path}: judged fine but does not encode");
+        return;
+    };
+    assert!(judged.is_ok(), "{path}: taken but judged wrong: {}", judged.unwrap_err());
+    let mut again = PlayerDoc::decode(&written, &Default::default())
+        .unwrap_or_else(|e| panic!("{path}: what we write does not read back: {e}"));
+    let shown = again.render(path).unwrap_or_else(|e| panic!("{path}: the written file does not show: {e}"));
+    again.apply(path, &shown).unwrap_or_else(|e| panic!("{path}: its own text is refused: {e}"));
+    assert_eq!(again.encode().unwrap(), written, "{path}: writing back what it shows changed the player");
+}
+
+/// Inputs for [`mc_player_files`]: each writable file of the player as shown.
+pub fn mc_player_seeds() -> Vec<Vec<u8>> {
+    let doc = PlayerDoc::decode(PLAYER, &Default::default()).expect("a real player decodes");
+    let files: Vec<String> = doc.entries().into_iter().filter(|e| e.writable && !e.dir).map(|e| e.path).collect();
+    let shown = |(i, path): (usize, &String)| [vec![i as u8], doc.render(path).expect("a real player's file shows")].concat();
+    files.iter().enumerate().map(shown).collect()
+}
+
 /// Inputs for [`mc_view_files`]: every writable file of the real chunks
 /// as it is shown.
 pub fn mc_view_seeds() -> Vec<Vec<u8>> {
@@ -134,6 +193,11 @@ mod tests {
     #[test]
     fn mc_view_files_smoke() {
         crate::smoke::run("mc_view_files", mc_view_files, mc_view_seeds().into_iter().step_by(7).collect());
+    }
+
+    #[test]
+    fn mc_player_files_smoke() {
+        crate::smoke::run("mc_player_files", mc_player_files, mc_player_seeds());
     }
 
     #[test]

@@ -21,6 +21,11 @@ pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     if WorldKind::of(&world) == WorldKind::MinecraftJava {
         return check_minecraft(&world, json, repair);
     }
+    if world.is_dir()
+        && let Some(why) = crate::open::unknown_directory(&world)
+    {
+        return Err(why);
+    }
     let w = worldfs_store::world::World::open(&world)?;
     if repair {
         roll_back_hot_journal(&w)?;

@@ -177,7 +177,8 @@ struct State<D, S> {
 /// Any [`Document`] in its [`Home`] as the core's [`Tree`].
 pub struct FilesTree<D: Document, H: Home<D>> {
     home: H,
-    tag: u64,
+    /// Every inode of the tree is this with a number below 1 << 48.
+    base: u64,
     opts: Options,
     services: Arc<Services>,
     state: Mutex<State<D, H::Stamp>>,
@@ -229,7 +230,14 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
     /// `tag`: the top four bits of every inode of this tree (0 for a tree
     /// that is the whole mount: its root is then the core's root).
     pub fn with_home(tag: u64, home: H, opts: Options, services: Arc<Services>) -> FilesTree<D, H> {
-        let root = (tag << 60) | 1;
+        Self::with_home_at(tag << 60, home, opts, services)
+    }
+
+    /// A tree whose inodes are `base` with its own numbers (below 1 << 48)
+    /// in the low bits: a tree in a union mounted in another
+    /// (`fs::union::Union::nested`).
+    pub fn with_home_at(base: u64, home: H, opts: Options, services: Arc<Services>) -> FilesTree<D, H> {
+        let root = base | 1;
         let state = State {
             inos: HashMap::from([(String::new(), root)]),
             paths: HashMap::from([(root, String::new())]),
@@ -240,7 +248,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
         };
         FilesTree {
             home,
-            tag,
+            base,
             opts,
             services,
             state: Mutex::new(state),
@@ -252,7 +260,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
 
     /// The inode of the tree's root directory.
     pub fn root(&self) -> u64 {
-        (self.tag << 60) | 1
+        self.base | 1
     }
 
     /// Make `stored` the current version of item `name` (a document read
@@ -277,7 +285,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
             return i;
         }
         st.next += 1;
-        let i = (self.tag << 60) | st.next;
+        let i = self.base | st.next;
         st.inos.insert(path.to_string(), i);
         st.paths.insert(i, path.to_string());
         i

@@ -28,17 +28,38 @@ pub struct Mounted {
 pub struct Union {
     main: Arc<dyn Tree>,
     mounted: Vec<Mounted>,
+    /// The directory the trees are mounted on: [`ROOT`], or the root of
+    /// `main` in a union mounted in another.
+    root: u64,
+    /// Where the four bits that name an inode's tree are.
+    shift: u32,
+    /// The union's path in the mount ("" at the root, else ending in '/').
+    prefix: String,
 }
 
 impl Union {
     /// `main` must hand out no inode with a tag of `mounted`, nor list a
     /// root entry of the same name.
     pub fn new(main: Arc<dyn Tree>, mounted: Vec<Mounted>) -> Union {
-        Union { main, mounted }
+        Union { main, mounted, root: ROOT, shift: 60, prefix: String::new() }
+    }
+
+    /// A union that is itself mounted in another, as directory `prefix`
+    /// (its path in the mount, ending in '/'): `main`'s root `root` is
+    /// that directory; every inode of `main` and of the trees in `mounted`
+    /// shares the bits above `shift + 4`, and the four bits at `shift` are
+    /// its tree's tag (0 for `main`). Paths are given with `prefix`.
+    pub fn nested(main: Arc<dyn Tree>, mounted: Vec<Mounted>, root: u64, shift: u32, prefix: String) -> Union {
+        Union { main, mounted, root, shift, prefix }
+    }
+
+    /// The directory the trees are mounted on.
+    pub fn root(&self) -> u64 {
+        self.root
     }
 
     fn owner(&self, ino: u64) -> &dyn Tree {
-        let tag = ino >> 60;
+        let tag = (ino >> self.shift) & 0xF;
         self.mounted.iter().find(|m| m.tag == tag).map_or(self.main.as_ref(), |m| m.tree.as_ref())
     }
 
@@ -70,7 +91,7 @@ impl Tree for Union {
     }
 
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
-        if parent == ROOT
+        if parent == self.root
             && let Some(m) = self.mount_named(name)
         {
             m.tree.remember(m.root);
@@ -85,7 +106,7 @@ impl Tree for Union {
 
     fn parent(&self, ino: u64) -> Result<u64> {
         if self.mounted.iter().any(|m| m.root == ino) {
-            return Ok(ROOT);
+            return Ok(self.root);
         }
         self.owner(ino).parent(ino)
     }
@@ -97,7 +118,7 @@ impl Tree for Union {
         plus: bool,
         add: &mut dyn FnMut(&DirEntry, Option<&Attr>) -> bool,
     ) -> Result<()> {
-        if dir != ROOT {
+        if dir != self.root {
             return self.owner(dir).list(dir, offset, plus, add);
         }
         if offset < MOUNT_COOKIES {
@@ -166,7 +187,7 @@ impl Tree for Union {
     }
 
     fn new_name(&self, dir: u64, name: &[u8]) -> Result<NewName> {
-        if dir == ROOT && self.mount_named(name).is_some() {
+        if dir == self.root && self.mount_named(name).is_some() {
             return Err(FsError::exists("that name is a directory of the world"));
         }
         self.owner(dir).new_name(dir, name)
@@ -177,14 +198,14 @@ impl Tree for Union {
     }
 
     fn mkdir(&self, dir: u64, name: &[u8]) -> Result<Attr> {
-        if dir == ROOT && self.mount_named(name).is_some() {
+        if dir == self.root && self.mount_named(name).is_some() {
             return Err(FsError::exists("that directory exists"));
         }
         self.owner(dir).mkdir(dir, name)
     }
 
     fn rmdir(&self, dir: u64, name: &[u8]) -> Result<()> {
-        if dir == ROOT && self.mount_named(name).is_some() {
+        if dir == self.root && self.mount_named(name).is_some() {
             return Err(FsError::perm("players/, auth/, mod_storage/ and map/ are part of every world mount"));
         }
         self.owner(dir).rmdir(dir, name)
@@ -220,7 +241,10 @@ impl Tree for Union {
     }
 
     fn path(&self, ino: u64) -> String {
-        self.owner(ino).path(ino)
+        match self.owner(ino).path(ino) {
+            p if p.is_empty() => self.prefix.trim_end_matches('/').to_string(),
+            p => format!("{}{p}", self.prefix),
+        }
     }
 
     fn negative_entries(&self, dir: u64) -> bool {

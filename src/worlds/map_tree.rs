@@ -57,7 +57,8 @@ struct TileCache {
 }
 
 pub struct MapTree<S: TopSource> {
-    tag: u64,
+    /// Every inode of the tree is this with a number below 1 << 48.
+    base: u64,
     world: S,
     opts: Options,
     columns: Mutex<Option<Arc<Columns<S::Columns>>>>,
@@ -76,8 +77,14 @@ enum Node {
 
 impl<S: TopSource> MapTree<S> {
     pub fn new(tag: u64, world: S, opts: Options) -> MapTree<S> {
+        Self::new_at(tag << 60, world, opts)
+    }
+
+    /// A map whose inodes are `base` with its own numbers in the low bits
+    /// (a tree in a union mounted in another).
+    pub fn new_at(base: u64, world: S, opts: Options) -> MapTree<S> {
         MapTree {
-            tag,
+            base,
             world,
             opts,
             columns: Mutex::new(None),
@@ -87,7 +94,7 @@ impl<S: TopSource> MapTree<S> {
     }
 
     pub fn root(&self) -> u64 {
-        (self.tag << 60) | 1
+        self.base | 1
     }
 
     fn ino(&self, n: &Node) -> u64 {
@@ -97,14 +104,14 @@ impl<S: TopSource> MapTree<S> {
             Node::Level(z) => 0x100 + z as u64,
             Node::Tile(z, x, y) => (1 << 32) | ((z as u64) << 24) | ((x as u64) << 12) | y as u64,
         };
-        (self.tag << 60) | v
+        self.base | v
     }
 
     fn node(&self, ino: u64) -> Result<Node> {
-        if ino >> 60 != self.tag {
+        if ino >> 48 != self.base >> 48 {
             return Err(FsError::not_found());
         }
-        let v = ino & ((1 << 60) - 1);
+        let v = ino & ((1 << 48) - 1);
         Ok(match v {
             1 => Node::Root,
             INDEX => Node::Index,

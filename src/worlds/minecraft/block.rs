@@ -5,8 +5,7 @@
 //! up. A write changes that block in its chunk and rewrites the region
 //! file as `chunks/` does.
 
-use super::chunk::{ChunkDoc, Format};
-use super::legacy;
+use super::chunk::ChunkDoc;
 use super::regions::Regions;
 use super::section::{parse_state, state_label};
 use crate::documents::{Context, Document};
@@ -19,7 +18,8 @@ use worldfs_store::Note;
 
 pub struct BlockTree {
     regions: Arc<Regions>,
-    tag: u64,
+    /// Every inode of the tree is this with a number below 1 << 48.
+    base: u64,
     opts: Options,
     services: Arc<Services>,
     /// Names handed out, by inode and by name.
@@ -34,12 +34,12 @@ fn parse_pos(name: &str) -> Option<(i64, i64, i64)> {
 }
 
 impl BlockTree {
-    pub fn new(regions: Arc<Regions>, tag: u64, opts: Options, services: Arc<Services>) -> BlockTree {
-        BlockTree { regions, tag, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
+    pub fn new(regions: Arc<Regions>, base: u64, opts: Options, services: Arc<Services>) -> BlockTree {
+        BlockTree { regions, base, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
     }
 
     pub fn root(&self) -> u64 {
-        (self.tag << 60) | 1
+        self.base | 1
     }
 
     fn ino_of(&self, name: &str) -> u64 {
@@ -47,7 +47,7 @@ impl BlockTree {
         if let Some(i) = n.1.get(name) {
             return *i;
         }
-        let ino = (self.tag << 60) | (n.0.len() as u64 + 2);
+        let ino = self.base | (n.0.len() as u64 + 2);
         n.0.insert(ino, name.to_string());
         n.1.insert(name.to_string(), ino);
         ino
@@ -118,15 +118,17 @@ impl Tree for BlockTree {
         }
         parse_pos(&name).map(drop).ok_or_else(FsError::not_found)
     }
-    /// Judged at `write()` for a whole line, so that `echo` reports it.
-    /// A 1.12-or-older chunk's block also needs an id and data for it.
+    /// Judged at `write()` for a whole line, so that `echo` reports it:
+    /// a state the chunk can store (`ChunkDoc::check_state`: an id and
+    /// data for a 1.12-or-older chunk's, one the game of a newer chunk's
+    /// DataVersion knows).
     fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(content).map_err(|_| FsError::invalid("not UTF-8 text"))?;
         let state = parse_state(text).map_err(FsError::invalid)?;
         let (x, _, z) = parse_pos(&self.name_of(ino)?).ok_or_else(FsError::not_found)?;
         match self.chunk(x, z)? {
-            Some((_, doc)) if doc.format == Format::Flat => legacy::id_data(&state).map(drop).map_err(FsError::invalid),
-            _ => Ok(()),
+            Some((_, doc)) => doc.check_state(&state).map_err(FsError::invalid),
+            None => Ok(()),
         }
     }
     fn complete(&self, _ino: u64, content: &[u8]) -> bool {

@@ -1,12 +1,15 @@
-//! `worldfs check WORLD` of a Java world: every chunk of every region file
-//! in `region/` read (its place in the header, its compression, an
-//! external `c.X.Z.mcc`), its NBT decoded and its parts checked
-//! (`ChunkDoc::problems`: sections, palette indices, light, block
-//! entities, heightmaps); 1.17+ `entities/` region files read and decoded.
-//! A problem is named by its region file, chunk and section. Region files
-//! are checked on all cores, each read once.
+//! `worldfs check WORLD` of a Java world: what the mount reads, as it
+//! reads it. `level.dat` and each player's file (`playerdata/` or
+//! `players/data/`) decoded; in every dimension (`layout.rs`) every chunk
+//! of every region file in `region/` read (its place in the header, its
+//! compression, an external `c.X.Z.mcc`), its NBT decoded and its parts
+//! checked (`ChunkDoc::problems`: sections, palette indices, light, block
+//! entities, heightmaps); 1.17+ `entities/` and 1.14+ `poi/` region files
+//! read and decoded. A problem is named by its file, chunk and section.
+//! Region files are checked on all cores, each read once.
 
 use super::chunk::ChunkDoc;
+use super::level::{LevelDoc, PlayerDoc};
 use super::regions::chunk_nbt;
 use crate::documents::{Context, Document};
 use std::collections::BTreeMap;
@@ -24,6 +27,12 @@ pub struct Report {
     pub block_entities: u64,
     /// Entity chunks read in `entities/` (1.17+).
     pub entity_chunks: u64,
+    /// Chunks of points of interest read in `poi/` (1.14+).
+    pub poi_chunks: u64,
+    /// Players' files read.
+    pub players: u64,
+    /// The dimensions checked: id and folder.
+    pub dimensions: Vec<(String, String)>,
     /// (file relative to the world, chunk `X,Z` or empty for the whole
     /// file, what is wrong).
     pub corrupt: Vec<(String, String, String)>,
@@ -39,6 +48,9 @@ impl Report {
         self.sections += other.sections;
         self.block_entities += other.block_entities;
         self.entity_chunks += other.entity_chunks;
+        self.poi_chunks += other.poi_chunks;
+        self.players += other.players;
+        self.dimensions.extend(other.dimensions);
         self.corrupt.extend(other.corrupt);
     }
 
@@ -50,6 +62,8 @@ impl Report {
             .iter()
             .map(|(file, chunk, why)| serde_json::json!({"file": file, "chunk": chunk, "reason": why}))
             .collect();
+        let dimensions: Vec<serde_json::Value> =
+            self.dimensions.iter().map(|(id, dir)| serde_json::json!({"id": id, "folder": dir})).collect();
         serde_json::json!({
             "minecraft_world": world.display().to_string(),
             "region_files": self.region_files,
@@ -58,12 +72,19 @@ impl Report {
             "sections": self.sections,
             "block_entities": self.block_entities,
             "entity_chunks": self.entity_chunks,
+            "poi_chunks": self.poi_chunks,
+            "players": self.players,
+            "dimensions": dimensions,
             "corrupt": corrupt,
         })
     }
 
     pub fn print(&self, world: &Path, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(out, "Minecraft Java world: {}", world.display())?;
+        for (id, dir) in &self.dimensions {
+            writeln!(out, "dimension {id}: {dir}")?;
+        }
+        writeln!(out, "players: {}", self.players)?;
         writeln!(out, "region files: {}", self.region_files)?;
         writeln!(out, "chunks: {}", self.chunks)?;
         for (v, n) in &self.per_data_version {
@@ -72,6 +93,7 @@ impl Report {
         writeln!(out, "sections: {}", self.sections)?;
         writeln!(out, "block entities: {}", self.block_entities)?;
         writeln!(out, "entity chunks: {}", self.entity_chunks)?;
+        writeln!(out, "poi chunks: {}", self.poi_chunks)?;
         writeln!(out, "corrupt: {}", self.corrupt.len())?;
         for (file, chunk, why) in &self.corrupt {
             match chunk.is_empty() {
@@ -83,12 +105,22 @@ impl Report {
     }
 }
 
+/// What a folder of region files holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Holds {
+    Chunks,
+    /// 1.17+ `entities/`.
+    Entities,
+    /// 1.14+ `poi/`.
+    Poi,
+}
+
 /// The region files of `world/folder`, sorted (none if the folder is absent).
-fn region_files(world: &Path, folder: &str) -> Result<Vec<PathBuf>, String> {
+fn region_files(world: &Path, folder: &Path) -> Result<Vec<PathBuf>, String> {
     let dir = world.join(folder);
     let rd = match std::fs::read_dir(&dir) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && folder != "region" => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(format!("{}: {e}", dir.display())),
     };
     let mut files: Vec<PathBuf> = rd
@@ -112,11 +144,21 @@ fn region_xz(name: &str) -> Option<(i64, i64)> {
 /// Check the world at `world`. `progress` is called with (region files
 /// done, total).
 pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Report, String> {
-    if !super::is_java_world(world) {
-        return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", world.display()));
+    if let Some(missing) = super::layout::missing(world) {
+        return Err(format!("{}: not a Minecraft Java world: {missing}", world.display()));
     }
-    let mut files: Vec<(PathBuf, bool)> = region_files(world, "region")?.into_iter().map(|f| (f, false)).collect();
-    files.extend(region_files(world, "entities")?.into_iter().map(|f| (f, true)));
+    let layout = super::layout::of(world);
+    let mut files: Vec<(PathBuf, Holds)> = Vec::new();
+    for dim in layout.all() {
+        for (what, folder) in dim.region_folders(world) {
+            let holds = match what {
+                "entities" => Holds::Entities,
+                "poi" => Holds::Poi,
+                _ => Holds::Chunks,
+            };
+            files.extend(region_files(world, &folder)?.into_iter().map(|f| (f, holds)));
+        }
+    }
     let total = files.len() as u64;
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
@@ -127,8 +169,8 @@ pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Repor
                     let mut r = Report::default();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((file, entities)) = files.get(i) else { break };
-                        r.merge(check_region_file(world, file, *entities));
+                        let Some((file, holds)) = files.get(i) else { break };
+                        r.merge(check_region_file(world, file, *holds));
                         progress(i as u64 + 1, total);
                     }
                     r
@@ -137,7 +179,7 @@ pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Repor
             .collect();
         handles.into_iter().map(|h| h.join().expect("a check worker panicked")).collect()
     });
-    let mut report = Report::default();
+    let mut report = check_files(world, &layout);
     for p in parts {
         report.merge(p);
     }
@@ -145,8 +187,43 @@ pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Repor
     Ok(report)
 }
 
-/// Check one region file (`entities`: an entity region file of 1.17+).
-fn check_region_file(world: &Path, path: &Path, entities: bool) -> Report {
+/// `level.dat` and the players' files, decoded as the mount decodes them;
+/// the dimensions named.
+fn check_files(world: &Path, layout: &super::layout::Layout) -> Report {
+    let mut r = Report::default();
+    for d in layout.all() {
+        let dir = if d.dir.as_os_str().is_empty() { ".".to_string() } else { d.dir.display().to_string() };
+        r.dimensions.push((d.id(), format!("{dir}/")));
+    }
+    let level = world.join("level.dat");
+    let problem = match std::fs::read(&level) {
+        Ok(bytes) => LevelDoc::decode(&bytes, &Context::default()).err().map(|e| e.message),
+        Err(e) => Some(e.to_string()),
+    };
+    r.corrupt.extend(problem.map(|p| ("level.dat".to_string(), String::new(), p)));
+    let dir = world.join(&layout.players);
+    let mut names: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    for name in names {
+        let Some(uuid) = name.strip_suffix(".dat").filter(|n| super::player_file(&dir, n).is_some()) else {
+            continue;
+        };
+        let shown = layout.players.join(&name).display().to_string();
+        r.players += 1;
+        let problem = match std::fs::read(dir.join(&name)) {
+            Ok(bytes) => PlayerDoc::decode(&bytes, &Context::default()).err().map(|e| e.message),
+            Err(e) => Some(e.to_string()),
+        };
+        r.corrupt.extend(problem.map(|p| (shown, String::new(), format!("player {uuid}: {p}"))));
+    }
+    r
+}
+
+/// Check one region file.
+fn check_region_file(world: &Path, path: &Path, holds: Holds) -> Report {
     let mut r = Report { region_files: 1, ..Report::default() };
     let shown = path.strip_prefix(world).unwrap_or(path).display().to_string();
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -168,7 +245,8 @@ fn check_region_file(world: &Path, path: &Path, entities: bool) -> Report {
     for (i, _, _) in locations {
         let (x, z) = (rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64);
         let problems = match chunk_nbt(path, &file, i, (x, z)) {
-            Ok(nbt) if entities => check_entity_chunk(&nbt, &mut r),
+            Ok(nbt) if holds == Holds::Entities => check_entity_chunk(&nbt, &mut r),
+            Ok(nbt) if holds == Holds::Poi => check_poi_chunk(&nbt, &mut r),
             Ok(nbt) => check_chunk(&nbt, (x, z), &mut r),
             Err(e) => vec![e],
         };
@@ -192,6 +270,16 @@ fn check_chunk(bytes: &[u8], (x, z): (i64, i64), r: &mut Report) -> Vec<String> 
         problems.push(format!("its NBT says it is chunk {px},{pz}"));
     }
     problems
+}
+
+/// Decode a chunk of points of interest (1.14+ `poi/`) as `poi/` shows it.
+fn check_poi_chunk(bytes: &[u8], r: &mut Report) -> Vec<String> {
+    let doc = match super::poi::PoiChunkDoc::decode(bytes, &Context::default()) {
+        Ok(d) => d,
+        Err(e) => return vec![e.message],
+    };
+    r.poi_chunks += 1;
+    doc.render("records").err().map(|e| e.message).into_iter().collect()
 }
 
 /// Decode an entity chunk (1.17+ `entities/`): NBT holding an `Entities` list.

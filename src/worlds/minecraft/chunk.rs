@@ -32,7 +32,7 @@
 use super::items::{self, ItemForm, Slots};
 use super::legacy;
 use super::section::{Container, Packing, Shape, label_part, parse_state, same_state, state_label};
-use super::{entities, heightmap, sign};
+use super::{entities, heightmap, registry, sign};
 use crate::documents::mcchunk::{parse_light, render_light};
 use crate::documents::{Context, DocError, DocResult, Document, Entry};
 use crate::view::layers::{self, Frame, LegendBuilder, LegendEntry, Rows};
@@ -326,10 +326,8 @@ impl ChunkDoc {
         if same_state(c.get(i), &state) {
             return Ok(());
         }
-        if self.format == Format::Flat {
-            // Refused before the block entity goes.
-            legacy::id_data(&state).map_err(DocError::new)?;
-        }
+        // Refused before the block entity goes.
+        self.check_state(&state).map_err(DocError::new)?;
         let name = |t: &Tag| if let Tag::Compound(c) = t { c.string("Name").map(String::from) } else { None };
         if name(c.get(i)) != name(&state) {
             let key = self.block_entities_key();
@@ -341,6 +339,49 @@ impl ChunkDoc {
         let mut values: Vec<Tag> = (0..4096).map(|k| c.get(k).clone()).collect();
         values[i] = state;
         self.store_blocks(sy, c, &values).map_err(|(_, m)| DocError::new(m))
+    }
+
+    /// Whether block state `state` may be stored in this chunk: a
+    /// 1.12-or-older chunk needs an id and data for it; in a newer one a
+    /// state the chunk already holds (in any section) is taken as it is,
+    /// another must be one the game of the chunk's DataVersion knows (the
+    /// game turns what it does not know into air when it loads the chunk).
+    pub fn check_state(&self, state: &Tag) -> Result<(), String> {
+        if self.format == Format::Flat {
+            return legacy::id_data(state).map(drop);
+        }
+        if self.held_states().iter().any(|t| same_state(t, state)) {
+            return Ok(());
+        }
+        registry::check_block(state, self.data_version())
+    }
+
+    /// The block states of every section's palette.
+    fn held_states(&self) -> Vec<Tag> {
+        let containers = self.sections().into_iter().filter_map(|s| self.blocks(s).ok().flatten());
+        containers.flat_map(|c| c.palette).collect()
+    }
+
+    /// Each legend entry of a drawing of a section whose palette is
+    /// `palette`, `tags` what they stand for: one the section or the chunk
+    /// does not hold must be a state the game knows ([`Self::check_state`];
+    /// a 1.12-or-older chunk's are judged when they are stored). Err:
+    /// the first that is not, at its line.
+    fn check_new_states(&self, legend: &[LegendEntry], tags: &[Tag], palette: &[Tag]) -> DocResult<()> {
+        if self.format == Format::Flat {
+            return Ok(());
+        }
+        let mut held: Option<Vec<Tag>> = None;
+        for (entry, tag) in legend.iter().zip(tags) {
+            if palette.iter().any(|p| same_state(p, tag)) {
+                continue;
+            }
+            if held.get_or_insert_with(|| self.held_states()).iter().any(|p| same_state(p, tag)) {
+                continue;
+            }
+            registry::check_block(tag, self.data_version()).map_err(|m| DocError::at_line(entry.line, m))?;
+        }
+        Ok(())
     }
 
     /// The blocks of every section that stores them, by section Y.
@@ -496,6 +537,7 @@ impl ChunkDoc {
                 let frame = self.frame(y);
                 let d = layers::parse(&frame, text)?;
                 let legend = legend_tags(&d.legend, &c.palette, state_label, parse_state)?;
+                self.check_new_states(&d.legend, &legend, &c.palette)?;
                 let at = |i: usize| d.at(i % 16, i / 256, i / 16 % 16);
                 let values: Vec<Tag> = (0..4096).map(|i| legend[at(i)].clone()).collect();
                 if (0..4096).all(|i| same_state(c.get(i), &values[i])) {
@@ -544,7 +586,7 @@ impl ChunkDoc {
             "items" if has_items(be) => {
                 let old = be.list("Items").cloned();
                 let slots = Slots::of_block_entity(be.string("id").unwrap_or_default());
-                let new = items::parse(text, old.as_ref().unwrap_or(&NO_ITEMS), form, slots)?;
+                let new = items::parse(text, old.as_ref().unwrap_or(&NO_ITEMS), form, slots, version)?;
                 // An empty container without Items stays without.
                 if old.is_some() || !new.items.is_empty() {
                     be.insert("Items", Tag::List(new));

@@ -35,7 +35,8 @@ struct Built {
 
 pub struct FindTree {
     regions: Arc<Regions>,
-    tag: u64,
+    /// Every inode of the tree is this with a number below 1 << 48.
+    base: u64,
     opts: Options,
     built: Mutex<Option<Built>>,
     /// Paths handed out (`ID` or `ID/X,Z`), by inode and by path.
@@ -52,16 +53,16 @@ fn unescape(name: &str) -> String {
 }
 
 impl FindTree {
-    pub fn new(regions: Arc<Regions>, tag: u64, opts: Options) -> FindTree {
-        FindTree { regions, tag, opts, built: Mutex::new(None), inodes: Default::default() }
+    pub fn new(regions: Arc<Regions>, base: u64, opts: Options) -> FindTree {
+        FindTree { regions, base, opts, built: Mutex::new(None), inodes: Default::default() }
     }
     /// `find/`.
     pub fn root(&self) -> u64 {
-        (self.tag << 60) | 1
+        self.base | 1
     }
     /// `names`.
     pub fn names_file(&self) -> u64 {
-        (self.tag << 60) | 2
+        self.base | 2
     }
 
     fn stamps(&self) -> Result<Vec<(String, Option<FileStamp>)>> {
@@ -110,7 +111,7 @@ impl FindTree {
         if let Some(i) = n.1.get(path) {
             return *i;
         }
-        let ino = (self.tag << 60) | (n.0.len() as u64 + 3);
+        let ino = self.base | (n.0.len() as u64 + 3);
         n.0.insert(ino, path.to_string());
         n.1.insert(path.to_string(), ino);
         ino

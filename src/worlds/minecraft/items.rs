@@ -142,8 +142,10 @@ pub fn render(items: &List, form: ItemForm) -> String {
 
 /// The new `Items` from text; `old`: the list it replaces (its items'
 /// other keys and its order of keys are kept); `slots`: where the game
-/// keeps items (a slot `old` already uses is taken as it is).
-pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots) -> DocResult<List> {
+/// keeps items (a slot `old` already uses is taken as it is);
+/// `data_version`: the version whose item ids a new id must be one of (an
+/// id `old` already holds is taken as it is).
+pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots, data_version: i64) -> DocResult<List> {
     let old_of = |slot: i64| {
         old.items.iter().find_map(|t| match t {
             Tag::Compound(c) if c.int("Slot") == Some(slot) => Some(c.clone()),
@@ -184,6 +186,9 @@ pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots) -> DocResult<
                 "slot {slot}: {id} is no item (the game drops it); leave the slot out to empty it"
             )));
         }
+        if !holds_id(old, id) {
+            super::registry::check_item(id, data_version).map_err(|m| at(format!("slot {slot}: {m}")))?;
+        }
         let extra = match f.next().map(str::trim).filter(|e| !e.is_empty()) {
             Some(e) => Some(snbt::parse_tag(e).map_err(|m| at(format!("the tag: {m}")))?),
             None => None,
@@ -210,6 +215,22 @@ pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots) -> DocResult<
         items.push(Tag::Compound(order_like(c, form)));
     }
     Ok(List { elem: if items.is_empty() { old.elem } else { 10 }, items })
+}
+
+/// Whether a list of items holds one of id `id`.
+pub fn holds_id(items: &List, id: &str) -> bool {
+    items.items.iter().any(|t| matches!(t, Tag::Compound(c) if c.string("id") == Some(id)))
+}
+
+/// The first item of `new` whose id neither `old` holds nor the game of
+/// `data_version` knows: its slot and why.
+pub fn unknown_id(new: &List, old: &List, data_version: i64) -> Option<String> {
+    new.items.iter().find_map(|t| {
+        let Tag::Compound(c) = t else { return None };
+        let id = c.string("id").filter(|id| !holds_id(old, id))?;
+        let why = super::registry::check_item(id, data_version).err()?;
+        Some(format!("slot {}: {why}", c.int("Slot").map_or("?".into(), |s| s.to_string())))
+    })
 }
 
 /// A new item's keys in the game's order (Slot, id, count, extras); an old
@@ -249,18 +270,19 @@ mod tests {
     fn unchanged_text_gives_the_same_items() {
         let text = render(&chest(), ItemForm::Classic);
         assert_eq!(text, format!("{HEADER}0 5 minecraft:dirt\n3 1 minecraft:stick\n"));
-        assert_eq!(parse(&text, &chest(), ItemForm::Classic, Slots::Any).unwrap(), chest());
+        assert_eq!(parse(&text, &chest(), ItemForm::Classic, Slots::Any, 0).unwrap(), chest());
     }
 
     #[test]
     fn edits_and_bad_lines() {
-        let new = parse("0 64 minecraft:diamond {display: {Name: \"x\"}}\n", &chest(), ItemForm::Classic, Slots::Any)
-            .unwrap();
+        let new =
+            parse("0 64 minecraft:diamond {display: {Name: \"x\"}}\n", &chest(), ItemForm::Classic, Slots::Any, 0)
+                .unwrap();
         let Tag::Compound(c) = &new.items[0] else { panic!() };
         assert_eq!((c.int("Count"), c.string("id")), (Some(64), Some("minecraft:diamond")));
         assert!(c.compound("tag").is_some());
         for bad in ["x 1 minecraft:a", "0 0 minecraft:a", "0 1 Bad", "0 1 minecraft:a {x", "0 1 a:b\n0 1 a:c"] {
-            assert!(parse(bad, &chest(), ItemForm::Classic, Slots::Any).is_err(), "{bad}");
+            assert!(parse(bad, &chest(), ItemForm::Classic, Slots::Any, 0).is_err(), "{bad}");
         }
     }
 
@@ -280,12 +302,13 @@ mod tests {
         ] {
             for slot in good {
                 assert!(
-                    parse(&format!("{slot} 1 minecraft:dirt\n"), &empty, ItemForm::Classic, slots).is_ok(),
+                    parse(&format!("{slot} 1 minecraft:dirt\n"), &empty, ItemForm::Classic, slots, 0).is_ok(),
                     "{slots:?} {slot}"
                 );
             }
             for slot in bad {
-                let err = parse(&format!("{slot} 1 minecraft:dirt\n"), &empty, ItemForm::Classic, slots).unwrap_err();
+                let err =
+                    parse(&format!("{slot} 1 minecraft:dirt\n"), &empty, ItemForm::Classic, slots, 0).unwrap_err();
                 assert!(err.to_string().contains("the game would drop an item there"), "{slots:?} {slot}: {err}");
             }
         }
@@ -293,7 +316,27 @@ mod tests {
         let Tag::Compound(c) = &mut odd.items[1] else { panic!() };
         c.insert("Slot", Tag::Byte(40));
         let text = render(&odd, ItemForm::Classic);
-        assert_eq!(parse(&text, &odd, ItemForm::Classic, chest27).unwrap(), odd, "kept as it was");
+        assert_eq!(parse(&text, &odd, ItemForm::Classic, chest27, 0).unwrap(), odd, "kept as it was");
+    }
+
+    /// An id the game of the DataVersion does not know is refused (it
+    /// drops the item); one the list already holds, or a mod's, is taken.
+    #[test]
+    fn ids_the_game_does_not_know_are_refused_unless_held() {
+        let empty = List { elem: 0, items: Vec::new() };
+        let err = parse("3 1 minecraft:not_an_item\n", &empty, ItemForm::Classic, Slots::Any, 2865).unwrap_err();
+        assert!(err.to_string().contains("slot 3: minecraft:not_an_item is no item in 1.18"), "{err}");
+        assert!(parse("3 1 mymod:wand\n", &empty, ItemForm::Classic, Slots::Any, 2865).is_ok());
+        let mut odd = chest();
+        let Tag::Compound(c) = &mut odd.items[1] else { panic!() };
+        c.insert("id", Tag::String("minecraft:old_stick".into()));
+        let text = render(&odd, ItemForm::Classic);
+        assert_eq!(parse(&text, &odd, ItemForm::Classic, Slots::Any, 2865).unwrap(), odd, "kept as it was");
+        assert_eq!(
+            unknown_id(&odd, &chest(), 2865).unwrap(),
+            "slot 3: minecraft:old_stick is no item in 1.18 (DataVersion 2865); the game would drop it when it loads"
+        );
+        assert_eq!(unknown_id(&odd, &odd, 2865), None);
     }
 
     /// From 1.21 the game takes counts of 1 to 99; an air item is an empty
@@ -302,18 +345,18 @@ mod tests {
     fn counts_past_the_games_codec_and_air_are_refused() {
         let empty = List { elem: 0, items: Vec::new() };
         let v1_21 = ItemForm::of_data_version(3953);
-        assert!(parse("0 99 minecraft:dirt\n", &empty, v1_21, Slots::Any).is_ok());
-        let err = parse("0 100 minecraft:dirt\n", &empty, v1_21, Slots::Any).unwrap_err();
+        assert!(parse("0 99 minecraft:dirt\n", &empty, v1_21, Slots::Any, 0).is_ok());
+        let err = parse("0 100 minecraft:dirt\n", &empty, v1_21, Slots::Any, 0).unwrap_err();
         assert!(err.to_string().contains("'100' is not a count from 1 to 99"), "{err}");
-        assert!(parse("0 127 minecraft:dirt\n", &empty, ItemForm::of_data_version(3839), Slots::Any).is_ok());
+        assert!(parse("0 127 minecraft:dirt\n", &empty, ItemForm::of_data_version(3839), Slots::Any, 0).is_ok());
         for form in [ItemForm::Classic, v1_21] {
-            let err = parse("0 1 minecraft:air\n", &empty, form, Slots::Any).unwrap_err();
+            let err = parse("0 1 minecraft:air\n", &empty, form, Slots::Any, 0).unwrap_err();
             assert!(err.to_string().contains("minecraft:air is no item"), "{err}");
         }
         let mut with_air = chest();
         let Tag::Compound(c) = &mut with_air.items[0] else { panic!() };
         c.insert("id", Tag::String("minecraft:air".into()));
         let text = render(&with_air, ItemForm::Classic);
-        assert_eq!(parse(&text, &with_air, ItemForm::Classic, Slots::Any).unwrap(), with_air, "kept as it was");
+        assert_eq!(parse(&text, &with_air, ItemForm::Classic, Slots::Any, 0).unwrap(), with_air, "kept as it was");
     }
 }

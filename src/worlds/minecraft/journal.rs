@@ -15,6 +15,16 @@ use worldfs_store::journal::Pending;
 pub const CHUNKS: &str = "minecraft chunks";
 pub const PLAYERS: &str = "minecraft players";
 pub const LEVEL: &str = "minecraft level";
+/// The collection of the chunks of a dimension other than the overworld
+/// (`minecraft chunks in minecraft:the_nether`).
+pub fn chunks_of(dimension: &str) -> String {
+    format!("{CHUNKS} in {dimension}")
+}
+/// The dimension whose chunks a collection holds (None: not chunks of
+/// another dimension).
+pub fn dimension_of(collection: &str) -> Option<&str> {
+    collection.strip_prefix(CHUNKS)?.strip_prefix(" in ")
+}
 /// The one name of the `LEVEL` collection.
 pub const LEVEL_NAME: &str = "level.dat";
 

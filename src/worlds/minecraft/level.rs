@@ -9,6 +9,8 @@ use std::io::{Read, Write};
 use worldfs_codec::minecraft::nbt::{self, Compound, List, Tag};
 use worldfs_codec::minecraft::snbt;
 
+static NO_ITEMS: List = List { elem: 0, items: Vec::new() };
+
 /// Largest NBT file inflated (level.dat and players are a few KiB).
 const MAX_NBT: u64 = 64 << 20;
 
@@ -99,6 +101,8 @@ impl Document for LevelDoc {
                sections/Y/biomes         1.18+: the 4x4x4 biome cells drawn as text\n\
                block_entities/X,Y,Z/     id, items (slot count item [tag]), data (SNBT)\n\
              block/X,Y,Z                 one block's state, like minecraft:chest[facing=north]\n\
+             entities/X,Z/, poi/X,Z/     1.17+ entities, 1.14+ points of interest (read-only)\n\
+             dimensions/NS/PATH/         the Nether, the End, ...: chunks/, block/ ... of each\n\
              players/UUID/               inventory, position, health, data (the record as SNBT)\n\n\
              Edits are written back at close, each chunk by rewriting its region file\n\
              (temporary file, fsync, rename); refused while a game holds session.lock.\n\
@@ -114,8 +118,23 @@ impl PlayerDoc {
     fn inventory(&self) -> Option<&List> {
         self.0.root.list("Inventory")
     }
+    fn data_version(&self) -> i64 {
+        self.0.root.int("DataVersion").unwrap_or(0)
+    }
     fn form(&self) -> ItemForm {
-        ItemForm::of_data_version(self.0.root.int("DataVersion").unwrap_or(0))
+        ItemForm::of_data_version(self.data_version())
+    }
+    /// Refuse an item the record as SNBT adds to the inventory or the
+    /// ender chest that the game of the player's DataVersion does not
+    /// know (it would drop it when it loads the player).
+    fn check_new_items(&self, old: &Compound) -> DocResult<()> {
+        for key in ["Inventory", "EnderItems"] {
+            let (Some(new), held) = (self.0.root.list(key), old.list(key).unwrap_or(&NO_ITEMS)) else { continue };
+            if let Some(why) = items::unknown_id(new, held, self.data_version()) {
+                return Err(DocError::new(format!("{key}: {why}")));
+            }
+        }
+        Ok(())
     }
     fn numbers(&self, key: &str) -> String {
         match self.0.root.get(key) {
@@ -169,10 +188,14 @@ impl Document for PlayerDoc {
     fn apply(&mut self, path: &str, content: &[u8]) -> DocResult<()> {
         let text = utf8(content)?;
         match path {
-            "data" => self.0.apply_snbt(text),
+            "data" => {
+                let old = self.0.root.clone();
+                self.0.apply_snbt(text)?;
+                self.check_new_items(&old).inspect_err(|_| self.0.root = old)
+            }
             "inventory" => {
                 let old = self.inventory().cloned().ok_or_else(|| DocError::new("no Inventory"))?;
-                let new = items::parse(text, &old, self.form(), Slots::Player)?;
+                let new = items::parse(text, &old, self.form(), Slots::Player, self.data_version())?;
                 self.0.root.insert("Inventory", Tag::List(new));
                 Ok(())
             }

@@ -1,25 +1,33 @@
-//! A Minecraft Java world directory (`level.dat` and `region/`) as files:
-//! `level` (level.dat as SNBT) at the root, `chunks/X,Z/` (`chunk.rs`, over
-//! the region files: `regions.rs`), `block/X,Y,Z` (`block.rs`) and
-//! `players/UUID/` (`level.rs`, over `playerdata/`), and in 1.17+ worlds
-//! `entities/X,Z/` (`entities.rs`, over `entities/`, read-only); `find/`
-//! and `names` (`find.rs`), `map/` (`map.rs`, as Luanti's). Each part is a tree of
-//! its own, joined by `fs::union` as a Luanti world's are. NBT, SNBT and
-//! region files are the codecs `codec::nbt`, `codec::snbt` and
+//! A Minecraft Java world directory (`level.dat` and `region/`, or from
+//! 26.1 `dimensions/minecraft/overworld/region/`: `layout.rs`) as files:
+//! `level` (level.dat as SNBT) at the root, the overworld's
+//! `chunks/X,Z/` (`chunk.rs`, over the region files: `regions.rs`),
+//! `block/X,Y,Z` (`block.rs`), in 1.17+ worlds `entities/X,Z/`
+//! (`entities.rs`, over `entities/`, read-only), in 1.14+ worlds
+//! `poi/X,Z/` (`poi.rs`, read-only), `find/` and `names` (`find.rs`),
+//! `map/` (`map.rs`, as Luanti's); every other dimension's under
+//! `dimensions/NAMESPACE/PATH/` (`dimensions.rs`); `players/UUID/`
+//! (`level.rs`, over `playerdata/` or `players/data/`). Each part is a
+//! tree of its own, joined by `fs::union` as a Luanti world's are. NBT,
+//! SNBT and region files are the codecs `codec::nbt`, `codec::snbt` and
 //! `codec::region`; sections are drawn with `view::layers`.
 
 pub mod block;
 pub mod check;
 pub mod chunk;
+pub mod dimensions;
 pub mod entities;
 pub mod find;
 pub mod heightmap;
 pub mod items;
 pub mod journal;
+pub mod layout;
 pub mod legacy;
 pub mod level;
 pub mod map;
+pub mod poi;
 pub mod regions;
+pub mod registry;
 pub mod section;
 pub mod sign;
 pub mod top;
@@ -38,9 +46,11 @@ use std::sync::Arc;
 /// The kind's name (`-t minecraft`).
 pub const NAME: &str = "minecraft";
 
-/// Whether a directory is a Java world: `level.dat` and `region/`.
+/// Whether a directory is a Java world: `level.dat` and the overworld's
+/// `region/` (`layout.rs`: at the root, or from 26.1 in
+/// `dimensions/minecraft/overworld/`).
 pub fn is_java_world(dir: &Path) -> bool {
-    dir.join("level.dat").is_file() && dir.join("region").is_dir()
+    layout::is_java_world(dir)
 }
 
 const CHUNKS_TAG: u64 = 1;
@@ -49,20 +59,74 @@ const PLAYERS_TAG: u64 = 3;
 const ENTITIES_TAG: u64 = 4;
 const FIND_TAG: u64 = 5;
 const MAP_TAG: u64 = 6;
+const POI_TAG: u64 = 7;
+const DIMENSIONS_TAG: u64 = 8;
 
-/// The world at `dir` as one tree.
+/// What the trees of every dimension share.
+pub struct Trees {
+    /// The undo journal (None: not kept).
+    pub journal: Option<PathBuf>,
+}
+
+/// The trees of dimension `dim` of the world at `world`: `chunks/`,
+/// `block/`, `find/` and `names`, `map/`, and `entities/` and `poi/` where
+/// it has them; tree `tag`'s inodes are `base(tag)` with its own numbers.
+/// The overworld's chunks are journaled as `journal::CHUNKS`, another
+/// dimension's as [`journal::chunks_of`] its id.
+pub fn dimension_trees(
+    world: &Path,
+    dim: &layout::Dimension,
+    base: impl Fn(u64) -> u64,
+    trees: &Trees,
+    opts: &Options,
+    services: &Arc<Services>,
+) -> Vec<Mounted> {
+    let overworld = dim.path == "overworld" && dim.namespace == "minecraft";
+    let collection = if overworld { journal::CHUNKS.to_string() } else { journal::chunks_of(&dim.id()) };
+    let regions =
+        Arc::new(Regions::new(world, dim.folder("region"), trees.journal.clone()).with_collection(collection));
+    let home = ChunkHome { regions: regions.clone(), force: opts.force };
+    let chunks = FilesTree::with_home_at(base(CHUNKS_TAG), home, opts.clone(), services.clone());
+    let block = block::BlockTree::new(regions.clone(), base(BLOCK_TAG), opts.clone(), services.clone());
+    let tops = map::MinecraftTops(regions.clone());
+    let map = crate::worlds::map_tree::MapTree::new_at(base(MAP_TAG), tops, opts.clone());
+    let find = Arc::new(find::FindTree::new(regions, base(FIND_TAG), opts.clone()));
+    let mut mounted = vec![
+        Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: chunks.root(), tree: Arc::new(chunks) },
+        Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
+        Mounted { name: "find".into(), tag: FIND_TAG, root: find.root(), tree: find.clone() },
+        Mounted { name: "names".into(), tag: FIND_TAG, root: find.names_file(), tree: find },
+        Mounted { name: "map".into(), tag: MAP_TAG, root: map.root(), tree: Arc::new(map) },
+    ];
+    if world.join(dim.folder("entities")).is_dir() {
+        let home = regions::EntityHome { regions: Arc::new(Regions::new(world, dim.folder("entities"), None)) };
+        let tree = FilesTree::with_home_at(base(ENTITIES_TAG), home, opts.clone(), services.clone());
+        mounted.push(Mounted { name: "entities".into(), tag: ENTITIES_TAG, root: tree.root(), tree: Arc::new(tree) });
+    }
+    if world.join(dim.folder("poi")).is_dir() {
+        let home = poi::PoiHome { regions: Arc::new(Regions::new(world, dim.folder("poi"), None)) };
+        let tree = FilesTree::with_home_at(base(POI_TAG), home, opts.clone(), services.clone());
+        mounted.push(Mounted { name: "poi".into(), tag: POI_TAG, root: tree.root(), tree: Arc::new(tree) });
+    }
+    mounted
+}
+
+/// The world at `dir` as one tree: the overworld's trees at the root,
+/// every other dimension's under `dimensions/` (`dimensions.rs`).
 pub fn open_world_tree(
     dir: &Path,
     opts: Options,
     services: Arc<Services>,
 ) -> std::result::Result<Arc<dyn Tree>, String> {
-    if !is_java_world(dir) {
-        return Err(format!("{}: not a Minecraft Java world (level.dat and region/ expected)", dir.display()));
+    if let Some(missing) = layout::missing(dir) {
+        return Err(format!("{}: not a Minecraft Java world: {missing}", dir.display()));
     }
+    let layout = layout::of(dir);
     let journal = (!opts.read_only && opts.journal).then(|| dir.join(worldfs_store::journal::FILE_NAME));
     if !opts.read_only {
         // A crash can leave a rewrite's temporary file behind.
-        for sub in ["", "region", "entities", "playerdata"] {
+        let folders = layout.all().flat_map(|d| d.region_folders(dir)).map(|(_, f)| f);
+        for sub in folders.chain([PathBuf::new(), layout.players.clone()]) {
             for f in regions::remove_stale_temps(&dir.join(sub)) {
                 log::info!("removed {}, left by a worldfs that is gone", f.display());
             }
@@ -79,27 +143,15 @@ pub fn open_world_tree(
     let level = FilesTree::with_home(0, level_home, opts.clone(), services.clone());
     level.prime("", stored);
     let level = Arc::new(level);
-    let regions = Arc::new(Regions::new(dir, "region", journal.clone()));
-    regions.chunk_names().map_err(|e| format!("{}: {e}", dir.display()))?;
-    let home = ChunkHome { regions: regions.clone(), force: opts.force };
-    let chunks = FilesTree::with_home(CHUNKS_TAG, home, opts.clone(), services.clone());
-    let block = block::BlockTree::new(regions.clone(), BLOCK_TAG, opts.clone(), services.clone());
-    let map = crate::worlds::map_tree::MapTree::new(MAP_TAG, map::MinecraftTops(regions.clone()), opts.clone());
-    let find = Arc::new(find::FindTree::new(regions, FIND_TAG, opts.clone()));
-    let mut mounted = vec![
-        Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: chunks.root(), tree: Arc::new(chunks) },
-        Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
-        Mounted { name: "find".into(), tag: FIND_TAG, root: find.root(), tree: find.clone() },
-        Mounted { name: "names".into(), tag: FIND_TAG, root: find.names_file(), tree: find },
-        Mounted { name: "map".into(), tag: MAP_TAG, root: map.root(), tree: Arc::new(map) },
-    ];
-    if dir.join("entities").is_dir() {
-        let home = regions::EntityHome { regions: Arc::new(Regions::new(dir, "entities", None)) };
-        let tree = FilesTree::with_home(ENTITIES_TAG, home, opts.clone(), services.clone());
-        mounted.push(Mounted { name: "entities".into(), tag: ENTITIES_TAG, root: tree.root(), tree: Arc::new(tree) });
-    }
-    if dir.join("playerdata").is_dir() {
-        let home = PlayerHome { dir: dir.join("playerdata"), world: dir.to_path_buf(), force: opts.force, journal };
+    Regions::new(dir, layout.overworld.folder("region"), None)
+        .chunk_names()
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let trees = Trees { journal: journal.clone() };
+    let mut mounted = dimension_trees(dir, &layout.overworld, |t| t << 60, &trees, &opts, &services);
+    mounted.extend(dimensions::tree(dir, &layout.others, DIMENSIONS_TAG, &trees, &opts, &services));
+    let players = dir.join(&layout.players);
+    if players.is_dir() {
+        let home = PlayerHome { dir: players, world: dir.to_path_buf(), force: opts.force, journal };
         let players = FilesTree::with_home(PLAYERS_TAG, home, opts.clone(), services);
         mounted.push(Mounted {
             name: "players".into(),

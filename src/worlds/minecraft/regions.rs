@@ -39,9 +39,14 @@ pub fn stamp_of(path: &Path) -> Option<FileStamp> {
 /// A Java world's region files, shared by `chunks/` and `block/`.
 pub struct Regions {
     pub world: PathBuf,
-    /// The folder of the region files in the world: `region` (chunks) or
-    /// `entities` (1.17+ entity chunks).
-    folder: &'static str,
+    /// The folder of the region files in the world: `region` (chunks),
+    /// `entities` (1.17+ entity chunks), `poi`, or those of another
+    /// dimension or layout (`DIM-1/region`,
+    /// `dimensions/minecraft/overworld/region`: `layout.rs`).
+    folder: PathBuf,
+    /// The journal's collection of its chunks (`journal::CHUNKS` for the
+    /// overworld's).
+    collection: String,
     /// One change at a time (a change rewrites a whole region file).
     pub lock: Mutex<()>,
     /// The undo journal (None: not kept).
@@ -75,11 +80,16 @@ pub fn region_xz(name: &str) -> Option<(i64, i64)> {
 }
 
 impl Regions {
-    pub fn new(world: &Path, folder: &'static str, journal: Option<PathBuf>) -> Regions {
-        Regions { world: world.to_path_buf(), folder, lock: Default::default(), journal }
+    pub fn new(world: &Path, folder: impl Into<PathBuf>, journal: Option<PathBuf>) -> Regions {
+        let (folder, collection) = (folder.into(), journal::CHUNKS.to_string());
+        Regions { world: world.to_path_buf(), folder, collection, lock: Default::default(), journal }
+    }
+    /// The same, its chunks journaled as `collection`.
+    pub fn with_collection(self, collection: String) -> Regions {
+        Regions { collection, ..self }
     }
     pub fn dir(&self) -> PathBuf {
-        self.world.join(self.folder)
+        self.world.join(&self.folder)
     }
     pub fn file_of(&self, x: i64, z: i64) -> PathBuf {
         self.dir().join(format!("r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)))
@@ -161,7 +171,11 @@ impl Regions {
     /// `session.lock`.
     pub fn write_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8], note: &Note) -> Result<()> {
         let name = format!("{x},{z}");
-        let entry = journal::begin(self.journal.as_deref(), note, journal::CHUNKS, &[(&name, old, new)])?;
+        // Another dimension's chunks are named as such in `worldfs undo`.
+        let in_dimension = journal::dimension_of(&self.collection)
+            .map(|dim| Note { what: format!("{} in {dim}", note.what), reverts: note.reverts.clone() });
+        let note = in_dimension.as_ref().unwrap_or(note);
+        let entry = journal::begin(self.journal.as_deref(), note, &self.collection, &[(&name, old, new)])?;
         self.replace_chunk(x, z, old, new)?;
         entry.kept();
         Ok(())

@@ -6,6 +6,7 @@
 //! forced.
 
 use super::journal::{self, CHUNKS, LEVEL, LEVEL_NAME, PLAYERS};
+use super::layout::Layout;
 use super::regions::{Regions, check_session_lock, parse_name};
 use super::{player_file, swap_file};
 use crate::worlds::undo::{Plan, RecordRestore, Selection, plan_records};
@@ -16,12 +17,26 @@ use worldfs_store::journal::{FILE_NAME, Journal};
 pub struct Records {
     world: PathBuf,
     regions: Regions,
+    layout: Layout,
 }
 
 impl Records {
     pub fn new(world: &Path) -> Records {
         let journal = Some(world.join(FILE_NAME));
-        Records { world: world.to_path_buf(), regions: Regions::new(world, "region", journal) }
+        let layout = super::layout::of(world);
+        let regions = Regions::new(world, layout.overworld.folder("region"), journal);
+        Records { world: world.to_path_buf(), regions, layout }
+    }
+
+    /// The region files of a collection of chunks: the overworld's
+    /// (`CHUNKS`) or another dimension's (None: not chunks).
+    fn regions_of(&self, collection: &str) -> Result<Option<Regions>, String> {
+        let Some(id) = journal::dimension_of(collection) else { return Ok(None) };
+        let dim = self.layout.dimension(id).ok_or_else(|| {
+            format!("the journal names chunks of dimension {id}, which {} does not have", self.world.display())
+        })?;
+        let regions = Regions::new(&self.world, dim.folder("region"), self.regions.journal.clone());
+        Ok(Some(regions.with_collection(collection.to_string())))
     }
 
     /// The journal (None: nothing was changed through worldfs yet).
@@ -32,7 +47,7 @@ impl Records {
 
     fn file_of(&self, collection: &str, name: &str) -> Result<PathBuf, String> {
         match collection {
-            PLAYERS => player_file(&self.world.join("playerdata"), name),
+            PLAYERS => player_file(&self.world.join(&self.layout.players), name),
             LEVEL if name == LEVEL_NAME => Some(self.world.join("level.dat")),
             _ => None,
         }
@@ -44,6 +59,10 @@ impl Records {
         if collection == CHUNKS {
             let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
             return self.regions.read_chunk(x, z);
+        }
+        if let Some(regions) = self.regions_of(collection)? {
+            let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
+            return regions.read_chunk(x, z);
         }
         let path = self.file_of(collection, name)?;
         match std::fs::read(&path) {
@@ -64,13 +83,20 @@ impl Records {
             check_session_lock(&self.world).map_err(|e| e.message)?;
         }
         let _one = self.regions.lock.lock();
-        for collection in [CHUNKS, PLAYERS, LEVEL] {
-            let group: Vec<&RecordRestore> = plan.records.iter().filter(|r| r.collection == collection).collect();
+        let mut collections: Vec<String> = [CHUNKS, PLAYERS, LEVEL].map(String::from).into();
+        let others = plan.records.iter().map(|r| &r.collection).filter(|c| journal::dimension_of(c).is_some());
+        for c in others {
+            if !collections.contains(c) {
+                collections.push(c.clone());
+            }
+        }
+        for collection in &collections {
+            let group: Vec<&RecordRestore> = plan.records.iter().filter(|r| &r.collection == collection).collect();
             if !group.is_empty() {
                 self.restore_group(collection, &group, plan)?;
             }
         }
-        match plan.records.iter().find(|r| ![CHUNKS, PLAYERS, LEVEL].contains(&r.collection.as_str())) {
+        match plan.records.iter().find(|r| !collections.contains(&r.collection)) {
             Some(r) => Err(format!("{}/{}: not a record of a Minecraft world; not restored", r.collection, r.name)),
             None => Ok(()),
         }
@@ -86,11 +112,16 @@ impl Records {
         }
         let entry =
             journal::begin(self.regions.journal.as_deref(), &plan.note(), collection, &steps).map_err(|e| e.message)?;
+        let dimension = self.regions_of(collection)?;
         for (done, (name, now, back)) in steps.iter().enumerate() {
-            let written = match collection {
-                CHUNKS => {
+            let written = match (collection, &dimension) {
+                (CHUNKS, _) => {
                     let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
                     self.regions.replace_chunk(x, z, now, back)
+                }
+                (_, Some(regions)) => {
+                    let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
+                    regions.replace_chunk(x, z, now, back)
                 }
                 _ => swap_file(&self.file_of(collection, name)?, now, back),
             };

@@ -310,9 +310,13 @@ fn put_payload(out: &mut Vec<u8>, t: &Tag) -> Result<(), String> {
 
 /// Java's modified UTF-8: NUL as C0 80, characters past U+FFFF as two
 /// 3-byte surrogates. An unpaired surrogate has no Rust string: refused.
+/// So is a form Java's `writeUTF` never writes (an overlong one such as C0
+/// BE for `>`, or a 4-byte UTF-8 sequence, which Java cannot read): its
+/// string would be written back as other bytes.
 pub fn from_mutf8(b: &[u8]) -> Result<String, String> {
     if let Ok(s) = std::str::from_utf8(b)
         && !s.contains('\0')
+        && s.chars().all(|c| (c as u32) < 0x10000)
     {
         return Ok(s.to_string());
     }
@@ -333,7 +337,11 @@ pub fn from_mutf8(b: &[u8]) -> Result<String, String> {
         units.push(unit);
         i += n;
     }
-    String::from_utf16(&units).map_err(|_| "a string with an unpaired surrogate".to_string())
+    let s = String::from_utf16(&units).map_err(|_| "a string with an unpaired surrogate".to_string())?;
+    if to_mutf8(&s) != b {
+        return Err("modified UTF-8 in a form Java does not write (an overlong or 4-byte sequence)".into());
+    }
+    Ok(s)
 }
 
 pub fn to_mutf8(s: &str) -> Vec<u8> {
@@ -401,5 +409,21 @@ mod tests {
         assert!(decode(&huge).unwrap_err().contains("past the end"));
         let unpaired = [10, 0, 0, 8, 0, 1, b'x', 0, 3, 0xED, 0xA0, 0xBD, 0];
         assert!(decode(&unpaired).unwrap_err().contains("surrogate"));
+    }
+
+    /// Found by the mc_nbt fuzz target: a key `a2` + C0 BE (an overlong
+    /// `>`) + `&` decoded and was written back as other bytes. Forms Java
+    /// never writes are refused; NUL's C0 80 and surrogate pairs are read.
+    #[test]
+    fn modified_utf8_forms_java_does_not_write_are_refused() {
+        for name in [&[b'a', b'2', 0xC0, 0xBE, b'&'][..], &[0xE0, 0x80, 0x80], &[0xF0, 0x9F, 0x98, 0x80]] {
+            let mut bytes = vec![10, 0, 0, 9, 0, name.len() as u8];
+            bytes.extend(name);
+            bytes.extend([3, 0, 0, 0, 1, 0, 0, 0, 5, 0]);
+            let err = decode(&bytes).unwrap_err();
+            assert!(err.contains("modified UTF-8"), "{name:x?}: {err}");
+        }
+        assert_eq!(from_mutf8(&[b'a', 0xC0, 0x80]).unwrap(), "a\0");
+        assert_eq!(from_mutf8(&[0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80]).unwrap(), "😀");
     }
 }
