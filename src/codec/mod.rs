@@ -4,6 +4,7 @@ pub mod auth;
 pub mod block;
 pub mod bytes;
 pub mod compress;
+pub mod filepatch;
 pub mod inventory;
 pub mod itemstring;
 pub mod jsonish;

@@ -11,6 +11,7 @@
 pub mod block;
 pub mod check;
 pub mod chunk;
+pub mod chunk_dir;
 pub mod entities;
 pub mod find;
 pub mod heightmap;
