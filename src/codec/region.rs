@@ -5,6 +5,11 @@
 //! LZ4 in lz4-java's framing, `lz4block`; +128: the data is in the external
 //! file `c.X.Z.mcc`), the data.
 //! Chunk `i` of the header is chunk (x & 31, z & 31) with i = x + 32 z.
+//! A header is read whole ([`locations`], refused at its first wrong
+//! entry) or entry by entry ([`located`], each entry with its problem, so
+//! that one wrong entry hides no other chunk). A file is written whole
+//! ([`build`], chunks laid out one after another) or one chunk at a time
+//! as the game writes ([`put`], every other byte kept).
 //! Pure: the kind reads and writes the files.
 
 use super::compress::{MAX_INFLATED, deflate_zlib, inflate_zlib};
@@ -45,7 +50,8 @@ pub fn locations_of(file: &[u8], len: usize) -> Result<Vec<(usize, usize, usize)
     }
     let all = located(file, len);
     if let Some(bad) = all.iter().find(|l| l.problem.is_some()) {
-        return Err(bad.problem.clone().unwrap_or_default());
+        let (x, z) = (bad.index % 32, bad.index / 32);
+        return Err(format!("chunk {x},{z} of the region: {}", bad.problem.clone().unwrap_or_default()));
     }
     if let Some(l) = all.iter().find(|l| !l.shares_with.is_empty()) {
         let (a, b) = (l.index, l.shares_with[0]);
@@ -96,11 +102,7 @@ pub fn located(head: &[u8], len: usize) -> Vec<Located> {
         let problem = if len < 2 * SECTOR {
             Some(format!("the region file is {len} bytes, shorter than its 8192-byte header"))
         } else if offset < 2 || count == 0 || offset + count > sectors {
-            let (x, z) = (i % 32, i / 32);
-            Some(format!(
-                "chunk {x},{z} of the region: sectors {offset} to {} are not in the file's sectors 2 to {sectors}",
-                offset + count
-            ))
+            Some(format!("sectors {offset} to {} are not in the file's sectors 2 to {sectors}", offset + count))
         } else {
             None
         };
@@ -132,7 +134,8 @@ pub fn raw_chunk(file: &[u8], i: usize) -> Result<Option<RawChunk>, String> {
         return Ok(None);
     };
     let at = Located { index: i, offset, count, problem: None, shares_with: Vec::new() };
-    read_chunk(at.bytes(file), i, timestamp_of(file, i)).map(Some)
+    let (x, z) = (i % 32, i / 32);
+    read_chunk(at.bytes(file), timestamp_of(file, i)).map(Some).map_err(|e| format!("chunk {x},{z}: {e}"))
 }
 
 /// The timestamp the header gives chunk `i` (0 if the header is cut short).
@@ -141,19 +144,19 @@ pub fn timestamp_of(file: &[u8], i: usize) -> u32 {
 }
 
 /// The chunk at header index `i` from its sectors' bytes (`sectors`: from
-/// its first sector to the end of its last one, or of the file).
-pub fn read_chunk(sectors: &[u8], i: usize, timestamp: u32) -> Result<RawChunk, String> {
-    let (x, z) = (i % 32, i / 32);
-    let head = sectors.get(..5).ok_or_else(|| format!("chunk {x},{z}: its sector is cut short"))?;
+/// its first sector to the end of its last one, or of the file). An error
+/// says what is wrong, not which chunk (the caller knows it).
+pub fn read_chunk(sectors: &[u8], timestamp: u32) -> Result<RawChunk, String> {
+    let head = sectors.get(..5).ok_or("its sector is cut short")?;
     let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
     if len == 0 || len + 4 > sectors.len() {
         let count = sectors.len().div_ceil(SECTOR);
-        return Err(format!("chunk {x},{z}: length {len} does not fit its {count} sector(s)"));
+        return Err(format!("length {len} does not fit its {count} sector(s)"));
     }
     let kind = head[4];
     let (compression, external) = (kind & 0x7f, kind & 0x80 != 0);
     if !(1..=4).contains(&compression) {
-        return Err(format!("chunk {x},{z}: unknown compression {kind}"));
+        return Err(format!("unknown compression {kind}"));
     }
     let data = if external { Vec::new() } else { sectors[5..4 + len].to_vec() };
     Ok(RawChunk { compression, external, data, timestamp })
@@ -330,7 +333,7 @@ mod tests {
         assert!(all[1].problem.as_deref().unwrap().contains("not in the file"), "{:?}", all[1]);
         assert_eq!((all[0].shares_with.clone(), all[2].shares_with.clone()), (vec![80], vec![0]));
         assert!(all[1].bytes(&file).is_empty());
-        assert_eq!(read_chunk(all[2].bytes(&file), 80, 0).unwrap().data, chunks[2].1.data);
+        assert_eq!(read_chunk(all[2].bytes(&file), 0).unwrap().data, chunks[2].1.data);
         assert!(locations(&file).is_err(), "the strict reading still refuses the file");
         // A header cut short lists what it holds, each entry wrong.
         let cut = located(&file[..3000], 3000);

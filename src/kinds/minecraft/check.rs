@@ -3,8 +3,9 @@
 //! external `c.X.Z.mcc`), its NBT decoded and its parts checked
 //! (`ChunkDoc::problems`: sections, palette indices, light, block
 //! entities, heightmaps); 1.17+ `entities/` region files read and decoded.
-//! A problem is named by its region file, chunk and section. Region files
-//! are checked on all cores, each read once.
+//! A problem is named by its region file, chunk and section; each header
+//! entry is checked on its own (one that is wrong hides no other chunk).
+//! Region files are checked on all cores, each read once.
 
 use super::chunk::ChunkDoc;
 use super::regions::{ChunkBytes, chunk_from, shared_sectors};

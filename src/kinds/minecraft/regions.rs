@@ -100,7 +100,7 @@ pub fn chunk_from(path: &Path, at: &Located, sectors: &[u8], (x, z): (i64, i64))
     if let Some(problem) = &at.problem {
         return bad(problem.clone());
     }
-    let read = region::read_chunk(sectors, at.index, 0).and_then(|mut raw| {
+    let read = region::read_chunk(sectors, 0).and_then(|mut raw| {
         if raw.external {
             let mcc = path.with_file_name(format!("c.{x}.{z}.mcc"));
             raw.data = std::fs::read(&mcc).map_err(|e| format!("{}: {e}", mcc.display()))?;
@@ -319,7 +319,7 @@ impl Rewrite {
         if current != old {
             return Err(FsError::stale(format!("chunk {x},{z} changed on disk meanwhile; read it again")));
         }
-        let was = region::read_chunk(at.bytes(&self.after), i, 0).map_err(io)?;
+        let was = region::read_chunk(at.bytes(&self.after), 0).map_err(io)?;
         let (compression, data) = region::compress_as(new, was.compression);
         let now = crate::time::now_secs() as u32;
         let raw = RawChunk { compression, external: false, data, timestamp: now };
