@@ -52,6 +52,7 @@ mod minecraft_more;
 mod minecraft_pictures;
 mod minecraft_properties;
 mod minecraft_registry;
+mod minecraft_robust;
 mod mount_read;
 mod mount_write;
 mod mount_write_refusals;

@@ -8,6 +8,7 @@
 //! chunk or player that encodes, reads back, and shows that file as a
 //! fixed point).
 
+use worldfs_codec::filepatch;
 use worldfs_codec::minecraft::{lz4block, nbt, region, snbt};
 use std::sync::OnceLock;
 use worldfs::documents::Document;
@@ -55,8 +56,22 @@ pub fn mc_nbt(data: &[u8]) {
     }
 }
 
-/// `mc_region`: the bytes are a region file (header and sectors).
+/// `mc_region`: the bytes are a region file (header and sectors). Read
+/// entry by entry (`located`), each entry without a problem reads or is
+/// refused; a chunk `put` into the file reads back, every other entry keeps
+/// its place and its bytes, and the file patch of the change gives the
+/// file back. Read whole (`all_chunks`), it is refused or builds into a
+/// file that reads back the same.
 pub fn mc_region(data: &[u8]) {
+    let all = region::located(data, data.len());
+    for at in all.iter().filter(|l| l.problem.is_none()) {
+        if let Ok(c) = region::read_chunk(at.bytes(data), region::timestamp_of(data, at.index)) {
+            let _ = region::decompress(&c);
+        }
+    }
+    if data.len() >= 2 * region::SECTOR {
+        put_one(data, &all);
+    }
     let Ok(chunks) = region::all_chunks(data) else { return };
     for (_, c) in &chunks {
         let _ = region::decompress(c);
@@ -67,6 +82,28 @@ pub fn mc_region(data: &[u8]) {
     for ((i, a), (j, b)) in chunks.iter().zip(&again) {
         assert_eq!((i, a.compression, &a.data), (j, b.compression, &b.data));
     }
+}
+
+/// `mc_region`'s check of `region::put`: the first entry (or index 0)
+/// becomes a chunk of the file's first bytes.
+fn put_one(data: &[u8], all: &[region::Located]) {
+    let i = all.first().map_or(0, |l| l.index);
+    let chunk = region::RawChunk { compression: 3, external: false, data: data[..300].to_vec(), timestamp: 7 };
+    let Ok((file, outside)) = region::put(data, i, &chunk) else { return };
+    assert!(outside.is_none());
+    let again = region::located(&file, file.len());
+    let at = again.iter().find(|l| l.index == i).expect("the chunk put is listed");
+    assert_eq!(at.problem, None);
+    assert_eq!(region::read_chunk(at.bytes(&file), region::timestamp_of(&file, i)), Ok(chunk));
+    for old in all.iter().filter(|l| l.index != i) {
+        let new = again.iter().find(|l| l.index == old.index).expect("every other entry is still listed");
+        assert_eq!((new.offset, new.count), (old.offset, old.count), "entry {}", old.index);
+        if old.offset >= 2 {
+            let was = old.bytes(data);
+            assert_eq!(&new.bytes(&file)[..was.len()], was, "the bytes of entry {}", old.index);
+        }
+    }
+    assert_eq!(filepatch::apply(&filepatch::diff(data, &file), &file).as_deref(), Ok(data));
 }
 
 /// `mc_lz4`: the bytes are an LZ4 chunk stream (`LZ4Block` blocks). What
@@ -209,6 +246,12 @@ mod tests {
     #[test]
     fn mc_region_smoke() {
         let (file, _) = region::build(&[(0, region::compress(b"\x0a\x00\x00\x00", 1))]);
-        crate::smoke::run("mc_region", mc_region, vec![file]);
+        // Entries that are wrong: past the end, and two on one sector.
+        let chunks: Vec<_> = (0..4).map(|i| (i * 33, region::compress(&[i as u8; 5000], 1))).collect();
+        let (mut bad, _) = region::build(&chunks);
+        bad[33 * 4..33 * 4 + 4].copy_from_slice(&(90u32 << 8 | 2).to_be_bytes());
+        let third = <[u8; 4]>::try_from(&bad[66 * 4..66 * 4 + 4]).unwrap();
+        bad[99 * 4..99 * 4 + 4].copy_from_slice(&third);
+        crate::smoke::run("mc_region", mc_region, vec![file, bad]);
     }
 }

@@ -123,6 +123,12 @@ pub trait Home<D: Document>: Send + Sync + 'static {
     fn negative_entries(&self) -> bool {
         true
     }
+
+    /// Whether truncating writes of the items' files are held to what the
+    /// file showed at open (see `Tree::checks_truncating_writes`).
+    fn checks_truncating_writes(&self) -> bool {
+        false
+    }
 }
 
 /// One version of an item as served: decoded, its entries indexed, its
@@ -685,6 +691,10 @@ impl<D: Document, H: Home<D>> Tree for FilesTree<D, H> {
             Ok(Some(d))
         });
         r.map_err(|e| self.refused(&path, e))
+    }
+
+    fn checks_truncating_writes(&self, _ino: u64) -> bool {
+        self.home.checks_truncating_writes()
     }
 
     fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {

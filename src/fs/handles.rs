@@ -94,7 +94,8 @@ pub(super) enum Handle {
     /// commit): a commit is refused if the file shows something else by
     /// then (someone changed it meanwhile, and writing would undo their
     /// change). None for a file opened with O_TRUNC: its new content owes
-    /// nothing to the old one, and the last writer wins.
+    /// nothing to the old one, and the last writer wins; except in a file
+    /// the tree holds to what it showed at open (`checks_truncating_writes`).
     Write { ino: u64, buf: Vec<u8>, base: Option<Arc<Vec<u8>>>, pending: Pending, append: bool },
     /// A scratch file: reads and writes go to it directly; a pending one
     /// is committed to the world by its opener's flush. `writer_group`:
@@ -234,7 +235,8 @@ impl WorldFs {
             Target::Tree(t) => {
                 let prepared = self.tree.check_writable(t).and_then(|()| {
                     if trunc {
-                        Ok((Vec::new(), None))
+                        let held = self.tree.checks_truncating_writes(t);
+                        Ok((Vec::new(), if held { self.tree.read(t).ok() } else { None }))
                     } else {
                         let base = self.tree.read(t)?;
                         Ok((base.to_vec(), Some(base)))

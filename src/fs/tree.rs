@@ -181,6 +181,16 @@ pub trait Tree: Send + Sync {
     /// Whether the file may be written at all (checked at open).
     fn check_writable(&self, ino: u64) -> Result<()>;
 
+    /// Whether a write of the file opened with O_TRUNC is still held, at
+    /// commit, to what the file showed at open (ESTALE if it shows
+    /// something else by then). Most files let the last writer win; one
+    /// that shows many things at once (a Minecraft section's 4096 blocks)
+    /// would otherwise undo another program's change to parts its writer
+    /// never meant to touch.
+    fn checks_truncating_writes(&self, _ino: u64) -> bool {
+        false
+    }
+
     /// New content for a file: validate, commit, invalidate. `base` is the
     /// content the writer started from (what it read when it opened the
     /// file), when known: if the file shows something else now, someone

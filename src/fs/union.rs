@@ -178,6 +178,10 @@ impl Tree for Union {
         self.owner(ino).write(ino, content, base)
     }
 
+    fn checks_truncating_writes(&self, ino: u64) -> bool {
+        self.owner(ino).checks_truncating_writes(ino)
+    }
+
     fn check_content(&self, ino: u64, content: &[u8]) -> Result<()> {
         self.owner(ino).check_content(ino, content)
     }

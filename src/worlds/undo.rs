@@ -38,6 +38,10 @@ pub struct Plan {
     pub conflicts: Vec<String>,
     /// For the journal entry of the revert.
     pub what: String,
+    /// The changes stepped back, newest first (with `Since`, also those
+    /// already reverted and the reverts): what the world was before the
+    /// oldest of them is what the undo gives back.
+    pub walked: Vec<i64>,
 }
 
 #[derive(Debug)]
@@ -126,7 +130,8 @@ fn plan_with(
         _ if ids.len() <= 6 => format!("undo {}", ids.join(", ")),
         _ => format!("undo {} changes, {} .. {}", ids.len(), ids[ids.len() - 1], ids[0]),
     };
-    Ok(Plan { reverts, changes, records: record_restores, conflicts, what })
+    let walked = walk.iter().map(|c| c.id).collect();
+    Ok(Plan { reverts, changes, records: record_restores, conflicts, what, walked })
 }
 
 /// The changes whose blocks are stepped back (`walk`, newest first) and

@@ -20,6 +20,7 @@ pub mod bytes;
 pub mod compress;
 pub mod cubeset;
 pub mod error;
+pub mod filepatch;
 pub mod jsonish;
 pub mod lua_escape;
 pub mod luanti;

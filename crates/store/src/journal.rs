@@ -66,6 +66,14 @@ fn create_sql(db: &str) -> String {
              after_crc INTEGER,
              created,
              modified,
+             PRIMARY KEY (change, seq));
+         CREATE TABLE IF NOT EXISTS {db}.file_patches (
+             change INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             path TEXT NOT NULL,
+             patch BLOB NOT NULL,
+             after_len INTEGER NOT NULL,
+             after_crc INTEGER NOT NULL,
              PRIMARY KEY (change, seq));"
     )
 }
@@ -206,6 +214,31 @@ pub fn record_records(
     Ok(id)
 }
 
+/// A whole file a change of records rewrote, for undo to put back byte for
+/// byte (a Minecraft region file): its path in the world, the patch that
+/// turns what the change left back into what was there
+/// (`codec::filepatch`), and a fingerprint of what the change left.
+pub type FileStep<'a> = (&'a str, &'a [u8], Fingerprint);
+
+/// One file of a journaled change (see [`FileStep`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilePatch {
+    pub path: String,
+    pub patch: Vec<u8>,
+    pub after: Fingerprint,
+}
+
+fn record_files(tx: &rusqlite::Transaction<'_>, id: i64, files: &[FileStep<'_>]) -> rusqlite::Result<()> {
+    let mut ins = tx.prepare_cached(
+        "INSERT INTO journal.file_patches (change, seq, path, patch, after_len, after_crc) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for (seq, (path, patch, after)) in files.iter().enumerate() {
+        ins.execute(params![id, seq as i64, path, patch, after.len as i64, after.crc as i64])?;
+    }
+    Ok(())
+}
+
 /// A journal entry written before the change it describes is made in a
 /// database that is not the journal's (PostgreSQL, Redis, LevelDB, player
 /// files): dropped without [`Pending::kept`], the entry is taken back, so
@@ -229,6 +262,21 @@ impl Pending {
         Self::write(path, |tx| record_records(tx, note, collection, steps))
     }
 
+    /// [`Pending::records`] with the whole files the change rewrites.
+    pub fn records_and_files(
+        path: &Path,
+        note: &Note,
+        collection: &str,
+        steps: &[RecordStep<'_>],
+        files: &[FileStep<'_>],
+    ) -> Result<Pending> {
+        Self::write(path, |tx| {
+            let id = record_records(tx, note, collection, steps)?;
+            record_files(tx, id, files)?;
+            Ok(id)
+        })
+    }
+
     fn write(path: &Path, f: impl FnOnce(&rusqlite::Transaction<'_>) -> rusqlite::Result<i64>) -> Result<Pending> {
         let undo = |e: rusqlite::Error| StoreError::Backend(format!("undo journal: {e}"));
         let mut conn = attached(path)?;
@@ -250,7 +298,7 @@ impl Drop for Pending {
             let id = self.id;
             let _ = self.conn.execute_batch(&format!(
                 "DELETE FROM journal.blocks WHERE change = {id}; DELETE FROM journal.records WHERE change = {id}; \
-                 DELETE FROM journal.changes WHERE id = {id};"
+                 DELETE FROM journal.file_patches WHERE change = {id}; DELETE FROM journal.changes WHERE id = {id};"
             ));
         }
     }
@@ -410,6 +458,25 @@ impl Journal {
         rows.collect::<rusqlite::Result<_>>().map_err(backend)
     }
 
+    /// The whole files one change rewrote (see [`FileStep`]), in order.
+    pub fn file_patches(&self, change: i64) -> Result<Vec<FilePatch>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path, patch, after_len, after_crc FROM file_patches WHERE change = ?1 ORDER BY seq")
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map([change], |r| {
+                let (len, crc): (i64, i64) = (r.get(2)?, r.get(3)?);
+                Ok(FilePatch {
+                    path: r.get(0)?,
+                    patch: r.get(1)?,
+                    after: Fingerprint { len: len as u64, crc: crc as u32 },
+                })
+            })
+            .map_err(backend)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(backend)
+    }
+
     /// The file's size on disk.
     pub fn file_size(&self) -> u64 {
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
@@ -457,6 +524,7 @@ impl Journal {
         let tx = self.conn.unchecked_transaction().map_err(backend)?;
         tx.execute("DELETE FROM blocks WHERE change <= ?1", [cutoff]).map_err(backend)?;
         tx.execute("DELETE FROM records WHERE change <= ?1", [cutoff]).map_err(backend)?;
+        tx.execute("DELETE FROM file_patches WHERE change <= ?1", [cutoff]).map_err(backend)?;
         let changes = tx.execute("DELETE FROM changes WHERE id <= ?1", [cutoff]).map_err(backend)? as u64;
         tx.commit().map_err(backend)?;
         self.conn.execute_batch("VACUUM").map_err(backend)?;
@@ -497,6 +565,29 @@ mod tests {
         let j = Journal::open(&path).unwrap().unwrap();
         let undo = j.changes(None, None).unwrap()[0].id;
         assert_eq!(j.change(changes[0].id).unwrap().unwrap().reverted_by, Some(undo));
+    }
+
+    /// A change's whole-file patches are kept and read back with it, and
+    /// taken back with an entry that is not kept.
+    #[test]
+    fn file_patches_go_with_their_entry() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("worldfs-journal.sqlite");
+        let after = Fingerprint::of(b"new file");
+        let files = [("region/r.0.0.mca", &b"patch"[..], after)];
+        let step = ("1,2", Some(b"old".to_vec()), Some(&b"new"[..]), None);
+        let kept = Pending::records_and_files(&path, &Note::new("kept"), "c", std::slice::from_ref(&step), &files).unwrap();
+        let id = kept.id;
+        kept.kept();
+        let dropped = Pending::records_and_files(&path, &Note::new("dropped"), "c", &[step], &files).unwrap();
+        let dropped_id = dropped.id;
+        drop(dropped);
+        let j = Journal::open(&path).unwrap().unwrap();
+        let patches = j.file_patches(id).unwrap();
+        assert_eq!(patches, [FilePatch { path: "region/r.0.0.mca".into(), patch: b"patch".to_vec(), after }]);
+        assert!(j.file_patches(dropped_id).unwrap().is_empty());
+        j.prune(None, Some(0)).unwrap();
+        assert!(j.file_patches(id).unwrap().is_empty(), "pruned with its change");
     }
 
     /// A journal written before records kept dates (its `records` table

@@ -5,12 +5,14 @@
 //! compression, an external `c.X.Z.mcc`), its NBT decoded and its parts
 //! checked (`ChunkDoc::problems`: sections, palette indices, light, block
 //! entities, heightmaps); 1.17+ `entities/` and 1.14+ `poi/` region files
-//! read and decoded. A problem is named by its file, chunk and section.
+//! read and decoded. A problem is named by its file, chunk and section; each
+//! header entry is checked on its own (one that is wrong hides no other
+//! chunk).
 //! Region files are checked on all cores, each read once.
 
 use super::chunk::ChunkDoc;
 use super::level::{LevelDoc, PlayerDoc};
-use super::regions::chunk_nbt;
+use super::regions::{ChunkBytes, chunk_from, shared_sectors};
 use crate::documents::{Context, Document};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -235,20 +237,33 @@ fn check_region_file(world: &Path, path: &Path, holds: Holds) -> Report {
             return r;
         }
     };
-    let locations = match region::locations(&file) {
-        Ok(l) => l,
-        Err(e) => {
-            r.corrupt.push((shown, String::new(), e));
-            return r;
-        }
-    };
-    for (i, _, _) in locations {
-        let (x, z) = (rx * 32 + (i % 32) as i64, rz * 32 + (i / 32) as i64);
-        let problems = match chunk_nbt(path, &file, i, (x, z)) {
-            Ok(nbt) if holds == Holds::Entities => check_entity_chunk(&nbt, &mut r),
-            Ok(nbt) if holds == Holds::Poi => check_poi_chunk(&nbt, &mut r),
-            Ok(nbt) => check_chunk(&nbt, (x, z), &mut r),
-            Err(e) => vec![e],
+    if !file.is_empty() && file.len() < 2 * region::SECTOR {
+        let why = format!(
+            "{} bytes: shorter than its 8192-byte header (each chunk listed in what is left is named below; those \
+             listed in the part cut off are lost)",
+            file.len()
+        );
+        r.corrupt.push((shown.clone(), String::new(), why));
+    }
+    // Each entry on its own: one that is wrong hides no other chunk.
+    for at in region::located(&file, file.len()) {
+        let (x, z) = (rx * 32 + (at.index % 32) as i64, rz * 32 + (at.index / 32) as i64);
+        let problems = match chunk_from(path, &at, at.bytes(&file), (x, z)) {
+            ChunkBytes::Nbt(nbt) => {
+                let mut problems = match holds {
+                    Holds::Entities => check_entity_chunk(&nbt, &mut r),
+                    Holds::Poi => check_poi_chunk(&nbt, &mut r),
+                    _ => check_chunk(&nbt, (x, z), &mut r),
+                };
+                if !at.shares_with.is_empty() {
+                    problems.insert(
+                        0,
+                        format!("{}, whose entry is wrong (the data is this chunk's own)", shared_sectors(&at, (x, z))),
+                    );
+                }
+                problems
+            }
+            ChunkBytes::Bad(why) => vec![why],
         };
         r.corrupt.extend(problems.into_iter().map(|p| (shown.clone(), format!("{x},{z}"), p)));
     }

@@ -91,11 +91,22 @@ impl FindTree {
         let mut names = Names::new();
         for chunk in self.regions.chunk_names().map_err(FsError::io)? {
             let (x, z) = super::regions::parse_name(&chunk).expect("a listed chunk");
-            let Some(bytes) = self.regions.read_chunk(x, z).map_err(FsError::io)? else { continue };
-            let doc = ChunkDoc::decode(&bytes, &Context::default())
-                .and_then(|d| d.block_counts())
-                .map_err(|e| FsError::io(format!("chunk {chunk}: {e}")))?;
-            for (id, n) in doc {
+            // A chunk that cannot be read is shown as such in chunks/ (its
+            // `error`); it hides no other chunk's blocks here.
+            let counts = self.regions.read_chunk(x, z).and_then(|bytes| match bytes {
+                Some(b) => ChunkDoc::decode(&b, &Context::default())
+                    .and_then(|d| d.block_counts())
+                    .map_err(|e| format!("chunk {chunk}: {e}")),
+                None => Ok(Vec::new()),
+            });
+            let counts = match counts {
+                Ok(c) => c,
+                Err(why) => {
+                    log::warn!("names and find/ leave out {why}");
+                    continue;
+                }
+            };
+            for (id, n) in counts {
                 let e = names.entry(id).or_default();
                 e.0.push((x, z));
                 e.1 += n;

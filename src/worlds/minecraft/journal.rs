@@ -9,7 +9,7 @@
 use crate::fs::{FsError, Result};
 use std::path::Path;
 use worldfs_store::Note;
-use worldfs_store::journal::Pending;
+use worldfs_store::journal::{FileStep, Pending};
 
 /// Collections of a Java world's journal (names as `worldfs undo` shows them).
 pub const CHUNKS: &str = "minecraft chunks";
@@ -43,9 +43,22 @@ impl Entry {
 /// Journal a change of `collection`: (name, bytes before, bytes after)
 /// each. `journal` None: no journal is kept (`-o nojournal`, read-only).
 pub fn begin(journal: Option<&Path>, note: &Note, collection: &str, steps: &[(&str, &[u8], &[u8])]) -> Result<Entry> {
+    begin_with_files(journal, note, collection, steps, &[])
+}
+
+/// [`begin`] with the region files the change rewrites, each with the
+/// patch that turns it back byte for byte (`codec::filepatch`), so that
+/// `worldfs undo` gives back the file the game wrote, not only its chunks.
+pub fn begin_with_files(
+    journal: Option<&Path>,
+    note: &Note,
+    collection: &str,
+    steps: &[(&str, &[u8], &[u8])],
+    files: &[FileStep<'_>],
+) -> Result<Entry> {
     let Some(path) = journal else { return Ok(Entry(None)) };
     let steps: Vec<_> = steps.iter().map(|(n, old, new)| (*n, Some(old.to_vec()), Some(*new), None)).collect();
-    Pending::records(path, note, collection, &steps)
+    Pending::records_and_files(path, note, collection, &steps, files)
         .map(|p| Entry(Some(p)))
         .map_err(|e| FsError::io(format!("{e}; nothing was changed")))
 }

@@ -15,6 +15,7 @@
 pub mod block;
 pub mod check;
 pub mod chunk;
+pub mod chunk_dir;
 pub mod dimensions;
 pub mod entities;
 pub mod find;

@@ -1,17 +1,28 @@
 //! `worldfs undo` of a Java world: the journal's records (chunks, players'
 //! files, level.dat; `journal.rs`) stepped back by `crate::worlds::undo`, and
 //! written back as the mount writes them (a region file rewritten and
-//! renamed over the old one). The revert is journaled in turn, one entry
-//! per collection, and refused while a game holds `session.lock` unless
-//! forced.
+//! renamed over the old one). A region file nothing else changed since
+//! the changes undone comes back byte for byte: each change journaled the
+//! patch that turns the file it left back into the file it found
+//! (`codec::filepatch`), and those are applied newest first while the file
+//! is what each change left; then every chunk of the result must be what
+//! the records say, or the chunks are written back one by one instead. The
+//! revert is journaled in turn, one entry per collection, and refused while
+//! a game holds `session.lock` unless forced.
 
 use super::journal::{self, CHUNKS, LEVEL, LEVEL_NAME, PLAYERS};
 use super::layout::Layout;
-use super::regions::{Regions, check_session_lock, parse_name};
+use super::regions::{ChunkBytes, Regions, Rewrite, check_session_lock, chunk_from, parse_name};
 use super::{player_file, swap_file};
 use crate::worlds::undo::{Plan, RecordRestore, Selection, plan_records};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use worldfs_store::journal::{FILE_NAME, Journal};
+use worldfs_codec::filepatch;
+use worldfs_codec::minecraft::region;
+use worldfs_store::journal::{FILE_NAME, FilePatch, Fingerprint, Journal};
+
+/// A chunk to put back: x, z, its NBT now, its NBT to give back.
+type ChunkBack<'a> = (i64, i64, &'a [u8], &'a [u8]);
 
 /// A Java world's journaled files.
 pub struct Records {
@@ -110,17 +121,17 @@ impl Records {
             };
             steps.push((r.name.as_str(), now.as_slice(), back.as_slice()));
         }
+        if collection == CHUNKS {
+            return self.restore_chunks(&steps, plan);
+        }
         let entry =
             journal::begin(self.regions.journal.as_deref(), &plan.note(), collection, &steps).map_err(|e| e.message)?;
         let dimension = self.regions_of(collection)?;
         for (done, (name, now, back)) in steps.iter().enumerate() {
             let written = match (collection, &dimension) {
-                (CHUNKS, _) => {
-                    let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
-                    self.regions.replace_chunk(x, z, now, back)
-                }
                 (_, Some(regions)) => {
                     let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
+                    // Chunk by chunk: another dimension's writes journal no file patch.
                     regions.replace_chunk(x, z, now, back)
                 }
                 _ => swap_file(&self.file_of(collection, name)?, now, back),
@@ -138,5 +149,111 @@ impl Records {
         }
         entry.kept();
         Ok(())
+    }
+
+    /// Chunks back, each region file rewritten once: byte for byte when
+    /// its patches allow (see the module's text), else chunk by chunk.
+    fn restore_chunks(&self, steps: &[(&str, &[u8], &[u8])], plan: &Plan) -> Result<(), String> {
+        let journal = self.journal()?.ok_or("the undo journal is gone")?;
+        let mut by_file: BTreeMap<PathBuf, Vec<ChunkBack>> = BTreeMap::new();
+        for (name, now, back) in steps {
+            let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
+            by_file.entry(self.regions.file_of(x, z)).or_default().push((x, z, now, back));
+        }
+        let mut rewrites = Vec::new();
+        for chunks in by_file.values() {
+            let (x0, z0) = (chunks[0].0, chunks[0].1);
+            let mut rewrite = self.regions.rewrite(x0, z0).map_err(|e| e.message)?;
+            match self.exactly_as_before(&journal, plan, &rewrite, chunks)? {
+                Some(before) => rewrite.after = before,
+                None => {
+                    for &(x, z, now, back) in chunks {
+                        rewrite.put(x, z, now, back).map_err(|e| format!("{CHUNKS}/{x},{z}: {}", e.message))?;
+                    }
+                }
+            }
+            rewrites.push(rewrite);
+        }
+        let patches: Vec<(String, Vec<u8>, Fingerprint)> = rewrites.iter().map(Rewrite::patch).collect();
+        let files: Vec<_> = patches.iter().map(|(n, p, f)| (n.as_str(), p.as_slice(), *f)).collect();
+        let entry = journal::begin_with_files(self.regions.journal.as_deref(), &plan.note(), CHUNKS, steps, &files)
+            .map_err(|e| e.message)?;
+        for (done, rewrite) in rewrites.iter().enumerate() {
+            if let Err(e) = rewrite.commit() {
+                if done > 0 {
+                    entry.kept(); // the files written are in the journal
+                }
+                return Err(format!(
+                    "{}: {}; {done} of {} region files restored before it",
+                    rewrite.name,
+                    e.message,
+                    rewrites.len()
+                ));
+            }
+        }
+        entry.kept();
+        Ok(())
+    }
+
+    /// The region file of `rewrite` as it was before the changes `plan`
+    /// walks back, byte for byte, if its journaled patches give it: every
+    /// walked change that wrote chunks of it journaled a patch of it, the
+    /// file is what each of them left when its patch is applied, and the
+    /// result holds each chunk of `chunks` as `back` and every other chunk
+    /// as it is now. None: the chunks are to be written back one by one.
+    fn exactly_as_before(
+        &self,
+        journal: &Journal,
+        plan: &Plan,
+        rewrite: &Rewrite,
+        chunks: &[ChunkBack],
+    ) -> Result<Option<Vec<u8>>, String> {
+        let mut state = rewrite.before.clone();
+        let mut applied = 0;
+        for &id in &plan.walked {
+            let writes_it = journal.records(id).map_err(|e| e.to_string())?.iter().any(|r| {
+                r.collection == CHUNKS
+                    && parse_name(&r.name).is_some_and(|(x, z)| self.regions.file_of(x, z) == rewrite.path)
+            });
+            let patches = journal.file_patches(id).map_err(|e| e.to_string())?;
+            let mine: Vec<&FilePatch> = patches.iter().filter(|p| p.path == rewrite.name).collect();
+            match (writes_it, mine.as_slice()) {
+                (false, []) => continue,
+                (_, [p]) if Fingerprint::of(&state) == p.after => match filepatch::apply(&p.patch, &state) {
+                    Ok(back) => state = back,
+                    Err(_) => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+            applied += 1;
+        }
+        let wanted: BTreeMap<(i64, i64), &[u8]> = chunks.iter().map(|&(x, z, _, back)| ((x, z), back)).collect();
+        let (now, then) = (self.chunks_in(rewrite, &rewrite.before), self.chunks_in(rewrite, &state));
+        let same = now.len() == then.len()
+            && now.iter().all(|(xz, chunk)| match (wanted.get(xz), then.get(xz)) {
+                (Some(back), Some(Ok(nbt))) => nbt == back,
+                (None, Some(old)) => old == chunk,
+                _ => false,
+            });
+        Ok((applied > 0 && same).then_some(state))
+    }
+
+    /// Each chunk `file` (a version of `rewrite`'s region file) lists: its
+    /// NBT, or its bytes in the file when it cannot be read.
+    fn chunks_in(&self, rewrite: &Rewrite, file: &[u8]) -> BTreeMap<(i64, i64), Result<Vec<u8>, Vec<u8>>> {
+        let name = rewrite.path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let xz = name.strip_prefix("r.").and_then(|n| n.strip_suffix(".mca"));
+        let Some((rx, rz)) = xz.and_then(super::regions::region_xz) else { return BTreeMap::new() };
+        region::located(file, file.len())
+            .into_iter()
+            .map(|at| {
+                let xz = (rx * 32 + (at.index % 32) as i64, rz * 32 + (at.index / 32) as i64);
+                let chunk = match chunk_from(&rewrite.path, &at, at.bytes(file), xz) {
+                    ChunkBytes::Nbt(nbt) => Ok(nbt),
+                    ChunkBytes::Bad(_) => Err(at.bytes(file).to_vec()),
+                };
+                (xz, chunk)
+            })
+            .collect()
     }
 }
