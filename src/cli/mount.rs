@@ -366,16 +366,7 @@ pub fn mount(
     if foreground {
         return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
     }
-    let log_file = match &log {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| format!("{}: {e}", p.display()))?,
-        ),
-        None => None,
-    };
+    let log_file = log.as_deref().map(open_log).transpose()?;
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe writes.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
@@ -423,13 +414,24 @@ pub fn mount(
         }
         _ => {
             drop(wr);
-            let mut msg = String::new();
-            let _ = std::fs::File::from(rd).read_to_string(&mut msg);
-            match msg.trim_end() {
-                "ok" => Ok(()),
-                "" => Err("the mount process exited before mounting".into()),
-                e => Err(e.to_string()),
-            }
+            mounted_or_why(rd)
         }
+    }
+}
+
+/// The log file of a daemon in the background, opened to append.
+fn open_log(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// What the child in the background says through the pipe `rd`: it
+/// mounted, or why not.
+fn mounted_or_why(rd: OwnedFd) -> Result<(), String> {
+    let mut msg = String::new();
+    let _ = std::fs::File::from(rd).read_to_string(&mut msg);
+    match msg.trim_end() {
+        "ok" => Ok(()),
+        "" => Err("the mount process exited before mounting".into()),
+        e => Err(e.to_string()),
     }
 }
