@@ -17,15 +17,14 @@ fn read(rel: &str) -> String {
 }
 
 /// The value of `key = "..."` in Cargo.toml's [package] section.
+/// The worldfs package's `key` as cargo reads it (a workspace's
+/// `key.workspace = true` resolved).
 fn package_field(key: &str) -> String {
-    let toml = read("Cargo.toml");
-    let package = toml.split("\n[").next().unwrap();
-    package
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{key} = \"")))
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap_or_else(|| panic!("no {key} in [package]"))
-        .to_string()
+    let out = Command::new(env!("CARGO")).args(["metadata", "--no-deps", "--format-version", "1"]).output().unwrap();
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let package = meta["packages"].as_array().unwrap().iter().find(|p| p["name"] == "worldfs").unwrap();
+    package[key.replace('-', "_").as_str()].as_str().unwrap_or_else(|| panic!("no {key} in [package]")).to_string()
 }
 
 #[test]

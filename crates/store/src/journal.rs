@@ -576,7 +576,8 @@ mod tests {
         let after = Fingerprint::of(b"new file");
         let files = [("region/r.0.0.mca", &b"patch"[..], after)];
         let step = ("1,2", Some(b"old".to_vec()), Some(&b"new"[..]), None);
-        let kept = Pending::records_and_files(&path, &Note::new("kept"), "c", std::slice::from_ref(&step), &files).unwrap();
+        let kept =
+            Pending::records_and_files(&path, &Note::new("kept"), "c", std::slice::from_ref(&step), &files).unwrap();
         let id = kept.id;
         kept.kept();
         let dropped = Pending::records_and_files(&path, &Note::new("dropped"), "c", &[step], &files).unwrap();
