@@ -74,11 +74,14 @@ fn create_sql(db: &str) -> String {
 /// what a journaled change wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fingerprint {
+    /// Length in bytes.
     pub len: u64,
+    /// CRC-32 (zlib's).
     pub crc: u32,
 }
 
 impl Fingerprint {
+    /// The fingerprint of `data`.
     pub fn of(data: &[u8]) -> Fingerprint {
         let mut c = flate2::Crc::new();
         c.update(data);
@@ -89,10 +92,13 @@ impl Fingerprint {
 /// One journaled transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangeInfo {
+    /// The change's number: increasing, never reused.
     pub id: i64,
     /// Milliseconds since 1970-01-01 UTC.
     pub time_ms: i64,
+    /// What the change was ([`Note::what`](crate::Note::what)).
     pub what: String,
+    /// How many blocks (or records) it changed.
     pub blocks: u64,
     /// The change that reverted this one, if any.
     pub reverted_by: Option<i64>,
@@ -101,6 +107,7 @@ pub struct ChangeInfo {
 /// One block of a journaled transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockRecord {
+    /// The block.
     pub pos: BlockPos,
     /// The bytes before; None: the block did not exist.
     pub before: Option<Vec<u8>>,
@@ -171,7 +178,9 @@ pub type RecordStep<'a> = (&'a str, Option<Vec<u8>>, Option<&'a [u8]>, Option<Re
 /// from these.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordDates {
+    /// `creation_date` as the table held it.
     pub created: rusqlite::types::Value,
+    /// `modification_date` as the table held it.
     pub modified: rusqlite::types::Value,
 }
 
@@ -270,9 +279,13 @@ pub fn attached(path: &Path) -> Result<Connection> {
 /// One record of a journaled transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordEntry {
+    /// The collection: "players", "auth" or "mod_storage".
     pub collection: String,
+    /// The record's name (player, account or mod).
     pub name: String,
+    /// Its canonical bytes before; None: it did not exist.
     pub before: Option<Vec<u8>>,
+    /// What the change left; None: it removed the record.
     pub after: Option<Fingerprint>,
     /// The dates its table held beside `before` (None: none kept).
     pub dates: Option<RecordDates>,
@@ -287,8 +300,11 @@ pub struct Journal {
 /// What `prune` removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
+    /// How many changes were dropped.
     pub changes: u64,
+    /// The file's size before, in bytes.
     pub bytes_before: u64,
+    /// The file's size after compacting.
     pub bytes_after: u64,
 }
 
@@ -304,6 +320,7 @@ impl Journal {
         Ok(Some(Journal { conn, path: path.to_path_buf() }))
     }
 
+    /// The journal file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -332,6 +349,7 @@ impl Journal {
         rows.collect::<rusqlite::Result<_>>().map_err(backend)
     }
 
+    /// The change numbered `id`, if the journal still has it.
     pub fn change(&self, id: i64) -> Result<Option<ChangeInfo>> {
         self.conn
             .query_row(
