@@ -65,6 +65,8 @@ struct Shown {
     run: String,
 }
 
+/// The map of a world whose running server runs the worldfs_live mod (see
+/// the module doc).
 pub struct LiveStore {
     world: std::path::PathBuf,
     /// The map database, read-only.

@@ -37,7 +37,15 @@ pub enum ServerState {
     Silent(Duration),
     /// Running the mod: its engine version, map save interval, and which
     /// run of the server this is (new at every start).
-    Running { version: String, save_interval: f64, run: String },
+    Running {
+        /// The engine's version string, e.g. "5.6.1".
+        version: String,
+        /// `server_map_save_interval`, in seconds: how often the server
+        /// writes changed blocks to the database.
+        save_interval: f64,
+        /// Which run of the server this is (new at every start).
+        run: String,
+    },
 }
 
 impl ServerState {
@@ -155,6 +163,8 @@ fn reply_error(reply: &str) -> Result<()> {
 }
 
 impl Spool {
+    /// The spool of the world at `world`: requests and answers go through
+    /// its [`DIR`] directory, where the mod reads and writes them.
     pub fn new(world: &Path) -> Spool {
         Spool { world: world.to_path_buf(), counter: AtomicU64::new(0) }
     }
