@@ -282,7 +282,8 @@ fn open_leveldb_records(
 }
 
 /// Open the store of `collection` for the world in `dir`, as world.mt says
-/// (see [`BACKENDS`]).
+/// (`sqlite3`, `files`, and with their cargo features `postgresql` and
+/// `leveldb`; any other name is an error that says why).
 pub fn open_record_store(
     dir: &Path,
     settings: &dyn Fn(&str) -> Option<String>,
