@@ -31,8 +31,11 @@ impl fmt::Display for Region {
 /// Why a blob (or part of one) could not be decoded, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecodeError {
+    /// The part of the block `offset` counts in.
     pub region: Region,
+    /// The byte offset, within `region`, where decoding failed.
     pub offset: usize,
+    /// What was wrong, e.g. "truncated param1 array: need 4096 bytes, 12 left".
     pub message: String,
 }
 
@@ -53,6 +56,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `data`; errors name `region`.
     pub fn new(data: &'a [u8], region: Region) -> Self {
         Reader { data, pos: 0, region }
     }
@@ -63,30 +67,37 @@ impl<'a> Reader<'a> {
         Reader { data, pos, region }
     }
 
+    /// The offset of the next byte to read.
     pub fn pos(&self) -> usize {
         self.pos
     }
 
+    /// How many bytes are left to read.
     pub fn remaining(&self) -> usize {
         self.data.len() - self.pos
     }
 
+    /// The bytes not read yet (the reader does not move).
     pub fn rest(&self) -> &'a [u8] {
         &self.data[self.pos..]
     }
 
+    /// Moves `n` bytes on, stopping at the end of the data.
     pub fn skip(&mut self, n: usize) {
         self.pos = (self.pos + n).min(self.data.len());
     }
 
+    /// An error at the current offset.
     pub fn error(&self, message: impl Into<String>) -> DecodeError {
         self.error_at(self.pos, message)
     }
 
+    /// An error at `offset` (e.g. the start of a field whose value is bad).
     pub fn error_at(&self, offset: usize, message: impl Into<String>) -> DecodeError {
         DecodeError { region: self.region, offset, message: message.into() }
     }
 
+    /// The next `n` bytes; an error naming `what` if fewer are left.
     pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], DecodeError> {
         if self.remaining() < n {
             return Err(self.error(format!("truncated {what}: need {n} bytes, {} left", self.remaining())));
@@ -102,24 +113,29 @@ impl<'a> Reader<'a> {
         b.first_chunk::<N>().copied().ok_or_else(|| self.error(format!("truncated {what}")))
     }
 
+    /// The next byte.
     pub fn u8(&mut self, what: &str) -> Result<u8, DecodeError> {
         Ok(self.bytes(1, what)?[0])
     }
 
+    /// The next 2 bytes as a big-endian u16.
     pub fn u16(&mut self, what: &str) -> Result<u16, DecodeError> {
         let b = self.bytes(2, what)?;
         Ok(u16::from_be_bytes([b[0], b[1]]))
     }
 
+    /// The next 2 bytes as a big-endian i16.
     pub fn i16(&mut self, what: &str) -> Result<i16, DecodeError> {
         Ok(self.u16(what)? as i16)
     }
 
+    /// The next 4 bytes as a big-endian u32.
     pub fn u32(&mut self, what: &str) -> Result<u32, DecodeError> {
         let b = self.bytes(4, what)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// The next 4 bytes as a big-endian i32.
     pub fn i32(&mut self, what: &str) -> Result<i32, DecodeError> {
         Ok(self.u32(what)? as i32)
     }
@@ -146,16 +162,23 @@ pub const LONG_STRING_MAX: usize = 64 << 20;
 
 /// Appending big-endian writers.
 pub trait WriteBe {
+    /// Appends one byte.
     fn put_u8(&mut self, v: u8);
+    /// Appends `v` as 2 big-endian bytes.
     fn put_u16(&mut self, v: u16);
+    /// Appends `v` as 4 big-endian bytes.
     fn put_u32(&mut self, v: u32);
+    /// Appends `v` as 4 big-endian bytes (two's complement).
     fn put_i32(&mut self, v: i32) {
         self.put_u32(v as u32)
     }
+    /// Appends `v` as 2 big-endian bytes (two's complement).
     fn put_i16(&mut self, v: i16) {
         self.put_u16(v as u16)
     }
+    /// Appends a u16 length and the bytes (the caller keeps `s` under 64 KiB).
     fn put_string16(&mut self, s: &[u8]);
+    /// Appends a u32 length and the bytes.
     fn put_string32(&mut self, s: &[u8]);
 }
 

@@ -8,16 +8,22 @@
 use crate::error::DocError;
 use crate::lua_escape::{Dialect::Lua51, escape};
 
+/// A value of the Lua subset.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// A table constructor `{ ... }`.
     Table(Table),
+    /// A string literal (quoted or long-bracket), escapes decoded.
     Str(String),
     /// A number, with its text as written.
     Num(f64, String),
+    /// `true` or `false`.
     Bool(bool),
+    /// `nil`.
     Nil,
 }
 
+/// How a table field is keyed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Key {
     /// `{ a, b }`: the 1-based position.
@@ -29,6 +35,7 @@ pub enum Key {
 }
 
 impl Key {
+    /// The key as text: the position's number, or the name or key text.
     pub fn text(&self) -> String {
         match self {
             Key::Pos(i) => i.to_string(),
@@ -37,23 +44,30 @@ impl Key {
     }
 }
 
+/// One field of a table, or one top-level assignment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Field {
+    /// `name =`, `[literal] =`, or its position among the positional fields.
     pub key: Key,
+    /// What the field holds.
     pub value: Value,
     /// Bytes of the value.
     pub span: (usize, usize),
 }
 
+/// A table constructor, `{ ... }`.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Table {
+    /// Its fields, in the order written.
     pub fields: Vec<Field>,
 }
 
 impl Table {
+    /// The field keyed `name` (as `name = v` or `["name"] = v`), if any.
     pub fn get(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| matches!(&f.key, Key::Name(n) | Key::Expr(n) if n == name))
     }
+    /// The positional fields (`{ a, b }`), in order.
     pub fn positional(&self) -> impl Iterator<Item = &Field> {
         self.fields.iter().filter(|f| matches!(f.key, Key::Pos(_)))
     }

@@ -14,16 +14,20 @@ pub struct DocError {
     pub line: Option<usize>,
     /// 1-based column, if any.
     pub column: Option<usize>,
+    /// Why: what is wrong, in words a user can act on.
     pub message: String,
 }
 
 impl DocError {
+    /// An error that names no file, line or column.
     pub fn new(message: impl Into<String>) -> DocError {
         DocError { path: None, line: None, column: None, message: message.into() }
     }
+    /// An error at 1-based line `line`.
     pub fn at_line(line: usize, message: impl Into<String>) -> DocError {
         DocError { line: Some(line), ..DocError::new(message) }
     }
+    /// An error at 1-based `line` and `column`.
     pub fn at(line: usize, column: usize, message: impl Into<String>) -> DocError {
         DocError { line: Some(line), column: Some(column), ..DocError::new(message) }
     }
@@ -52,6 +56,7 @@ impl fmt::Display for DocError {
 
 impl std::error::Error for DocError {}
 
+/// A result whose error is a [`DocError`].
 pub type DocResult<T> = Result<T, DocError>;
 
 #[cfg(test)]

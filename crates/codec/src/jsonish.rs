@@ -57,6 +57,7 @@ pub fn quote_if_needed(s: &[u8], high: HighBytes) -> Vec<u8> {
 pub struct QuoteError {
     /// Byte offset in the input where the problem is.
     pub offset: usize,
+    /// What is wrong there.
     pub message: String,
 }
 

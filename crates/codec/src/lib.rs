@@ -16,6 +16,8 @@
 //! - [`bytes`], [`compress`], [`jsonish`], [`lua_escape`] and [`error`]:
 //!   what several formats share.
 
+#![warn(missing_docs)]
+
 pub mod bytes;
 pub mod compress;
 pub mod cubeset;

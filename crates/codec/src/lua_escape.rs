@@ -6,7 +6,9 @@
 /// Cuberite loads cubesets with Lua 5.1, which refuses them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
+    /// Lua 5.1 (Cuberite): no `\x` escapes.
     Lua51,
+    /// Lua 5.2 and later: `\x` hex escapes too (WorldEdit files).
     Lua52,
 }
 

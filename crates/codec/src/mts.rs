@@ -1,7 +1,8 @@
 //! The `.mts` file (Luanti schematic) <-> [`Schematic`]. Pure: no I/O.
 //!
 //! Layout (big-endian; details verified against the engine's
-//! `mg_schematic.cpp`, see `shared/spec/seed-formats.md` §1):
+//! `Schematic::deserializeFromMts` and `serializeToMts` in
+//! src/mapgen/mg_schematic.cpp of <https://github.com/luanti-org/luanti>):
 //!
 //! ```text
 //! "MTSM" | u16 version (1-4 read, 4 written) | s16 size X, Y, Z
@@ -37,6 +38,7 @@
 use crate::compress;
 use std::fmt;
 
+/// The signature every `.mts` file starts with.
 pub const MAGIC: &[u8; 4] = b"MTSM";
 /// The version written (the engine's MTSCHEM_FILE_VER_HIGHEST_WRITE).
 pub const WRITE_VERSION: u16 = 4;
@@ -44,7 +46,9 @@ pub const WRITE_VERSION: u16 = 4;
 pub const MAX_READ_VERSION: u16 = 4;
 /// Probability bits of param1 and the force-placement bit.
 pub const PROB_MASK: u8 = 0x7f;
+/// Probability 127: always placed.
 pub const PROB_ALWAYS: u8 = 0x7f;
+/// param1 bit 7: placed even over nodes that are not air.
 pub const FORCE_PLACE: u8 = 0x80;
 /// The most nodes a schematic may hold here: 16 777 216 (256 x 256 x 256),
 /// 64 MiB of node data. The format allows 32767 per axis, but nothing that
@@ -70,6 +74,7 @@ pub struct Schematic {
     pub param0: Vec<u16>,
     /// Probability (bits 0-6) and force-placement flag (bit 7) of every node.
     pub param1: Vec<u8>,
+    /// param2 of every node (facedir, wallmounted, ...), as a map block's.
     pub param2: Vec<u8>,
 }
 
@@ -79,6 +84,7 @@ pub struct MtsError {
     /// Byte offset in the file (or in the inflated node data when the
     /// message says so), if the problem is at one place.
     pub offset: Option<usize>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -86,6 +92,7 @@ impl MtsError {
     fn at(offset: usize, message: impl Into<String>) -> MtsError {
         MtsError { offset: Some(offset), message: message.into() }
     }
+    /// An error at no one place.
     pub fn new(message: impl Into<String>) -> MtsError {
         MtsError { offset: None, message: message.into() }
     }
@@ -158,6 +165,7 @@ impl Schematic {
         })
     }
 
+    /// How many nodes: X × Y × Z.
     pub fn volume(&self) -> usize {
         self.size.iter().map(|&s| s as usize).product()
     }
@@ -174,6 +182,8 @@ impl Schematic {
         [i % sx, (i / sx) % sy, i / (sx * sy)]
     }
 
+    /// Reads an `.mts` file of version 1 to 4 (older versions upgraded as the
+    /// module doc says).
     pub fn decode(file: &[u8]) -> Result<Schematic, MtsError> {
         let mut c = Cursor { data: file, pos: 0 };
         if c.take(4, "the signature")? != MAGIC {

@@ -1,7 +1,10 @@
 //! Refusing to write while another process (a running server) has the map
 //! database open: the server would overwrite our changes with its own copy
-//! of loaded blocks, and may crash on our lock (spec §3.3). Who holds a
-//! file is found in /proc by [`crate::holders`].
+//! of loaded blocks, and may crash on our lock (a save that waits more than
+//! 3 s for an SQLite lock fails and stops the server:
+//! `Database_SQLite3::busyHandler` in src/database/database-sqlite3.cpp of
+//! <https://github.com/luanti-org/luanti>). Who holds a file is found in
+//! /proc by [`crate::holders`].
 
 use crate::holders::openers;
 use parking_lot::{Condvar, Mutex};
@@ -33,6 +36,7 @@ struct Scan {
 const WAIT: Duration = Duration::from_millis(300);
 
 impl ServerGuard {
+    /// A guard of the file at `path` (when not `enabled`, it never finds anyone).
     pub fn new(path: PathBuf, enabled: bool) -> ServerGuard {
         ServerGuard { path, enabled, interval: Duration::from_millis(500), state: Arc::default() }
     }

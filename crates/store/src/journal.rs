@@ -82,11 +82,14 @@ fn create_sql(db: &str) -> String {
 /// what a journaled change wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fingerprint {
+    /// Length in bytes.
     pub len: u64,
+    /// CRC-32 (zlib's).
     pub crc: u32,
 }
 
 impl Fingerprint {
+    /// The fingerprint of `data`.
     pub fn of(data: &[u8]) -> Fingerprint {
         let mut c = flate2::Crc::new();
         c.update(data);
@@ -97,10 +100,13 @@ impl Fingerprint {
 /// One journaled transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChangeInfo {
+    /// The change's number: increasing, never reused.
     pub id: i64,
     /// Milliseconds since 1970-01-01 UTC.
     pub time_ms: i64,
+    /// What the change was ([`Note::what`](crate::Note::what)).
     pub what: String,
+    /// How many blocks (or records) it changed.
     pub blocks: u64,
     /// The change that reverted this one, if any.
     pub reverted_by: Option<i64>,
@@ -109,6 +115,7 @@ pub struct ChangeInfo {
 /// One block of a journaled transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockRecord {
+    /// The block.
     pub pos: BlockPos,
     /// The bytes before; None: the block did not exist.
     pub before: Option<Vec<u8>>,
@@ -179,7 +186,9 @@ pub type RecordStep<'a> = (&'a str, Option<Vec<u8>>, Option<&'a [u8]>, Option<Re
 /// from these.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordDates {
+    /// `creation_date` as the table held it.
     pub created: rusqlite::types::Value,
+    /// `modification_date` as the table held it.
     pub modified: rusqlite::types::Value,
 }
 
@@ -223,8 +232,11 @@ pub type FileStep<'a> = (&'a str, &'a [u8], Fingerprint);
 /// One file of a journaled change (see [`FileStep`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FilePatch {
+    /// The file's path in the world (`region/r.0.0.mca`).
     pub path: String,
+    /// The patch that turns what the change left back into what it found.
     pub patch: Vec<u8>,
+    /// The fingerprint of what the change left.
     pub after: Fingerprint,
 }
 
@@ -318,9 +330,13 @@ pub fn attached(path: &Path) -> Result<Connection> {
 /// One record of a journaled transaction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordEntry {
+    /// The collection: "players", "auth" or "mod_storage".
     pub collection: String,
+    /// The record's name (player, account or mod).
     pub name: String,
+    /// Its canonical bytes before; None: it did not exist.
     pub before: Option<Vec<u8>>,
+    /// What the change left; None: it removed the record.
     pub after: Option<Fingerprint>,
     /// The dates its table held beside `before` (None: none kept).
     pub dates: Option<RecordDates>,
@@ -335,8 +351,11 @@ pub struct Journal {
 /// What `prune` removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pruned {
+    /// How many changes were dropped.
     pub changes: u64,
+    /// The file's size before, in bytes.
     pub bytes_before: u64,
+    /// The file's size after compacting.
     pub bytes_after: u64,
 }
 
@@ -352,6 +371,7 @@ impl Journal {
         Ok(Some(Journal { conn, path: path.to_path_buf() }))
     }
 
+    /// The journal file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -380,6 +400,7 @@ impl Journal {
         rows.collect::<rusqlite::Result<_>>().map_err(backend)
     }
 
+    /// The change numbered `id`, if the journal still has it.
     pub fn change(&self, id: i64) -> Result<Option<ChangeInfo>> {
         self.conn
             .query_row(

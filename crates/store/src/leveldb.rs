@@ -1,7 +1,9 @@
-//! The LevelDB map (`backend = leveldb`; backends spec §2.3): the
-//! directory `map.db`, key = the block's legacy position integer in
-//! decimal ASCII (the only key form the engine writes or reads), value =
-//! the blob. Read and written with the pure-Rust `rusty-leveldb` crate.
+//! The LevelDB map (`backend = leveldb`; Luanti's `Database_LevelDB`,
+//! src/database/database-leveldb.cpp of
+//! <https://github.com/luanti-org/luanti>): the directory `map.db`, key =
+//! the block's legacy position integer in decimal ASCII (the only key form
+//! the engine writes or reads), value = the blob. Read and written with the
+//! pure-Rust `rusty-leveldb` crate.
 //!
 //! * One process at a time. A writable open takes the `fcntl` lock on
 //!   `map.db/LOCK` (see `lock.rs`): refused while a server holds it, and a
@@ -41,6 +43,7 @@ use std::sync::mpsc;
 
 type Job = Box<dyn FnOnce(&mut Engine) + Send>;
 
+/// The map in a LevelDB directory, `map.db` (the `leveldb` backend).
 pub struct LevelDbStore {
     dir: PathBuf,
     read_only: bool,

@@ -6,6 +6,8 @@
 //! and the name index ([`name_index`]). No database client outside this
 //! crate.
 
+#![warn(missing_docs)]
+
 pub mod guard;
 pub mod holders;
 pub mod journal;
@@ -30,7 +32,9 @@ use std::fmt;
 /// One change inside a transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {
+    /// Store this blob for the block (replacing what it held).
     Put(BlockPos, Vec<u8>),
+    /// Remove the block.
     Delete(BlockPos),
     /// A precondition, not a change: when the transaction starts, the block
     /// must hold these bytes (None: be absent), or the whole transaction is
@@ -85,11 +89,13 @@ pub struct Note {
 }
 
 impl Note {
+    /// A note saying `what`, reverting nothing.
     pub fn new(what: impl Into<String>) -> Note {
         Note { what: what.into(), reverts: Vec::new() }
     }
 }
 
+/// Why a store call failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreError {
     /// Another process holds a lock longer than our busy timeout.
@@ -127,6 +133,7 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// A result whose error is a [`StoreError`].
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// A map database. Implementations must be usable from several threads and
@@ -177,6 +184,8 @@ pub trait MapStore: Send + Sync {
     /// Number of stored blocks (may scan the whole index).
     fn count(&self) -> Result<u64>;
 
+    /// Whether the store was opened read-only (every `apply` is then refused
+    /// with [`StoreError::ReadOnly`]).
     fn is_read_only(&self) -> bool;
 
     /// A number that changes whenever a transaction that changed the map

@@ -12,13 +12,16 @@ use std::collections::BTreeMap;
 /// One journaled transaction: what it was, and each block's bytes before.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryJournalEntry {
+    /// [`Note::what`] of the transaction.
     pub what: String,
+    /// Each changed block's bytes before (None: it did not exist), in change order.
     pub before: Vec<(BlockPos, Option<Vec<u8>>)>,
 }
 
 /// Decides whether the next transaction fails (given its changes).
 pub type FailRule = Box<dyn FnMut(&[Change]) -> Option<StoreError> + Send>;
 
+/// A map held in memory (see the module doc).
 #[derive(Default)]
 pub struct MemoryStore {
     blocks: Mutex<BTreeMap<BlockPos, Vec<u8>>>,
@@ -29,6 +32,7 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store that never fails.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
     }
@@ -67,6 +71,7 @@ impl MemoryStore {
         self.blocks.lock().clone()
     }
 
+    /// Every journaled transaction, oldest first.
     pub fn journal(&self) -> Vec<MemoryJournalEntry> {
         self.journal.lock().clone()
     }

@@ -29,8 +29,11 @@ pub struct Stamp {
 /// One name of the index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NameRow {
+    /// The node name.
     pub name: Vec<u8>,
+    /// How many blocks hold it.
     pub blocks: u64,
+    /// How many nodes are it, in all blocks.
     pub nodes: u64,
     /// The positions of its blocks, encoded by the index.
     pub postings: Vec<u8>,
@@ -40,11 +43,15 @@ pub struct NameRow {
 /// encoded by the index).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Override {
+    /// The block ([`BlockPos::packed`](crate::BlockPos::packed)).
     pub packed: u64,
+    /// Its node counts per name when the index was built.
     pub base: Vec<u8>,
+    /// Its node counts per name now.
     pub now: Vec<u8>,
 }
 
+/// An open index file (one per world).
 pub struct IndexFile {
     path: PathBuf,
     conn: Mutex<Connection>,
@@ -96,10 +103,12 @@ impl IndexFile {
         Ok(IndexFile { path: path.to_path_buf(), conn: Mutex::new(conn) })
     }
 
+    /// The file.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Which map and version the index describes; None before the first build.
     pub fn stamp(&self) -> Result<Option<Stamp>> {
         let c = self.conn.lock();
         c.query_row("SELECT map, version, built_ms FROM stamp WHERE one = 1", [], |r| {
@@ -172,6 +181,7 @@ impl IndexFile {
             .map_err(backend)
     }
 
+    /// Every block changed since the build.
     pub fn overrides(&self) -> Result<Vec<Override>> {
         let c = self.conn.lock();
         let mut st = c.prepare("SELECT packed, base, now FROM overrides").map_err(backend)?;

@@ -4,8 +4,11 @@ use std::str::FromStr;
 /// A mapblock position in block coordinates (node coordinate / 16).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct BlockPos {
+    /// Block x (west-east), -2048..=2047 when stored.
     pub x: i16,
+    /// Block y (down-up), -2048..=2047 when stored.
     pub y: i16,
+    /// Block z (south-north), -2048..=2047 when stored.
     pub z: i16,
 }
 
@@ -14,6 +17,7 @@ pub const KEY_MIN: i16 = -2048;
 pub const KEY_MAX: i16 = 2047;
 
 impl BlockPos {
+    /// The block at (x, y, z).
     pub const fn new(x: i16, y: i16, z: i16) -> Self {
         BlockPos { x, y, z }
     }
@@ -35,6 +39,7 @@ impl BlockPos {
         (self.z as i64) * 0x100_0000 + (self.y as i64) * 0x1000 + self.x as i64
     }
 
+    /// The position a legacy key stands for (the engine's `getIntegerAsBlock`).
     pub fn from_legacy_key(key: i64) -> BlockPos {
         let v = key.wrapping_add(0x8_0080_0800);
         let axis = |shift: u32| (((v >> shift) & 0xfff) - 0x800) as i16;
@@ -53,6 +58,7 @@ impl BlockPos {
         (a(self.x) << 24) | (a(self.y) << 12) | a(self.z)
     }
 
+    /// The position [`BlockPos::packed`] made `v` from.
     pub fn unpack(v: u64) -> BlockPos {
         let a = |shift: u32| (((v >> shift) & 0xfff) as i64 - 2048) as i16;
         BlockPos::new(a(24), a(12), a(0))

@@ -1,4 +1,6 @@
-//! The PostgreSQL map (`backend = postgresql`; backends spec §2): table
+//! The PostgreSQL map (`backend = postgresql`; Luanti's
+//! `MapDatabasePostgreSQL`, src/database/database-postgresql.cpp of
+//! <https://github.com/luanti-org/luanti>): table
 //! `blocks(posX, posY, posZ, data BYTEA)`, the coordinates int4 before
 //! engine 5.12 and smallint since (both read and written). Keyset-paged
 //! listing, every change one transaction. The connection string is
@@ -16,6 +18,7 @@ use parking_lot::Mutex;
 use postgres::{Client, NoTls};
 use std::path::PathBuf;
 
+/// The map in a PostgreSQL database (the `postgresql` backend).
 pub struct PgStore {
     conninfo: String,
     read_only: bool,

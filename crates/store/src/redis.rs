@@ -1,8 +1,10 @@
-//! The Redis map (`backend = redis`; backends spec §2): one hash named by
-//! `redis_hash`, field = the block's position key in decimal (the legacy
-//! `pos` integer), value = the blob. A change is one MULTI/EXEC, WATCHing
-//! the blocks it expects, so a block changed by someone else meanwhile
-//! makes the whole change fail (it is then refused as a conflict).
+//! The Redis map (`backend = redis`; Luanti's `Database_Redis`,
+//! src/database/database-redis.cpp of <https://github.com/luanti-org/luanti>):
+//! one hash named by `redis_hash`, field = the block's position key in
+//! decimal (the legacy `pos` integer), value = the blob. A change is one
+//! MULTI/EXEC, WATCHing the blocks it expects, so a block changed by
+//! someone else meanwhile makes the whole change fail (it is then refused
+//! as a conflict).
 //!
 //! Listing: Redis keeps no order, so the sorted field list is read once
 //! (HKEYS) and kept for the listing that asked for it, for a few seconds.
@@ -17,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The map in a Redis hash (the `redis` backend).
 pub struct RedisStore {
     url: String,
     described: String,
@@ -70,6 +73,7 @@ impl RedisStore {
         Ok(s)
     }
 
+    /// Keep the undo journal in the SQLite file at `path` (created if missing).
     pub fn enable_journal(&mut self, path: &std::path::Path) -> Result<()> {
         journal::attached(path)?;
         self.journal = Some(path.to_path_buf());

@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Which of the two `blocks` tables a `map.sqlite` has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schema {
     /// `blocks(pos INT PRIMARY KEY, data BLOB)`, pos = z*2^24 + y*2^12 + x.
@@ -19,6 +20,7 @@ pub enum Schema {
     Split,
 }
 
+/// A `map.sqlite` (the `sqlite3` backend), in either schema.
 pub struct SqliteStore {
     path: PathBuf,
     schema: Schema,
@@ -90,10 +92,12 @@ impl SqliteStore {
         SqliteStore::open(path, false)
     }
 
+    /// The schema the file has.
     pub fn schema(&self) -> Schema {
         self.schema
     }
 
+    /// The map file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -179,6 +183,7 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// The undo journal attached to every connection, if one is kept.
     pub fn journal_path(&self) -> Option<&Path> {
         self.journal.as_deref()
     }

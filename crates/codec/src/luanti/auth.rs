@@ -1,9 +1,13 @@
-//! An account (backends spec §4): password hash, privileges, last login.
-//! Encodings: LevelDB's `auth.db` value (also worldfs's canonical form) and
-//! a line of the `files` backend's `auth.txt`.
+//! An account: password hash, privileges, last login (Luanti's
+//! `AuthDatabase*` classes in src/database/ of
+//! <https://github.com/luanti-org/luanti>). Encodings: LevelDB's `auth.db`
+//! value (`AuthDatabaseLevelDB`, database-leveldb.cpp; also worldfs's
+//! canonical form) and a line of the `files` backend's `auth.txt`
+//! (doc/world_format.md, "auth.txt").
 
 use crate::bytes::{Reader, Region};
 
+/// One account, as every auth backend holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthEntry {
     /// `#1#salt#verifier` (SRP), a legacy SHA1 hash, or empty (no password).
@@ -41,6 +45,7 @@ impl AuthEntry {
         out
     }
 
+    /// Reads the LevelDB value (see [`AuthEntry::encode`]).
     pub fn decode(data: &[u8]) -> Result<AuthEntry, String> {
         let mut r = Reader::new(data, Region::Blob);
         let e = |e: crate::DecodeError| format!("auth record: {e}");

@@ -45,14 +45,19 @@ pub fn scan_end(data: &[u8]) -> Option<usize> {
 /// The most lines inventory text may have (1 048 576: a million slots).
 pub const MAX_LINES: usize = 1 << 20;
 
+/// A node's or player's inventory: its lists, in stored order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inventory {
+    /// The lists, in stored order.
     pub lists: Vec<InventoryList>,
 }
 
+/// One inventory list (`List name size` ... `EndInventoryList`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InventoryList {
+    /// The list name, e.g. `main`, `craft`, `fuel`.
     pub name: Vec<u8>,
+    /// The `Width` line: the grid width a craft list is read with (0: not a grid).
     pub width: u32,
     /// One entry per slot; None is an empty slot. The list size is its length.
     pub slots: Vec<Option<ItemStack>>,
@@ -61,7 +66,9 @@ pub struct InventoryList {
 /// A problem in inventory text, with its 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InventoryError {
+    /// The 1-based line of the inventory text.
     pub line: usize,
+    /// What is wrong on it.
     pub message: String,
 }
 

@@ -9,10 +9,14 @@ use crate::jsonish::{self, HighBytes};
 /// Item metadata: (key, value) pairs in stored order.
 pub type ItemMeta = Vec<(Vec<u8>, Vec<u8>)>;
 
+/// One non-empty inventory slot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ItemStack {
+    /// The item name, e.g. `default:dirt` (unquoted bytes).
     pub name: Vec<u8>,
+    /// How many items, 1-65535 (1 when the itemstring leaves it out).
     pub count: u16,
+    /// Tool wear, 0 (new) to 65535 (0 when left out).
     pub wear: u16,
     /// Item metadata pairs in stored order.
     pub meta: ItemMeta,
@@ -23,6 +27,7 @@ const KV_DELIM: u8 = 0x02;
 const PAIR_DELIM: u8 = 0x03;
 
 impl ItemStack {
+    /// `count` items named `name`, no wear, no metadata.
     pub fn new(name: &str, count: u16) -> Self {
         ItemStack { name: name.as_bytes().to_vec(), count, wear: 0, meta: Vec::new() }
     }
@@ -207,9 +212,12 @@ fn parse_meta(m: &[u8]) -> Result<ItemMeta, String> {
     Ok(pairs)
 }
 
+/// Why an itemstring could not be read, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ItemError {
+    /// The byte offset in the itemstring.
     pub offset: usize,
+    /// What is wrong there.
     pub message: String,
 }
 

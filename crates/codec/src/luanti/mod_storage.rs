@@ -1,4 +1,6 @@
-//! One mod's storage (backends spec §5): keys and values of arbitrary
+//! One mod's storage (`core.get_mod_storage()`; Luanti's
+//! `ModStorageDatabase*` classes in src/database/ of
+//! <https://github.com/luanti-org/luanti>): keys and values of arbitrary
 //! bytes. Encodings: worldfs's canonical form (u32 count, then u32-length
 //! key and value pairs, keys sorted) and the `files` backend's
 //! `mod_storage/<mod>` file, one compact JSON object of strings written the
@@ -6,8 +8,10 @@
 
 use std::collections::BTreeMap;
 
+/// The storage of one mod: key -> value.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ModStorage {
+    /// The entries, keys sorted (as the canonical form and the JSON file keep them).
     pub entries: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
@@ -21,6 +25,7 @@ pub fn check_mod_name(name: &str) -> Result<(), String> {
 }
 
 impl ModStorage {
+    /// The canonical form: u32 count, then u32 length + key, u32 length + value per entry.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = (self.entries.len() as u32).to_be_bytes().to_vec();
         for (k, v) in &self.entries {
@@ -32,6 +37,7 @@ impl ModStorage {
         out
     }
 
+    /// Reads the canonical form; keys must be sorted and unique, nothing may follow.
     pub fn decode(data: &[u8]) -> Result<ModStorage, String> {
         let mut r = Cursor { data, pos: 0 };
         let n = r.len()?;

@@ -8,6 +8,7 @@
 use super::inventory;
 use crate::bytes::{DecodeError, Reader, WriteBe};
 
+/// The node metadata of a block.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct MetaList {
     /// The list version as stored (0, 1 or 2).
@@ -16,6 +17,7 @@ pub struct MetaList {
     pub entries: Vec<MetaEntry>,
 }
 
+/// The metadata of one node: variables and inventory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetaEntry {
     /// Position inside the block: z*256 + y*16 + x.
@@ -26,13 +28,19 @@ pub struct MetaEntry {
     pub inventory: Vec<u8>,
 }
 
+/// One metadata variable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetaVar {
+    /// Its name, e.g. `formspec` or `infotext`.
     pub key: Vec<u8>,
+    /// Its value, any bytes.
     pub value: Vec<u8>,
+    /// Marked private by a mod (`mark_as_private`): never sent to clients.
+    /// Stored only in list version 2.
     pub private: bool,
 }
 
+/// The inventory text of a node without inventory lists.
 pub const EMPTY_INVENTORY: &[u8] = b"EndInventory\n";
 
 /// The most metadata variables one block may hold when decoded: 64 for
@@ -42,6 +50,7 @@ pub const EMPTY_INVENTORY: &[u8] = b"EndInventory\n";
 pub const MAX_VARS: usize = 64 * 4096;
 
 impl MetaEntry {
+    /// An entry at `pos` with no variables and an empty inventory.
     pub fn new(pos: u16) -> Self {
         MetaEntry { pos, vars: Vec::new(), inventory: EMPTY_INVENTORY.to_vec() }
     }
@@ -53,6 +62,8 @@ impl MetaEntry {
 }
 
 impl MetaList {
+    /// Reads a list at the reader's position (the list has no length prefix:
+    /// the reader ends after it).
     pub fn decode(r: &mut Reader<'_>) -> Result<MetaList, DecodeError> {
         let version = r.u8("node metadata list version")?;
         if version == 0 {
@@ -124,6 +135,8 @@ impl MetaList {
         }
     }
 
+    /// Appends the list as written in a block of `block_version` (list version
+    /// from [`MetaList::version_for`]).
     pub fn encode(&self, block_version: u8, out: &mut Vec<u8>) {
         let version = self.version_for(block_version);
         out.put_u8(version);
@@ -145,10 +158,12 @@ impl MetaList {
         }
     }
 
+    /// The entry of the node at `pos` (z*256 + y*16 + x), if it has one.
     pub fn get(&self, pos: u16) -> Option<&MetaEntry> {
         self.entries.iter().find(|e| e.pos == pos)
     }
 
+    /// The entry of the node at `pos`, to change, if it has one.
     pub fn get_mut(&mut self, pos: u16) -> Option<&mut MetaEntry> {
         self.entries.iter_mut().find(|e| e.pos == pos)
     }

@@ -2,13 +2,16 @@
 
 use crate::bytes::{DecodeError, Reader, WriteBe};
 
+/// The static object list of a block: the objects saved with it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct StaticObjects {
     /// Stored list version (written 0, ignored on read).
     pub version: u8,
+    /// The objects in stored order.
     pub objects: Vec<StaticObject>,
 }
 
+/// One object saved with a block (a dropped item, a mob, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StaticObject {
     /// 7 = Lua entity; other values are kept as they are.
@@ -19,9 +22,11 @@ pub struct StaticObject {
     pub data: Vec<u8>,
 }
 
+/// [`StaticObject::kind`] of a Lua entity (`ACTIVEOBJECT_TYPE_LUAENTITY`).
 pub const LUA_ENTITY: u8 = 7;
 
 impl StaticObjects {
+    /// Reads a list at the reader's position.
     pub fn decode(r: &mut Reader<'_>) -> Result<StaticObjects, DecodeError> {
         let version = r.u8("static object list version")?;
         let count = r.u16("static object count")?;
@@ -37,6 +42,7 @@ impl StaticObjects {
         Ok(StaticObjects { version, objects })
     }
 
+    /// Appends the list (the caller keeps counts and data within 65535).
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.put_u8(self.version);
         out.put_u16(self.objects.len() as u16);
@@ -54,8 +60,11 @@ impl StaticObjects {
 /// gives the same bytes; anything else is shown and kept as raw data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LuaEntity {
+    /// The entity name, e.g. `__builtin:item`.
     pub name: Vec<u8>,
+    /// What the entity's `get_staticdata` returned (often serialized Lua or JSON).
     pub staticdata: Vec<u8>,
+    /// Hit points.
     pub hp: u16,
     /// World units per second x1000.
     pub velocity: [i32; 3],
@@ -68,6 +77,8 @@ pub struct LuaEntity {
 }
 
 impl LuaEntity {
+    /// The entity in an object's data, if it is version 1 data that encodes back
+    /// to the same bytes.
     pub fn decode(data: &[u8]) -> Option<LuaEntity> {
         let mut r = Reader::new(data, crate::bytes::Region::Blob);
         if r.u8("").ok()? != 1 {
@@ -92,6 +103,7 @@ impl LuaEntity {
         (e.encode() == data).then_some(e)
     }
 
+    /// The object data for this entity.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![1u8];
         out.put_string16(&self.name);
@@ -117,6 +129,7 @@ impl LuaEntity {
     }
 }
 
+/// A running node timer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeTimer {
     /// Position inside the block: z*256 + y*16 + x.
@@ -127,7 +140,7 @@ pub struct NodeTimer {
     pub elapsed: i32,
 }
 
-pub fn decode_timer(r: &mut Reader<'_>) -> Result<NodeTimer, DecodeError> {
+pub(crate) fn decode_timer(r: &mut Reader<'_>) -> Result<NodeTimer, DecodeError> {
     Ok(NodeTimer {
         pos: r.u16("node timer position")?,
         timeout: r.i32("node timer timeout")?,
@@ -135,7 +148,7 @@ pub fn decode_timer(r: &mut Reader<'_>) -> Result<NodeTimer, DecodeError> {
     })
 }
 
-pub fn encode_timer(t: &NodeTimer, out: &mut Vec<u8>) {
+pub(crate) fn encode_timer(t: &NodeTimer, out: &mut Vec<u8>) {
     out.put_u16(t.pos);
     out.put_i32(t.timeout);
     out.put_i32(t.elapsed);

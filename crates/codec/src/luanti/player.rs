@@ -1,9 +1,13 @@
-//! A player's saved state (backends spec §3): the same model in every
-//! backend. Two encodings live here:
-//! * the binary value of LevelDB's `players.db` (spec §3.4), which worldfs
-//!   also uses as its own canonical form (journal, comparisons);
+//! A player's saved state: the same model in every backend (Luanti's
+//! `PlayerDatabase*` classes in src/database/ of
+//! <https://github.com/luanti-org/luanti>). Two encodings live here:
+//! * the binary value of LevelDB's `players.db` (`PlayerDatabaseLevelDB`,
+//!   src/database/database-leveldb.cpp), which worldfs also uses as its own
+//!   canonical form (journal, comparisons);
 //! * the `files` backend's `players/<name>` file: a Settings header ending
-//!   in `PlayerArgsEnd`, then the inventory text (spec §3.1).
+//!   in `PlayerArgsEnd`, then the inventory text (`PlayerDatabaseFiles`,
+//!   src/database/database-files.cpp; doc/world_format.md, "Player File
+//!   Format").
 
 use crate::bytes::{Reader, Region};
 use indexmap::IndexMap;
@@ -12,10 +16,15 @@ use std::collections::BTreeMap;
 /// One player. Positions are in world units (nodes x 10), as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Player {
+    /// Hit points (0: dead).
     pub hp: u16,
+    /// Breath left under water.
     pub breath: u16,
+    /// Position x, y, z in world units (nodes × 10).
     pub pos: [f32; 3],
+    /// Looking up or down, in degrees.
     pub pitch: f32,
+    /// Looking around, in degrees.
     pub yaw: f32,
     /// Player metadata ("extended attributes"): key -> value, in the
     /// order stored (the engine writes its unordered map as it iterates,
@@ -61,6 +70,7 @@ impl Player {
         out
     }
 
+    /// Reads the LevelDB value (see [`Player::encode`]).
     pub fn decode(data: &[u8]) -> Result<Player, String> {
         let mut r = Reader::new(data, Region::Blob);
         let e = |e: crate::DecodeError| format!("player record: {e}");
@@ -219,9 +229,13 @@ fn parse_v3f(v: &str) -> Option<[f32; 3]> {
 /// One inventory list as the sqlite3 and PostgreSQL player tables hold it:
 /// its name, width and size, and (slot, itemstring) of its filled slots.
 pub struct ListRows {
+    /// The list name (`main`, `craft`, ...).
     pub name: String,
+    /// The list's width (0: not a grid).
     pub width: u32,
+    /// How many slots the list has.
     pub size: usize,
+    /// The filled slots: 0-based slot number and itemstring.
     pub items: Vec<(i64, String)>,
 }
 
@@ -294,7 +308,7 @@ mod tests {
         let f = alice().to_file("alice").unwrap();
         let (name, p) = Player::from_file(&f).unwrap();
         assert_eq!((name.as_str(), &p), ("alice", &alice()));
-        // As 5.6.1 wrote it (spec §3.1), keys in any order.
+        // As 5.6.1 wrote it (`PlayerDatabaseFiles::savePlayer`), keys in any order.
         let engine = "breath = 10\nyaw = 270\npitch = -12.5\nextended_attributes = {\"stamina:level\":\"20\",\"xp\":\"7\"}\n\
                       position = (105,85,-42.5)\nhp = 18\nname = alice\nversion = 1\nPlayerArgsEnd\n\
                       List main 1\nWidth 0\nItem default:dirt 42\nEndInventoryList\nEndInventory\n";

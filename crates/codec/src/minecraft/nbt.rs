@@ -7,17 +7,29 @@
 /// One tag's value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tag {
+    /// Type 1: a signed byte (also booleans).
     Byte(i8),
+    /// Type 2: a 16-bit integer.
     Short(i16),
+    /// Type 3: a 32-bit integer.
     Int(i32),
+    /// Type 4: a 64-bit integer.
     Long(i64),
+    /// Type 5: a 32-bit float.
     Float(f32),
+    /// Type 6: a 64-bit float.
     Double(f64),
+    /// Type 7: an array of signed bytes.
     ByteArray(Vec<i8>),
+    /// Type 8: a string (stored in modified UTF-8).
     String(String),
+    /// Type 9: a list of unnamed tags of one type.
     List(List),
+    /// Type 10: named tags.
     Compound(Compound),
+    /// Type 11: an array of 32-bit integers.
     IntArray(Vec<i32>),
+    /// Type 12: an array of 64-bit integers.
     LongArray(Vec<i64>),
 }
 
@@ -25,7 +37,9 @@ pub enum Tag {
 /// empty lists with different types, and a rewrite must not change them).
 #[derive(Clone, Debug, PartialEq)]
 pub struct List {
+    /// The element type id ([`Tag::type_id`]; 0 in most empty lists).
     pub elem: u8,
+    /// The elements, all of type `elem`.
     pub items: Vec<Tag>,
 }
 
@@ -34,9 +48,11 @@ pub struct List {
 pub struct Compound(pub Vec<(String, Tag)>);
 
 impl Compound {
+    /// The value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&Tag> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
+    /// The value of `key`, to change, if present.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Tag> {
         self.0.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
     }
@@ -47,28 +63,33 @@ impl Compound {
             None => self.0.push((key.to_string(), value)),
         }
     }
+    /// Removes `key`, returning its value if it was present.
     pub fn remove(&mut self, key: &str) -> Option<Tag> {
         let i = self.0.iter().position(|(k, _)| k == key)?;
         Some(self.0.remove(i).1)
     }
+    /// The compound at `key` (None if absent or of another type).
     pub fn compound(&self, key: &str) -> Option<&Compound> {
         match self.get(key) {
             Some(Tag::Compound(c)) => Some(c),
             _ => None,
         }
     }
+    /// The compound at `key`, to change (None if absent or of another type).
     pub fn compound_mut(&mut self, key: &str) -> Option<&mut Compound> {
         match self.get_mut(key) {
             Some(Tag::Compound(c)) => Some(c),
             _ => None,
         }
     }
+    /// The list at `key` (None if absent or of another type).
     pub fn list(&self, key: &str) -> Option<&List> {
         match self.get(key) {
             Some(Tag::List(l)) => Some(l),
             _ => None,
         }
     }
+    /// The string at `key` (None if absent or of another type).
     pub fn string(&self, key: &str) -> Option<&str> {
         match self.get(key) {
             Some(Tag::String(s)) => Some(s),
@@ -99,6 +120,7 @@ impl Tag {
             Tag::LongArray(_) => 12,
         }
     }
+    /// The value of a Byte, Short, Int or Long tag, widened.
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Tag::Byte(v) => Some(*v as i64),
@@ -344,7 +366,7 @@ pub fn from_mutf8(b: &[u8]) -> Result<String, String> {
     Ok(s)
 }
 
-pub fn to_mutf8(s: &str) -> Vec<u8> {
+pub(crate) fn to_mutf8(s: &str) -> Vec<u8> {
     if !s.contains('\0') && s.chars().all(|c| (c as u32) < 0x10000) {
         return s.as_bytes().to_vec();
     }

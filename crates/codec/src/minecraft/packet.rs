@@ -1,6 +1,10 @@
-//! The data of a Minecraft Java "Chunk Data" packet (seed-formats spec §4),
-//! pure: the present sections in ascending Y, then the biomes when the
-//! chunk is ground-up continuous.
+//! The data of a Minecraft Java "Chunk Data" packet, pure: the present
+//! sections in ascending Y, then the biomes when the chunk is ground-up
+//! continuous. The format is wiki.vg's "Chunk Format" page, now
+//! <https://minecraft.wiki/w/Java_Edition_protocol/Chunk_format> (it shows
+//! the newest version; 1.9 to 1.16 are in its history), as prismarine-chunk
+//! implements it (`src/pc/1.9/` of
+//! <https://github.com/PrismarineJS/prismarine-chunk>).
 //!
 //! * 1.9 to 1.12 (`Layout::Spanning`): per section u8 bits, VarInt palette
 //!   length and entries (length 0 in the 13-bit direct form), VarInt long
@@ -22,8 +26,11 @@ pub enum Layout {
     Padded,
 }
 
+/// What the packet's fields around the data say about it: the data alone
+/// does not tell which sections, light and biomes it holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// Which versions' layout the data is in.
     pub layout: Layout,
     /// Bit n set: section n (y 16n to 16n+15) is present.
     pub bitmap: u32,
@@ -33,8 +40,10 @@ pub struct Shape {
     pub biomes: bool,
 }
 
+/// One 16×16×16 section of the chunk.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Section {
+    /// The section's place in the column: it holds y 16·`y` to 16·`y`+15.
     pub y: u8,
     /// Bits per block as stored (4 to 8: palette; 13: direct).
     pub bits: u8,
@@ -49,13 +58,16 @@ pub struct Section {
     pub entries: Vec<u32>,
     /// 2048 bytes each (Spanning layout).
     pub block_light: Vec<u8>,
+    /// 2048 bytes (Spanning layout, when the shape has sky light), else empty.
     pub sky_light: Vec<u8>,
     /// The stored non-air count (Padded layout).
     pub block_count: i16,
 }
 
+/// The data of one Chunk Data packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chunk {
+    /// The present sections, in ascending `y`.
     pub sections: Vec<Section>,
     /// 256 bytes, z*16 + x (when the shape has biomes).
     pub biomes: Vec<u8>,
@@ -163,6 +175,8 @@ fn pack(entries: &[u32], bits: u8, layout: Layout) -> Vec<u64> {
 }
 
 impl Chunk {
+    /// Reads the data of a packet of `shape`; an error says which section and
+    /// field is wrong, or that bytes are left over.
     pub fn decode(data: &[u8], shape: Shape) -> Result<Chunk, String> {
         let mut r = Reader { b: data, pos: 0 };
         let mut sections = Vec::new();
@@ -249,6 +263,8 @@ impl Chunk {
         Ok(Chunk { sections, biomes })
     }
 
+    /// The data for `shape`; an error when a palette section holds a state
+    /// its palette lacks.
     pub fn encode(&self, shape: Shape) -> Result<Vec<u8>, String> {
         let mut out = Vec::new();
         for s in &self.sections {
@@ -402,7 +418,9 @@ fn palette_after(palette: &[u32], bits: u8, old: &[u32], new: &[u32]) -> Option<
 /// i8 (NBT byte arrays: 1.12 sections' `Data` and `Add`, light), the
 /// same layout either way.
 pub trait NibbleByte: Copy {
+    /// The byte's 8 bits.
     fn bits(self) -> u8;
+    /// The byte with these 8 bits.
     fn from_bits(bits: u8) -> Self;
 }
 
@@ -430,6 +448,7 @@ pub fn nibble<B: NibbleByte>(bytes: &[B], i: usize) -> u8 {
     (bytes[i / 2].bits() >> ((i % 2) * 4)) & 15
 }
 
+/// Sets the nibble of entry `i` to the low 4 bits of `v`.
 pub fn set_nibble<B: NibbleByte>(bytes: &mut [B], i: usize, v: u8) {
     let shift = (i % 2) * 4;
     bytes[i / 2] = B::from_bits((bytes[i / 2].bits() & !(15 << shift)) | ((v & 15) << shift));

@@ -15,6 +15,7 @@
 use crate::compress::{MAX_INFLATED, deflate_zlib, inflate_zlib};
 use std::io::Read;
 
+/// Bytes per sector: the header's offsets and counts are in sectors.
 pub const SECTOR: usize = 4096;
 /// Most sectors a chunk may take in the file (its count is one byte);
 /// longer chunks go to an external `.mcc` file.
@@ -32,7 +33,10 @@ pub struct RawChunk {
     pub compression: u8,
     /// The data lives in `c.X.Z.mcc` (`data` is then what that file holds).
     pub external: bool,
+    /// The compressed bytes: what follows the length and compression byte,
+    /// or the `.mcc` file's content when `external`.
     pub data: Vec<u8>,
+    /// When the chunk was last saved (Unix seconds, from the header).
     pub timestamp: u32,
 }
 
@@ -67,6 +71,7 @@ pub struct Located {
     pub index: usize,
     /// Its first sector and its number of sectors, as the header says.
     pub offset: usize,
+    /// Its number of sectors.
     pub count: usize,
     /// Why its bytes are not where the header says: sectors in the header
     /// or past the end of the file, none at all, a header cut short.

@@ -36,6 +36,8 @@ fn bare_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '+')
 }
 
+/// `v` as a double-quoted SNBT string (quotes, backslashes and control
+/// characters escaped).
 pub fn quote(v: &str) -> String {
     let mut s = String::with_capacity(v.len() + 2);
     s.push('"');
@@ -440,6 +442,7 @@ pub fn keep_empty_list_types(new: &mut Tag, old: &Tag) {
     }
 }
 
+/// [`keep_empty_list_types`] for every entry of `new` that `old` also has.
 pub fn keep_compound_list_types(new: &mut Compound, old: &Compound) {
     for (k, v) in new.0.iter_mut() {
         if let Some(o) = old.get(k) {

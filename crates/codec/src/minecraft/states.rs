@@ -17,6 +17,7 @@ struct BlockStates {
     count: u32,
 }
 
+/// The block states of one Minecraft version: id <-> name and properties.
 pub struct StateTable {
     /// The version the table is of (e.g. "1.16.1").
     pub version: &'static str,

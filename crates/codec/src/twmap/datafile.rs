@@ -10,7 +10,8 @@
 //! per data item in v4).
 //!
 //! [`Datafile::decode`] makes every check DDNet's loader
-//! (`CDataFileReader::Open` and `Validate`) makes, plus the check it makes
+//! (`CDataFileReader::Open` and `Validate` in src/engine/shared/datafile.cpp
+//! of <https://github.com/ddnet/ddnet>) makes, plus the check it makes
 //! when a data item is used (inflating to exactly the recorded size), which
 //! it records per data item instead of failing (DDNet loads such a file and
 //! fails only when that data is read). Two things DDNet accepts are refused:
@@ -52,6 +53,7 @@ pub const ITEMTYPE_EX: u16 = 0xFFFF;
 pub struct DatafileError {
     /// Byte offset in the file, when the problem has one.
     pub offset: Option<usize>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -75,6 +77,7 @@ impl fmt::Display for DatafileError {
 
 impl std::error::Error for DatafileError {}
 
+/// The signature at the start of the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Magic {
     /// `DATA`, what every writer writes on little-endian machines.
@@ -86,8 +89,12 @@ pub enum Magic {
 /// One item: a type, an id unique within the type, and i32 payload.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
+    /// The item type (see [`crate::twmap::items::types`]; above 0x8000: a
+    /// UUID-typed item).
     pub type_id: u16,
+    /// The item's id, unique within its type (except for [`ITEMTYPE_EX`] items).
     pub id: u16,
+    /// The payload, little-endian i32s as stored.
     pub data: Vec<i32>,
 }
 
@@ -143,18 +150,22 @@ impl DataItem {
 /// A decoded datafile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Datafile {
+    /// The signature it was read with, written back as it was.
     pub magic: Magic,
     /// 3 or 4.
     pub version: i32,
     /// In file order (the items of a type are contiguous).
     pub items: Vec<Item>,
+    /// The data items, by index (items refer to them by index).
     pub data: Vec<DataItem>,
 }
 
 /// Where each part of a decoded file starts (byte offsets), for messages.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Offsets {
+    /// Where each item (its `type << 16 | id` int) starts, in [`Datafile::items`] order.
     pub items: Vec<usize>,
+    /// Where each data item's stored bytes start, by index.
     pub data: Vec<usize>,
 }
 
@@ -514,6 +525,7 @@ impl Datafile {
         Datafile { magic: Magic::Data, version: 4, items: Vec::new(), data: Vec::new() }
     }
 
+    /// Reads a datafile; see the module doc for what is checked.
     pub fn decode(bytes: &[u8]) -> Result<Datafile, DatafileError> {
         Self::decode_with_offsets(bytes).map(|(d, _)| d)
     }

@@ -8,8 +8,9 @@
 use super::datafile::{Datafile, Item};
 use super::items::{name_to_ints, types};
 
-/// The size of the example's tile layers.
+/// The width of the example's tile layers, in tiles.
 pub const W: usize = 4;
+/// The height of the example's tile layers, in tiles.
 pub const H: usize = 3;
 
 fn tile_layer(flags: i32, image: i32, data: i32, name: &[u8], tail: [i32; 5]) -> Vec<i32> {

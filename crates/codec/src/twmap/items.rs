@@ -8,13 +8,21 @@
 
 /// Item type ids.
 pub mod types {
+    /// The map version item (id 0).
     pub const VERSION: u16 = 0;
+    /// The map info item (id 0): author, version, credits, licence, settings.
     pub const INFO: u16 = 1;
+    /// Image items, one per image.
     pub const IMAGE: u16 = 2;
+    /// Envelope items, one per envelope.
     pub const ENVELOPE: u16 = 3;
+    /// Group items, one per group of layers.
     pub const GROUP: u16 = 4;
+    /// Layer items, one per layer (their groups say which belong together).
     pub const LAYER: u16 = 5;
+    /// The envelope points item (id 0): the points of every envelope.
     pub const ENVPOINTS: u16 = 6;
+    /// Sound items (DDNet), one per sound.
     pub const SOUND: u16 = 7;
     /// Items of a type above this one are UUID-typed: the UUID index item
     /// (type [`EX`], id = the type) says which UUID.
@@ -25,20 +33,31 @@ pub mod types {
 
 /// Layer kinds (`CMapItemLayer::m_Type`).
 pub mod layer_types {
+    /// A tile layer.
     pub const TILES: i32 = 2;
+    /// A quads layer.
     pub const QUADS: i32 = 3;
+    /// A sounds layer of DDNet's first kind (36-byte sources).
     pub const SOUNDS_DEPRECATED: i32 = 9;
+    /// A sounds layer.
     pub const SOUNDS: i32 = 10;
 }
 
 /// Tile layer flags (`CMapItemLayerTilemap::m_Flags`).
 pub mod tile_flags {
+    /// The game layer.
     pub const GAME: i32 = 1;
+    /// DDNet's teleporter layer.
     pub const TELE: i32 = 2;
+    /// DDNet's speedup layer.
     pub const SPEEDUP: i32 = 4;
+    /// DDNet's front layer.
     pub const FRONT: i32 = 8;
+    /// DDNet's switch layer.
     pub const SWITCH: i32 = 16;
+    /// DDNet's tune layer.
     pub const TUNE: i32 = 32;
+    /// Any of the physics layer flags.
     pub const PHYSICS: i32 = GAME | TELE | SPEEDUP | FRONT | SWITCH | TUNE;
 }
 
@@ -87,10 +106,12 @@ pub fn uuid_of_index_item(ints: &[i32]) -> Option<[u8; 16]> {
     Some(out)
 }
 
+/// The 4 ints of an index item for `uuid` (the inverse of [`uuid_of_index_item`]).
 pub fn uuid_to_ints(uuid: &[u8; 16]) -> [i32; 4] {
     std::array::from_fn(|i| i32::from_be_bytes([uuid[i * 4], uuid[i * 4 + 1], uuid[i * 4 + 2], uuid[i * 4 + 3]]))
 }
 
+/// `uuid` in the usual text form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
 pub fn format_uuid(u: &[u8; 16]) -> String {
     let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
     format!(
@@ -180,17 +201,24 @@ pub fn map_version(ints: &[i32]) -> Option<i32> {
 /// Map info (type 1, id 0): data indices of NUL-terminated strings (-1 = none).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Info {
+    /// The info item's version (DDNet reads `settings` only from version 1).
     pub version: i32,
+    /// Data index of the author's name.
     pub author: i32,
+    /// Data index of the map's version text.
     pub map_version: i32,
+    /// Data index of the credits.
     pub credits: i32,
+    /// Data index of the licence.
     pub license: i32,
     /// DDNet: the server settings, NUL-separated commands.
     pub settings: Option<i32>,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
 impl Info {
+    /// Reads an info item's ints (at least 5).
     pub fn parse(ints: &[i32]) -> Result<Info, String> {
         need(ints, 5, "the info")?;
         Ok(Info {
@@ -203,6 +231,7 @@ impl Info {
             extra: ints.get(6..).unwrap_or_default().to_vec(),
         })
     }
+    /// The item's ints, `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.version, self.author, self.map_version, self.credits, self.license];
         v.extend(self.settings);
@@ -221,21 +250,28 @@ impl Info {
 /// Image (type 2).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Image {
+    /// The item version: 1, or 2 (Teeworlds 0.7, with `format`).
     pub version: i32,
+    /// Width in pixels.
     pub width: i32,
+    /// Height in pixels.
     pub height: i32,
     /// Non-zero: loaded by name from the client's `mapres/`.
     pub external: i32,
+    /// Data index of the image's name (NUL-terminated).
     pub name: i32,
+    /// Data index of the pixels (embedded images).
     pub data: i32,
     /// Version 2 (Teeworlds 0.7): the pixel format, 1 = RGBA (0 = RGB in
     /// early 0.7 maps); DDNet reads an image whose format is not 1 from
     /// `mapres/` like an external one.
     pub format: Option<i32>,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
 impl Image {
+    /// Reads an image item's ints (at least 6; 7 from version 2).
     pub fn parse(ints: &[i32]) -> Result<Image, String> {
         need(ints, 6, "an image")?;
         if ints[0] >= 2 {
@@ -252,6 +288,7 @@ impl Image {
             extra: ints.get(7..).unwrap_or_default().to_vec(),
         })
     }
+    /// The item's ints, `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.version, self.width, self.height, self.external, self.name, self.data];
         v.extend(self.format);
@@ -271,14 +308,19 @@ impl Image {
 /// Envelope (type 3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
+    /// The item version: 1, 2 (`synchronized`) or 3 (Teeworlds bezier points).
     pub version: i32,
     /// 1 sound, 3 position, 4 colour.
     pub channels: i32,
+    /// Index of its first point in the envelope points item.
     pub start_point: i32,
+    /// How many points it has there.
     pub num_points: i32,
+    /// Its name in 8 ints (see [`Envelope::name`]).
     pub name: [i32; 8],
     /// Version 2 and later.
     pub synchronized: Option<i32>,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
@@ -287,6 +329,7 @@ impl Envelope {
     /// tangents (22 ints instead of 6).
     pub const VERSION_TEEWORLDS_BEZIER: i32 = 3;
 
+    /// Reads an envelope item's ints (at least 12).
     pub fn parse(ints: &[i32]) -> Result<Envelope, String> {
         need(ints, 12, "an envelope")?;
         Ok(Envelope {
@@ -299,6 +342,7 @@ impl Envelope {
             extra: ints.get(13..).unwrap_or_default().to_vec(),
         })
     }
+    /// The item's ints, `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.version, self.channels, self.start_point, self.num_points];
         v.extend(self.name);
@@ -326,6 +370,7 @@ pub struct EnvPoint {
     pub bezier: Option<[i32; 16]>,
 }
 
+/// The names of [`EnvPoint::curve`]'s values, by value.
 pub const CURVE_NAMES: [&str; 6] = ["step", "linear", "slow", "fast", "smooth", "bezier"];
 
 /// The points of the envelope points item (type 6): `teeworlds_bezier`
@@ -347,21 +392,30 @@ pub fn parse_bezier_points(ints: &[i32]) -> Vec<[i32; 16]> {
 /// Group (type 4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Group {
+    /// The item version: 1, 2 (clipping) or 3 (name).
     pub version: i32,
+    /// Horizontal offset of its layers, in world units (32 per tile).
     pub offset_x: i32,
+    /// Vertical offset of its layers, in world units (32 per tile).
     pub offset_y: i32,
+    /// Horizontal parallax in percent (100: moves with the game layer).
     pub parallax_x: i32,
+    /// Vertical parallax in percent (100: moves with the game layer).
     pub parallax_y: i32,
+    /// Index of its first layer among the layer items.
     pub start_layer: i32,
+    /// How many layers it has.
     pub num_layers: i32,
     /// Version 2: use clipping, x, y, w, h.
     pub clipping: Option<[i32; 5]>,
     /// Version 3.
     pub name: Option<[i32; 3]>,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
 impl Group {
+    /// Reads a group item's ints (at least 7; 12 from version 2, 15 from version 3).
     pub fn parse(ints: &[i32]) -> Result<Group, String> {
         need(ints, 7, "a group")?;
         if ints[0] >= 2 {
@@ -383,6 +437,7 @@ impl Group {
             extra: ints[known_end(ints.len(), &[7, 12, 15])..].to_vec(),
         })
     }
+    /// The item's ints, `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![
             self.version,
@@ -402,6 +457,7 @@ impl Group {
         v.extend(&self.extra);
         v
     }
+    /// The group's name (empty before version 3).
     pub fn name(&self) -> Vec<u8> {
         match self.name {
             Some(n) if self.version >= 3 => ints_to_name(&n),
@@ -422,6 +478,7 @@ impl Group {
 pub struct LayerHeader {
     /// Unused; DDNet resets it to 0 when loading.
     pub version: i32,
+    /// The layer kind, one of [`layer_types`].
     pub kind: i32,
     /// 1 = detail.
     pub flags: i32,
@@ -430,24 +487,34 @@ pub struct LayerHeader {
 /// Tile layer (layer kind 2).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TileLayer {
+    /// The layer item's header.
     pub header: LayerHeader,
     /// 2 (no name; DDRace's tail right after `data`), 3 (named), 4
     /// (Teeworlds 0.7: run-length "skip" packed tiles).
     pub version: i32,
+    /// Width in tiles.
     pub width: i32,
+    /// Height in tiles.
     pub height: i32,
     /// [`tile_flags`]: at most one physics flag.
     pub flags: i32,
+    /// Tint: red, green, blue, alpha, each 0-255.
     pub color: [i32; 4],
+    /// Index of the envelope that animates the tint (-1: none).
     pub color_env: i32,
+    /// Time offset into that envelope, in milliseconds.
     pub color_env_offset: i32,
+    /// Index of the image it draws with (-1: none).
     pub image: i32,
+    /// Data index of its tiles (of a front, tele, speedup, switch or tune
+    /// layer: a grid of empty tiles; its tiles are in [`TileLayer::ddnet`]).
     pub data: i32,
     /// Version 3 and later.
     pub name: Option<[i32; 3]>,
     /// DDNet's data indices of tele, speedup, front, switch and tune tiles;
     /// old maps have only a prefix (missing ones read as -1).
     pub ddnet: Vec<i32>,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
@@ -461,6 +528,7 @@ pub const DDNET_TAIL: [(i32, &str); 5] = [
 ];
 
 impl TileLayer {
+    /// Reads a tile layer item's ints after its `header` (at least 15; 18 from version 3).
     pub fn parse(header: LayerHeader, ints: &[i32]) -> Result<TileLayer, String> {
         need(ints, 15, "a tile layer")?;
         let version = ints[3];
@@ -487,6 +555,7 @@ impl TileLayer {
             extra: ints[tail_end..].to_vec(),
         })
     }
+    /// The item's ints, header and `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let h = self.header;
         let mut v = vec![h.version, h.kind, h.flags, self.version, self.width, self.height, self.flags];
@@ -519,6 +588,7 @@ impl TileLayer {
         }
         self.ddnet[pos] = index;
     }
+    /// The layer's name (empty before version 3).
     pub fn name(&self) -> Vec<u8> {
         self.name.map(|n| ints_to_name(&n)).unwrap_or_default()
     }
@@ -527,13 +597,19 @@ impl TileLayer {
 /// Quads layer (layer kind 3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuadsLayer {
+    /// The layer item's header.
     pub header: LayerHeader,
+    /// The layer's version: 1, or 2 (named).
     pub version: i32,
+    /// How many quads (of a sounds layer: sound sources) its data holds.
     pub num_quads: i32,
+    /// Data index of its quads (or sound sources).
     pub data: i32,
+    /// Index of the image it draws with (of a sounds layer: the sound); -1: none.
     pub image: i32,
     /// Version 2.
     pub name: Option<[i32; 3]>,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
@@ -541,6 +617,8 @@ pub struct QuadsLayer {
 pub type SoundsLayer = QuadsLayer;
 
 impl QuadsLayer {
+    /// Reads a quads or sounds layer item's ints after its `header` (at least 7;
+    /// 10 from version 2).
     pub fn parse(header: LayerHeader, ints: &[i32]) -> Result<QuadsLayer, String> {
         need(ints, 7, "a quads or sounds layer")?;
         if ints[3] >= 2 {
@@ -556,6 +634,7 @@ impl QuadsLayer {
             extra: ints[known_end(ints.len(), &[7, 10])..].to_vec(),
         })
     }
+    /// The item's ints, header and `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let h = self.header;
         let mut v = vec![h.version, h.kind, h.flags, self.version, self.num_quads, self.data, self.image];
@@ -565,6 +644,7 @@ impl QuadsLayer {
         v.extend(&self.extra);
         v
     }
+    /// The layer's name (empty before version 2).
     pub fn name(&self) -> Vec<u8> {
         match self.name {
             Some(n) if self.version >= 2 => ints_to_name(&n),
@@ -576,7 +656,9 @@ impl QuadsLayer {
 /// A layer item (type 5).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Layer {
+    /// Kind 2: tiles.
     Tiles(TileLayer),
+    /// Kind 3: quads.
     Quads(QuadsLayer),
     /// Kind 10, or 9 (deprecated, 36-byte sources).
     Sounds(SoundsLayer),
@@ -585,6 +667,7 @@ pub enum Layer {
 }
 
 impl Layer {
+    /// Reads a layer item's ints by its kind.
     pub fn parse(ints: &[i32]) -> Result<Layer, String> {
         need(ints, 3, "a layer")?;
         let header = LayerHeader { version: ints[0], kind: ints[1], flags: ints[2] };
@@ -595,6 +678,7 @@ impl Layer {
             _ => Layer::Other(header, ints[3..].to_vec()),
         })
     }
+    /// The item's ints.
     pub fn to_ints(&self) -> Vec<i32> {
         match self {
             Layer::Tiles(t) => t.to_ints(),
@@ -602,6 +686,7 @@ impl Layer {
             Layer::Other(h, rest) => [&[h.version, h.kind, h.flags][..], rest].concat(),
         }
     }
+    /// The header every layer item starts with.
     pub fn header(&self) -> LayerHeader {
         match self {
             Layer::Tiles(t) => t.header,
@@ -614,16 +699,22 @@ impl Layer {
 /// Sound (type 7, DDNet): opus data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sound {
+    /// The item version (DDNet writes 1).
     pub version: i32,
+    /// Non-zero: loaded by name from the client's `mapres/<name>.opus`.
     pub external: i32,
+    /// Data index of the sound's name (NUL-terminated).
     pub name: i32,
+    /// Data index of the opus data (embedded sounds).
     pub data: i32,
     /// Deprecated copy of the data's size (DDNet still writes it).
     pub data_size: i32,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
 impl Sound {
+    /// Reads a sound item's ints (at least 5).
     pub fn parse(ints: &[i32]) -> Result<Sound, String> {
         need(ints, 5, "a sound")?;
         Ok(Sound {
@@ -635,6 +726,7 @@ impl Sound {
             extra: ints[5..].to_vec(),
         })
     }
+    /// The item's ints, `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.version, self.external, self.name, self.data, self.data_size];
         v.extend(&self.extra);
@@ -646,18 +738,24 @@ impl Sound {
 /// `AUTOMAPPER_CONFIG`, DDNet editor).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutoMapper {
+    /// The item version (DDNet writes 1).
     pub version: i32,
+    /// Index of the group of the layer it configures.
     pub group: i32,
+    /// Index of that layer within its group.
     pub layer: i32,
     /// Index of the rule set in the image's auto-mapper file (-1 none).
     pub config: i32,
+    /// The random seed the rules run with.
     pub seed: i32,
     /// 1 = run automatically.
     pub flags: i32,
+    /// Ints past the known fields, kept.
     pub extra: Vec<i32>,
 }
 
 impl AutoMapper {
+    /// Reads an auto-mapper item's ints (at least 6).
     pub fn parse(ints: &[i32]) -> Result<AutoMapper, String> {
         need(ints, 6, "an auto-mapper")?;
         Ok(AutoMapper {
@@ -670,6 +768,7 @@ impl AutoMapper {
             extra: ints[6..].to_vec(),
         })
     }
+    /// The item's ints, `extra` included.
     pub fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.version, self.group, self.layer, self.config, self.seed, self.flags];
         v.extend(&self.extra);
@@ -686,15 +785,21 @@ pub struct Quad {
     pub colors: [[i32; 4]; 4],
     /// Texture coordinates per corner, 22.10 fixed point.
     pub texcoords: [[i32; 2]; 4],
+    /// Index of the envelope that moves and rotates the quad (-1: none).
     pub pos_env: i32,
+    /// Time offset into that envelope, in milliseconds.
     pub pos_env_offset: i32,
+    /// Index of the envelope that animates its colours (-1: none).
     pub color_env: i32,
+    /// Time offset into that envelope, in milliseconds.
     pub color_env_offset: i32,
 }
 
+/// Bytes per quad in a quads layer's data.
 pub const QUAD_SIZE: usize = 152;
 
 impl Quad {
+    /// Reads a quad from the first [`QUAD_SIZE`] bytes of `b` (which must hold them).
     pub fn from_bytes(b: &[u8]) -> Quad {
         let ints: Vec<i32> = b[..QUAD_SIZE].chunks(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         Quad {
@@ -707,6 +812,7 @@ impl Quad {
             color_env_offset: ints[37],
         }
     }
+    /// The quad's [`QUAD_SIZE`] bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut ints: Vec<i32> = Vec::with_capacity(38);
         self.points.iter().for_each(|p| ints.extend(p));
@@ -721,11 +827,16 @@ impl Quad {
 /// (9 ints) in the deprecated kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SoundSource {
+    /// The source's ints, in stored order (named by [`SOURCE_FIELDS`] or
+    /// [`SOURCE_FIELDS_DEPRECATED`]).
     pub ints: Vec<i32>,
 }
 
+/// Bytes per sound source in a sounds layer's data.
 pub const SOURCE_SIZE: usize = 52;
+/// Bytes per sound source in a deprecated sounds layer's data.
 pub const SOURCE_SIZE_DEPRECATED: usize = 36;
+/// The names of a sound source's 13 ints, in stored order.
 pub const SOURCE_FIELDS: [&str; 13] = [
     "x",
     "y",
@@ -741,6 +852,7 @@ pub const SOURCE_FIELDS: [&str; 13] = [
     "width_or_radius",
     "height",
 ];
+/// The names of a deprecated sound source's 9 ints, in stored order.
 pub const SOURCE_FIELDS_DEPRECATED: [&str; 9] =
     ["x", "y", "loop", "time_delay", "falloff_distance", "pos_env", "pos_env_offset", "sound_env", "sound_env_offset"];
 

@@ -20,21 +20,31 @@
 use super::items::{TileLayer, tile_flags};
 use crate::error::{DocError, DocResult};
 
+/// What the tiles of a tile layer are: which struct each tile is and what it means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TileKind {
+    /// A design layer: drawn tiles, no physics.
     Tiles,
+    /// The game layer: the physics tiles (solid, death, freeze, ...) and entities.
     Game,
+    /// DDNet's front layer: a second layer of game tiles.
     Front,
+    /// DDNet's teleporter layer: teleporter numbers and kinds.
     Tele,
+    /// DDNet's speedup layer: force, maximum speed and angle.
     Speedup,
+    /// DDNet's switch layer: switch numbers, kinds, flags and delays.
     Switch,
+    /// DDNet's tune layer: tune zone numbers.
     Tune,
 }
 
 /// A field of a tile shown in the text grid.
 #[derive(Clone, Copy, Debug)]
 pub struct Field {
+    /// The field's name in `cell_syntax` and messages.
     pub name: &'static str,
+    /// Its byte offset inside the tile.
     pub offset: usize,
     /// i16 little-endian (speedup angle) instead of u8.
     pub wide: bool,
@@ -72,6 +82,7 @@ impl TileKind {
         }
     }
 
+    /// Bytes per tile in the layer's data.
     pub fn tile_size(self) -> usize {
         match self {
             TileKind::Tiles | TileKind::Game | TileKind::Front | TileKind::Switch => 4,
@@ -106,6 +117,7 @@ impl TileKind {
         }
     }
 
+    /// The fields of a tile, in stored order.
     pub fn fields(self) -> &'static [Field] {
         match self {
             TileKind::Tiles | TileKind::Game | TileKind::Front => &TILE_FIELDS,
@@ -132,6 +144,7 @@ impl TileKind {
         }
     }
 
+    /// Whether the layer is one of the game's physics layers (any kind but [`TileKind::Tiles`]).
     pub fn is_physics(self) -> bool {
         self != TileKind::Tiles
     }

@@ -31,23 +31,31 @@ use std::fmt;
 /// The largest position offset accepted (a world is 65536 nodes wide).
 pub const MAX_OFFSET: i64 = 65535;
 
+/// A WorldEdit file: its nodes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WeFile {
     /// The version read (5 for a file made here).
     pub version: u8,
+    /// The nodes, in file order.
     pub nodes: Vec<WeNode>,
 }
 
+/// One node of a WorldEdit file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WeNode {
+    /// Offset x, y, z from the corner the file is placed at.
     pub pos: [i32; 3],
+    /// The node name, e.g. `default:stone`.
     pub name: Vec<u8>,
+    /// param1 (0 when the file leaves it out).
     pub param1: u8,
+    /// param2 (0 when the file leaves it out).
     pub param2: u8,
     /// None also for metadata without fields and lists (nothing to keep).
     pub meta: Option<WeMeta>,
 }
 
+/// A node's metadata as WorldEdit saves it (`NodeMetaRef:to_table()`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WeMeta {
     /// (key, value) in file order, each key once.
@@ -57,6 +65,7 @@ pub struct WeMeta {
 }
 
 impl WeMeta {
+    /// Whether it has no fields and no inventory lists.
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty() && self.inventory.is_empty()
     }
@@ -66,8 +75,11 @@ impl WeMeta {
 /// number) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WeError {
+    /// 1-based line of the file, when the problem is at one.
     pub line: Option<usize>,
+    /// 1-based column on that line, when known.
     pub column: Option<usize>,
+    /// What is wrong (naming the node when the place is a node, not a line).
     pub message: String,
 }
 
@@ -145,6 +157,7 @@ fn is_int(t: &str) -> bool {
     !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())
 }
 
+/// Reads a WorldEdit file of any version from 1 to 5.
 pub fn decode(data: &[u8]) -> Result<WeFile, WeError> {
     let Some((version, start)) = detect(data) else {
         return Err(WeError::new("not a WorldEdit file (no header, no node list, no table)"));

@@ -14,15 +14,22 @@ use std::fmt;
 /// field gets the next integer key, as in Lua.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// `nil`.
     Nil,
+    /// `true` or `false`.
     Bool(bool),
+    /// A number (`0/0`, `1/0` and `-1/0` read as NaN and the infinities).
     Num(f64),
+    /// A string, escapes decoded (any bytes).
     Str(Vec<u8>),
+    /// A table constructor.
     Table(Table),
 }
 
+/// A table: its fields as written.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Table {
+    /// (key, value) pairs in written order, repeated keys included.
     pub fields: Vec<(Value, Value)>,
 }
 
@@ -32,6 +39,7 @@ impl Table {
         self.fields.iter().rev().find(|(k, _)| key_eq(k, key)).map(|(_, v)| v).filter(|v| **v != Value::Nil)
     }
 
+    /// The value of string key `key` (see [`Table::get`]).
     pub fn get_str(&self, key: &str) -> Option<&Value> {
         self.get(&Value::Str(key.as_bytes().to_vec()))
     }
@@ -72,8 +80,11 @@ fn key_eq(a: &Value, b: &Value) -> bool {
 /// Why a file could not be read, with its 1-based line and column.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LuaError {
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column.
     pub column: usize,
+    /// What is wrong there.
     pub message: String,
 }
 

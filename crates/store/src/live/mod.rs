@@ -66,6 +66,8 @@ struct Shown {
     run: String,
 }
 
+/// The map of a world whose running server runs the worldfs_live mod (see
+/// the module doc).
 pub struct LiveStore {
     world: std::path::PathBuf,
     /// The map's file, when it is one (SQLite): whether a silent server

@@ -34,6 +34,8 @@ struct Shown {
     run: String,
 }
 
+/// Players or accounts of a world whose running server runs the worldfs_live
+/// mod (see the module doc).
 pub struct LiveRecords {
     inner: Box<dyn RecordStore>,
     collection: Collection,

@@ -21,13 +21,19 @@ use std::time::Duration;
 pub enum RunFate {
     /// Running (or hung: it still holds the map): its saves have written
     /// the requests up to `saved`; its next save writes the others.
-    Running { saved: u64 },
+    Running {
+        /// The last request its saves wrote.
+        saved: u64,
+    },
     /// Shut down cleanly: its last save wrote everything.
     Stopped,
     /// Gone without a clean shutdown (killed): its saves had written the
     /// requests up to `saved`; a later one only if the database holds it
     /// (a save may have ended after its last heartbeat).
-    Killed { saved: u64 },
+    Killed {
+        /// The last request its saves wrote.
+        saved: u64,
+    },
 }
 
 /// Whether an applied block is in the database.

@@ -43,7 +43,17 @@ pub enum ServerState {
     /// Running the mod: its engine version, map save interval, which run
     /// of the server this is (new at every start), and how big a request
     /// it takes.
-    Running { version: String, save_interval: f64, run: String, limits: Limits },
+    Running {
+        /// The engine's version string, e.g. "5.6.1".
+        version: String,
+        /// `server_map_save_interval`, in seconds: how often the server
+        /// writes changed blocks to the database.
+        save_interval: f64,
+        /// Which run of the server this is (new at every start).
+        run: String,
+        /// How big a request the mod takes.
+        limits: Limits,
+    },
 }
 
 /// How big a request the mod takes (its settings, published in
@@ -196,7 +206,9 @@ pub fn check_spool(world: &Path) -> std::result::Result<(), String> {
 /// with the run's map saves.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Applied {
+    /// The server run that applied it.
     pub run: String,
+    /// Its number in that run.
     pub seq: Option<u64>,
 }
 
@@ -238,6 +250,8 @@ fn reply_error(reply: &str) -> Result<()> {
 }
 
 impl Spool {
+    /// The spool of the world at `world`: requests and answers go through
+    /// its [`DIR`] directory, where the mod reads and writes them.
     pub fn new(world: &Path) -> Spool {
         Spool { world: world.to_path_buf(), counter: AtomicU64::new(0) }
     }

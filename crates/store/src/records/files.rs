@@ -1,5 +1,8 @@
-//! The `files` backends (backends spec §3.1, §4.1, §5.1): `players/<name>`
-//! files, one `auth.txt`, `mod_storage/<mod>` JSON files. Each change is a
+//! The `files` backends (Luanti's `PlayerDatabaseFiles`,
+//! `AuthDatabaseFiles` and `ModStorageDatabaseFiles` in
+//! src/database/database-files.cpp of
+//! <https://github.com/luanti-org/luanti>): `players/<name>` files, one
+//! `auth.txt`, `mod_storage/<mod>` JSON files. Each change is a
 //! whole-file rewrite (temporary file, fsync, rename, fsync of the
 //! directory), as the engine's `safeWriteToFile` does. The journal entry is
 //! committed just before the rename: after a crash between the two, the
@@ -14,6 +17,7 @@ use worldfs_codec::luanti::auth::AuthEntry;
 use worldfs_codec::luanti::mod_storage::ModStorage;
 use worldfs_codec::luanti::player::Player;
 
+/// One collection in the `files` backend of a world.
 pub struct FileRecords {
     collection: Collection,
     dir: PathBuf,
@@ -56,6 +60,8 @@ fn safe_write(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 impl FileRecords {
+    /// The collection's files in world directory `dir`, journaled to `journal`
+    /// when given (nothing is read until asked).
     pub fn new(dir: &Path, collection: Collection, read_only: bool, journal: Option<&Path>) -> FileRecords {
         FileRecords {
             collection,

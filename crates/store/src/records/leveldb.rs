@@ -1,10 +1,13 @@
-//! Players and accounts in LevelDB (`players.db`, `auth.db`; backends
-//! spec §3.4, §4.4): key = the name, value = the record in the engine's
-//! binary form, which is worldfs's canonical form for both. The databases
-//! are small, so each call opens the directory and closes it again: a read
-//! on a snapshot of its files that never writes to it (as the map's
-//! read-only store does), a change under the engine's own lock on `LOCK`,
-//! as one synced batch, journaled first and taken back if the batch fails.
+//! Players and accounts in LevelDB (`players.db`, `auth.db`; Luanti's
+//! `PlayerDatabaseLevelDB` and `AuthDatabaseLevelDB` in
+//! src/database/database-leveldb.cpp of
+//! <https://github.com/luanti-org/luanti>): key = the name, value = the
+//! record in the engine's binary form, which is worldfs's canonical form for
+//! both. The databases are small, so each call opens the directory and closes
+//! it again: a read on a snapshot of its files that never writes to it (as
+//! the map's read-only store does), a change under the engine's own lock on
+//! `LOCK`, as one synced batch, journaled first and taken back if the batch
+//! fails.
 
 use super::{Collection, RecordDates, RecordStore, write_unless_changed};
 use crate::leveldb::{lock, open_db};
@@ -13,6 +16,7 @@ use parking_lot::Mutex;
 use rusty_leveldb::{LdbIterator, WriteBatch};
 use std::path::{Path, PathBuf};
 
+/// Players or accounts in the `leveldb` backend of a world.
 pub struct LevelDbRecords {
     collection: Collection,
     dir: PathBuf,
@@ -35,6 +39,9 @@ pub fn dir_name(c: Collection) -> Option<&'static str> {
 }
 
 impl LevelDbRecords {
+    /// The collection's database in world directory `world`, journaled to
+    /// `journal` when given (opened at each call). Mod storage has no
+    /// LevelDB backend: such a store is empty and refuses every change.
     pub fn new(world: &Path, collection: Collection, read_only: bool, journal: Option<&Path>) -> LevelDbRecords {
         LevelDbRecords {
             collection,

@@ -16,14 +16,19 @@ use super::{Note, Result, StoreError};
 use crate::journal::RecordDates;
 use std::path::{Path, PathBuf};
 
+/// The three kinds of records a world keeps beside its map.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Collection {
+    /// Players' saved state ([`worldfs_codec::luanti::player`]).
     Players,
+    /// Accounts: password hash, privileges, last login ([`worldfs_codec::luanti::auth`]).
     Auth,
+    /// Each mod's key/value storage ([`worldfs_codec::luanti::mod_storage`]).
     ModStorage,
 }
 
 impl Collection {
+    /// Every collection.
     pub const ALL: [Collection; 3] = [Collection::Players, Collection::Auth, Collection::ModStorage];
 
     /// The directory in the mount, and the collection's name in the journal.
@@ -35,6 +40,7 @@ impl Collection {
         }
     }
 
+    /// The collection named `name` ([`Collection::name`]), if any.
     pub fn from_name(name: &str) -> Option<Collection> {
         Collection::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -49,8 +55,11 @@ impl Collection {
     }
 
     /// The backend when world.mt names none. A world.mt without the key
-    /// means `files` (the engine then writes it back; spec §1); a world
-    /// with no world.mt at all gets sqlite3.
+    /// means `files` (for players and accounts the engine then writes the
+    /// key back: `ServerEnvironment::init` in src/serverenvironment.cpp of
+    /// <https://github.com/luanti-org/luanti>; for mod storage
+    /// `Server::openModStorageDatabase` in src/server.cpp); a world with no
+    /// world.mt at all gets sqlite3.
     pub fn default_backend(self, has_world_mt: bool) -> &'static str {
         if has_world_mt { "files" } else { "sqlite3" }
     }
@@ -87,6 +96,8 @@ pub trait RecordStore: Send + Sync {
         note: &Note,
     ) -> Result<()>;
 
+    /// Whether the store was opened read-only (every change is then refused
+    /// with [`StoreError::ReadOnly`]).
     fn is_read_only(&self) -> bool;
 
     /// Files a running server holds open while it uses this store (for

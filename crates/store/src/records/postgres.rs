@@ -1,9 +1,11 @@
-//! Players, accounts and mod storage in PostgreSQL (backends spec §3.3,
-//! §4.3, §5.3): the engine's tables, created the engine's way when missing,
-//! every change one transaction. The connection strings are world.mt's
-//! `pgsql_player_connection`, `pgsql_auth_connection`,
-//! `pgsql_mod_storage_connection`. Journal entries go to the world's
-//! journal file just before the commit, as for the PostgreSQL map.
+//! Players, accounts and mod storage in PostgreSQL (Luanti's
+//! `PlayerDatabasePostgreSQL`, `AuthDatabasePostgreSQL` and
+//! `ModStorageDatabasePostgreSQL` in src/database/database-postgresql.cpp of
+//! <https://github.com/luanti-org/luanti>): the engine's tables, created the
+//! engine's way when missing, every change one transaction. The connection
+//! strings are world.mt's `pgsql_player_connection`, `pgsql_auth_connection`,
+//! `pgsql_mod_storage_connection`. Journal entries go to the world's journal
+//! file just before the commit, as for the PostgreSQL map.
 
 use super::{Collection, RecordStore, conflict};
 use crate::journal::{self, RecordDates};
@@ -44,6 +46,7 @@ const MOD_STORAGE_DDL: &str = "
 CREATE TABLE IF NOT EXISTS mod_storage (modname TEXT NOT NULL, key BYTEA NOT NULL, value BYTEA NOT NULL,
   PRIMARY KEY (modname, key));";
 
+/// One collection in the `postgresql` backend.
 pub struct PgRecords {
     collection: Collection,
     conninfo: String,
@@ -60,6 +63,8 @@ fn classify(e: postgres::Error) -> StoreError {
 }
 
 impl PgRecords {
+    /// The collection's tables in the database `conninfo` names (libpq keyword
+    /// form), journaled to `journal` when given (connected at first use).
     pub fn new(
         conninfo: &str,
         collection: Collection,

@@ -1,5 +1,7 @@
-//! `players.sqlite`, `auth.sqlite`, `mod_storage.sqlite` (world format
-//! spec §3.4, backends spec §3.2, §4.2, §5.2): rows <-> canonical records,
+//! `players.sqlite`, `auth.sqlite`, `mod_storage.sqlite` (Luanti's
+//! `PlayerDatabaseSQLite3`, `AuthDatabaseSQLite3` and
+//! `ModStorageDatabaseSQLite3` in src/database/database-sqlite3.cpp of
+//! <https://github.com/luanti-org/luanti>): rows <-> canonical records,
 //! one transaction per change with the undo journal attached to it.
 
 use super::{Collection, RecordStore, conflict};
@@ -44,6 +46,7 @@ const MOD_STORAGE_DDL: &str = "
 CREATE TABLE IF NOT EXISTS `entries` (`modname` TEXT NOT NULL, `key` BLOB NOT NULL, `value` BLOB NOT NULL,
   PRIMARY KEY (`modname`, `key`));";
 
+/// One collection in the `sqlite3` backend of a world.
 pub struct SqliteRecords {
     collection: Collection,
     path: PathBuf,
@@ -63,6 +66,8 @@ pub fn file_name(c: Collection) -> &'static str {
 }
 
 impl SqliteRecords {
+    /// The collection's file in world directory `dir`, journaled to `journal`
+    /// when given (opened at first use; created by the first write).
     pub fn new(dir: &Path, collection: Collection, read_only: bool, journal: Option<&Path>) -> SqliteRecords {
         SqliteRecords {
             collection,

@@ -13,6 +13,7 @@ pub const SQLITE_MAP_FILE: &str = "map.sqlite";
 
 /// Where a world's stores are, as world.mt says.
 pub struct WorldPlace<'a> {
+    /// The world directory.
     pub dir: &'a Path,
     /// The last value of a world.mt key.
     pub setting: &'a dyn Fn(&str) -> Option<String>,
@@ -66,7 +67,9 @@ const REDIS: Map = Map::Opens(open_redis_map);
 #[cfg(not(feature = "redis"))]
 const REDIS: Map = Map::NotBuilt("redis");
 
-/// Every backend name the engine knows (luanti 5.x, spec §1).
+/// Every backend name the engine knows (Luanti 5.x: world.mt's `backend`
+/// values listed in doc/world_format.md of
+/// <https://github.com/luanti-org/luanti>, and `files` for the records).
 const BACKENDS: [Backend; 6] = [
     Backend { name: "sqlite3", map: Map::Opens(open_sqlite_map), records: Records::Opens(open_sqlite_records) },
     Backend { name: "postgresql", map: PG.0, records: PG.1 },
@@ -279,7 +282,8 @@ fn open_leveldb_records(
 }
 
 /// Open the store of `collection` for the world in `dir`, as world.mt says
-/// (see [`BACKENDS`]).
+/// (`sqlite3`, `files`, and with their cargo features `postgresql` and
+/// `leveldb`; any other name is an error that says why).
 pub fn open_record_store(
     dir: &Path,
     settings: &dyn Fn(&str) -> Option<String>,

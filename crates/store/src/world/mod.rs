@@ -9,7 +9,9 @@ use crate::records::{Collection, RecordStore};
 use backends::WorldPlace;
 use std::path::{Path, PathBuf};
 
+/// A Luanti world directory and its `world.mt`.
 pub struct World {
+    /// The world directory.
     pub dir: PathBuf,
     /// `world.mt` as (key, value) pairs in file order.
     pub settings: Vec<(String, String)>,
@@ -32,6 +34,8 @@ pub fn parse_settings(text: &str) -> Vec<(String, String)> {
 }
 
 impl World {
+    /// Reads `world.mt` of the world at `dir` (a world without one has no
+    /// settings); an error when `dir` is not a directory or the file cannot be read.
     pub fn open(dir: &Path) -> Result<World, String> {
         if !dir.is_dir() {
             return Err(format!("{}: not a directory", dir.display()));
@@ -62,6 +66,7 @@ impl World {
         parse_settings(&text).into_iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Where a `sqlite3` world's map file is (`map.sqlite`).
     pub fn map_path(&self) -> PathBuf {
         self.dir.join(backends::SQLITE_MAP_FILE)
     }
