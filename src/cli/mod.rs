@@ -7,6 +7,7 @@ mod helper;
 mod live;
 mod mount;
 mod reports;
+mod snapshot;
 
 use reports::Undo;
 
@@ -182,6 +183,17 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         nodedefs: Option<PathBuf>,
     },
+    /// Record every block, player, account and mod storage record of WORLD
+    /// as one instant, while the server runs, into its snapshot store
+    /// (WORLD/worldfs-snapshots or --store DIR): blobs stored once across
+    /// snapshots, each snapshot only what changed since the one before.
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+    Snapshot {
+        #[command(subcommand)]
+        action: Option<snapshot::SnapshotAction>,
+        #[command(flatten)]
+        take: snapshot::TakeArgs,
+    },
     /// Let a running server apply the changes of a writable mount.
     Live {
         #[command(subcommand)]
@@ -284,6 +296,7 @@ pub fn main() -> ExitCode {
         })()
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
+        Command::Snapshot { action, take } => snapshot::run(action, take),
         Command::Live { action: LiveAction::Install { world } } => {
             live::install(&world).map(|lines| lines.iter().for_each(|l| println!("{l}"))).map(|_| true)
         }
