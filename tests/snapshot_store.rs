@@ -531,3 +531,45 @@ fn sigkill_during_a_snapshot_or_a_prune_never_harms_a_completed_snapshot() {
     assert_eq!(code, 0, "{out}{err}");
     every_snapshot_as_taken(&dir, &expect);
 }
+
+/// The hourly snapshot units of contrib/: systemd accepts them, and their
+/// commands, run as the service runs them, take a snapshot and prune.
+#[test]
+fn the_hourly_snapshot_units_are_valid_and_their_commands_work() {
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+    let service = std::fs::read_to_string(contrib.join("worldfs-snapshot@.service")).unwrap();
+    let timer = std::fs::read_to_string(contrib.join("worldfs-snapshot@.timer")).unwrap();
+    assert!(timer.contains("OnCalendar=hourly"), "{timer}");
+    let bin = env!("CARGO_BIN_EXE_worldfs");
+    let worlds = tempfile::tempdir().unwrap();
+    let world = worlds.path().join("main");
+    worldfs::demo::write_demo(&world).unwrap();
+    let service =
+        service.replace("/usr/local/bin/worldfs", bin).replace("/srv/luanti/worlds", worlds.path().to_str().unwrap());
+    for _ in 0..2 {
+        for line in service.lines().filter(|l| l.starts_with("ExecStart")) {
+            let cmd = line.split_once('=').unwrap().1.replace("%i", "main");
+            let out = std::process::Command::new("sh").arg("-c").arg(&cmd).output().unwrap();
+            assert!(out.status.success(), "{cmd}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    // Two hourly runs within one hour: the prune keeps the newer.
+    let s = Snapshots::open(&world.join("worldfs-snapshots"), false).unwrap();
+    assert_eq!(s.list().unwrap().len(), 1);
+    let Some(analyze) = common::mount::which("systemd-analyze") else {
+        common::skip("the_hourly_snapshot_units_are_valid_and_their_commands_work", "systemd", "no systemd-analyze");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("worldfs-snapshot@main.service"), &service).unwrap();
+    std::fs::write(dir.path().join("worldfs-snapshot@main.timer"), &timer).unwrap();
+    let out = std::process::Command::new(analyze)
+        .arg("verify")
+        .arg(dir.path().join("worldfs-snapshot@main.service"))
+        .arg(dir.path().join("worldfs-snapshot@main.timer"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.lines().any(|l| l.contains("worldfs-snapshot@")), "{err}");
+    assert!(out.status.success(), "systemd-analyze verify: {err}");
+}
