@@ -35,6 +35,7 @@ mod names;
 mod queue;
 pub mod records;
 mod serialized;
+pub mod snapshots;
 mod store_error;
 mod table;
 mod tree;
@@ -155,7 +156,9 @@ pub fn open_world_tree(
     let mount =
         crate::fs::union::Mounted { name: "map".into(), tag: MAP_TAG, root: tiles.root(), tree: Arc::new(tiles) };
     let live = map.live;
-    Ok(records::live_world_tree(map, &world, &opts, &services, vec![mount], live))
+    let mut more = vec![mount];
+    more.extend(snapshots::mounted(&world, &opts, &services));
+    Ok(records::live_world_tree(map, &world, &opts, &services, more, live))
 }
 
 impl LuantiTree {

@@ -192,6 +192,24 @@ impl Snapshots {
         Ok(Snapshots { dir: dir.to_path_buf(), conn })
     }
 
+    /// Open the store in `dir` only to read it (a mount's `snapshots/`):
+    /// nothing in the directory is created or changed.
+    pub fn open_read_only(dir: &Path) -> Result<Snapshots, String> {
+        use rusqlite::OpenFlags;
+        let file = Snapshots::file(dir);
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&file, flags).map_err(sql_error(&file))?;
+        conn.busy_timeout(BUSY_WAIT).map_err(sql_error(&file))?;
+        let format: Option<i64> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0))
+            .optional()
+            .map_err(sql_error(&file))?;
+        if format != Some(FORMAT) {
+            return Err(format!("{}: not a snapshot store of format {FORMAT}", file.display()));
+        }
+        Ok(Snapshots { dir: dir.to_path_buf(), conn })
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
