@@ -194,6 +194,24 @@ pub enum Command {
         #[command(flatten)]
         take: snapshot::TakeArgs,
     },
+    /// What changed in WORLD from snapshot A to snapshot B (default: the
+    /// world now): the changed blocks grouped into areas (blocks that
+    /// touch), each with the box of its changed nodes, the change in count
+    /// of each node name and every changed inventory. Computed from the
+    /// snapshots' indexes; only changed blocks are decoded.
+    Diff {
+        world: PathBuf,
+        a: String,
+        b: Option<String>,
+        /// Only what changed between these corners (X,Y,Z node positions).
+        #[arg(long, num_args = 2, value_names = ["X1,Y1,Z1", "X2,Y2,Z2"], allow_hyphen_values = true)]
+        area: Option<Vec<String>>,
+        #[command(flatten)]
+        store: snapshot::StoreArg,
+        /// Print the areas as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Let a running server apply the changes of a writable mount.
     Live {
         #[command(subcommand)]
@@ -297,6 +315,9 @@ pub fn main() -> ExitCode {
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
         Command::Snapshot { action, take } => snapshot::run(action, take),
+        Command::Diff { world, a, b, area, store, json } => {
+            snapshot::diff(&world, &a, b.as_deref(), area.as_deref(), &store, json)
+        }
         Command::Live { action: LiveAction::Install { world } } => {
             live::install(&world).map(|lines| lines.iter().for_each(|l| println!("{l}"))).map(|_| true)
         }

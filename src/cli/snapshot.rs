@@ -1,6 +1,7 @@
 //! `worldfs snapshot` (take, list, verify, prune): the command line of
 //! `store::snapshots`.
 
+use crate::kinds::luanti::snapshots::diff::NodeBox;
 use crate::store::snapshots::{Policy, Snapshots};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -208,4 +209,54 @@ fn prune(dir: &Path, policy: &Policy, dry_run: bool, json: bool) -> Result<bool,
         );
     }
     Ok(true)
+}
+
+/// `--area X1,Y1,Z1 X2,Y2,Z2`, parsed.
+pub fn parse_area(area: Option<&[String]>) -> Result<Option<NodeBox>, String> {
+    match area {
+        None => Ok(None),
+        Some([a, b]) => {
+            let p = crate::kinds::transfer::parse_pos;
+            Ok(Some(NodeBox::new(p(a)?, p(b)?)))
+        }
+        Some(_) => Err("--area takes two corners: X1,Y1,Z1 X2,Y2,Z2".into()),
+    }
+}
+
+/// `worldfs diff WORLD A [B]`.
+pub fn diff(
+    world: &Path,
+    a: &str,
+    b: Option<&str>,
+    area: Option<&[String]>,
+    store: &StoreArg,
+    json: bool,
+) -> Result<bool, String> {
+    let area = parse_area(area)?;
+    let dir = store.dir(world);
+    let snaps = Snapshots::open(&dir, false)?;
+    let from = snaps.find(a)?;
+    let changes = match b {
+        Some(b) => {
+            let to = snaps.find(b)?;
+            crate::kinds::luanti::snapshots::diff::between(&snaps, &from, &to)?
+        }
+        None => {
+            let map = crate::world::World::open(world)?.open_store(true, false)?;
+            crate::kinds::luanti::snapshots::diff::since(&snaps, &from, map.as_ref(), &dir)?
+        }
+    };
+    let d = crate::kinds::luanti::snapshots::diff::analyze(&changes, area, a, b.unwrap_or("now"));
+    let text = if json { serde_json::to_string_pretty(&d).map_err(|e| e.to_string())? + "\n" } else { d.text() };
+    out(&text)?;
+    Ok(true)
+}
+
+/// Write to standard output; a reader that stopped (`| head`) is no error.
+fn out(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    match std::io::stdout().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("standard output: {e}")),
+        _ => Ok(()),
+    }
 }

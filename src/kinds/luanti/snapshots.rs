@@ -7,6 +7,9 @@
 //! reads as it did in the world; `fs::nested` gives them inode numbers of
 //! their own.
 
+pub mod changed;
+pub mod diff;
+
 use super::{LuantiTree, MAP_TAG, draw};
 use crate::fs::nested::{Children, Nested};
 use crate::fs::union::{Mounted, Union};
@@ -36,7 +39,12 @@ pub fn mounted(world: &World, opts: &Options, services: &Arc<Services>) -> Optio
     if !Snapshots::file(&dir).is_file() {
         return None;
     }
-    let children = SnapshotChildren { dir: dir.clone(), settings: world.settings.clone(), opts: opts.clone() };
+    let children = SnapshotChildren {
+        dir: dir.clone(),
+        world: world.dir.clone(),
+        settings: world.settings.clone(),
+        opts: opts.clone(),
+    };
     let nested = Arc::new(Nested::new(TAG, Box::new(children), opts));
     let root = nested.root();
     let (weak, services) = (Arc::downgrade(&nested), services.clone());
@@ -67,6 +75,8 @@ fn store_changed(dir: &std::path::Path) -> Option<SystemTime> {
 
 struct SnapshotChildren {
     dir: PathBuf,
+    /// The world itself (for `changed/`).
+    world: PathBuf,
     settings: Vec<(String, String)>,
     opts: Options,
 }
@@ -104,6 +114,8 @@ impl Children for SnapshotChildren {
             stores.push((c, Box::new(s)));
         }
         more.extend(super::records::collection_trees(stores, &opts, &services));
+        let changed = changed::ChangedTree::new(self.dir.clone(), name, self.world.clone(), &opts);
+        more.push(Mounted { name: "changed".into(), tag: changed::TAG, root: changed.root(), tree: Arc::new(changed) });
         Ok(Arc::new(Union::new(tree, more)))
     }
 

@@ -264,6 +264,27 @@ impl Snapshots {
         Ok(out)
     }
 
+    /// Every block snapshot `snap` holds: position, blob id, blob hash.
+    pub fn block_hashes(&self, snap: i64) -> Result<Vec<(BlockPos, i64, Hash)>, String> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT i.pos, b.id, b.hash FROM (SELECT pos, blob, max(snap) FROM block_index WHERE snap <= ?1 \
+                 GROUP BY pos) i JOIN blobs b ON b.id = i.blob",
+            )
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([snap], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?)))
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (key, id, hash) = row.map_err(self.err())?;
+            let hash: Hash = hash.try_into().map_err(|_| format!("blob {id}: its hash is not 32 bytes"))?;
+            out.push((BlockPos::from_legacy_key(key), id, hash));
+        }
+        Ok(out)
+    }
+
     /// The blocks whose blob differs between snapshots `a` and `b` (a < b):
     /// (position, blob id in a, blob id in b), None where absent.
     pub fn changed_blocks(&self, a: i64, b: i64) -> Result<Vec<Changed>, String> {
