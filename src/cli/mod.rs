@@ -212,6 +212,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Put an area (and/or a player) of WORLD back as snapshot SNAPSHOT
+    /// holds it, in one change that `worldfs undo` takes back: blocks the
+    /// area covers whole byte for byte, node by node (with metadata,
+    /// inventories, timers) at its edges; on a running server with the
+    /// worldfs_live mod through the server (nobody is kicked).
+    Restore {
+        world: PathBuf,
+        snapshot: String,
+        /// The box of nodes to put back (corners X,Y,Z).
+        #[arg(long, num_args = 2, value_names = ["X1,Y1,Z1", "X2,Y2,Z2"], allow_hyphen_values = true)]
+        area: Option<Vec<String>>,
+        /// A player to put back (position, hp, inventory...).
+        #[arg(long, value_name = "NAME")]
+        player: Option<String>,
+        #[command(flatten)]
+        store: snapshot::StoreArg,
+    },
     /// Let a running server apply the changes of a writable mount.
     Live {
         #[command(subcommand)]
@@ -315,6 +332,9 @@ pub fn main() -> ExitCode {
         .map(|lines| lines.iter().for_each(|l| println!("{l}")))
         .map(|_| true),
         Command::Snapshot { action, take } => snapshot::run(action, take),
+        Command::Restore { world, snapshot, area, player, store } => {
+            snapshot::restore(&world, &snapshot, area.as_deref(), player.as_deref(), &store)
+        }
         Command::Diff { world, a, b, area, store, json } => {
             snapshot::diff(&world, &a, b.as_deref(), area.as_deref(), &store, json)
         }

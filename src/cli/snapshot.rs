@@ -260,3 +260,28 @@ fn out(text: &str) -> Result<(), String> {
         _ => Ok(()),
     }
 }
+
+/// `worldfs restore WORLD SNAPSHOT --area A B --player NAME`.
+pub fn restore(
+    world: &Path,
+    snapshot: &str,
+    area: Option<&[String]>,
+    player: Option<&str>,
+    store: &StoreArg,
+) -> Result<bool, String> {
+    use crate::kinds::luanti::snapshots::restore;
+    let dir = store.dir(world);
+    let area = parse_area(area)?;
+    if area.is_none() && player.is_none() {
+        return Err("what to restore? --area X1,Y1,Z1 X2,Y2,Z2 and/or --player NAME".into());
+    }
+    let mut said = Vec::new();
+    if let Some(a) = area {
+        said.extend(restore::restore_area(world, &dir, snapshot, a)?);
+    }
+    if let Some(p) = player {
+        said.extend(restore::restore_player(world, &dir, snapshot, p)?);
+    }
+    out(&said.iter().map(|l| format!("{l}\n")).collect::<String>())?;
+    Ok(true)
+}

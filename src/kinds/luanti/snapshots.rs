@@ -9,6 +9,7 @@
 
 pub mod changed;
 pub mod diff;
+pub mod restore;
 
 use super::{LuantiTree, MAP_TAG, draw};
 use crate::fs::nested::{Children, Nested};
