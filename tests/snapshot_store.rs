@@ -480,6 +480,16 @@ fn killed_after(args: &[&str], ms: u64) -> bool {
     killed
 }
 
+fn ok_prune(args: &[&str]) {
+    let (code, out, err) = worldfs(args);
+    assert_eq!(code, 0, "{args:?}: {out}{err}");
+}
+
+fn ok_restore(world: &str, name: &str, a: &str, b: &str) {
+    let (code, out, err) = worldfs(&["restore", world, name, "--area", a, b]);
+    assert_eq!(code, 0, "restore {name} {a} {b}: {out}{err}");
+}
+
 /// Every snapshot listed verifies and holds what the world held when it
 /// was taken.
 fn every_snapshot_as_taken(dir: &Path, expect: &BTreeMap<String, BTreeMap<BlockPos, Vec<u8>>>) {
@@ -503,30 +513,52 @@ fn sigkill_during_a_snapshot_or_a_prune_never_harms_a_completed_snapshot() {
     let mut moments = Moments(seed);
     let mut expect = BTreeMap::new();
     let ws = w.to_str().unwrap();
-    let t = std::time::Instant::now();
     let mut killed = 0;
+    let mut full_ms = 0;
     for round in 0..8u64 {
         write_noisy_blocks(w, 20_000, round);
         let name = format!("k{round}");
         expect.insert(name.clone(), world_blocks(w));
         if round == 0 {
+            // How long a whole snapshot takes here: kills fall within it.
+            let t = std::time::Instant::now();
             snapshot_json(w, &["--name", &name]);
+            full_ms = t.elapsed().as_millis() as u64;
             continue;
         }
-        let full = t.elapsed().as_millis() as u64 / round.max(1) + 200;
-        killed += killed_after(&["snapshot", ws, "--name", &name], moments.next_ms(full)) as u32;
+        killed += killed_after(&["snapshot", ws, "--name", &name], moments.next_ms(full_ms)) as u32;
         every_snapshot_as_taken(&dir, &expect);
     }
-    for _ in 0..4 {
-        // A prune that would fold the first (whole) snapshot into the next.
-        let started = std::time::Instant::now();
+    // Prunes that each fold the oldest snapshot into the next: a snapshot
+    // more, then keep the newest two.
+    let mut prune_ms = 0;
+    for round in 8..13u64 {
+        write_noisy_blocks(w, 20_000, round);
+        let name = format!("k{round}");
+        expect.insert(name.clone(), world_blocks(w));
+        snapshot_json(w, &["--name", &name]);
         let args = ["snapshot", "prune", ws, "--keep-last", "2"];
-        let was_killed = killed_after(&args, moments.next_ms(1500));
-        killed += was_killed as u32;
-        eprintln!("prune killed: {was_killed} after {:?}", started.elapsed());
+        if round == 8 {
+            let t = std::time::Instant::now();
+            ok_prune(&args);
+            prune_ms = t.elapsed().as_millis() as u64;
+        } else {
+            let was_killed = killed_after(&args, moments.next_ms(prune_ms));
+            eprintln!("prune killed: {was_killed}");
+            killed += was_killed as u32;
+        }
         every_snapshot_as_taken(&dir, &expect);
     }
     assert!(killed >= 3, "at least a few runs were killed midway ({killed})");
+    // Every snapshot left restores the world byte for byte (in parts of
+    // 4000 blocks: one restore changes at most 4096).
+    for info in Snapshots::open(&dir, false).unwrap().list().unwrap() {
+        for part in 0..5 {
+            let (y0, y1) = (part * 640, part * 640 + 639);
+            ok_restore(ws, &info.name, &format!("0,{y0},112"), &format!("1599,{y1},127"));
+        }
+        assert!(world_blocks(w) == expect[&info.name], "the world restored from {} differs", info.name);
+    }
     let (code, out, err) = worldfs(&["snapshot", "prune", ws, "--keep-last", "1"]);
     assert_eq!(code, 0, "{out}{err}");
     every_snapshot_as_taken(&dir, &expect);

@@ -197,6 +197,18 @@ fn name_at(b: &Block, i: usize) -> String {
     b.param0.get(i).and_then(|&id| b.name_of(id)).map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default()
 }
 
+/// Whether two metadata entries hold the same: the same fields (in any
+/// order: the engine writes them in the order of its hash map) and the
+/// same inventory.
+fn same_meta(a: &MetaEntry, b: &MetaEntry) -> bool {
+    fn sorted(e: &MetaEntry) -> Vec<(&[u8], &[u8], bool)> {
+        let mut v: Vec<_> = e.vars.iter().map(|v| (v.key.as_slice(), v.value.as_slice(), v.private)).collect();
+        v.sort();
+        v
+    }
+    a.inventory == b.inventory && sorted(a) == sorted(b)
+}
+
 /// A block's metadata by position (none for an absent block).
 fn metas(b: Option<&Block>) -> BTreeMap<u16, &MetaEntry> {
     b.map(|b| b.metadata.entries.iter().map(|e| (e.pos, e)).collect()).unwrap_or_default()
@@ -234,7 +246,11 @@ fn block_diff(pos: BlockPos, then: Option<&Block>, now: Option<&Block>, area: Op
     let keys: std::collections::BTreeSet<u16> = ma.keys().chain(mb.keys()).copied().collect();
     for k in keys {
         let p = node(k as usize);
-        if area.is_some_and(|a| !a.contains(p)) || ma.get(&k) == mb.get(&k) {
+        let same = match (ma.get(&k), mb.get(&k)) {
+            (Some(a), Some(b)) => same_meta(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        if area.is_some_and(|a| !a.contains(p)) || same {
             continue;
         }
         if !d.nodes.contains(&p) {
