@@ -329,6 +329,11 @@ fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
     }
 }
 
+/// The daemon's log (`--log FILE`), appended to.
+fn open_log(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn mount(
     world: PathBuf,
@@ -366,16 +371,7 @@ pub fn mount(
     if foreground {
         return serve(&world, kind.as_deref(), &mountpoint, &m, &mut |_| {});
     }
-    let log_file = match &log {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| format!("{}: {e}", p.display()))?,
-        ),
-        None => None,
-    };
+    let log_file = log.as_deref().map(open_log).transpose()?;
     let mut fds = [0; 2];
     // SAFETY: `fds` has room for the two descriptors pipe writes.
     if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
