@@ -55,7 +55,11 @@
 #                       counted with perf's fuse:fuse_request_send
 #                       tracepoint; needs root and perf), live (edits
 #                       through a running server: see LIVE_EDITS),
-#                       minecraft (see MC_WORLD)
+#                       minecraft (see MC_WORLD), snapshot (worldfs
+#                       snapshot, diff and restore beside restic and
+#                       sqlite3 .backup: contrib/bench-snapshot.sh on each
+#                       world, BULK_MAX blocks changed between the two
+#                       snapshots; needs restic)
 #   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
 #   LIVE_EDITS          the live section (`live` in SECTIONS, needs
 #                       minetest-server): contrib/bench-live.sh's edits
@@ -100,7 +104,7 @@ BULK_MAX=${BULK_MAX:-1000}
 GREP_VARIANTS=${GREP_VARIANTS:-rw rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600 rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0}
 SUBTREE=${SUBTREE:-1000}
 WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
-SECTIONS=${SECTIONS:-ls grep sed find rename requests live minecraft}
+SECTIONS=${SECTIONS:-ls grep sed find rename requests live minecraft snapshot}
 LIVE_EDITS=${LIVE_EDITS:-200}
 LIVE_RENAME_OLD=${LIVE_RENAME_OLD:-default:obsidian}
 LIVE_RENAME_NEW=${LIVE_RENAME_NEW:-default:obsidian_block}
@@ -256,6 +260,7 @@ install_missing() {
     command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
     [[ -f $LARGE/map.sqlite ]] || find_server >/dev/null || need+=(minetest-server)
     command -v minetestmapper >/dev/null 2>&1 || [[ -x /usr/games/minetestmapper ]] || need+=(minetestmapper)
+    want snapshot && ! command -v restic >/dev/null 2>&1 && need+=(restic)
     ((${#need[@]})) || return 0
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
         echo "installing: ${need[*]}"
@@ -568,6 +573,20 @@ live_figures() {
     fi
 }
 
+# Snapshots (docs/performance.md, "Snapshots"): contrib/bench-snapshot.sh
+# on a copy of world $1, beside restic over the world directory and
+# sqlite3 .backup, in one run.
+snapshot_figures() {
+    if ! command -v restic >/dev/null 2>&1; then
+        echo "note: no restic (apt-get install restic): no snapshot figures" >&2
+        return
+    fi
+    echo
+    echo "snapshots of $1 (contrib/bench-snapshot.sh, beside restic and sqlite3 .backup):"
+    WORLDFS=$WORLDFS SED_OLD=$SED_OLD SED_NEW=$SED_NEW CHANGED=$BULK_MAX "$ROOT/contrib/bench-snapshot.sh" "$1" 2>&1 |
+        sed 's/^/  /'
+}
+
 # Minecraft Java worlds (docs/performance.md, "Minecraft Java worlds"):
 # contrib/bench-minecraft.sh, the mount's grep walk and `worldfs check`
 # against the independent Python reader, in one run.
@@ -646,6 +665,10 @@ main() {
     fi
     if want minecraft; then
         minecraft_figures
+    fi
+    if want snapshot; then
+        [[ $which == large ]] || snapshot_figures "$SMALL"
+        [[ $which == small ]] || snapshot_figures "$LARGE"
     fi
     if [[ -s $TMPROOT/stderr ]]; then
         echo

@@ -329,6 +329,11 @@ fn detach(mnt: &Path, lazy: bool) -> std::io::Result<()> {
     }
 }
 
+/// The daemon's log (`--log FILE`), appended to.
+fn open_log(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn mount(
     world: PathBuf,
@@ -417,11 +422,6 @@ pub fn mount(
             mounted_or_why(rd)
         }
     }
-}
-
-/// The log file of a daemon in the background, opened to append.
-fn open_log(path: &Path) -> Result<std::fs::File, String> {
-    std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// What the child in the background says through the pipe `rd`: it

@@ -20,6 +20,7 @@
 pub mod error;
 mod handles;
 mod namespace;
+pub mod nested;
 mod provenance;
 mod scratch;
 pub mod tree;

@@ -613,6 +613,26 @@ impl MapStore for LevelDbStore {
     fn data_version(&self) -> Option<u64> {
         Some(self.version.load(Ordering::SeqCst))
     }
+
+    /// Page by page over the database as opened: a read-only open is a
+    /// snapshot of map.db's files, which no later write changes. The
+    /// engine writes a LevelDB map one block at a time (a save is no
+    /// transaction there), so a save in progress when it was opened may be
+    /// in it in part.
+    fn read_consistent(
+        &self,
+        _scratch: &Path,
+        each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+    ) -> Result<super::Consistency> {
+        super::read_by_pages(self, each)?;
+        let how = if self.read_only {
+            "map.db's files as they were when opened (the engine writes a save's blocks one by one: \
+             a save in progress then may be in part)"
+        } else {
+            "map.db locked by this process while read: one instant"
+        };
+        Ok(super::Consistency { one_instant: !self.read_only, how: how.into() })
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod postgres;
 pub mod records;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod snapshots;
 pub mod sqlite;
 mod sqlite_pool;
 pub mod world;
@@ -136,6 +137,36 @@ impl std::error::Error for StoreError {}
 /// A result whose error is a [`StoreError`].
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// How a whole-map read (`MapStore::read_consistent`) saw the map: as one
+/// instant or not, and how, in words for `worldfs snapshot` and its list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consistency {
+    /// Every block as of one moment: no save of the server is seen in part.
+    pub one_instant: bool,
+    /// How the read was made, in words (the transaction or lock used).
+    pub how: String,
+}
+
+/// The default `read_consistent`: every block, page by page. Each page is
+/// one read; a change between pages may be seen in part.
+pub fn read_by_pages<S: MapStore + ?Sized>(
+    store: &S,
+    each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+) -> Result<Consistency> {
+    let mut after = None;
+    loop {
+        let page = store.scan_after(after, 4096)?;
+        let Some((last, _)) = page.last() else { break };
+        after = Some(*last);
+        for (pos, blob) in &page {
+            if !blob.is_empty() {
+                each(*pos, blob)?;
+            }
+        }
+    }
+    Ok(Consistency { one_instant: false, how: "read page by page (a save meanwhile may be seen in part)".into() })
+}
+
 /// A map database. Implementations must be usable from several threads and
 /// must not hold a transaction (or a lock) between two calls.
 pub trait MapStore: Send + Sync {
@@ -217,6 +248,19 @@ pub trait MapStore: Send + Sync {
     /// that what it checks holds until the write is in: an error refuses
     /// the write. Backends that cannot keep readers out ignore it.
     fn set_write_gate(&mut self, _gate: WriteGate) {}
+
+    /// Every stored block (empty blobs left out), each given to `each`
+    /// once in any order, read as one instant as far as the backend allows
+    /// (the answer says how): what `worldfs snapshot` records. `scratch`:
+    /// a directory the read may keep a temporary copy of the map in.
+    fn read_consistent(
+        &self,
+        scratch: &std::path::Path,
+        each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+    ) -> Result<Consistency> {
+        let _ = scratch;
+        read_by_pages(self, each)
+    }
 }
 
 /// A check run inside every write (`MapStore::set_write_gate`).
@@ -262,5 +306,12 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn other_users(&self) -> Result<Vec<String>> {
         (**self).other_users()
+    }
+    fn read_consistent(
+        &self,
+        scratch: &std::path::Path,
+        each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+    ) -> Result<Consistency> {
+        (**self).read_consistent(scratch, each)
     }
 }

@@ -12,6 +12,8 @@
 //! `worldfs undo` reports as a conflict (the block does not hold what the
 //! entry says), never a silent loss (docs/reliability.md).
 
+mod consistent;
+
 use super::journal;
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
 use parking_lot::Mutex;
@@ -462,6 +464,14 @@ impl MapStore for PgStore {
                 })
                 .collect())
         })
+    }
+
+    fn read_consistent(
+        &self,
+        _scratch: &std::path::Path,
+        each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+    ) -> Result<super::Consistency> {
+        consistent::read_consistent(self, each)
     }
 }
 

@@ -11,6 +11,8 @@
 //! The undo journal is the world's SQLite journal file, written just
 //! before EXEC and taken back if EXEC fails (as for PostgreSQL).
 
+mod consistent;
+
 use super::journal;
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
 use parking_lot::Mutex;
@@ -316,5 +318,13 @@ impl MapStore for RedisStore {
 
     fn is_read_only(&self) -> bool {
         self.read_only
+    }
+
+    fn read_consistent(
+        &self,
+        _scratch: &std::path::Path,
+        each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+    ) -> Result<super::Consistency> {
+        consistent::read_consistent(self, each)
     }
 }

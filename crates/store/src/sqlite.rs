@@ -5,6 +5,10 @@
 //! tools are left alone: writes UPDATE the data column in place and only
 //! INSERT rows that do not exist.
 
+mod consistent;
+
+pub use consistent::copy_consistent;
+
 use super::sqlite_pool::{Pool, backend};
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError, journal};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -499,6 +503,14 @@ impl MapStore for SqliteStore {
             return None;
         }
         Some(u32::from_be_bytes([h[6], h[7], h[8], h[9]]).into())
+    }
+
+    fn read_consistent(
+        &self,
+        scratch: &Path,
+        each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
+    ) -> Result<super::Consistency> {
+        consistent::read_consistent(self, scratch, each)
     }
 }
 

@@ -38,6 +38,8 @@ mod queue;
 pub mod records;
 pub mod scan;
 mod serialized;
+mod snapshot_tree;
+pub mod snapshots;
 mod store_error;
 mod table;
 mod tree;
@@ -158,7 +160,9 @@ pub fn open_world_tree(
     let mount =
         crate::fs::union::Mounted { name: "map".into(), tag: MAP_TAG, root: tiles.root(), tree: Arc::new(tiles) };
     let live = map.live;
-    Ok(records::live_world_tree(map, &world, &opts, &services, vec![mount], live))
+    let mut more = vec![mount];
+    more.extend(snapshot_tree::mounted(&world, &opts, &services));
+    Ok(records::live_world_tree(map, &world, &opts, &services, more, live))
 }
 
 impl LuantiTree {

@@ -105,7 +105,27 @@ pub trait RecordStore: Send + Sync {
     fn watched(&self) -> Vec<PathBuf> {
         Vec::new()
     }
+
+    /// Every record with its canonical bytes, sorted by name, read as one
+    /// instant as far as the backend allows (the answer says how): what
+    /// `worldfs snapshot` records. `scratch`: a directory the read may
+    /// keep a temporary copy in. By default record by record.
+    fn read_all(&self, scratch: &Path) -> Result<AllRecords> {
+        let _ = scratch;
+        let mut out = Vec::new();
+        for name in self.names()? {
+            if let Some(bytes) = self.get(&name)? {
+                out.push((name, bytes));
+            }
+        }
+        let how = "record by record (a change meanwhile may be seen in part)".to_string();
+        Ok((out, crate::Consistency { one_instant: false, how }))
+    }
 }
+
+/// Every record of a collection with its canonical bytes, and how they
+/// were read (`RecordStore::read_all`).
+pub type AllRecords = (Vec<(String, Vec<u8>)>, crate::Consistency);
 
 /// A record as the store holds it now, as the writer read it (`expect`),
 /// and as it is to be (`new`; None: removed).

@@ -369,6 +369,33 @@ impl RecordStore for PgRecords {
         self.with(|c| read(c, self.collection, name))
     }
 
+    /// In one REPEATABLE READ transaction: every record as of one instant.
+    fn read_all(&self, _scratch: &std::path::Path) -> Result<super::AllRecords> {
+        let (table, collection) = (self.table(), self.collection);
+        let col = if collection == Collection::ModStorage { "DISTINCT modname" } else { "name" };
+        let all = self.with(|c| {
+            let mut tx = c
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .map_err(classify)?;
+            let mut out = Vec::new();
+            if exists(&mut tx, table)? {
+                let rows = tx.query(&format!("SELECT {col} FROM {table} ORDER BY 1"), &[]).map_err(classify)?;
+                for name in rows.iter().map(|r| r.get::<_, String>(0)) {
+                    if let Some(bytes) = read(&mut tx, collection, &name)? {
+                        out.push((name, bytes));
+                    }
+                }
+            }
+            tx.commit().map_err(classify)?;
+            Ok(out)
+        })?;
+        let how = "one REPEATABLE READ transaction (one instant)".to_string();
+        Ok((all, crate::Consistency { one_instant: true, how }))
+    }
+
     fn restore(
         &self,
         name: &str,

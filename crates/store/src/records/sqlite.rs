@@ -235,6 +235,31 @@ impl RecordStore for SqliteRecords {
     fn watched(&self) -> Vec<PathBuf> {
         vec![self.path.clone()]
     }
+
+    /// From a copy made as one instant (`sqlite::copy_consistent`): a read
+    /// transaction held while every record is read would make a running
+    /// server's commit wait, in rollback-journal mode, as long as it lasts.
+    fn read_all(&self, scratch: &Path) -> Result<super::AllRecords> {
+        let how = "a copy made with SQLite's backup API (one instant)".to_string();
+        if !self.path.is_file() {
+            return Ok((Vec::new(), crate::Consistency { one_instant: true, how }));
+        }
+        let dir = scratch.join(format!("records-copy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| StoreError::Backend(format!("{}: {e}", dir.display())))?;
+        let read = (|| {
+            crate::sqlite::copy_consistent(&self.path, &dir.join(file_name(self.collection)))?;
+            let copy = SqliteRecords::new(&dir, self.collection, true, None);
+            let mut out = Vec::new();
+            for name in copy.names()? {
+                if let Some(bytes) = copy.get(&name)? {
+                    out.push((name, bytes));
+                }
+            }
+            Ok(out)
+        })();
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok((read?, crate::Consistency { one_instant: true, how }))
+    }
 }
 
 /// A column's bytes whether it holds TEXT or BLOB (NULL: empty).

@@ -242,7 +242,6 @@ pub fn live_world_tree(
     more: Vec<crate::fs::union::Mounted>,
     live: bool,
 ) -> Arc<dyn Tree> {
-    use worldfs_codec::luanti::{auth::AuthEntry, mod_storage::ModStorage, player::Player};
     use worldfs_store::records::Collection;
     let dir = world.dir.as_path();
     let watch = vec![world.map_path()];
@@ -261,26 +260,57 @@ pub fn live_world_tree(
             store = Box::new(worldfs_store::live::records::LiveRecords::new(dir, c, store, rereads));
             w.clear();
         }
-        let (o, s) = (opts.clone(), services.clone());
-        let (tree, root): (Arc<dyn Tree>, u64) = match c {
-            Collection::Players => {
-                let t = RecordsTree::<Player>::new(tag, store, o, s, w);
-                let r = t.root();
-                (Arc::new(t), r)
-            }
-            Collection::Auth => {
-                let t = RecordsTree::<AuthEntry>::new(tag, store, o, s, w);
-                let r = t.root();
-                (Arc::new(t), r)
-            }
-            Collection::ModStorage => {
-                let t = RecordsTree::<ModStorage>::new(tag, store, o, s, w);
-                let r = t.root();
-                (Arc::new(t), r)
-            }
-        };
-        mounted.push(crate::fs::union::Mounted { name: c.name().to_string(), tag, root, tree });
+        mounted.push(collection_tree(c, tag, store, opts, services, w));
     }
     mounted.extend(more);
     Arc::new(crate::fs::union::Union::new(map, mounted))
+}
+
+/// The tree of one collection's records, as mounted on its directory.
+fn collection_tree(
+    c: worldfs_store::records::Collection,
+    tag: u64,
+    store: Box<dyn RecordStore>,
+    opts: &Options,
+    services: &Arc<Services>,
+    watch: Vec<std::path::PathBuf>,
+) -> crate::fs::union::Mounted {
+    use worldfs_codec::luanti::{auth::AuthEntry, mod_storage::ModStorage, player::Player};
+    use worldfs_store::records::Collection;
+    let (o, s, w) = (opts.clone(), services.clone(), watch);
+    let (tree, root): (Arc<dyn Tree>, u64) = match c {
+        Collection::Players => {
+            let t = RecordsTree::<Player>::new(tag, store, o, s, w);
+            let r = t.root();
+            (Arc::new(t), r)
+        }
+        Collection::Auth => {
+            let t = RecordsTree::<AuthEntry>::new(tag, store, o, s, w);
+            let r = t.root();
+            (Arc::new(t), r)
+        }
+        Collection::ModStorage => {
+            let t = RecordsTree::<ModStorage>::new(tag, store, o, s, w);
+            let r = t.root();
+            (Arc::new(t), r)
+        }
+    };
+    crate::fs::union::Mounted { name: c.name().to_string(), tag, root, tree }
+}
+
+/// The trees of records given as stores (a snapshot's), each mounted on
+/// its collection's directory, with the tags a world's records use.
+pub fn collection_trees(
+    stores: Vec<(worldfs_store::records::Collection, Box<dyn RecordStore>)>,
+    opts: &Options,
+    services: &Arc<Services>,
+) -> Vec<crate::fs::union::Mounted> {
+    use worldfs_store::records::Collection;
+    stores
+        .into_iter()
+        .filter_map(|(c, store)| {
+            let tag = Collection::ALL.iter().position(|x| *x == c).map(|i| TAGS[i])?;
+            Some(collection_tree(c, tag, store, opts, services, Vec::new()))
+        })
+        .collect()
 }
