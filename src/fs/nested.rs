@@ -59,8 +59,10 @@ const SWEEP_GRACE: Duration = Duration::from_secs(30);
 
 impl Table {
     fn outer(&mut self, tag: u64, slot: usize, inner: u64, lookups: u64) -> u64 {
-        if let Some(&o) = self.by_inner.get(&(slot, inner)) {
-            let e = self.by_outer.get_mut(&o).expect("both maps hold every entry");
+        // Both maps hold every entry (a miss would only hand out a new number).
+        if let Some(&o) = self.by_inner.get(&(slot, inner))
+            && let Some(e) = self.by_outer.get_mut(&o)
+        {
             e.lookups += lookups;
             e.used = Instant::now();
             return o;

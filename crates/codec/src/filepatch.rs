@@ -71,9 +71,10 @@ pub fn apply(patch: &[u8], new: &[u8]) -> Result<Vec<u8>, String> {
 
 /// The next `N` bytes of `patch` at `at`, which moves past them.
 fn take<const N: usize>(patch: &[u8], at: &mut usize) -> Result<[u8; N], String> {
-    let s = patch.get(*at..*at + N).ok_or_else(|| format!("not a file patch: cut short at byte {at}"))?;
+    let s = patch.get(*at..).and_then(|rest| rest.first_chunk::<N>());
+    let s = s.ok_or_else(|| format!("not a file patch: cut short at byte {at}"))?;
     *at += N;
-    Ok(s.try_into().expect("N bytes"))
+    Ok(*s)
 }
 
 #[cfg(test)]

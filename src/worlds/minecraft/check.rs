@@ -179,7 +179,8 @@ pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Repor
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("a check worker panicked")).collect()
+        // A worker's panic is raised again here, as it would be without threads.
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
     });
     let mut report = check_files(world, &layout);
     for p in parts {
@@ -229,7 +230,10 @@ fn check_region_file(world: &Path, path: &Path, holds: Holds) -> Report {
     let mut r = Report { region_files: 1, ..Report::default() };
     let shown = path.strip_prefix(world).unwrap_or(path).display().to_string();
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (rx, rz) = region_xz(&name).expect("listed as a region file");
+    let Some((rx, rz)) = region_xz(&name) else {
+        r.corrupt.push((shown, String::new(), "not named r.X.Z.mca".into()));
+        return r;
+    };
     let file = match std::fs::read(path) {
         Ok(f) => f,
         Err(e) => {

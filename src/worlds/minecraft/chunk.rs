@@ -80,13 +80,23 @@ fn is_air(t: &Tag) -> bool {
     matches!(t, Tag::Compound(c) if matches!(c.string("Name"), Some("minecraft:air" | "minecraft:cave_air" | "minecraft:void_air")))
 }
 
+/// Why section `y`, read a moment ago, cannot be written: its part of the
+/// chunk is not there (a bug, not a user's mistake; refused, not a panic).
+fn gone(y: i64) -> String {
+    format!("section {y} is no longer in the chunk as it was read; nothing written")
+}
+
 impl ChunkDoc {
     fn level(&self) -> &Compound {
         self.root.compound("Level").unwrap_or(&self.root)
     }
     fn level_mut(&mut self) -> &mut Compound {
         if self.root.compound("Level").is_some() {
-            self.root.compound_mut("Level").expect("checked")
+            // Checked above; the match keeps the borrow checker content.
+            match self.root.compound_mut("Level") {
+                Some(level) => level,
+                None => unreachable!("Level was just found"),
+            }
         } else {
             &mut self.root
         }
@@ -153,12 +163,12 @@ impl ChunkDoc {
             .map_err(|m| DocError::new(format!("section {y}: {m}")))
     }
 
-    fn put_blocks(&mut self, y: i64, c: &Container) {
+    fn put_blocks(&mut self, y: i64, c: &Container) -> Result<(), String> {
         let format = self.format;
         let (pal, data) = c.encode(format.blocks_shape());
-        let s = self.section_mut(y).expect("a section that was read");
+        let s = self.section_mut(y).ok_or_else(|| gone(y))?;
         let (holder, pal_key, data_key) = match format {
-            Format::Containers => (s.compound_mut("block_states").expect("read before"), "palette", "data"),
+            Format::Containers => (s.compound_mut("block_states").ok_or_else(|| gone(y))?, "palette", "data"),
             _ => (s, "Palette", "BlockStates"),
         };
         holder.insert(pal_key, Tag::List(pal));
@@ -166,6 +176,7 @@ impl ChunkDoc {
             Some(d) => holder.insert(data_key, Tag::LongArray(d)),
             None => drop(holder.remove(data_key)),
         }
+        Ok(())
     }
 
     /// Section `y`'s blocks become `values` (y*256 + z*16 + x): a 1.12 or
@@ -175,13 +186,13 @@ impl ChunkDoc {
     fn store_blocks(&mut self, y: i64, mut c: Container, values: &[Tag]) -> Result<(), (usize, String)> {
         if self.format == Format::Flat {
             let ids = self.flat_ids(y, &c, values)?;
-            let before = self.flat_block_ids(self.section(y).expect("a section that was read"));
-            legacy::encode(self.section_mut(y).expect("a section that was read"), &ids);
+            let before = self.section(y).and_then(|s| self.flat_block_ids(s)).ok_or_else(|| (0, gone(y)))?;
+            legacy::encode(self.section_mut(y).ok_or_else(|| (0, gone(y)))?, &ids);
             let changed = (0..4096).filter(|&i| before[i] != ids[i].0).map(|i| i % 256);
             self.set_legacy_heights(changed.collect());
         } else {
             c.set_all(values);
-            self.put_blocks(y, &c);
+            self.put_blocks(y, &c).map_err(|m| (0, m))?;
         }
         // The game lights the chunk again when it loads it (1.12 and
         // older: a chunk not `LightPopulated` is lit on its first tick).
@@ -213,9 +224,10 @@ impl ChunkDoc {
     }
 
     /// Each block's id in 1.12-or-older section `s` (y*256 + z*16 + x).
-    fn flat_block_ids(&self, s: &Compound) -> Vec<u16> {
-        let (c, ids) = legacy::decode(s).ok().flatten().expect("a section whose blocks were read");
-        c.indices.iter().map(|&k| ids[k as usize].0).collect()
+    /// None: it stores no blocks that read.
+    fn flat_block_ids(&self, s: &Compound) -> Option<Vec<u16>> {
+        let (c, ids) = legacy::decode(s).ok().flatten()?;
+        Some(c.indices.iter().map(|&k| ids[k as usize].0).collect())
     }
 
     /// Sets `columns` (z*16 + x) of a 1.12-or-older chunk's `HeightMap`
@@ -246,8 +258,7 @@ impl ChunkDoc {
         let sections: Vec<(i64, Vec<u16>)> = self
             .sections()
             .into_iter()
-            .filter(|s| matches!(legacy::decode(s), Ok(Some(_))))
-            .map(|s| (s.int("Y").unwrap_or(0), self.flat_block_ids(s)))
+            .filter_map(|s| Some((s.int("Y").unwrap_or(0), self.flat_block_ids(s)?)))
             .collect();
         (0..256).map(|col| heightmap::legacy_height(&sections, col)).collect()
     }
@@ -257,8 +268,8 @@ impl ChunkDoc {
     /// two ids showing the same, such as still and flowing water), a
     /// changed one takes the table's (`legacy::id_data`).
     fn flat_ids(&self, y: i64, c: &Container, values: &[Tag]) -> Result<Vec<legacy::IdData>, (usize, String)> {
-        let s = self.section(y).expect("a section that was read");
-        let (_, ids) = legacy::decode(s).ok().flatten().expect("decoded as `c` before");
+        let s = self.section(y).ok_or_else(|| (0, gone(y)))?;
+        let (_, ids) = legacy::decode(s).ok().flatten().ok_or_else(|| (0, gone(y)))?;
         let mut out = Vec::with_capacity(values.len());
         for (i, v) in values.iter().enumerate() {
             let k = c.indices[i] as usize;
@@ -560,7 +571,8 @@ impl ChunkDoc {
                 if (0..64).any(|i| c.get(i) != &values[i]) {
                     c.set_all(&values);
                     let (pal, data) = c.encode(BIOMES);
-                    let b = self.section_mut(y).and_then(|s| s.compound_mut("biomes")).expect("read before");
+                    let b = self.section_mut(y).and_then(|s| s.compound_mut("biomes"));
+                    let b = b.ok_or_else(|| DocError::new(gone(y)))?;
                     b.insert("palette", Tag::List(pal));
                     match data {
                         Some(d) => b.insert("data", Tag::LongArray(d)),
@@ -571,7 +583,7 @@ impl ChunkDoc {
             "block_light" | "sky_light" => {
                 let light = parse_light(text, y)?;
                 let key = if file == "block_light" { "BlockLight" } else { "SkyLight" };
-                let s = self.section_mut(y).expect("read before");
+                let s = self.section_mut(y).ok_or_else(|| DocError::new(gone(y)))?;
                 s.insert(key, Tag::ByteArray(light.into_iter().map(|v| v as i8).collect()));
             }
             _ => return Err(DocError::new("this file cannot be written")),

@@ -90,7 +90,8 @@ impl FindTree {
         }
         let mut names = Names::new();
         for chunk in self.regions.chunk_names().map_err(FsError::io)? {
-            let (x, z) = super::regions::parse_name(&chunk).expect("a listed chunk");
+            // chunk_names lists only names parse_name reads.
+            let Some((x, z)) = super::regions::parse_name(&chunk) else { continue };
             // A chunk that cannot be read is shown as such in chunks/ (its
             // `error`); it hides no other chunk's blocks here.
             let counts = self.regions.read_chunk(x, z).and_then(|bytes| match bytes {

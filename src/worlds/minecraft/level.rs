@@ -26,6 +26,7 @@ pub fn gunzip(bytes: &[u8]) -> DocResult<Vec<u8>> {
     Ok(out)
 }
 
+#[allow(clippy::expect_used, reason = "compressing into memory fails only when memory does, which aborts anyway")]
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(bytes).expect("writing to memory");

@@ -146,7 +146,8 @@ pub fn apply(be: &mut Compound, side: Side, text: &str, data_version: i64) -> Re
             }
         }
         _ => {
-            let holder = be.compound_mut(side.holder()).expect("a side that was shown");
+            let holder =
+                be.compound_mut(side.holder()).ok_or_else(|| (1, "this side of the sign is gone".to_string()))?;
             let elem = new.first().map_or(8, Tag::type_id);
             let elem = match holder.list("messages") {
                 Some(l) if new.iter().all(|t| t.type_id() == l.elem) => l.elem,

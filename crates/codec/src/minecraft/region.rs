@@ -263,7 +263,9 @@ pub fn put(file: &[u8], i: usize, chunk: &RawChunk) -> Result<(Vec<u8>, Option<V
     let own = all.iter().find(|l| l.index == i && l.problem.is_none() && l.count >= need).map(|l| l.offset);
     let mut starts: Vec<usize> = own.into_iter().chain(claimed.iter().map(|c| c.1)).collect();
     starts[usize::from(own.is_some())..].sort_unstable();
-    let start = starts.into_iter().find(|&s| free(s)).expect("past every claimed sector, sectors are free");
+    // The end of the last claimed sectors is always free, so one is found.
+    let last = claimed.iter().map(|c| c.1).max().unwrap_or(2);
+    let start = starts.into_iter().find(|&s| free(s)).unwrap_or(last);
     let end = (start + need) * SECTOR;
     if start > MAX_OFFSET - need || end > file.len() + MAX_GROWTH {
         return Err(format!(
