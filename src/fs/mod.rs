@@ -22,6 +22,7 @@ mod handles;
 mod namespace;
 mod provenance;
 mod scratch;
+pub mod stats;
 pub mod tree;
 pub mod union;
 mod watch;
@@ -234,6 +235,10 @@ const fn core_ino(n: u64) -> u64 {
 }
 pub const README: u64 = core_ino(1);
 pub const WRITE_ERRORS: u64 = core_ino(2);
+/// `MNT/.worldfs-stats`: the requests served so far (`stats`); found by
+/// its name, never listed.
+pub const STATS_FILE: u64 = core_ino(3);
+const STATS_NAME: &[u8] = b".worldfs-stats";
 /// Scratch files are numbered from here.
 const FIRST_SCRATCH: u64 = core_ino(16);
 
@@ -253,6 +258,7 @@ type Snapshot = (std::time::Instant, Arc<Vec<u8>>);
 enum Target {
     Readme,
     WriteErrors,
+    Stats,
     Scratch(u64),
     Tree(u64),
 }
@@ -351,6 +357,17 @@ impl WorldFs {
         self.opts.entry_ttl.max(self.opts.ttl)
     }
 
+    /// How long the kernel may keep the name of `a`: not at all for the
+    /// stats file, whose every reading must come from the daemon.
+    pub fn entry_ttl_of(&self, a: &Attr) -> Duration {
+        if a.ino == STATS_FILE { Duration::ZERO } else { self.entry_ttl() }
+    }
+
+    /// The text of `MNT/.worldfs-stats`.
+    pub fn stats_text(&self) -> String {
+        stats::stats().text()
+    }
+
     /// How long the kernel may keep these attributes: a file's size changes
     /// with its content, a directory's attributes only through this mount
     /// (which invalidates them), so those are kept as long as names; so are
@@ -358,6 +375,7 @@ impl WorldFs {
     /// Called for every reply that hands attributes to the kernel.
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
+            _ if a.ino == STATS_FILE => Duration::ZERO,
             Kind::Dir => self.entry_ttl(),
             Kind::File if !is_core(a.ino) && self.tree.watched(a.ino) && self.watch.hand_out(a.ino) => self.entry_ttl(),
             Kind::File | Kind::Symlink => self.ttl(),
@@ -406,6 +424,7 @@ impl WorldFs {
         match ino {
             README => return Ok(Target::Readme),
             WRITE_ERRORS => return Ok(Target::WriteErrors),
+            STATS_FILE => return Ok(Target::Stats),
             _ => {}
         }
         if !is_core(ino) {
@@ -444,6 +463,11 @@ impl WorldFs {
             Target::Readme => Ok(generated(self.readme().len())),
             Target::WriteErrors => {
                 let mut a = generated(self.write_errors().concat().len());
+                a.mtime = SystemTime::now();
+                Ok(a)
+            }
+            Target::Stats => {
+                let mut a = generated(self.stats_text().len());
                 a.mtime = SystemTime::now();
                 Ok(a)
             }
@@ -486,6 +510,7 @@ impl WorldFs {
                 b"write-errors" if !self.opts.read_only => {
                     return self.core_attr(Target::WriteErrors, WRITE_ERRORS);
                 }
+                STATS_NAME => return self.core_attr(Target::Stats, STATS_FILE),
                 _ => {}
             }
         }
@@ -636,6 +661,7 @@ impl WorldFs {
         match self.target(ino) {
             Ok(Target::Readme) => "README".into(),
             Ok(Target::WriteErrors) => "write-errors".into(),
+            Ok(Target::Stats) => ".worldfs-stats".into(),
             Ok(Target::Tree(t)) => self.tree.path(t),
             Ok(Target::Scratch(s)) => {
                 let ns = self.ns.lock();
