@@ -67,15 +67,18 @@ const PUSH_STALE: Duration = Duration::from_millis(50);
 /// kernel's page cache, from a thread of its own.
 fn start_pusher(fs: &Arc<WorldFs>, notifier: Notifier) {
     let (tx, rx) = std::sync::mpsc::channel::<(Instant, u64, Arc<Vec<u8>>)>();
+    // Weak: the core holds the sending side, which ends this thread.
+    let core = Arc::downgrade(fs);
     std::thread::Builder::new()
         .name("worldfs-push".into())
         .spawn(move || {
             for (at, ino, data) in rx {
                 let age = at.elapsed();
-                if age > PUSH_STALE {
+                std::thread::sleep(PUSH_DELAY.saturating_sub(age));
+                let wanted = core.upgrade().is_some_and(|fs| fs.push_still_wanted(ino));
+                if !wanted || age > PUSH_STALE {
                     continue;
                 }
-                std::thread::sleep(PUSH_DELAY.saturating_sub(age));
                 // ENOENT: the kernel has no inode for it (any more).
                 let _ = stats::timed(Phase::Push, || notifier.store(INodeNo(ino), 0, &data));
             }

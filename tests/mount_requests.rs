@@ -25,7 +25,7 @@ fn more(before: &HashMap<String, (u64, u64)>, after: &HashMap<String, (u64, u64)
 /// Reads every decoded file of every block (what `grep -r` over blocks/
 /// does), each by its own process; prints how many.
 const WALK: &str = "cd $MNT/blocks && n=0; for f in */names */param1 */nodes */layers */raw */meta/*/*; do \
-                    [ -f \"$f\" ] || continue; cat \"$f\" >/dev/null; n=$((n+1)); done; echo $n";
+                    [ -f \"$f\" ] || continue; cat -- \"$f\" >/dev/null; n=$((n+1)); done; echo $n";
 
 #[test]
 fn the_stats_file_counts_requests_and_is_not_listed() {
@@ -54,7 +54,7 @@ fn a_read_only_mount_reads_decoded_files_without_open_flush_or_release() {
     let before = counters(&m);
     let files: u64 = m.ok(WALK).trim().parse().unwrap();
     let after = counters(&m);
-    assert!(files > 100, "the demo world has many decoded files: {files}");
+    assert!(files > 50, "the demo world has many decoded files: {files}");
     for kind in ["OPEN", "FLUSH", "RELEASE"] {
         assert_eq!(more(&before, &after, kind), 0, "{kind} during a read-only walk of {files} files: {after:?}");
     }
@@ -91,4 +91,34 @@ fn a_writable_mount_opens_each_file_once_and_never_flushes_reads() {
     assert!(more(&before, &after, "OPEN") >= files, "{files} files: {after:?}");
     assert!(more(&before, &after, "RELEASE") >= files, "{files} files: {after:?}");
     assert_eq!(more(&before, &after, "FLUSH"), 0, "{after:?}");
+}
+
+/// A looked-up file's content is pushed into the kernel's page cache
+/// only while nobody has read it: a program that reads what it just
+/// looked up (`xargs grep`) has filled the page cache by its READ, and
+/// the push would be work for nothing.
+#[test]
+fn a_push_is_dropped_once_the_file_was_read() {
+    use common::core_fs::{Source, open_core};
+    use std::ffi::OsStr;
+    use std::sync::Arc;
+    let world = common::demo_world();
+    let opts = worldfs::fs::Options { read_only: true, ..worldfs::fs::Options::default() };
+    let fs = Arc::new(open_core(Source::Directory(world.path()), opts));
+    // The watch (which the pushes need) runs once invalidations have a way out.
+    fs.set_invalidator(Box::new(|_| {}));
+    let pushed = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let into = pushed.clone();
+    fs.set_pusher(Box::new(move |ino, _| into.lock().push(ino)));
+    let blocks = fs.lookup(worldfs::fs::ROOT, OsStr::new("blocks")).unwrap().ino;
+    let dir = fs.lookup(blocks, OsStr::new("0,0,0")).unwrap().ino;
+    let names = fs.lookup(dir, OsStr::new("names")).unwrap();
+    fs.attr_ttl(&names); // handed to the kernel until told
+    fs.looked_up(&names);
+    assert_eq!(*pushed.lock(), [names.ino], "pushed after the look-up");
+    assert!(fs.push_still_wanted(names.ino), "not read yet: the push goes");
+    assert!(!fs.push_still_wanted(names.ino), "one push per look-up");
+    fs.looked_up(&names);
+    fs.read_unopened(names.ino, 0, 4096).unwrap();
+    assert!(!fs.push_still_wanted(names.ino), "read before the push: dropped");
 }

@@ -280,6 +280,7 @@ impl WorldFs {
             return Ok(slice(content, offset, size));
         }
         drop(unopened);
+        self.was_read(ino);
         let target = self.target(ino)?;
         if self.is_tree_dir(target)? {
             return Err(FsError::is_dir());

@@ -285,6 +285,8 @@ pub struct WorldFs {
     /// Files whose attributes the kernel keeps past the TTL.
     watch: watch::Watch,
     pusher: std::sync::OnceLock<Pusher>,
+    /// Files handed to the pusher and not read since (`push_still_wanted`).
+    unpushed: Mutex<std::collections::HashSet<u64>>,
     mount_time: SystemTime,
 }
 
@@ -306,6 +308,7 @@ impl WorldFs {
             unopened: Mutex::new(HashMap::new()),
             watch: watch::Watch::default(),
             pusher: std::sync::OnceLock::new(),
+            unpushed: Mutex::new(std::collections::HashSet::new()),
             mount_time: SystemTime::now(),
         }
     }
@@ -557,7 +560,25 @@ impl WorldFs {
         if let Ok(data) = self.tree.read(a.ino)
             && data.len() as u64 == a.size
         {
+            self.unpushed.lock().insert(a.ino);
             push(a.ino, data);
+        }
+    }
+
+    /// Whether the content handed to the pusher for `ino` is still worth
+    /// storing in the page cache: not when the file was read meanwhile (a
+    /// program that reads what it just looked up, as `xargs grep` does,
+    /// reads before the push could come, and the READ filled the page
+    /// cache). Called once per push, which it takes off the list.
+    pub fn push_still_wanted(&self, ino: u64) -> bool {
+        self.unpushed.lock().remove(&ino)
+    }
+
+    /// `ino` was read: a push of it is not needed any more.
+    fn was_read(&self, ino: u64) {
+        let mut unpushed = self.unpushed.lock();
+        if !unpushed.is_empty() {
+            unpushed.remove(&ino);
         }
     }
 

@@ -180,6 +180,8 @@ pub struct NameIndex {
     state: Mutex<State>,
     /// Stable numbers for names (inodes of find/NAME), for the mount's life.
     numbers: Mutex<Numbers>,
+    /// How many scans built it (for tests).
+    builds: std::sync::atomic::AtomicU64,
 }
 
 /// Where index files live: $XDG_CACHE_HOME/worldfs, else ~/.cache/worldfs,
@@ -230,6 +232,7 @@ impl NameIndex {
                 listed: Vec::new(),
             }),
             numbers: Mutex::new((HashMap::new(), Vec::new())),
+            builds: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -355,6 +358,7 @@ impl NameIndex {
             let built_ms = crate::sys::time::now_secs() * 1000;
             let stamp = Stamp { map: self.stamped(&print), version: now, built_ms };
             let rows = build(store, &self.file, &stamp)?;
+            self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             log::info!(
                 "name index: {} names built in {:.1} s ({})",
                 rows.len(),
@@ -408,6 +412,11 @@ impl NameIndex {
     /// Whether a write would trust the index now (for tests).
     pub fn is_proven(&self, store: &dyn MapStore) -> bool {
         self.proven(store, &self.state.lock())
+    }
+
+    /// How many scans of every block built the index so far.
+    pub fn builds(&self) -> u64 {
+        self.builds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every name with its counts (overrides applied), sorted by name.
@@ -775,6 +784,58 @@ mod tests {
             listed.sort();
             assert_eq!(listed, want, "{n}");
         }
+    }
+
+    /// A write uses the index without a scan only while the store proves
+    /// it current: built by this process, the data version unmoved.
+    #[test]
+    fn writes_trust_an_index_built_here_until_the_map_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0), BlockPos::new(900, 3, 9));
+        let store = MemoryStore::with_blocks([
+            (a, block(&["default:stone"]).encode().unwrap()),
+            (b, block(&["default:stone", "default:chest"]).encode().unwrap()),
+        ]);
+        // Checks of the version an hour apart: only `proven` can see a change.
+        let hour = Duration::from_secs(3600);
+        let idx = NameIndex::open(d.path(), "world".into(), hour, hour).unwrap();
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![b]);
+        assert_eq!(idx.builds(), 1);
+        assert!(idx.is_proven(&store));
+        assert_eq!(*idx.blocks_for_write(&store, b"default:chest").unwrap(), vec![b]);
+        assert_eq!(idx.builds(), 1, "no scan: the store proves the index current");
+        // Another process puts a chest in a block past the fingerprint's sample.
+        store.apply(&[Change::Put(c, block(&["default:chest"]).encode().unwrap())], &Note::default()).unwrap();
+        assert!(!idx.is_proven(&store));
+        let mut want = vec![b, c];
+        want.sort_by_key(BlockPos::packed);
+        assert_eq!(*idx.blocks_for_write(&store, b"default:chest").unwrap(), want, "scanned again");
+        assert_eq!(idx.builds(), 2);
+        // An index loaded from its file proves nothing (another map may have
+        // been put under it); a write scans.
+        let again = NameIndex::open(d.path(), "world".into(), hour, hour).unwrap();
+        assert_eq!(*again.blocks_with(&store, b"default:chest").unwrap(), want);
+        assert_eq!(again.builds(), 0, "loaded from the file");
+        assert!(!again.is_proven(&store));
+        again.blocks_for_write(&store, b"default:chest").unwrap();
+        assert_eq!(again.builds(), 1);
+    }
+
+    /// A build decodes each distinct small blob once and gives every block
+    /// holding it its names.
+    #[test]
+    fn repeated_blobs_are_indexed_at_every_position() {
+        let stone = block(&["default:stone"]).encode().unwrap();
+        let chest = block(&["default:stone", "default:chest"]).encode().unwrap();
+        let blocks: Vec<(BlockPos, Vec<u8>)> = (0..3000i16)
+            .map(|i| (BlockPos::new(i % 60, i / 60, 0), if i % 100 == 7 { chest.clone() } else { stone.clone() }))
+            .collect();
+        let seen = ByBlob::default();
+        let got = names_in_slice(&blocks, &seen);
+        assert_eq!(got[b"default:chest".as_slice()].1.len(), 30);
+        assert_eq!(got[b"default:stone".as_slice()].1.len(), 3000);
+        assert_eq!(got[b"default:stone".as_slice()].0, 3000);
+        assert!(seen.held() > 0 && seen.held() < 4096, "two blobs kept: {}", seen.held());
     }
 
     #[test]
