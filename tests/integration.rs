@@ -51,6 +51,7 @@ mod minecraft_more;
 mod minecraft_pictures;
 mod minecraft_properties;
 mod mount_read;
+mod mount_requests;
 mod mount_write;
 mod mount_write_refusals;
 mod mts_real;
