@@ -85,12 +85,29 @@ if [ ! -d target/npm-oracle/node_modules/prismarine-chunk ] && command -v npm >/
         echo "note: npm install prismarine-chunk failed; tests/mcchunk.rs's oracle will be skipped"
 fi
 
+# bedrock-provider (PrismarineJS, MIT) and leveldb-zlib (ISC; Mojang's
+# LevelDB with its zlib compressors, built from source with cmake), the
+# independent reader of Bedrock worlds in tests/bedrock.rs
+# (tests/scripts/bedrock_oracle.js), into target/npm-oracle as well.
+if [ ! -d target/npm-oracle/node_modules/leveldb-zlib ] && command -v npm >/dev/null; then
+    if [ "$(id -u)" = 0 ] && ! command -v cmake >/dev/null; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -q cmake zlib1g-dev >/dev/null 2>&1 || {
+            apt-get update -q >/dev/null 2>&1 && apt-get install -y -q cmake zlib1g-dev >/dev/null
+        }
+    fi
+    echo "installing: bedrock-provider leveldb-zlib (npm, into target/npm-oracle)"
+    mkdir -p target/npm-oracle
+    npm install --silent --no-audit --no-fund --prefix target/npm-oracle bedrock-provider@3 leveldb-zlib@1 >/dev/null 2>&1 ||
+        echo "note: npm install bedrock-provider leveldb-zlib failed; tests/bedrock.rs's oracle will be skipped"
+fi
+
 # As root every tool above is installed, so a test that would skip for want
 # of one fails instead (tests/common/mod.rs `skip`): a machine that lost a
 # tool goes red rather than passing silently. The real-data tests need
 # ../shared, which is data, not a tool: required when it is there.
 if [ "$(id -u)" = 0 ] && [ -z "${WORLDFS_REQUIRE+x}" ]; then
-    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine,java,client
+    WORLDFS_REQUIRE=fuse,server,worldedit,root,python3,vim,nano,tmux,setpriv,systemd,man,twmap,pg,redis,chromium,minetestmapper,lua,prismarine,bedrock,java,client
     if [ -d ../shared ] || [ -n "${WORLDFS_SHARED:-}" ]; then
         WORLDFS_REQUIRE+=,shared
     else

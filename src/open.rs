@@ -1,7 +1,7 @@
 //! Opening what a path is: the one place that knows both the filesystem
 //! core and every kind of world. It picks the kind (a Luanti world
-//! directory, a Minecraft Java world directory: level.dat and region/, or
-//! a one-file kind of [`document_kinds`]), builds its
+//! directory, a Minecraft Java world directory: level.dat and region/, a
+//! Minecraft Bedrock world directory: level.dat and db/, or a one-file kind of [`document_kinds`]), builds its
 //! tree, and hands the core ([`WorldFs`]) that tree, so the core names no
 //! kind of world and no store.
 
@@ -70,13 +70,21 @@ pub enum WorldKind {
     Luanti,
     /// A Minecraft Java world: level.dat and region files.
     MinecraftJava,
+    /// A Minecraft Bedrock world: level.dat and db/ (LevelDB).
+    MinecraftBedrock,
 }
 
 impl WorldKind {
     /// The kind of the world directory `dir` (a Luanti world unless it
     /// looks like another kind: the Luanti tree says what is missing).
     pub fn of(dir: &Path) -> WorldKind {
-        if crate::worlds::minecraft::is_java_world(dir) { WorldKind::MinecraftJava } else { WorldKind::Luanti }
+        if crate::worlds::minecraft::is_java_world(dir) {
+            WorldKind::MinecraftJava
+        } else if crate::worlds::bedrock::is_bedrock_world(dir) {
+            WorldKind::MinecraftBedrock
+        } else {
+            WorldKind::Luanti
+        }
     }
 
     /// The name `worldfs mount -t NAME` takes.
@@ -84,17 +92,21 @@ impl WorldKind {
         match self {
             WorldKind::Luanti => LUANTI,
             WorldKind::MinecraftJava => crate::worlds::minecraft::NAME,
+            WorldKind::MinecraftBedrock => crate::worlds::bedrock::NAME,
         }
     }
 
     fn named(name: &str) -> Option<WorldKind> {
-        [WorldKind::Luanti, WorldKind::MinecraftJava].into_iter().find(|k| k.name() == name)
+        [WorldKind::Luanti, WorldKind::MinecraftJava, WorldKind::MinecraftBedrock]
+            .into_iter()
+            .find(|k| k.name() == name)
     }
 
     fn open_tree(self, dir: &Path, opts: Options, services: Arc<Services>) -> Result<Arc<dyn Tree>, String> {
         match self {
             WorldKind::Luanti => crate::worlds::luanti::open_world_tree(dir, opts, services),
             WorldKind::MinecraftJava => crate::worlds::minecraft::open_world_tree(dir, opts, services),
+            WorldKind::MinecraftBedrock => crate::worlds::bedrock::open_world_tree(dir, opts, services),
         }
     }
 }
@@ -110,7 +122,7 @@ pub fn open_mount(
 ) -> Result<Arc<dyn Tree>, String> {
     let all = document_kinds();
     let names = || {
-        [LUANTI, crate::worlds::minecraft::NAME]
+        [LUANTI, crate::worlds::minecraft::NAME, crate::worlds::bedrock::NAME]
             .into_iter()
             .chain(all.iter().map(|k| k.name))
             .collect::<Vec<_>>()

@@ -1,0 +1,51 @@
+//! `MNT/map/` of a Bedrock world: its overworld's chunks seen from above,
+//! drawn as a Java world's are (`minecraft::top`), each block in the colour
+//! of the Java block it maps to (`tables::colour_name`).
+
+use super::chunk::ChunkDoc;
+use super::db::Db;
+use crate::fs::Result;
+use crate::view::picture;
+use crate::view::tiles::TILE;
+use crate::worlds::map_tree::TopSource;
+use crate::worlds::minecraft::top::{chunk_tops, pixel};
+use std::sync::Arc;
+use worldfs_codec::bedrock::key::{ChunkPos, OVERWORLD};
+
+pub struct BedrockTops(pub Arc<Db>);
+
+impl TopSource for BedrockTops {
+    type Columns = Vec<(i64, i64)>;
+    const SOUTH_Z: bool = true;
+
+    fn read_columns(&self) -> Result<Vec<(i64, i64)>> {
+        Ok(self.0.chunks_of(OVERWORLD)?.into_iter().map(|(x, z)| (x as i64, z as i64)).collect())
+    }
+
+    /// As a Java world's: chunks beyond x and z of -32768 to 32767 are not
+    /// drawn.
+    fn keys(cols: &Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+        let drawn = -2048..2048;
+        cols.iter().map(|&(x, z)| (x, -1 - z)).filter(|(x, z)| drawn.contains(x) && drawn.contains(z)).collect()
+    }
+
+    fn draw_tile(&self, cols: &Vec<(i64, i64)>, west: i64, north: i64) -> Result<Vec<u8>> {
+        let top_z = -1 - north;
+        let span = TILE as i64 / 16;
+        let (cx0, cz0) = (west.div_euclid(16), top_z.div_euclid(16));
+        let mut px = vec![0u8; TILE * TILE * 4];
+        for &(cx, cz) in cols.iter().filter(|(x, z)| (cx0..cx0 + span).contains(x) && (cz0..cz0 + span).contains(z)) {
+            let pos = ChunkPos { dim: OVERWORLD, x: cx as i32, z: cz as i32 };
+            let doc = ChunkDoc::new(pos, self.0.records(pos)?);
+            let tops = chunk_tops(doc.java_sections(), picture::minecraft_colors());
+            for (z, row) in tops.iter().enumerate() {
+                let py = (cz * 16 + z as i64 - top_z) as usize;
+                for (x, &top) in row.iter().enumerate() {
+                    let at = (py * TILE + (cx * 16 + x as i64 - west) as usize) * 4;
+                    px[at..at + 4].copy_from_slice(&pixel(top));
+                }
+            }
+        }
+        Ok(px)
+    }
+}

@@ -1,0 +1,392 @@
+//! Minecraft Bedrock worlds (tests/data/bedrock/, README there): every
+//! chunk, subchunk and block entity the mount shows agrees with an
+//! independent reader (bedrock-provider's prismarine-chunk and Mojang's
+//! LevelDB through leveldb-zlib, tests/scripts/bedrock_oracle.js); edits
+//! through the mount are read back by that reader, change nothing else and
+//! are undone exactly.
+
+use crate::common;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bedrock");
+
+/// The test worlds, each unpacked (or copied) into a directory of its own.
+pub fn worlds() -> Vec<(String, tempfile::TempDir)> {
+    let mut out = Vec::new();
+    for n in ["example1", "example2", "example3"] {
+        let d = tempfile::tempdir().unwrap();
+        let zip = format!("{DATA}/{n}.mcworld");
+        let st = Command::new("python3").args(["-m", "zipfile", "-e", &zip]).arg(d.path()).status().unwrap();
+        assert!(st.success(), "unpacking {zip}");
+        out.push((n.to_string(), d));
+    }
+    out.push(("prismarine".into(), common::copy_world(Path::new(&format!("{DATA}/prismarine")))));
+    out
+}
+
+pub fn oracle_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("WORLDFS_NPM_ORACLE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/npm-oracle"));
+    let ok = dir.join("node_modules/bedrock-provider").is_dir()
+        && dir.join("node_modules/leveldb-zlib").is_dir()
+        && common::mount::which("node").is_some();
+    ok.then_some(dir)
+}
+
+/// The reader's output for world `dir` in `mode` ("keys" or "world"), run
+/// on a copy of its db/ (opening a LevelDB database may write to it).
+pub fn oracle(npm: &Path, dir: &Path, mode: &str) -> String {
+    let copy = tempfile::tempdir().unwrap();
+    common::copy_dir(&dir.join("db"), copy.path());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/bedrock_oracle.js");
+    let out = Command::new("node").arg(script).arg(npm).arg(mode).arg(copy.path()).output().unwrap();
+    assert!(out.status.success(), "bedrock_oracle.js: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+macro_rules! need_oracle {
+    ($test:expr) => {
+        match oracle_dir() {
+            Some(d) => d,
+            None => {
+                common::skip(
+                    $test,
+                    "bedrock",
+                    "no bedrock-provider/leveldb-zlib (contrib/test.sh installs them into target/npm-oracle)",
+                );
+                return;
+            }
+        }
+    };
+}
+
+/// Every key and value, hex, as the reader gives them.
+fn reader_keys(npm: &Path, dir: &Path) -> BTreeMap<String, String> {
+    oracle(npm, dir, "keys")
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Every key and value as the store reads them.
+fn store_keys(dir: &Path) -> BTreeMap<String, String> {
+    let db = worldfs_store::bedrock::BedrockDb::open(&dir.join("db"), true).unwrap();
+    db.page(None, usize::MAX, true).unwrap().into_iter().map(|(k, v)| (hex(&k), hex(&v))).collect()
+}
+
+#[test]
+fn the_store_reads_every_key_and_value_the_reader_does() {
+    let npm = need_oracle!("the_store_reads_every_key_and_value_the_reader_does");
+    for (name, w) in worlds() {
+        let ours = store_keys(w.path());
+        let theirs = reader_keys(&npm, w.path());
+        assert!(ours.len() > 100, "{name}: {} keys", ours.len());
+        assert_eq!(ours.len(), theirs.len(), "{name}: key counts");
+        for (k, v) in &theirs {
+            assert_eq!(ours.get(k), Some(v), "{name}: key {k}");
+        }
+    }
+}
+
+/// The directory of chunk `dim:x,z` in a mount.
+pub fn chunk_dir(mnt: &Path, chunk: &str) -> PathBuf {
+    let (dim, xz) = chunk.split_once(':').unwrap();
+    match dim {
+        "0" => mnt.join("chunks").join(xz),
+        "1" => mnt.join("dimensions/nether/chunks").join(xz),
+        "2" => mnt.join("dimensions/end/chunks").join(xz),
+        d => panic!("dimension {d}"),
+    }
+}
+
+/// A drawn layer's label of each block, x * 256 + z * 16 + y.
+fn drawn_labels(text: &str, cx: i64, y: i64, cz: i64) -> Vec<String> {
+    use worldfs::view::layers::{Frame, Rows, parse};
+    let frame = Frame { size: [16, 16, 16], origin: [16 * cx, 16 * y, 16 * cz], rows: Rows::ZAscending };
+    let d = parse(&frame, text).unwrap();
+    (0..4096).map(|i| d.legend[d.at(i >> 8, i & 15, (i >> 4) & 15)].label.clone()).collect()
+}
+
+/// The reader's labels of a layer, x * 256 + z * 16 + y.
+fn reader_labels(layer: &Value) -> Vec<String> {
+    let palette: Vec<&str> = layer["palette"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+    layer["indices"].as_str().unwrap().split(',').map(|i| palette[i.parse::<usize>().unwrap()].to_string()).collect()
+}
+
+#[test]
+fn every_chunk_subchunk_and_block_entity_agrees_with_the_reader() {
+    let npm = need_oracle!("every_chunk_subchunk_and_block_entity_agrees_with_the_reader");
+    require_fuse!("every_chunk_subchunk_and_block_entity_agrees_with_the_reader");
+    for (name, w) in worlds() {
+        let reader: Value = serde_json::from_str(&oracle(&npm, w.path(), "world")).unwrap();
+        let m = common::mount::Mounted::new(w.path(), &["ro"]);
+        // Every chunk with a version key is listed.
+        for c in reader["chunks"].as_array().unwrap() {
+            assert!(chunk_dir(&m.mnt, c.as_str().unwrap()).is_dir(), "{name}: chunk {c}");
+        }
+        let mut layers = 0;
+        for (key, sub) in reader["subchunks"].as_object().unwrap() {
+            let (chunk, y) = key.rsplit_once(':').unwrap();
+            let (cx, cz) = chunk.split_once(':').unwrap().1.split_once(',').unwrap();
+            let (cx, cz, y): (i64, i64, i64) = (cx.parse().unwrap(), cz.parse().unwrap(), y.parse().unwrap());
+            let dir = chunk_dir(&m.mnt, chunk).join(format!("sections/{y}"));
+            for (l, layer) in sub["layers"].as_array().unwrap().iter().enumerate() {
+                let file = dir.join(if l == 0 { "blocks" } else { "waterlog" });
+                let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{name}: {}: {e}", file.display()));
+                assert_eq!(drawn_labels(&text, cx, y, cz), reader_labels(layer), "{name}: {}", file.display());
+                layers += 1;
+            }
+        }
+        assert!(layers > 100, "{name}: {layers} layers compared");
+        let mut entities = 0;
+        for (chunk, list) in reader["block_entities"].as_object().unwrap() {
+            let dir = chunk_dir(&m.mnt, chunk).join("block_entities");
+            for be in list.as_array().unwrap() {
+                let v = &be["value"];
+                let pos = format!("{},{},{}", v["x"]["value"], v["y"]["value"], v["z"]["value"]);
+                let id = std::fs::read_to_string(dir.join(&pos).join("id")).unwrap();
+                assert_eq!(id.trim_end(), v["id"]["value"].as_str().unwrap(), "{name}: {chunk} {pos}");
+                let data = std::fs::read_to_string(dir.join(&pos).join("data")).unwrap();
+                let shown = worldfs_codec::minecraft::snbt::parse(&data).unwrap();
+                let mut expected = reader_compound(be);
+                expected.0.retain(|(k, _)| !["id", "x", "y", "z", "Items"].contains(&k.as_str()));
+                assert_eq!(shown, expected, "{name}: {chunk} {pos} data");
+                entities += 1;
+            }
+        }
+        if name != "prismarine" {
+            assert!(entities > 0, "{name}: no block entities compared");
+        }
+    }
+}
+
+/// prismarine-nbt's typed JSON of a compound as worldfs's NBT tree.
+pub fn reader_compound(v: &Value) -> worldfs_codec::minecraft::nbt::Compound {
+    match reader_tag(v) {
+        worldfs_codec::minecraft::nbt::Tag::Compound(c) => c,
+        other => panic!("not a compound: {other:?}"),
+    }
+}
+
+fn reader_tag(v: &Value) -> worldfs_codec::minecraft::nbt::Tag {
+    use worldfs_codec::minecraft::nbt::{Compound, List, Tag};
+    let val = &v["value"];
+    let long = |x: &Value| {
+        let a = x.as_array().unwrap();
+        ((a[0].as_i64().unwrap() << 32) | (a[1].as_i64().unwrap() & 0xffff_ffff)) as i64
+    };
+    match v["type"].as_str().unwrap() {
+        "byte" => Tag::Byte(val.as_i64().unwrap() as i8),
+        "short" => Tag::Short(val.as_i64().unwrap() as i16),
+        "int" => Tag::Int(val.as_i64().unwrap() as i32),
+        "long" => Tag::Long(long(val)),
+        "float" => Tag::Float(val.as_f64().unwrap() as f32),
+        "double" => Tag::Double(val.as_f64().unwrap()),
+        "string" => Tag::String(val.as_str().unwrap().to_string()),
+        "byteArray" => Tag::ByteArray(val.as_array().unwrap().iter().map(|b| b.as_i64().unwrap() as i8).collect()),
+        "intArray" => Tag::IntArray(val.as_array().unwrap().iter().map(|b| b.as_i64().unwrap() as i32).collect()),
+        "longArray" => Tag::LongArray(val.as_array().unwrap().iter().map(long).collect()),
+        "compound" => {
+            Tag::Compound(Compound(val.as_object().unwrap().iter().map(|(k, t)| (k.clone(), reader_tag(t))).collect()))
+        }
+        "list" => {
+            let ty = val["type"].as_str().unwrap();
+            let items: Vec<Tag> = match &val["value"] {
+                Value::Array(a) => a.iter().map(|x| reader_tag(&serde_json::json!({"type": ty, "value": x}))).collect(),
+                _ => Vec::new(),
+            };
+            let elem = match ty {
+                "end" => 0,
+                "byte" => 1,
+                "short" => 2,
+                "int" => 3,
+                "long" => 4,
+                "float" => 5,
+                "double" => 6,
+                "byteArray" => 7,
+                "string" => 8,
+                "list" => 9,
+                "compound" => 10,
+                "intArray" => 11,
+                _ => 12,
+            };
+            Tag::List(List { elem, items })
+        }
+        t => panic!("type {t}"),
+    }
+}
+
+/// The first block entity of kind `id` in a mount's overworld, and its
+/// chunk's name.
+fn first_block_entity(mnt: &Path, id: &str) -> (String, PathBuf) {
+    let mut chunks: Vec<_> = std::fs::read_dir(mnt.join("chunks")).unwrap().map(|e| e.unwrap().path()).collect();
+    chunks.sort();
+    for c in chunks {
+        let Ok(rd) = std::fs::read_dir(c.join("block_entities")) else { continue };
+        let mut bes: Vec<_> = rd.map(|e| e.unwrap().path()).collect();
+        bes.sort();
+        if let Some(be) = bes.into_iter().find(|b| std::fs::read_to_string(b.join("id")).unwrap().trim() == id) {
+            return (c.file_name().unwrap().to_string_lossy().into_owned(), be);
+        }
+    }
+    panic!("no {id} in {}", mnt.display());
+}
+
+fn worldfs() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_worldfs"))
+}
+
+/// The keys whose values differ between two readings (or that one lacks).
+fn changed_keys(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    let mut keys: Vec<String> = a.keys().chain(b.keys()).filter(|k| a.get(*k) != b.get(*k)).cloned().collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The reader's Data of a block entity at `pos` ("x,y,z") of chunk `chunk`.
+fn reader_block_entity(reader: &Value, chunk: &str, pos: &str) -> worldfs_codec::minecraft::nbt::Compound {
+    let list = reader["block_entities"][format!("0:{chunk}")].as_array().unwrap();
+    let be = list
+        .iter()
+        .find(|b| {
+            format!("{},{},{}", b["value"]["x"]["value"], b["value"]["y"]["value"], b["value"]["z"]["value"]) == pos
+        })
+        .unwrap();
+    reader_compound(be)
+}
+
+#[test]
+fn edits_through_the_mount_are_read_back_by_the_reader_and_undone_exactly() {
+    use worldfs_codec::minecraft::nbt::Tag;
+    let test = "edits_through_the_mount_are_read_back_by_the_reader_and_undone_exactly";
+    let npm = need_oracle!(test);
+    require_fuse!(test);
+    let (_, w) = worlds().into_iter().next().unwrap(); // example1: chests and signs
+    let before = reader_keys(&npm, w.path());
+    let level_before = std::fs::read(w.path().join("level.dat")).unwrap();
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    // A block: the lowest block of chunk 31,10's lowest subchunk.
+    let sections = m.mnt.join("chunks/31,10/sections");
+    let y: i64 = std::fs::read_dir(&sections)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().parse().unwrap())
+        .min()
+        .unwrap();
+    let (bx, by, bz) = (31 * 16 + 3, 16 * y + 2, 10 * 16 + 5);
+    std::fs::write(m.mnt.join(format!("block/{bx},{by},{bz}")), "minecraft:gold_block\n").unwrap();
+    assert_eq!(std::fs::read_to_string(m.mnt.join(format!("block/{bx},{by},{bz}"))).unwrap(), "minecraft:gold_block\n");
+    // A chest, a sign, a player's inventory.
+    let (chest_chunk, chest) = first_block_entity(&m.mnt, "Chest");
+    std::fs::write(chest.join("items"), "0 5 minecraft:diamond\n13 64 minecraft:cobblestone\n").unwrap();
+    let (sign_chunk, sign) = first_block_entity(&m.mnt, "Sign");
+    std::fs::write(sign.join("text"), "Hello\nworld\n").unwrap();
+    std::fs::write(m.mnt.join("players/~local_player/inventory"), "0 3 minecraft:apple\n").unwrap();
+    // A bad edit is refused and changes nothing.
+    assert!(std::fs::write(chest.join("items"), "0 5 minecraft:no_such_item\n").is_err());
+    assert!(std::fs::write(m.mnt.join(format!("block/{bx},{by},{bz}")), "minecraft:no_such_block\n").is_err());
+    drop(m);
+
+    let after = reader_keys(&npm, w.path());
+    let reader: Value = serde_json::from_str(&oracle(&npm, w.path(), "world")).unwrap();
+    // The block, read back by prismarine-chunk.
+    let sub = &reader["subchunks"][format!("0:31,10:{y}")]["layers"][0];
+    let i = ((bx - 31 * 16) * 256 + (bz - 160) * 16 + (by - 16 * y)) as usize;
+    assert_eq!(reader_labels(sub)[i], "minecraft:gold_block");
+    // The chest and the sign.
+    let name = |p: &Path| p.file_name().unwrap().to_string_lossy().into_owned();
+    let c = reader_block_entity(&reader, &chest_chunk, &name(&chest));
+    let Some(Tag::List(items)) = c.get("Items") else { panic!("no Items: {c:?}") };
+    let first = match &items.items[0] {
+        Tag::Compound(i) => (i.int("Slot"), i.int("Count"), i.string("Name").map(String::from)),
+        _ => panic!(),
+    };
+    assert_eq!(first, (Some(0), Some(5), Some("minecraft:diamond".into())));
+    let s = reader_block_entity(&reader, &sign_chunk, &name(&sign));
+    let text = s.compound("FrontText").and_then(|f| f.string("Text")).or(s.string("Text"));
+    assert_eq!(text, Some("Hello\nworld"));
+    let player = reader_compound(&reader["players"]["~local_player"]);
+    let inv = player.list("Inventory").unwrap();
+    let apple = inv.items.iter().any(|t| matches!(t, Tag::Compound(c) if c.string("Name") == Some("minecraft:apple") && c.int("Count") == Some(3) && c.int("Slot") == Some(0)));
+    assert!(apple, "the apple in slot 0");
+    // Nothing else changed: the block's subchunk, the block entities of the
+    // chest's and sign's chunks, the player.
+    let be_key = |chunk: &str| {
+        let (x, z) = chunk.split_once(',').unwrap();
+        let (x, z): (i32, i32) = (x.parse().unwrap(), z.parse().unwrap());
+        hex(&[&x.to_le_bytes()[..], &z.to_le_bytes()[..], &[49]].concat())
+    };
+    let mut expected = vec![
+        hex(&[&31i32.to_le_bytes()[..], &10i32.to_le_bytes()[..], &[47, y as i8 as u8]].concat()),
+        be_key(&chest_chunk),
+        be_key(&sign_chunk),
+        hex(b"~local_player"),
+    ];
+    expected.sort();
+    expected.dedup();
+    assert_eq!(changed_keys(&before, &after), expected);
+    assert_eq!(std::fs::read(w.path().join("level.dat")).unwrap(), level_before);
+
+    // worldfs undo puts every value back.
+    let out = worldfs().arg("undo").arg(w.path()).output().unwrap();
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(listing.contains("write block/") && listing.contains("items"), "{listing}");
+    let out = worldfs().arg("undo").arg(w.path()).args(["--last", "4"]).output().unwrap();
+    assert!(out.status.success(), "undo: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(changed_keys(&before, &reader_keys(&npm, w.path())), Vec::<String>::new());
+}
+
+#[test]
+fn a_no_op_rewrite_of_every_file_changes_no_byte() {
+    let test = "a_no_op_rewrite_of_every_file_changes_no_byte";
+    let npm = need_oracle!(test);
+    require_fuse!(test);
+    for (name, w) in worlds() {
+        let before = reader_keys(&npm, w.path());
+        let level = std::fs::read(w.path().join("level.dat")).unwrap();
+        let m = common::mount::Mounted::new(w.path(), &[]);
+        let mut files = Vec::new();
+        let mut dirs = vec![m.mnt.join("chunks"), m.mnt.join("players"), m.mnt.join("dimensions")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    dirs.push(e.path());
+                } else if e.metadata().unwrap().permissions().readonly() {
+                    continue;
+                } else {
+                    files.push(e.path());
+                }
+            }
+        }
+        files.push(m.mnt.join("level"));
+        assert!(files.len() > 50, "{name}: {} writable files", files.len());
+        for f in &files {
+            let content = std::fs::read(f).unwrap();
+            std::fs::write(f, &content).unwrap_or_else(|e| panic!("{name}: {}: {e}", f.display()));
+        }
+        drop(m);
+        assert_eq!(changed_keys(&before, &reader_keys(&npm, w.path())), Vec::<String>::new(), "{name}");
+        assert_eq!(std::fs::read(w.path().join("level.dat")).unwrap(), level, "{name}: level.dat");
+        assert!(
+            !w.path().join(worldfs_store::journal::FILE_NAME).exists() || {
+                let j = worldfs_store::journal::Journal::open(&w.path().join(worldfs_store::journal::FILE_NAME))
+                    .unwrap()
+                    .unwrap();
+                j.changes(None, None).unwrap().is_empty()
+            },
+            "{name}: a no-op journaled a change"
+        );
+    }
+}
