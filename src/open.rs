@@ -133,6 +133,15 @@ pub fn open_mount(
         None if path.is_dir() => Some(WorldKind::of(path)),
         None => None,
     };
+    if path.is_file() && matches!(kind, None | Some(crate::worlds::bedrock::NAME)) {
+        let head = read_head(path)?;
+        if crate::worlds::bedrock::mcworld::is_mcworld(path, &head) {
+            if let Some((k, _)) = extra.first() {
+                return Err(format!("unknown mount option '{k}' (a bedrock mount takes none of its own)"));
+            }
+            return crate::worlds::bedrock::open_mcworld(path, opts, services);
+        }
+    }
     if let Some(world) = world {
         if let Some((k, _)) = extra.first() {
             return Err(format!("unknown mount option '{k}' (a {} mount takes none of its own)", world.name()));

@@ -81,7 +81,7 @@ fn hex(b: &[u8]) -> String {
 
 /// Every key and value as the store reads them.
 fn store_keys(dir: &Path) -> BTreeMap<String, String> {
-    let db = worldfs_store::bedrock::BedrockDb::open(&dir.join("db"), true).unwrap();
+    let db = worldfs_store::leveldb::bedrock::BedrockDb::open(&dir.join("db"), true).unwrap();
     db.page(None, usize::MAX, true).unwrap().into_iter().map(|(k, v)| (hex(&k), hex(&v))).collect()
 }
 
@@ -148,7 +148,7 @@ fn every_chunk_subchunk_and_block_entity_agrees_with_the_reader() {
                 layers += 1;
             }
         }
-        assert!(layers > 100, "{name}: {layers} layers compared");
+        assert!(layers > 50, "{name}: {layers} layers compared");
         let mut entities = 0;
         for (chunk, list) in reader["block_entities"].as_object().unwrap() {
             let dir = chunk_dir(&m.mnt, chunk).join("block_entities");
@@ -243,6 +243,15 @@ fn first_block_entity(mnt: &Path, id: &str) -> (String, PathBuf) {
     panic!("no {id} in {}", mnt.display());
 }
 
+/// Write a file of the mount and fsync it, so that a refusal (which the
+/// mount reports at fsync or close, and Rust ignores at close) is seen.
+fn write(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(content.as_bytes())?;
+    f.sync_all()
+}
+
 fn worldfs() -> Command {
     Command::new(env!("CARGO_BIN_EXE_worldfs"))
 }
@@ -285,17 +294,18 @@ fn edits_through_the_mount_are_read_back_by_the_reader_and_undone_exactly() {
         .min()
         .unwrap();
     let (bx, by, bz) = (31 * 16 + 3, 16 * y + 2, 10 * 16 + 5);
-    std::fs::write(m.mnt.join(format!("block/{bx},{by},{bz}")), "minecraft:gold_block\n").unwrap();
+    write(&m.mnt.join(format!("block/{bx},{by},{bz}")), "minecraft:gold_block\n").unwrap();
     assert_eq!(std::fs::read_to_string(m.mnt.join(format!("block/{bx},{by},{bz}"))).unwrap(), "minecraft:gold_block\n");
     // A chest, a sign, a player's inventory.
     let (chest_chunk, chest) = first_block_entity(&m.mnt, "Chest");
-    std::fs::write(chest.join("items"), "0 5 minecraft:diamond\n13 64 minecraft:cobblestone\n").unwrap();
+    write(&chest.join("items"), "0 5 minecraft:diamond\n13 64 minecraft:cobblestone\n").unwrap();
     let (sign_chunk, sign) = first_block_entity(&m.mnt, "Sign");
-    std::fs::write(sign.join("text"), "Hello\nworld\n").unwrap();
-    std::fs::write(m.mnt.join("players/~local_player/inventory"), "0 3 minecraft:apple\n").unwrap();
+    write(&sign.join("text"), "Hello\nworld\n").unwrap();
+    write(&m.mnt.join("players/~local_player/inventory"), "0 3 minecraft:apple\n").unwrap();
     // A bad edit is refused and changes nothing.
-    assert!(std::fs::write(chest.join("items"), "0 5 minecraft:no_such_item\n").is_err());
-    assert!(std::fs::write(m.mnt.join(format!("block/{bx},{by},{bz}")), "minecraft:no_such_block\n").is_err());
+    assert!(write(&chest.join("items"), "0 5 minecraft:no_such_item\n").is_err());
+    assert!(write(&m.mnt.join(format!("block/{bx},{by},{bz}")), "minecraft:no_such_block\n").is_err());
+    assert!(m.refusals().contains("no item of the game"), "{}", m.refusals());
     drop(m);
 
     let after = reader_keys(&npm, w.path());
@@ -374,7 +384,8 @@ fn a_no_op_rewrite_of_every_file_changes_no_byte() {
         assert!(files.len() > 50, "{name}: {} writable files", files.len());
         for f in &files {
             let content = std::fs::read(f).unwrap();
-            std::fs::write(f, &content).unwrap_or_else(|e| panic!("{name}: {}: {e}", f.display()));
+            let text = String::from_utf8(content).unwrap_or_default();
+            write(f, &text).unwrap_or_else(|e| panic!("{name}: {}: {e}", f.display()));
         }
         drop(m);
         assert_eq!(changed_keys(&before, &reader_keys(&npm, w.path())), Vec::<String>::new(), "{name}");
@@ -389,4 +400,130 @@ fn a_no_op_rewrite_of_every_file_changes_no_byte() {
             "{name}: a no-op journaled a change"
         );
     }
+}
+
+#[test]
+fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
+    let test = "sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable";
+    let npm = need_oracle!(test);
+    require_fuse!(test);
+    let (_, w) = worlds().into_iter().nth(2).unwrap(); // example3: 22 chunks
+    let before = reader_keys(&npm, w.path());
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    // The lowest block of each chunk's lowest subchunk, one write each.
+    let mut targets = Vec::new();
+    for e in std::fs::read_dir(m.mnt.join("chunks")).unwrap() {
+        let e = e.unwrap();
+        let (x, z) = e
+            .file_name()
+            .to_string_lossy()
+            .split_once(',')
+            .map(|(x, z)| (x.parse::<i64>().unwrap(), z.parse::<i64>().unwrap()))
+            .unwrap();
+        let ys: Vec<i64> = std::fs::read_dir(e.path().join("sections"))
+            .unwrap()
+            .map(|s| s.unwrap().file_name().to_string_lossy().parse().unwrap())
+            .collect();
+        if let Some(y) = ys.into_iter().min() {
+            targets.push(m.mnt.join(format!("block/{},{},{}", 16 * x, 16 * y, 16 * z)));
+        }
+    }
+    assert!(targets.len() > 10);
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writer = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            for round in 0.. {
+                for t in &targets {
+                    let block = if round % 2 == 0 { "minecraft:gold_block\n" } else { "minecraft:diamond_block\n" };
+                    if std::fs::write(t, block).is_err() {
+                        return;
+                    }
+                    done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        })
+    };
+    common::wait_until("some writes", || done.load(std::sync::atomic::Ordering::SeqCst) >= 15);
+    m.kill9();
+    writer.join().unwrap();
+    // The reader decodes every chunk, subchunk and block entity.
+    let reader: Value = serde_json::from_str(&oracle(&npm, w.path(), "world")).unwrap();
+    assert!(
+        reader["subchunks"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|s| s["layers"].as_array().is_some_and(|l| !l.is_empty()))
+    );
+    // worldfs check finds nothing wrong, and undo of every journaled change
+    // gives back every value.
+    let out = worldfs().arg("check").arg(w.path()).output().unwrap();
+    assert!(out.status.success(), "check: {}", String::from_utf8_lossy(&out.stdout));
+    let journal =
+        worldfs_store::journal::Journal::open(&w.path().join(worldfs_store::journal::FILE_NAME)).unwrap().unwrap();
+    let n = journal.changes(None, None).unwrap().len();
+    assert!(n >= 15, "{n} changes journaled");
+    let out = worldfs().arg("undo").arg(w.path()).args(["--last", &n.to_string()]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "undo: {} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(changed_keys(&before, &reader_keys(&npm, w.path())), Vec::<String>::new());
+}
+
+#[test]
+fn check_counts_a_world_and_names_a_broken_subchunk() {
+    let (_, w) = worlds().into_iter().nth(1).unwrap(); // example2
+    let out = worldfs().arg("check").arg(w.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("Minecraft Bedrock world") && text.contains("version 9: 617") && text.contains("corrupt: 0"),
+        "{text}"
+    );
+    // Cut one subchunk short, through the store.
+    let db = worldfs_store::leveldb::bedrock::BedrockDb::open(&w.path().join("db"), false).unwrap();
+    let (k, v) =
+        db.page(None, usize::MAX, true).unwrap().into_iter().find(|(k, _)| k.len() == 10 && k[8] == 47).unwrap();
+    let change = worldfs_store::leveldb::bedrock::KeyChange {
+        key: k.clone(),
+        old: Some(v.clone()),
+        new: Some(v[..v.len() - 1].to_vec()),
+    };
+    db.write(vec![change], &worldfs_store::Note::new("cut"), None).unwrap();
+    drop(db);
+    let out = worldfs().arg("check").arg(w.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let (x, z, y) =
+        (i32::from_le_bytes(k[..4].try_into().unwrap()), i32::from_le_bytes(k[4..8].try_into().unwrap()), k[9] as i8);
+    assert!(text.contains(&format!("0:{x},{z}: subchunk {y}: ")) && text.contains("corrupt: 1"), "{text}");
+}
+
+#[test]
+fn a_mcworld_mounts_read_only_and_unpacks_as_python_does() {
+    require_fuse!("a_mcworld_mounts_read_only_and_unpacks_as_python_does");
+    let zip = format!("{DATA}/example3.mcworld");
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let out = worldfs().arg("mount").arg(&zip).arg(&mnt).output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("worldfs unpack"));
+    let m = common::mount::Mounted::with_args(Path::new(&zip), &["-o", "ro"]);
+    assert_eq!(std::fs::read_dir(m.mnt.join("chunks")).unwrap().count(), 24);
+    assert!(std::fs::read_to_string(m.mnt.join("level")).unwrap().contains("LevelName: \"Example 3 World\""));
+    drop(m);
+    // Unpacked to a chosen place: the same files as Python's zipfile gives.
+    let ours = d.path().join("ours");
+    let out = worldfs().arg("unpack").arg(&zip).arg(&ours).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let theirs = &worlds()[2].1;
+    for f in ["level.dat", "db/CURRENT", "db/000005.ldb", "db/MANIFEST-000004", "levelname.txt"] {
+        assert_eq!(std::fs::read(ours.join(f)).unwrap(), std::fs::read(theirs.path().join(f)).unwrap(), "{f}");
+    }
+    let again = worldfs().arg("unpack").arg(&zip).arg(&ours).output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 }

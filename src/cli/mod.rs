@@ -97,6 +97,10 @@ pub enum Command {
     /// Write a small demo world (a house with a chest, a sign and a furnace)
     /// into DIR.
     Demo { dir: PathBuf },
+    /// Unpack a Minecraft Bedrock .mcworld (a zip the game exports) into
+    /// DIR, a new folder, which then mounts writable (a .mcworld itself
+    /// mounts read-only).
+    Unpack { file: PathBuf, dir: PathBuf },
     /// List the changes in WORLD's undo journal, or revert some of them.
     ///
     /// Without --last, --since or --id: list the newest changes. A revert is
@@ -298,6 +302,14 @@ pub fn main() -> ExitCode {
         Command::Map { world, out, area, colors, flat, scale } => {
             reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat, scale).map(|_| true)
         }
+        Command::Unpack { file, dir } => crate::worlds::bedrock::mcworld::unpack(&file, &dir).map(|world| {
+            println!(
+                "{}: the Bedrock world of {}; mount it with `worldfs mount {0} MNT`",
+                world.display(),
+                file.display()
+            );
+            true
+        }),
         Command::Demo { dir } => crate::worlds::luanti::demo::write_demo(&dir).map(|_| {
             println!("demo world written to {}", dir.display());
             true

@@ -84,8 +84,13 @@ async function main () {
     process.stdout.write(entries.map(([k, v]) => k.toString('hex') + ' ' + v.toString('hex') + '\n').join(''))
     return
   }
-  const registry = need('prismarine-registry')('bedrock_1.18.0')
+  const registry = need('prismarine-registry')('bedrock_1.21.70')
   const Block = need('prismarine-block')(registry)
+  // The decoder looks each palette entry up in minecraft-data's block
+  // states, which do not know every version's: the labels come from the
+  // entries themselves, so a state it does not know is no error here.
+  const fromProperties = Block.fromProperties.bind(Block)
+  Block.fromProperties = (...a) => { try { return fromProperties(...a) } catch (e) { return null } }
   const SubChunk = need('prismarine-chunk/src/bedrock/1.18/SubChunk')
   const out = { chunks: [], subchunks: {}, block_entities: {}, players: {} }
   for (const [k, v] of entries) {

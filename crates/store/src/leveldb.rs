@@ -26,6 +26,7 @@
 //! The crate's database is single-threaded (`Rc` inside), so it lives on a
 //! thread of its own and the store sends it work.
 
+pub mod bedrock;
 pub(crate) mod env;
 pub mod lock;
 

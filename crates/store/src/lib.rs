@@ -6,8 +6,6 @@
 //! and the name index ([`name_index`]). No database client outside this
 //! crate.
 
-#[cfg(feature = "leveldb")]
-pub mod bedrock;
 pub mod guard;
 pub mod holders;
 pub mod journal;

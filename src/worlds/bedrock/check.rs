@@ -12,7 +12,7 @@ use std::path::Path;
 use worldfs_codec::bedrock::key::{ChunkPos, Key};
 use worldfs_codec::bedrock::subchunk::Decoded;
 use worldfs_codec::minecraft::nbt::{self, Flavor};
-use worldfs_store::bedrock::BedrockDb;
+use worldfs_store::leveldb::bedrock::BedrockDb;
 
 #[derive(Default, Debug)]
 pub struct Report {

@@ -87,8 +87,19 @@ impl ChunkDoc {
     pub fn new(pos: ChunkPos, records: BTreeMap<Vec<u8>, Vec<u8>>) -> ChunkDoc {
         let mut subchunks = BTreeMap::new();
         for (k, v) in &records {
-            if let Key::Chunk { tag: tag::SUBCHUNK, sub: Some(y), .. } = Key::parse(k) {
-                subchunks.insert(y, subchunk::decode(v));
+            match Key::parse(k) {
+                Key::Chunk { tag: tag::SUBCHUNK, sub: Some(y), .. } => {
+                    subchunks.insert(y, subchunk::decode(v));
+                }
+                // Before 1.0: all blocks in one value, shown as subchunks
+                // 0 to 7 (read-only).
+                Key::Chunk { tag: tag::LEGACY_TERRAIN, .. } => match subchunk::legacy_terrain(v) {
+                    Ok(subs) => subchunks.extend((0..).zip(subs).map(|(y, n)| (y, Ok(Decoded::Numeric(n))))),
+                    Err(e) => {
+                        subchunks.insert(0, Err(format!("legacy terrain: {e}")));
+                    }
+                },
+                _ => {}
             }
         }
         ChunkDoc { pos, records, subchunks }
@@ -119,10 +130,9 @@ impl ChunkDoc {
     fn paletted(&self, y: i8) -> DocResult<&SubChunk> {
         match self.subchunks.get(&y) {
             Some(Ok(Decoded::Paletted(s))) => Ok(s),
-            Some(Ok(Decoded::Numeric(n))) => Err(DocError::new(format!(
-                "subchunk {y} is of version {} (block ids of before 1.2.13), which is shown but not written here; \
-                 open the world in the game once to upgrade it",
-                n.version
+            Some(Ok(Decoded::Numeric(_))) => Err(DocError::new(format!(
+                "subchunk {y} holds numeric block ids (a subchunk of version 0 or 2 to 7, or legacy terrain: \
+                 before 1.2.13), which are shown but not written here; open the world in the game once to upgrade it"
             ))),
             Some(Err(e)) => Err(DocError::new(format!("subchunk {y}: {e}"))),
             None => Err(DocError::new(format!("subchunk {y} is not stored in this chunk"))),
@@ -652,6 +662,23 @@ impl Document for ChunkDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn old_subchunks_show_their_ids_and_refuse_writes() {
+        let pos = ChunkPos { dim: 0, x: 1, z: -1 };
+        let mut v = vec![2u8];
+        v.extend((0..4096).map(|i| if i % 16 == 0 { 1 } else { 0 })); // stone at y 0
+        v.extend(std::iter::repeat_n(0x00, 2048));
+        let key = Key::Chunk { pos, tag: tag::SUBCHUNK, sub: Some(0) }.bytes();
+        let mut doc = ChunkDoc::new(pos, BTreeMap::from([(key, v)]));
+        let blocks = String::from_utf8(doc.render("sections/0/blocks").unwrap()).unwrap();
+        assert!(blocks.contains("minecraft:stone[val=0s]") && blocks.contains("minecraft:air[val=0s]"), "{blocks}");
+        assert!(!doc.entries().iter().any(|e| e.path == "sections/0/blocks" && e.writable));
+        let e = doc.apply("sections/0/blocks", blocks.as_bytes()).unwrap_err().to_string();
+        let e2 = doc.set_block(16, 0, -16, "minecraft:dirt").unwrap_err().to_string();
+        assert!(e.contains("numeric block ids") && e2.contains("numeric block ids"), "{e} / {e2}");
+        assert_eq!(String::from_utf8(doc.render("sections/0/palette").unwrap()).unwrap().lines().count(), 3);
+    }
 
     #[test]
     fn records_pack_and_unpack() {

@@ -1,5 +1,5 @@
 //! A Bedrock world's database as the mount's parts share it: the store
-//! (`worldfs_store::bedrock`), the undo journal's path, the list of chunks
+//! (`worldfs_store::leveldb::bedrock`), the undo journal's path, the list of chunks
 //! (made by one walk over the keys, again after each change), and each
 //! chunk's records (every key of the chunk and the entities its actor
 //! digest names).
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use worldfs_codec::bedrock::key::{ChunkPos, Key};
 use worldfs_codec::bedrock::records;
-use worldfs_store::bedrock::{BedrockDb, KeyChange};
+use worldfs_store::leveldb::bedrock::{BedrockDb, KeyChange};
 use worldfs_store::{Note, StoreError};
 
 pub struct Db {
@@ -23,6 +23,9 @@ pub struct Db {
     pub lock: Mutex<()>,
     /// The chunks of each dimension, as of a store version.
     chunks: Mutex<Option<(u64, Arc<BTreeSet<ChunkPos>>)>>,
+    /// The folder a `.mcworld` was unpacked into, removed when the mount
+    /// ends (after the store, declared above, is closed).
+    pub scratch: Option<tempfile::TempDir>,
 }
 
 /// A store's error as the filesystem shows it.
@@ -36,7 +39,7 @@ pub fn fs_err(e: StoreError) -> FsError {
 
 impl Db {
     pub fn new(world: PathBuf, store: BedrockDb, journal: Option<PathBuf>) -> Db {
-        Db { world, store, journal, lock: Mutex::new(()), chunks: Mutex::new(None) }
+        Db { world, store, journal, lock: Mutex::new(()), chunks: Mutex::new(None), scratch: None }
     }
 
     /// Every chunk that has a key, of every dimension.

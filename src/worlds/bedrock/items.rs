@@ -114,7 +114,7 @@ fn line_item(line: &str, old: &List, slots: Slots) -> Result<(i8, Compound), Str
     if let Some(k) = extra.as_ref().and_then(|e| e.0.iter().find(|(k, _)| FIELDS.contains(&k.as_str()))) {
         return Err(format!("'{}' is a field of the line, not of its SNBT", k.0));
     }
-    let mut c = before.unwrap_or_default();
+    let mut c = before.clone().unwrap_or_default();
     c.insert("Count", Tag::Byte(count as i8));
     c.insert("Damage", Tag::Short(damage));
     c.insert("Name", Tag::String(name.to_string()));
@@ -126,7 +126,20 @@ fn line_item(line: &str, old: &List, slots: Slots) -> Result<(i8, Compound), Str
         c.0.retain(|(k, _)| FIELDS.contains(&k.as_str()));
         c.0.extend(extra.0);
     }
-    Ok((slot, c))
+    // The same keys and values as stored, in another order: as stored.
+    match before {
+        Some(b) if same_in_any_order(&b, &c) => Ok((slot, b)),
+        _ => Ok((slot, c)),
+    }
+}
+
+fn same_in_any_order(a: &Compound, b: &Compound) -> bool {
+    let sorted = |c: &Compound| {
+        let mut v = c.0.clone();
+        v.sort_by(|x, y| x.0.cmp(&y.0));
+        v
+    };
+    a.0.len() == b.0.len() && sorted(a) == sorted(b)
 }
 
 /// The list the text says, from `old` (the items as stored).

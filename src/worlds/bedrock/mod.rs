@@ -17,6 +17,7 @@ pub mod find;
 pub mod items;
 pub mod level;
 pub mod map;
+pub mod mcworld;
 pub mod sign;
 pub mod states;
 pub mod tables;
@@ -30,7 +31,7 @@ use db::Db;
 use std::path::Path;
 use std::sync::Arc;
 use worldfs_codec::bedrock::key::{ChunkPos, END, NETHER, OVERWORLD};
-use worldfs_store::bedrock::BedrockDb;
+use worldfs_store::leveldb::bedrock::BedrockDb;
 
 /// The kind's name (`-t bedrock`).
 pub const NAME: &str = "bedrock";
@@ -53,13 +54,13 @@ const END_TAG: u64 = 8;
 pub const OTHER_DIMENSIONS: [(&str, i32, u64); 2] = [("nether", NETHER, NETHER_TAG), ("end", END, END_TAG)];
 
 /// Open the world's database as a mount needs it.
-pub fn open_db(dir: &Path, opts: &Options) -> std::result::Result<Arc<Db>, String> {
+pub fn open_db(dir: &Path, opts: &Options) -> std::result::Result<Db, String> {
     if !is_bedrock_world(dir) {
         return Err(format!("{}: not a Minecraft Bedrock world (level.dat and db/ expected)", dir.display()));
     }
     let store = BedrockDb::open(&dir.join("db"), opts.read_only)?;
     let journal = (!opts.read_only && opts.journal).then(|| dir.join(worldfs_store::journal::FILE_NAME));
-    Ok(Arc::new(Db::new(dir.to_path_buf(), store, journal)))
+    Ok(Db::new(dir.to_path_buf(), store, journal))
 }
 
 /// The world at `dir` as one tree.
@@ -68,7 +69,35 @@ pub fn open_world_tree(
     opts: Options,
     services: Arc<Services>,
 ) -> std::result::Result<Arc<dyn Tree>, String> {
-    let db = open_db(dir, &opts)?;
+    let db = Arc::new(open_db(dir, &opts)?);
+    tree_of(dir, db, opts, services)
+}
+
+/// A `.mcworld` file, unpacked into a temporary folder (removed when the
+/// mount ends) and mounted read-only.
+pub fn open_mcworld(file: &Path, opts: Options, services: Arc<Services>) -> std::result::Result<Arc<dyn Tree>, String> {
+    if !opts.read_only {
+        return Err(format!(
+            "{}: a .mcworld mounts read-only (-o ro); to edit it, `worldfs unpack {0} DIR` and mount DIR",
+            file.display()
+        ));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("worldfs-mcworld-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temporary folder: {e}"))?;
+    let dir = mcworld::unpack(file, scratch.path())?;
+    let mut db = open_db(&dir, &opts)?;
+    db.scratch = Some(scratch);
+    tree_of(&dir, Arc::new(db), opts, services)
+}
+
+fn tree_of(
+    dir: &Path,
+    db: Arc<Db>,
+    opts: Options,
+    services: Arc<Services>,
+) -> std::result::Result<Arc<dyn Tree>, String> {
     if !opts.read_only {
         for f in crate::worlds::minecraft::regions::remove_stale_temps(dir) {
             log::info!("removed {}, left by a worldfs that is gone", f.display());

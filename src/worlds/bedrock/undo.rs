@@ -1,5 +1,5 @@
 //! `worldfs undo` of a Bedrock world: the journal's records (database keys,
-//! collection `worldfs_store::bedrock::JOURNAL`, each named by its key in
+//! collection `worldfs_store::leveldb::bedrock::JOURNAL`, each named by its key in
 //! hex; and level.dat, as a Java world's) stepped back by
 //! `crate::worlds::undo`. The keys are written back as one write batch,
 //! journaled in turn; refused while the game holds the database's lock.
@@ -9,8 +9,8 @@ use crate::worlds::minecraft::swap_file;
 use crate::worlds::undo::{Plan, Selection, plan_records};
 use std::path::{Path, PathBuf};
 use worldfs_codec::bedrock::key::from_hex;
-use worldfs_store::bedrock::{BedrockDb, JOURNAL, KeyChange};
 use worldfs_store::journal::{FILE_NAME, Journal};
+use worldfs_store::leveldb::bedrock::{BedrockDb, JOURNAL, KeyChange};
 
 pub struct Records {
     world: PathBuf,

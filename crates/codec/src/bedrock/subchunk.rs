@@ -13,6 +13,11 @@
 //!   `val` before 1.13). Blocks are in x, z, y order: x * 256 + z * 16 + y.
 //! * 0 and 2 to 7 (1.0 to 1.2): 4096 block ids, then 2048 bytes of 4-bit
 //!   data values (light after them is not read), read-only here.
+//!
+//! Before 1.0 a chunk kept all its blocks in one value, LegacyTerrain (tag
+//! 48): 32768 ids (x * 2048 + z * 128 + y, y 0 to 127), 16384 bytes of data
+//! values, then light, heights and biome colours; [`legacy_terrain`] cuts
+//! it into eight subchunks of numeric ids.
 
 use crate::minecraft::nbt::{self, Compound, Flavor};
 
@@ -53,6 +58,27 @@ pub struct Numeric {
     /// 4096 ids and 4-bit data values, x * 256 + z * 16 + y.
     pub ids: Vec<u8>,
     pub data: Vec<u8>,
+}
+
+/// The eight subchunks (y 0 to 7) of a LegacyTerrain value.
+pub fn legacy_terrain(b: &[u8]) -> Result<Vec<Numeric>, String> {
+    if b.len() < 32768 + 16384 {
+        return Err(format!("{} bytes: legacy terrain holds 32768 block ids and 16384 bytes of data", b.len()));
+    }
+    let data = expand_nibbles(&b[32768..32768 + 16384]);
+    Ok((0..8)
+        .map(|s| {
+            let at = |i: usize| {
+                let (x, y, z) = xyz(i);
+                x * 2048 + z * 128 + s * 16 + y
+            };
+            Numeric {
+                version: 0,
+                ids: (0..4096).map(|i| b[at(i)]).collect(),
+                data: (0..4096).map(|i| data[at(i)]).collect(),
+            }
+        })
+        .collect())
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -388,6 +414,19 @@ mod tests {
         let Decoded::Numeric(n) = decode(&bytes).unwrap() else { panic!() };
         assert_eq!((n.ids[300], n.data[0], n.data[1]), (49, 1, 2));
         assert!(decode(&bytes[..5000]).is_err());
+    }
+
+    #[test]
+    fn legacy_terrain_is_eight_subchunks() {
+        let mut b = vec![0u8; 83200];
+        // Block x=1, z=2, y=17: subchunk 1, y 1.
+        let i = 2048 + 2 * 128 + 17;
+        b[i] = 54;
+        b[32768 + i / 2] = 0x50; // odd index: the high half
+        let subs = legacy_terrain(&b).unwrap();
+        assert_eq!(subs.len(), 8);
+        assert_eq!((subs[1].ids[index(1, 1, 2)], subs[1].data[index(1, 1, 2)]), (54, 5));
+        assert!(legacy_terrain(&b[..1000]).is_err());
     }
 
     #[test]

@@ -17,8 +17,8 @@
 //!   fails; a crash in between leaves an entry that `worldfs undo` sees was
 //!   never applied (its keys do not hold what it wrote).
 
+use super::{lock, open_db_with};
 use crate::journal::{Pending, RecordStep};
-use crate::leveldb::{lock, open_db_with};
 use crate::{Note, Result, StoreError};
 use parking_lot::Mutex;
 use rusty_leveldb::{Compressor, DB, LdbIterator, Options, WriteBatch};
