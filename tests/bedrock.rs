@@ -527,3 +527,76 @@ fn a_mcworld_mounts_read_only_and_unpacks_as_python_does() {
     let again = worldfs().arg("unpack").arg(&zip).arg(&ours).output().unwrap();
     assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"));
 }
+
+#[test]
+fn the_nether_and_the_end_show_under_dimensions_and_take_edits() {
+    use worldfs_codec::bedrock::key::{ChunkPos, Key};
+    require_fuse!("the_nether_and_the_end_show_under_dimensions_and_take_edits");
+    let (_, w) = worlds().into_iter().nth(2).unwrap();
+    // A copy of an overworld chunk's keys as the nether's (the test worlds
+    // never went there).
+    let db = worldfs_store::leveldb::bedrock::BedrockDb::open(&w.path().join("db"), false).unwrap();
+    let all = db.page(None, usize::MAX, true).unwrap();
+    let pos = all.iter().find_map(|(k, _)| match Key::parse(k) {
+        Key::Chunk { pos, tag: 47, .. } => Some(pos),
+        _ => None,
+    });
+    let pos = pos.unwrap();
+    let mut changes = Vec::new();
+    for (k, v) in &all {
+        if let Key::Chunk { pos: p, tag, sub } = Key::parse(k)
+            && p == pos
+        {
+            let nether = Key::Chunk { pos: ChunkPos { dim: 1, ..pos }, tag, sub }.bytes();
+            changes.push(worldfs_store::leveldb::bedrock::KeyChange { key: nether, old: None, new: Some(v.clone()) });
+        }
+    }
+    db.write(changes, &worldfs_store::Note::new("a nether chunk"), None).unwrap();
+    drop(db);
+    let m = common::mount::Mounted::new(w.path(), &[]);
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&m.mnt.join("dimensions")), ["end", "nether"]);
+    assert_eq!(names(&m.mnt.join("dimensions/nether")), ["chunks"]);
+    let xz = format!("{},{}", pos.x, pos.z);
+    assert_eq!(names(&m.mnt.join("dimensions/nether/chunks")), [xz.clone()]);
+    assert!(names(&m.mnt.join("dimensions/end/chunks")).is_empty());
+    let over = m.mnt.join("chunks").join(&xz).join("sections");
+    let nether = m.mnt.join("dimensions/nether/chunks").join(&xz).join("sections");
+    let y = names(&over).into_iter().next().unwrap();
+    let text = std::fs::read_to_string(over.join(&y).join("blocks")).unwrap();
+    assert_eq!(std::fs::read_to_string(nether.join(&y).join("blocks")).unwrap(), text);
+    // An edit of the nether's copy changes it, and not the overworld's.
+    let legend_line = text.lines().find(|l| l.len() > 2 && l.as_bytes()[1] == b' ' && !l.starts_with('#') && !l.starts_with(". ")).unwrap();
+    let edited = text.replacen(&format!("{legend_line}\n"), &format!("{} minecraft:gold_block\n", &legend_line[..1]), 1);
+    write(&nether.join(&y).join("blocks"), &edited).unwrap();
+    assert!(std::fs::read_to_string(nether.join(&y).join("blocks")).unwrap().contains("minecraft:gold_block"));
+    assert_eq!(std::fs::read_to_string(over.join(&y).join("blocks")).unwrap(), text);
+    // find/ and names count the overworld's blocks; each chunk has a top.png.
+    let found = std::fs::read_to_string(m.mnt.join("names")).unwrap();
+    assert!(found.lines().any(|l| l.starts_with("minecraft:chest ")), "{found}");
+    let link = std::fs::read_dir(m.mnt.join("find/minecraft:chest")).unwrap().next().unwrap().unwrap().path();
+    assert!(std::fs::read_link(&link).unwrap().to_string_lossy().starts_with("../../chunks/"));
+    assert!(std::fs::read(m.mnt.join("chunks").join(&xz).join("top.png")).unwrap().starts_with(b"\x89PNG"));
+}
+
+#[test]
+fn worldfs_map_draws_the_overworld() {
+    let (_, w) = worlds().into_iter().nth(2).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let png = out.path().join("map.png");
+    let r = worldfs().arg("map").arg(w.path()).arg(&png).output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let bytes = std::fs::read(&png).unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert!(info.width >= 64 && info.height >= 64, "{}x{}", info.width, info.height);
+    // Most of the drawn chunks' pixels are opaque (the ground seen from above).
+    let opaque = buf.chunks(4).filter(|p| p[3] == 255).count();
+    assert!(opaque > 22 * 256 / 2, "{opaque} opaque pixels");
+}

@@ -328,6 +328,31 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
     Ok(())
 }
 
+/// `worldfs map` of a Bedrock world: its overworld from above, each block
+/// in the colour of the Java block it maps to.
+fn map_bedrock(world: &Path, out: &Path, area: Option<&[String]>, scale: usize) -> Result<(), String> {
+    let corner = |s: &str| -> Result<(i64, i64), String> {
+        let (x, z) = s.split_once(',').ok_or_else(|| format!("'{s}' is not X,Z"))?;
+        let n = |v: &str| v.trim().parse::<i64>().map_err(|_| format!("'{s}' is not X,Z (whole numbers)"));
+        Ok((n(x)?, n(z)?))
+    };
+    let area = match area {
+        Some([a, b]) => {
+            let ((ax, az), (bx, bz)) = (corner(a)?, corner(b)?);
+            Some((ax.min(bx), az.min(bz), ax.max(bx), az.max(bz)))
+        }
+        Some(_) => return Err("--area takes two corners X1,Z1 X2,Z2".into()),
+        None => None,
+    };
+    let (px, (x1, z1, x2, z2)) = crate::worlds::bedrock::map::draw(world, area)?;
+    let (width, height) = ((x2 - x1 + 1) as usize, (z2 - z1 + 1) as usize);
+    let (px, pw, ph) = (crate::view::picture::scale(&px, width, scale), width * scale, height * scale);
+    let png = crate::view::picture::encode_png(pw as u32, ph as u32, &px);
+    std::fs::write(out, png).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("{}: {pw} x {ph} pixels, x {x1}..{x2}, z {z1}..{z2} (north up)", out.display());
+    Ok(())
+}
+
 /// `worldfs map`: the world (or an area) drawn from above into one PNG.
 pub fn map(
     world: &Path,
@@ -340,6 +365,9 @@ pub fn map(
     use crate::worlds::luanti::draw::{self, Area, Columns};
     if !(1..=16).contains(&scale) {
         return Err(format!("--scale {scale}: a node is 1 to 16 pixels wide"));
+    }
+    if WorldKind::of(world) == WorldKind::MinecraftBedrock {
+        return map_bedrock(world, out, area, scale);
     }
     let (colors, from) = crate::view::picture::choose(world, colors)?;
     log::info!("colours from {from}");

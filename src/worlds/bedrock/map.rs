@@ -4,13 +4,14 @@
 
 use super::chunk::ChunkDoc;
 use super::db::Db;
+use worldfs_codec::bedrock::key::ChunkPos;
 use crate::fs::Result;
 use crate::view::picture;
 use crate::view::tiles::TILE;
 use crate::worlds::map_tree::TopSource;
 use crate::worlds::minecraft::top::{chunk_tops, pixel};
 use std::sync::Arc;
-use worldfs_codec::bedrock::key::{ChunkPos, OVERWORLD};
+use worldfs_codec::bedrock::key::OVERWORLD;
 
 pub struct BedrockTops(pub Arc<Db>);
 
@@ -48,4 +49,47 @@ impl TopSource for BedrockTops {
         }
         Ok(px)
     }
+}
+
+/// `worldfs map` of a Bedrock world: the overworld's blocks x1..=x2,
+/// z1..=z2 (None: every chunk's) from above, north up, as RGBA pixels;
+/// returns them with the area drawn.
+pub fn draw(world: &std::path::Path, area: Option<(i64, i64, i64, i64)>) -> std::result::Result<(Vec<u8>, (i64, i64, i64, i64)), String> {
+    let store = worldfs_store::leveldb::bedrock::BedrockDb::open(&world.join("db"), true)?;
+    let db = Db::new(world.to_path_buf(), store, None);
+    let chunks = db.chunks_of(OVERWORLD).map_err(|e| e.message)?;
+    let (x1, z1, x2, z2) = match area {
+        Some(a) => a,
+        None => {
+            let xs = chunks.iter().map(|c| c.0 as i64);
+            let zs = chunks.iter().map(|c| c.1 as i64);
+            match (xs.clone().min(), xs.max(), zs.clone().min(), zs.max()) {
+                (Some(a), Some(b), Some(c), Some(d)) => (a * 16, c * 16, b * 16 + 15, d * 16 + 15),
+                _ => return Err(format!("{}: the overworld has no chunks", world.display())),
+            }
+        }
+    };
+    let (w, h) = ((x2 - x1 + 1) as usize, (z2 - z1 + 1) as usize);
+    if w.saturating_mul(h) > 1 << 28 {
+        return Err(format!("{w} x {h} pixels is too large a picture; choose a smaller --area"));
+    }
+    let mut px = vec![0u8; w * h * 4];
+    for &(cx, cz) in chunks.iter().filter(|(x, z)| {
+        let (x, z) = (*x as i64 * 16, *z as i64 * 16);
+        x + 15 >= x1 && x <= x2 && z + 15 >= z1 && z <= z2
+    }) {
+        let pos = ChunkPos { dim: OVERWORLD, x: cx, z: cz };
+        let doc = ChunkDoc::new(pos, db.records(pos).map_err(|e| e.message)?);
+        let tops = chunk_tops(doc.java_sections(), picture::minecraft_colors());
+        for (z, row) in tops.iter().enumerate() {
+            for (x, &top) in row.iter().enumerate() {
+                let (bx, bz) = (cx as i64 * 16 + x as i64, cz as i64 * 16 + z as i64);
+                if (x1..=x2).contains(&bx) && (z1..=z2).contains(&bz) {
+                    let at = ((bz - z1) as usize * w + (bx - x1) as usize) * 4;
+                    px[at..at + 4].copy_from_slice(&pixel(top));
+                }
+            }
+        }
+    }
+    Ok((px, (x1, z1, x2, z2)))
 }
