@@ -57,7 +57,8 @@
 #                       counted with perf's fuse:fuse_request_send
 #                       tracepoint; needs root and perf), live (edits
 #                       through a running server: see LIVE_EDITS),
-#                       minecraft (see MC_WORLD)
+#                       minecraft (see MC_WORLD), bedrock (see
+#                       BEDROCK_WORLD)
 #   WALK_TIMEOUT        seconds before a whole-world command is abandoned (3600)
 #   walk (a section)    the grep walk of issue 44: `ls blocks | sed
 #                       's|$|/names|' | xargs grep -l` through a fresh
@@ -94,6 +95,12 @@
 #                       against the Python reader anvil-parser2's full
 #                       read of the same region files, in one run
 #   MC_REGIONS          its region files, largest first (1; 0: all)
+#   BEDROCK_WORLD       the bedrock section: contrib/bench-bedrock.sh on this
+#                       Bedrock world folder or .mcworld (default: the test
+#                       world tests/data/bedrock/example2.mcworld): `worldfs
+#                       check` and a grep walk of a read-only mount, each
+#                       against the reader's (leveldb-zlib, prismarine-chunk)
+#                       full read of the same database, in one run
 
 # The benchmarked commands are single-quoted on purpose: they run in a
 # child shell that sees the exported variables.
@@ -119,7 +126,7 @@ BULK_MAX=${BULK_MAX:-1000}
 GREP_VARIANTS=${GREP_VARIANTS:-rw rw,nospin rw,cache_mb=32 ro ro,nospin ro,ttl=3600 rw@cpu0 ro@cpu0 ro,ttl=3600@cpu0}
 SUBTREE=${SUBTREE:-1000}
 WALK_TIMEOUT=${WALK_TIMEOUT:-3600}
-SECTIONS=${SECTIONS:-ls grep sed find rename requests walk worldwide live minecraft}
+SECTIONS=${SECTIONS:-ls grep sed find rename requests walk worldwide live minecraft bedrock}
 GEN=$DATA/gen-55k
 TMPFS_FILES=${TMPFS_FILES:-200000}
 WALK_PAIRS=${WALK_PAIRS:-3}
@@ -733,6 +740,19 @@ minecraft_figures() {
     WORLDFS=$WORLDFS "$ROOT/contrib/bench-minecraft.sh" "$world" "${MC_REGIONS:-1}" "$RUNS" 2>&1 | sed 's/^/  /'
 }
 
+# Minecraft Bedrock worlds: contrib/bench-bedrock.sh, `worldfs check` and
+# the mount's grep walk against the reader's full read, in one run.
+bedrock_figures() {
+    local world=${BEDROCK_WORLD:-$ROOT/tests/data/bedrock/example2.mcworld}
+    if [[ ! -d $ROOT/target/npm-oracle/node_modules/leveldb-zlib ]]; then
+        echo "note: no leveldb-zlib in target/npm-oracle (contrib/test.sh installs it): no Bedrock figures" >&2
+        return
+    fi
+    echo
+    echo "Minecraft Bedrock world (contrib/bench-bedrock.sh, against leveldb-zlib and prismarine-chunk):"
+    WORLDFS=$WORLDFS "$ROOT/contrib/bench-bedrock.sh" "$world" "$RUNS" 2>&1 | sed 's/^/  /'
+}
+
 main() {
     local which=both quick=0
     case ${1:-} in
@@ -805,6 +825,9 @@ main() {
     fi
     if want minecraft; then
         minecraft_figures
+    fi
+    if want bedrock; then
+        bedrock_figures
     fi
     if [[ -s $TMPROOT/stderr ]]; then
         echo

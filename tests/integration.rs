@@ -15,6 +15,7 @@ mod architecture;
 mod backend_leveldb;
 mod backend_mounts;
 mod bad_inputs;
+mod bedrock;
 mod cache_memory;
 mod codec_real_worlds;
 mod companion_mods;

@@ -28,18 +28,31 @@ pub struct Mounted {
 pub struct Union {
     main: Arc<dyn Tree>,
     mounted: Vec<Mounted>,
+    /// More tags a mounted tree hands out: trees it nests below its root
+    /// (a Bedrock world's `dimensions/nether/chunks/`).
+    routes: Vec<(u64, Arc<dyn Tree>)>,
 }
 
 impl Union {
     /// `main` must hand out no inode with a tag of `mounted`, nor list a
     /// root entry of the same name.
     pub fn new(main: Arc<dyn Tree>, mounted: Vec<Mounted>) -> Union {
-        Union { main, mounted }
+        Union { main, mounted, routes: Vec::new() }
+    }
+
+    /// Inodes of `tag` also go to `tree` (a mounted tree that nests another
+    /// tree of that tag under its root, and answers for it).
+    pub fn route(mut self, tag: u64, tree: Arc<dyn Tree>) -> Union {
+        self.routes.push((tag, tree));
+        self
     }
 
     fn owner(&self, ino: u64) -> &dyn Tree {
         let tag = ino >> 60;
-        self.mounted.iter().find(|m| m.tag == tag).map_or(self.main.as_ref(), |m| m.tree.as_ref())
+        if let Some(m) = self.mounted.iter().find(|m| m.tag == tag) {
+            return m.tree.as_ref();
+        }
+        self.routes.iter().find(|(t, _)| *t == tag).map_or(self.main.as_ref(), |(_, tree)| tree.as_ref())
     }
 
     fn mount_named(&self, name: &[u8]) -> Option<&Mounted> {
