@@ -674,7 +674,11 @@ mod tests {
         let blocks = String::from_utf8(doc.render("sections/0/blocks").unwrap()).unwrap();
         assert!(blocks.contains("minecraft:stone[val=0s]") && blocks.contains("minecraft:air[val=0s]"), "{blocks}");
         assert!(!doc.entries().iter().any(|e| e.path == "sections/0/blocks" && e.writable));
-        let e = doc.apply("sections/0/blocks", blocks.as_bytes()).unwrap_err().to_string();
+        // The same text back is no change (a no-op rewrite is accepted
+        // everywhere); a changed block is refused.
+        doc.apply("sections/0/blocks", blocks.as_bytes()).unwrap();
+        let edited = blocks.replacen("minecraft:stone[val=0s]", "minecraft:dirt", 1);
+        let e = doc.apply("sections/0/blocks", edited.as_bytes()).unwrap_err().to_string();
         let e2 = doc.set_block(16, 0, -16, "minecraft:dirt").unwrap_err().to_string();
         assert!(e.contains("numeric block ids") && e2.contains("numeric block ids"), "{e} / {e2}");
         assert_eq!(String::from_utf8(doc.render("sections/0/palette").unwrap()).unwrap().lines().count(), 3);
