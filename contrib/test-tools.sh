@@ -62,6 +62,11 @@ find_missing() {
     # dpkg-shlibdeps for its Depends, lintian to check it.
     have dpkg-shlibdeps || apt_need+=(dpkg-dev)
     have lintian || apt_need+=(lintian)
+    # What npm builds leveldb-zlib with (below).
+    have cmake || apt_need+=(cmake)
+    have g++ || apt_need+=(g++)
+    have make || apt_need+=(make)
+    [ -f /usr/include/zlib.h ] || apt_need+=(zlib1g-dev)
 
     # Python oracles, run and never linked: twmap (bindings of the twmap
     # crate, AGPL) reads DDNet maps (tests/twmap_oracle.rs); anvil-parser2
@@ -76,9 +81,19 @@ find_missing() {
     [ -d $modules/prismarine-chunk ] || npm_need+=(prismarine-chunk@1)
     [ -d $modules/vec3 ] || npm_need+=(vec3)
     [ -d $modules/minecraft-data ] || npm_need+=(minecraft-data)
+    # bedrock-provider (MIT) and leveldb-zlib (ISC; Mojang's LevelDB with
+    # its zlib compressors, built from source by cmake-js with a C++
+    # compiler): the reader of Bedrock worlds (tests/bedrock.rs,
+    # tests/scripts/bedrock_oracle.js, which loads prismarine-nbt,
+    # -registry and -block, dependencies of bedrock-provider).
+    [ -d $modules/bedrock-provider ] || npm_need+=(bedrock-provider@3)
+    [ -d $modules/leveldb-zlib ] || npm_need+=(leveldb-zlib@1)
+    [ -d $modules/prismarine-nbt ] || npm_need+=(prismarine-nbt)
+    [ -d $modules/prismarine-registry ] || npm_need+=(prismarine-registry)
+    [ -d $modules/prismarine-block ] || npm_need+=(prismarine-block)
     return 0
 }
 
 # What every test requires as root (tests/common/mod.rs `skip`): each name
 # is a tool find_missing installs.
-REQUIRE_AS_ROOT=fuse,server,worldedit,client,root,python3,vim,nano,tmux,sqlite3,setpriv,systemd,man,pg,redis,chromium,minetestmapper,lua,luacheck,java,prismarine,minecraft-data,twmap
+REQUIRE_AS_ROOT=fuse,server,worldedit,client,root,python3,vim,nano,tmux,sqlite3,setpriv,systemd,man,pg,redis,chromium,minetestmapper,lua,luacheck,java,prismarine,minecraft-data,bedrock,twmap

@@ -42,9 +42,9 @@ if $root && command -v apt-get >/dev/null; then
             python3 -m pip install -q --break-system-packages "${pip_need[@]}"
     fi
     if [ ${#npm_need[@]} -gt 0 ]; then
-        echo "installing: prismarine-chunk@1 vec3 minecraft-data (npm, into target/npm-oracle)"
+        echo "installing: ${npm_need[*]} (npm, into target/npm-oracle)"
         mkdir -p target/npm-oracle
-        npm install --silent --no-audit --no-fund --prefix target/npm-oracle prismarine-chunk@1 vec3 minecraft-data >/dev/null
+        npm install --silent --no-audit --no-fund --prefix target/npm-oracle "${npm_need[@]}" >/dev/null
     fi
     find_missing
     if [ ${#apt_need[@]} -gt 0 ] || [ ${#pip_need[@]} -gt 0 ] || [ ${#npm_need[@]} -gt 0 ]; then

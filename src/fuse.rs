@@ -2,6 +2,7 @@
 //! translate arguments, call the core, reply. The only place that knows
 //! fuser types, and the one table from core errors to errno.
 
+use crate::fs::stats::{self, Op, Phase};
 use crate::fs::{Attr, Caller, ErrorKind, FsError, Inval, Kind, WorldFs};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
@@ -64,15 +65,18 @@ const PUSH_STALE: Duration = Duration::from_millis(50);
 /// kernel's page cache, from a thread of its own.
 fn start_pusher(fs: &Arc<WorldFs>, notifier: Notifier) -> std::io::Result<()> {
     let (tx, rx) = std::sync::mpsc::channel::<(Instant, u64, Arc<Vec<u8>>)>();
+    // Weak: the core holds the sending side, which ends this thread.
+    let core = Arc::downgrade(fs);
     std::thread::Builder::new().name("worldfs-push".into()).spawn(move || {
         for (at, ino, data) in rx {
             let age = at.elapsed();
-            if age > PUSH_STALE {
+            std::thread::sleep(PUSH_DELAY.saturating_sub(age));
+            let wanted = core.upgrade().is_some_and(|fs| fs.push_still_wanted(ino));
+            if !wanted || age > PUSH_STALE {
                 continue;
             }
-            std::thread::sleep(PUSH_DELAY.saturating_sub(age));
             // ENOENT: the kernel has no inode for it (any more).
-            let _ = notifier.store(INodeNo(ino), 0, &data);
+            let _ = stats::timed(Phase::Push, || notifier.store(INodeNo(ino), 0, &data));
         }
     })?;
     let tx = parking_lot::Mutex::new(tx);
@@ -178,19 +182,28 @@ fn file_type(k: Kind) -> FileType {
 impl FuseAdapter {
     fn entry(&self, reply: ReplyEntry, r: Result<Attr, FsError>, op: &str) {
         match r {
-            Ok(a) => reply.entry_with_ttls(&self.fs.attr_ttl(&a), &self.fs.entry_ttl(), &file_attr(&a), Generation(0)),
+            Ok(a) => {
+                let (attr_ttl, entry_ttl) = (self.fs.attr_ttl(&a), self.fs.entry_ttl_of(&a));
+                stats::timed(Phase::Reply, || {
+                    reply.entry_with_ttls(&attr_ttl, &entry_ttl, &file_attr(&a), Generation(0))
+                })
+            }
             Err(e) => reply.error(errno(op, &e)),
         }
     }
 
-    /// Every request starts here.
-    fn arrived(&self, req: &Request) {
+    /// Every request goes through here: it is served (see `run_request`)
+    /// and counted (`fs::stats`, shown in `MNT/.worldfs-stats`).
+    fn serve(&self, op: Op, name: &str, req: &Request, request: impl FnOnce()) {
+        let t0 = std::time::Instant::now();
         if let Some(a) = &self.awake {
             a.touch();
         }
         if self.follow_cpu {
             crate::sys::affinity::follow(req.pid());
         }
+        run_request(name, request);
+        stats::request(op, t0);
     }
 
     /// Who asks: the process and its process group (a shell pipeline or
@@ -237,8 +250,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        run_request("lookup", || {
-            self.arrived(req);
+        self.serve(Op::Lookup, "lookup", req, || {
             match self.fs.lookup(parent.0, name) {
                 // A negative entry (inode 0) lets the kernel answer repeated
                 // lookups of a missing name itself for the TTL. Not under node/,
@@ -270,29 +282,25 @@ impl Filesystem for FuseAdapter {
     }
 
     fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
-        run_request("readlink", || {
-            self.arrived(req);
-            match self.fs.readlink(ino.0) {
-                Ok(target) => reply.data(&target),
-                Err(e) => reply.error(errno("readlink", &e)),
-            }
+        self.serve(Op::Readlink, "readlink", req, || match self.fs.readlink(ino.0) {
+            Ok(target) => reply.data(&target),
+            Err(e) => reply.error(errno("readlink", &e)),
         });
     }
 
     fn forget(&self, req: &Request, ino: INodeNo, nlookup: u64) {
-        run_request("forget", || {
-            self.arrived(req);
+        self.serve(Op::Forget, "forget", req, || {
             self.fs.forget(ino.0, nlookup);
         });
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
-        run_request("getattr", || {
-            self.arrived(req);
-            match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
-                Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
-                Err(e) => reply.error(errno("getattr", &e)),
+        self.serve(Op::Getattr, "getattr", req, || match self.fs.getattr_open(ino.0, fh.map(|f| f.0)) {
+            Ok(a) => {
+                let ttl = self.fs.attr_ttl(&a);
+                stats::timed(Phase::Reply, || reply.attr(&ttl, &file_attr(&a)))
             }
+            Err(e) => reply.error(errno("getattr", &e)),
         });
     }
 
@@ -314,12 +322,9 @@ impl Filesystem for FuseAdapter {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        run_request("setattr", || {
-            self.arrived(req);
-            match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
-                Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
-                Err(e) => reply.error(errno("setattr", &e)),
-            }
+        self.serve(Op::Setattr, "setattr", req, || match self.fs.setattr(ino.0, fh.map(|f| f.0), size, mode) {
+            Ok(a) => reply.attr(&self.fs.attr_ttl(&a), &file_attr(&a)),
+            Err(e) => reply.error(errno("setattr", &e)),
         });
     }
 
@@ -333,29 +338,25 @@ impl Filesystem for FuseAdapter {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        run_request("mknod", || {
-            self.arrived(req);
+        self.serve(Op::Mknod, "mknod", req, || {
             self.entry(reply, self.fs.mknod(parent.0, name, mode), "mknod");
         });
     }
 
     fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, _mode: u32, _umask: u32, reply: ReplyEntry) {
-        run_request("mkdir", || {
-            self.arrived(req);
+        self.serve(Op::Mkdir, "mkdir", req, || {
             self.entry(reply, self.fs.mkdir(parent.0, name), "mkdir");
         });
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        run_request("unlink", || {
-            self.arrived(req);
+        self.serve(Op::Unlink, "unlink", req, || {
             self.empty(reply, self.fs.unlink(parent.0, name), "unlink");
         });
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        run_request("rmdir", || {
-            self.arrived(req);
+        self.serve(Op::Rmdir, "rmdir", req, || {
             self.empty(reply, self.fs.rmdir(parent.0, name), "rmdir");
         });
     }
@@ -370,15 +371,13 @@ impl Filesystem for FuseAdapter {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
-        run_request("rename", || {
-            self.arrived(req);
+        self.serve(Op::Rename, "rename", req, || {
             self.empty(reply, self.fs.rename(parent.0, name, newparent.0, newname, flags.bits()), "rename");
         });
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        run_request("open", || {
-            self.arrived(req);
+        self.serve(Op::Open, "open", req, || {
             if self.fs.opens_are_local() {
                 // The kernel remembers ENOSYS: no more OPEN, FLUSH or RELEASE
                 // round trips on this mount (two or three of a file's five).
@@ -414,8 +413,7 @@ impl Filesystem for FuseAdapter {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        run_request("create", || {
-            self.arrived(req);
+        self.serve(Op::Create, "create", req, || {
             match self.fs.create_by(parent.0, name, mode, flags, Self::caller(req)) {
                 Ok((a, o)) => {
                     reply.created(&self.fs.ttl(), &file_attr(&a), Generation(0), FileHandle(o.fh), FopenFlags::empty())
@@ -436,14 +434,13 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        run_request("read", || {
-            self.arrived(req);
+        self.serve(Op::Read, "read", req, || {
             let r = match fh.0 {
                 0 => self.fs.read_unopened(ino.0, offset, size),
                 fh => self.fs.read(fh, offset, size),
             };
             match r {
-                Ok(data) => reply.data(&data),
+                Ok(data) => stats::timed(Phase::Reply, || reply.data(&data)),
                 Err(e) => reply.error(errno("read", &e)),
             }
         });
@@ -461,18 +458,14 @@ impl Filesystem for FuseAdapter {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        run_request("write", || {
-            self.arrived(req);
-            match self.fs.write(fh.0, offset, data) {
-                Ok(n) => reply.written(n),
-                Err(e) => reply.error(errno("write", &e)),
-            }
+        self.serve(Op::Write, "write", req, || match self.fs.write(fh.0, offset, data) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno("write", &e)),
         });
     }
 
     fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        run_request("flush", || {
-            self.arrived(req);
+        self.serve(Op::Flush, "flush", req, || {
             if fh.0 == 0 {
                 // A file the kernel opened itself (see `open`): nothing to
                 // commit, and ENOSYS stops further FLUSH requests.
@@ -484,8 +477,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn fsync(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        run_request("fsync", || {
-            self.arrived(req);
+        self.serve(Op::Fsync, "fsync", req, || {
             match fh.0 {
                 0 => reply.ok(), // opened by the kernel itself: nothing to write
                 fh => self.empty(reply, self.fs.fsync(fh), "fsync"),
@@ -503,8 +495,7 @@ impl Filesystem for FuseAdapter {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        run_request("release", || {
-            self.arrived(req);
+        self.serve(Op::Release, "release", req, || {
             match fh.0 {
                 0 => reply.ok(), // opened by the kernel itself (see `open`)
                 fh => self.empty(reply, self.fs.release(fh), "release"),
@@ -513,16 +504,14 @@ impl Filesystem for FuseAdapter {
     }
 
     fn fsyncdir(&self, req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        run_request("fsyncdir", || {
-            self.arrived(req);
+        self.serve(Op::Fsyncdir, "fsyncdir", req, || {
             // Every directory change is committed before it is answered.
             reply.ok();
         });
     }
 
     fn opendir(&self, req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        run_request("opendir", || {
-            self.arrived(req);
+        self.serve(Op::Opendir, "opendir", req, || {
             if self.local_opendir {
                 // Listings keep no per-handle state (a cookie says where to
                 // resume), so there is nothing to open: the kernel remembers
@@ -536,8 +525,7 @@ impl Filesystem for FuseAdapter {
     }
 
     fn readdir(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
-        run_request("readdir", || {
-            self.arrived(req);
+        self.serve(Op::Readdir, "readdir", req, || {
             let r = self.fs.readdir(ino.0, offset, false, &mut |e, _| {
                 reply.add(INodeNo(e.ino), e.offset, file_type(e.kind), &e.name)
             });
@@ -550,8 +538,7 @@ impl Filesystem for FuseAdapter {
 
     #[allow(clippy::expect_used, reason = "the core gives every entry of a listing with attributes its attributes")]
     fn readdirplus(&self, req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectoryPlus) {
-        run_request("readdirplus", || {
-            self.arrived(req);
+        self.serve(Op::Readdirplus, "readdirplus", req, || {
             let r = self.fs.readdir(ino.0, offset, true, &mut |e, a| {
                 let a = a.expect("readdirplus gives attributes");
                 // One TTL for the name and the attributes here: a file's size
@@ -567,24 +554,21 @@ impl Filesystem for FuseAdapter {
     }
 
     fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        run_request("statfs", || {
-            self.arrived(req);
+        self.serve(Op::Statfs, "statfs", req, || {
             let blocks = self.fs.block_count();
             reply.statfs(blocks, 0, 0, blocks, 0, 4096, 255, 4096);
         });
     }
 
     fn getxattr(&self, req: &Request, _ino: INodeNo, _name: &OsStr, _size: u32, reply: ReplyXattr) {
-        run_request("getxattr", || {
-            self.arrived(req);
+        self.serve(Op::Xattr, "getxattr", req, || {
             // ENOSYS is remembered by the kernel: no more xattr round trips.
             reply.error(Errno::ENOSYS);
         });
     }
 
     fn listxattr(&self, req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
-        run_request("listxattr", || {
-            self.arrived(req);
+        self.serve(Op::Xattr, "listxattr", req, || {
             reply.error(Errno::ENOSYS);
         });
     }
@@ -599,8 +583,7 @@ impl Filesystem for FuseAdapter {
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        run_request("setxattr", || {
-            self.arrived(req);
+        self.serve(Op::Xattr, "setxattr", req, || {
             // Editors copy ACLs onto the files they write; there are none here.
             reply.error(Errno::ENOSYS);
         });
@@ -617,16 +600,14 @@ impl Filesystem for FuseAdapter {
         _out_size: u32,
         reply: fuser::ReplyIoctl,
     ) {
-        run_request("ioctl", || {
-            self.arrived(req);
+        self.serve(Op::Ioctl, "ioctl", req, || {
             // sed and python ask whether a file is a terminal (TCGETS).
             reply.error(Errno::ENOTTY);
         });
     }
 
     fn symlink(&self, req: &Request, _parent: INodeNo, _name: &OsStr, _target: &std::path::Path, reply: ReplyEntry) {
-        run_request("symlink", || {
-            self.arrived(req);
+        self.serve(Op::Symlink, "symlink", req, || {
             // emacs makes its lock files as symlinks; it carries on without.
             reply.error(Errno::EPERM);
         });

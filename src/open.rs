@@ -1,7 +1,7 @@
 //! Opening what a path is: the one place that knows both the filesystem
 //! core and every kind of world. It picks the kind (a Luanti world
-//! directory, a Minecraft Java world directory: level.dat and region/, or
-//! a one-file kind of [`document_kinds`]), builds its
+//! directory, a Minecraft Java world directory: level.dat and region/, a
+//! Minecraft Bedrock world directory: level.dat and db/, or a one-file kind of [`document_kinds`]), builds its
 //! tree, and hands the core ([`WorldFs`]) that tree, so the core names no
 //! kind of world and no store.
 
@@ -70,16 +70,24 @@ pub enum WorldKind {
     Luanti,
     /// A Minecraft Java world: level.dat and region files.
     MinecraftJava,
+    /// A Minecraft Bedrock world: level.dat and db/ (LevelDB).
+    MinecraftBedrock,
 }
 
 impl WorldKind {
     /// Every kind of world kept in a directory.
-    pub const ALL: [WorldKind; 2] = [WorldKind::Luanti, WorldKind::MinecraftJava];
+    pub const ALL: [WorldKind; 3] = [WorldKind::Luanti, WorldKind::MinecraftJava, WorldKind::MinecraftBedrock];
 
     /// The kind of the world directory `dir` (a Luanti world unless it
     /// looks like another kind: the Luanti tree says what is missing).
     pub fn of(dir: &Path) -> WorldKind {
-        if crate::worlds::minecraft::is_java_world(dir) { WorldKind::MinecraftJava } else { WorldKind::Luanti }
+        if crate::worlds::minecraft::is_java_world(dir) {
+            WorldKind::MinecraftJava
+        } else if crate::worlds::bedrock::is_bedrock_world(dir) {
+            WorldKind::MinecraftBedrock
+        } else {
+            WorldKind::Luanti
+        }
     }
 
     /// The name `worldfs mount -t NAME` takes.
@@ -87,6 +95,7 @@ impl WorldKind {
         match self {
             WorldKind::Luanti => LUANTI,
             WorldKind::MinecraftJava => crate::worlds::minecraft::NAME,
+            WorldKind::MinecraftBedrock => crate::worlds::bedrock::NAME,
         }
     }
 
@@ -98,6 +107,7 @@ impl WorldKind {
         match self {
             WorldKind::Luanti => crate::worlds::luanti::open_world_tree(dir, opts, services),
             WorldKind::MinecraftJava => crate::worlds::minecraft::open_world_tree(dir, opts, services),
+            WorldKind::MinecraftBedrock => crate::worlds::bedrock::open_world_tree(dir, opts, services),
         }
     }
 }
@@ -125,6 +135,15 @@ pub fn open_mount(
         && let Some(why) = unknown_directory(path)
     {
         return Err(why);
+    }
+    if path.is_file() && matches!(kind, None | Some(crate::worlds::bedrock::NAME)) {
+        let head = read_head(path)?;
+        if crate::worlds::bedrock::mcworld::is_mcworld(path, &head) {
+            if let Some((k, _)) = extra.first() {
+                return Err(format!("unknown mount option '{k}' (a bedrock mount takes none of its own)"));
+            }
+            return crate::worlds::bedrock::open_mcworld(path, opts, services);
+        }
     }
     if let Some(world) = world {
         if let Some((k, _)) = extra.first() {
@@ -165,11 +184,12 @@ pub fn open_mount(
 
 /// Why directory `dir` is no world worldfs knows, saying what each kind
 /// of world would have that it lacks (None: it is a Java world, or has
-/// what a Luanti world starts from: world.mt or map.sqlite).
+/// what a Luanti world starts from: world.mt or map.sqlite, or is a Bedrock
+/// world).
 pub fn unknown_directory(dir: &Path) -> Option<String> {
     let minecraft = crate::worlds::minecraft::layout::missing(dir)?;
     let luanti = ["world.mt", worldfs_store::world::backends::SQLITE_MAP_FILE];
-    if luanti.iter().any(|f| dir.join(f).is_file()) {
+    if luanti.iter().any(|f| dir.join(f).is_file()) || crate::worlds::bedrock::is_bedrock_world(dir) {
         return None;
     }
     Some(format!(

@@ -135,7 +135,16 @@ const PYTHON_PIP: &[(&str, &str)] =
     &[("anvil", "anvil-parser2"), ("amulet_nbt", "amulet-nbt"), ("twmap", "twmap"), ("numpy", "numpy")];
 
 /// The npm packages the tests' scripts load from target/npm-oracle.
-const NPM: &[&str] = &["prismarine-chunk", "vec3", "minecraft-data"];
+const NPM: &[&str] = &[
+    "prismarine-chunk",
+    "vec3",
+    "minecraft-data",
+    "bedrock-provider",
+    "leveldb-zlib",
+    "prismarine-nbt",
+    "prismarine-registry",
+    "prismarine-block",
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -430,7 +439,10 @@ fn every_python_module_and_npm_package_the_tests_load_is_installed_by_test_sh() 
             modules.insert(m);
         }
         // tests/fixtures/*.js load their packages with need('NAME').
-        for name in literals_after(&text.replace('\'', "\""), "need(") {
+        // A file inside a package (`need('prismarine-chunk/src/...')`) is
+        // that package's.
+        for path in literals_after(&text.replace('\'', "\""), "need(") {
+            let name = path.split('/').next().unwrap_or_default().to_string();
             if !NPM.contains(&name.as_str()) {
                 problems.push(format!("npm package {name} ({file}) is in no list here"));
             }
@@ -442,7 +454,7 @@ fn every_python_module_and_npm_package_the_tests_load_is_installed_by_test_sh() 
             problems.push(format!("contrib/test-tools.sh does not npm install {package}"));
         }
     }
-    for must in ["anvil", "amulet_nbt", "twmap", "prismarine-chunk"] {
+    for must in ["anvil", "amulet_nbt", "twmap", "prismarine-chunk", "leveldb-zlib"] {
         assert!(modules.contains(must), "the scan lost {must}: {modules:?}");
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -42,6 +42,9 @@ pub use pictures::pictures;
 mod mcchunk;
 pub use mcchunk::mcchunk;
 
+mod bedrock;
+pub use bedrock::{bedrock_biomes, bedrock_keys, bedrock_nbt, bedrock_subchunk, subchunk_seeds};
+
 mod minecraft;
 pub use minecraft::{mc_lz4, mc_nbt, mc_player_files, mc_player_seeds, mc_region, mc_view_files, mc_view_seeds};
 

@@ -3,7 +3,7 @@
 
 use worldfs_codec::mts::{self as mts, Schematic};
 use worldfs::documents::mts::{MtsDocument, view};
-use worldfs::documents::we::{codec as we, lua};
+use worldfs_codec::we::{codec as we, lua};
 use worldfs::documents::{Context, Document};
 
 /// An `.mts` file. When it decodes: it encodes, reads back the same (as

@@ -39,12 +39,14 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Mount WORLD on MOUNTPOINT: a Luanti (Minetest) world directory, a
-    /// Minecraft Java world directory (level.dat and region/), or a file: a
-    /// Luanti schematic (.mts), a WorldEdit file (.we), a Teeworlds/DDNet
-    /// map (.map), a Cuberite prefab set (.cubeset), Minecraft chunk data.
+    /// Minecraft Java world directory (level.dat and region/), a Minecraft
+    /// Bedrock world directory (level.dat and db/; a .mcworld file mounts
+    /// read-only), or a file: a Luanti schematic (.mts), a WorldEdit file
+    /// (.we), a Teeworlds/DDNet map (.map), a Cuberite prefab set
+    /// (.cubeset), Minecraft chunk data.
     ///
     /// What WORLD is, is found from its content (or named with -t KIND:
-    /// luanti, minecraft, mts, we, twmap, cubeset, mcchunk). Unmount with
+    /// luanti, minecraft, bedrock, mts, we, twmap, cubeset, mcchunk). Unmount with
     /// `fusermount3 -u MOUNTPOINT` or `umount MOUNTPOINT`, or stop a
     /// foreground mount with Ctrl-C.
     Mount {
@@ -102,6 +104,10 @@ pub enum Command {
     /// Write a small demo world (a house with a chest, a sign and a furnace)
     /// into DIR.
     Demo { dir: PathBuf },
+    /// Unpack a Minecraft Bedrock .mcworld (a zip the game exports) into
+    /// DIR, a new folder, which then mounts writable (a .mcworld itself
+    /// mounts read-only).
+    Unpack { file: PathBuf, dir: PathBuf },
     /// List the changes in WORLD's undo journal, or revert some of them.
     ///
     /// Without --last, --since or --id: list the newest changes. A revert is
@@ -356,6 +362,14 @@ pub fn main() -> ExitCode {
         Command::Map { world, out, area, colors, flat, scale } => {
             reports::map(&world, &out, area.as_deref(), colors.as_deref(), flat, scale).map(|_| true)
         }
+        Command::Unpack { file, dir } => crate::worlds::bedrock::mcworld::unpack(&file, &dir).map(|world| {
+            println!(
+                "{}: the Bedrock world of {}; mount it with `worldfs mount {0} MNT`",
+                world.display(),
+                file.display()
+            );
+            true
+        }),
         Command::Demo { dir } => demo(&dir).map(|_| true),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "worldfs", &mut std::io::stdout());

@@ -18,8 +18,10 @@ pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
 }
 
 pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
-    if WorldKind::of(&world) == WorldKind::MinecraftJava {
-        return check_minecraft(&world, json, repair);
+    match WorldKind::of(&world) {
+        WorldKind::MinecraftJava => return check_minecraft(&world, json, repair),
+        WorldKind::MinecraftBedrock => return check_bedrock(&world, json, repair),
+        WorldKind::Luanti => {}
     }
     if world.is_dir()
         && let Some(why) = crate::open::unknown_directory(&world)
@@ -89,6 +91,29 @@ fn check_minecraft(world: &Path, json: bool, repair: bool) -> Result<bool, Strin
     Ok(report.corrupt.is_empty())
 }
 
+/// `check` of a Minecraft Bedrock world (`worlds::bedrock::check`).
+fn check_bedrock(world: &Path, json: bool, repair: bool) -> Result<bool, String> {
+    if repair {
+        return Err("--repair is for Luanti worlds' SQLite databases; a Bedrock world has none".into());
+    }
+    let bar = progress(0, "checking");
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} chunks, {eta} left")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let report = crate::worlds::bedrock::check::check(world, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })?;
+    bar.finish_and_clear();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report.json(world)).map_err(|e| e.to_string())?);
+    } else {
+        report.print(world, &mut std::io::stdout()).map_err(|e| e.to_string())?;
+    }
+    Ok(report.corrupt.is_empty())
+}
+
 /// `check --repair`: open each of the world's SQLite databases with a hot
 /// journal (the map, players, accounts, mod storage) for writing once, so
 /// that SQLite rolls back the transaction a crash left there (nothing else
@@ -137,6 +162,9 @@ pub struct Undo {
 pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let Undo { last, since, id, dry_run, force, all, json } = u;
     use crate::worlds::undo::{Selection, execute_all, plan_all};
+    if WorldKind::of(world) == WorldKind::MinecraftBedrock {
+        return undo_bedrock(world, last, since, id, dry_run, force, json, all);
+    }
     let minecraft = WorldKind::of(world) == WorldKind::MinecraftJava;
     let mc_records = crate::worlds::minecraft::undo::Records::new(world);
     let w = if minecraft { None } else { Some(worldfs_store::world::World::open(world)?) };
@@ -235,6 +263,50 @@ fn undo_minecraft(
     Ok(())
 }
 
+/// `worldfs undo` of a Minecraft Bedrock world (its database's keys and
+/// level.dat).
+#[allow(clippy::too_many_arguments)]
+fn undo_bedrock(
+    world: &Path,
+    last: Option<usize>,
+    since: Option<String>,
+    id: Option<i64>,
+    dry_run: bool,
+    force: bool,
+    json: bool,
+    all: bool,
+) -> Result<(), String> {
+    use crate::worlds::bedrock::undo::Records;
+    use crate::worlds::undo::Selection;
+    let journal = Records::journal(world)?
+        .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?;
+    let sel = match (last, since, id) {
+        (Some(n), _, _) => Selection::Last(n),
+        (_, Some(t), _) => Selection::Since(crate::sys::time::parse_time(&t, crate::sys::time::now_secs())? * 1000),
+        (_, _, Some(k)) => Selection::Id(k),
+        _ if json => {
+            let list = crate::worlds::undo::listing_json(&journal, if all { None } else { Some(20) })
+                .map_err(|e| e.to_string())?;
+            println!("{}", serde_json::to_string_pretty(&list).map_err(|e| e.to_string())?);
+            return Ok(());
+        }
+        _ => {
+            let text = crate::worlds::undo::listing(&journal, if all { None } else { Some(20) });
+            print!("{}", text.map_err(|e| e.to_string())?);
+            return Ok(());
+        }
+    };
+    let records = Records::open(world, !dry_run)?;
+    let p = records.plan(&journal, sel)?;
+    println!("{}: {} key(s) or file(s) to restore", p.note().what, p.records.len());
+    if !go_ahead(&p.conflicts, "key(s) or file(s)", FORCE_HINT, dry_run, force)? {
+        return Ok(());
+    }
+    records.execute(&p)?;
+    println!("done; `worldfs undo {}` lists it, and it can be reverted with --id", world.display());
+    Ok(())
+}
+
 pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Result<(), String> {
     if before.is_none() && max_mb.is_none() {
         return Err("say what to drop: --before TIME and/or --max-mb MIB".into());
@@ -242,6 +314,9 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
     let journal = if WorldKind::of(world) == WorldKind::MinecraftJava {
         crate::worlds::minecraft::undo::Records::new(world)
             .journal()?
+            .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?
+    } else if WorldKind::of(world) == WorldKind::MinecraftBedrock {
+        crate::worlds::bedrock::undo::Records::journal(world)?
             .ok_or_else(|| format!("{}: no undo journal (nothing was changed through worldfs)", world.display()))?
     } else {
         open_journal(&worldfs_store::world::World::open(world)?)?
@@ -261,6 +336,31 @@ pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Resul
     Ok(())
 }
 
+/// `worldfs map` of a Bedrock world: its overworld from above, each block
+/// in the colour of the Java block it maps to.
+fn map_bedrock(world: &Path, out: &Path, area: Option<&[String]>, scale: usize) -> Result<(), String> {
+    let corner = |s: &str| -> Result<(i64, i64), String> {
+        let (x, z) = s.split_once(',').ok_or_else(|| format!("'{s}' is not X,Z"))?;
+        let n = |v: &str| v.trim().parse::<i64>().map_err(|_| format!("'{s}' is not X,Z (whole numbers)"));
+        Ok((n(x)?, n(z)?))
+    };
+    let area = match area {
+        Some([a, b]) => {
+            let ((ax, az), (bx, bz)) = (corner(a)?, corner(b)?);
+            Some((ax.min(bx), az.min(bz), ax.max(bx), az.max(bz)))
+        }
+        Some(_) => return Err("--area takes two corners X1,Z1 X2,Z2".into()),
+        None => None,
+    };
+    let (px, (x1, z1, x2, z2)) = crate::worlds::bedrock::map::draw(world, area, scale)?;
+    let (width, height) = ((x2 - x1 + 1) as usize, (z2 - z1 + 1) as usize);
+    let (px, pw, ph) = (crate::view::picture::scale(&px, width, scale), width * scale, height * scale);
+    let png = crate::view::picture::encode_png(pw as u32, ph as u32, &px);
+    std::fs::write(out, png).map_err(|e| format!("{}: {e}", out.display()))?;
+    println!("{}: {pw} x {ph} pixels, x {x1}..{x2}, z {z1}..{z2} (north up)", out.display());
+    Ok(())
+}
+
 /// `worldfs map`: the world (or an area) drawn from above into one PNG.
 pub fn map(
     world: &Path,
@@ -273,6 +373,15 @@ pub fn map(
     use crate::worlds::luanti::draw::{self, Area, Columns};
     if !(1..=16).contains(&scale) {
         return Err(format!("--scale {scale}: a node is 1 to 16 pixels wide"));
+    }
+    if WorldKind::of(world) == WorldKind::MinecraftBedrock {
+        if colors.is_some() || flat {
+            return Err(format!(
+                "{}: --colors and --flat are for Luanti worlds; a Bedrock world is drawn in its blocks' Java colours",
+                world.display()
+            ));
+        }
+        return map_bedrock(world, out, area, scale);
     }
     let (colors, from) = crate::view::picture::choose(world, colors)?;
     log::info!("colours from {from}");

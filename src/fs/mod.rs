@@ -23,6 +23,7 @@ mod namespace;
 pub mod nested;
 mod provenance;
 mod scratch;
+pub mod stats;
 pub mod tree;
 pub mod union;
 mod watch;
@@ -237,6 +238,10 @@ const fn core_ino(n: u64) -> u64 {
 }
 pub const README: u64 = core_ino(1);
 pub const WRITE_ERRORS: u64 = core_ino(2);
+/// `MNT/.worldfs-stats`: the requests served so far (`stats`); found by
+/// its name, never listed.
+pub const STATS_FILE: u64 = core_ino(3);
+const STATS_NAME: &[u8] = b".worldfs-stats";
 /// Scratch files are numbered from here.
 const FIRST_SCRATCH: u64 = core_ino(16);
 
@@ -256,6 +261,7 @@ type Snapshot = (std::time::Instant, Arc<Vec<u8>>);
 enum Target {
     Readme,
     WriteErrors,
+    Stats,
     Scratch(u64),
     Tree(u64),
 }
@@ -282,6 +288,8 @@ pub struct WorldFs {
     /// Files whose attributes the kernel keeps past the TTL.
     watch: watch::Watch,
     pusher: std::sync::OnceLock<Pusher>,
+    /// Files handed to the pusher and not read since (`push_still_wanted`).
+    unpushed: Mutex<std::collections::HashSet<u64>>,
     mount_time: SystemTime,
 }
 
@@ -303,6 +311,7 @@ impl WorldFs {
             unopened: Mutex::new(HashMap::new()),
             watch: watch::Watch::default(),
             pusher: std::sync::OnceLock::new(),
+            unpushed: Mutex::new(std::collections::HashSet::new()),
             mount_time: SystemTime::now(),
         }
     }
@@ -354,6 +363,17 @@ impl WorldFs {
         self.opts.entry_ttl.max(self.opts.ttl)
     }
 
+    /// How long the kernel may keep the name of `a`: not at all for the
+    /// stats file, whose every reading must come from the daemon.
+    pub fn entry_ttl_of(&self, a: &Attr) -> Duration {
+        if a.ino == STATS_FILE { Duration::ZERO } else { self.entry_ttl() }
+    }
+
+    /// The text of `MNT/.worldfs-stats`.
+    pub fn stats_text(&self) -> String {
+        stats::stats().text()
+    }
+
     /// How long the kernel may keep these attributes: a file's size changes
     /// with its content, a directory's attributes only through this mount
     /// (which invalidates them), so those are kept as long as names; so are
@@ -361,6 +381,7 @@ impl WorldFs {
     /// Called for every reply that hands attributes to the kernel.
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
+            _ if a.ino == STATS_FILE => Duration::ZERO,
             Kind::Dir => self.entry_ttl(),
             Kind::File if !is_core(a.ino) && self.tree.watched(a.ino) && self.watch.hand_out(a.ino) => self.entry_ttl(),
             Kind::File | Kind::Symlink => self.ttl(),
@@ -409,6 +430,7 @@ impl WorldFs {
         match ino {
             README => return Ok(Target::Readme),
             WRITE_ERRORS => return Ok(Target::WriteErrors),
+            STATS_FILE => return Ok(Target::Stats),
             _ => {}
         }
         if !is_core(ino) {
@@ -447,6 +469,11 @@ impl WorldFs {
             Target::Readme => Ok(generated(self.readme().len())),
             Target::WriteErrors => {
                 let mut a = generated(self.write_errors().concat().len());
+                a.mtime = SystemTime::now();
+                Ok(a)
+            }
+            Target::Stats => {
+                let mut a = generated(self.stats_text().len());
                 a.mtime = SystemTime::now();
                 Ok(a)
             }
@@ -489,6 +516,7 @@ impl WorldFs {
                 b"write-errors" if !self.opts.read_only => {
                     return self.core_attr(Target::WriteErrors, WRITE_ERRORS);
                 }
+                STATS_NAME => return self.core_attr(Target::Stats, STATS_FILE),
                 _ => {}
             }
         }
@@ -535,7 +563,25 @@ impl WorldFs {
         if let Ok(data) = self.tree.read(a.ino)
             && data.len() as u64 == a.size
         {
+            self.unpushed.lock().insert(a.ino);
             push(a.ino, data);
+        }
+    }
+
+    /// Whether the content handed to the pusher for `ino` is still worth
+    /// storing in the page cache: not when the file was read meanwhile (a
+    /// program that reads what it just looked up, as `xargs grep` does,
+    /// reads before the push could come, and the READ filled the page
+    /// cache). Called once per push, which it takes off the list.
+    pub fn push_still_wanted(&self, ino: u64) -> bool {
+        self.unpushed.lock().remove(&ino)
+    }
+
+    /// `ino` was read: a push of it is not needed any more.
+    fn was_read(&self, ino: u64) {
+        let mut unpushed = self.unpushed.lock();
+        if !unpushed.is_empty() {
+            unpushed.remove(&ino);
         }
     }
 
@@ -639,6 +685,7 @@ impl WorldFs {
         match self.target(ino) {
             Ok(Target::Readme) => "README".into(),
             Ok(Target::WriteErrors) => "write-errors".into(),
+            Ok(Target::Stats) => ".worldfs-stats".into(),
             Ok(Target::Tree(t)) => self.tree.path(t),
             Ok(Target::Scratch(s)) => {
                 let ns = self.ns.lock();

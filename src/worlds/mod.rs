@@ -1,9 +1,11 @@
 //! Worlds kept in a directory: a Luanti world ([`luanti`]: its map in a
 //! database, its players, accounts and mod storage beside it) and a
 //! Minecraft Java world ([`minecraft`]: level.dat, region files, player
-//! files). Each hands the filesystem core a tree, and has its own check
+//! files) and a Minecraft Bedrock world ([`bedrock`]: level.dat and its
+//! LevelDB database). Each hands the filesystem core a tree, and has its own check
 //! and undo; [`map_tree`] draws either as a map of picture tiles.
 
+pub mod bedrock;
 pub mod luanti;
 pub mod map_tree;
 pub mod minecraft;

@@ -22,7 +22,8 @@ use std::path::PathBuf;
 /// Names in use: fuse, server, shared, root, python3, vim, nano, tmux,
 /// setpriv, twmap (the Python package), pg (a PostgreSQL server), redis
 /// (redis-server), chromium, minetestmapper, lua (lua5.1 or lua5.4),
-/// prismarine (prismarine-chunk from npm, in target/npm-oracle), systemd
+/// prismarine (prismarine-chunk from npm, in target/npm-oracle), bedrock
+/// (bedrock-provider and leveldb-zlib from npm, the same place), systemd
 /// (systemd-analyze), worldedit (the mod), man, java (a JDK with
 /// /usr/share/java/lz4-java.jar), client (the minetest client and
 /// xvfb-run), sqlite3, luacheck, gdb.

@@ -9,6 +9,8 @@
 //! - [`luanti`]: Luanti (Minetest) map blocks and their parts, and the
 //!   records beside the map (players, accounts, mod storage).
 //! - [`mts`] and [`we`]: Luanti schematics and WorldEdit files.
+//! - [`bedrock`]: Minecraft Bedrock's level.dat, database keys, subchunks,
+//!   biomes and NBT records.
 //! - [`minecraft`]: Minecraft Java's NBT and SNBT, region files, LZ4
 //!   chunks, chunk sections of the network protocol, block state names.
 //! - [`twmap`]: Teeworlds/DDNet map datafiles, items and tiles.
@@ -18,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bedrock;
 pub mod bytes;
 pub mod compress;
 pub mod cubeset;

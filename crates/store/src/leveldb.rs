@@ -28,7 +28,8 @@
 //! The crate's database is single-threaded (`Rc` inside), so it lives on a
 //! thread of its own and the store sends it work.
 
-mod env;
+pub mod bedrock;
+pub(crate) mod env;
 pub mod lock;
 
 use super::journal::{self, Fingerprint};
@@ -97,13 +98,13 @@ fn pos_of(k: &[u8]) -> Option<BlockPos> {
 /// blocks in a row.
 const NEAR_GAP: u32 = 4;
 
-fn options(read_only: bool, dir: &Path, health: &Rc<env::Health>) -> std::io::Result<Options> {
+fn options(read_only: bool, dir: &Path, health: &Rc<env::Health>, tune: Tune) -> std::io::Result<Options> {
     let env: Box<dyn rusty_leveldb::env::Env> = if read_only {
         Box::new(env::SnapshotEnv::pin(dir, health.clone())?)
     } else {
         Box::new(env::SyncedEnv::new(health.clone()))
     };
-    Ok(Options {
+    let mut opts = Options {
         env: Rc::new(env),
         create_if_missing: false,
         // Tables we write are Snappy-compressed, as the engine's are.
@@ -112,17 +113,32 @@ fn options(read_only: bool, dir: &Path, health: &Rc<env::Health>) -> std::io::Re
         reuse_logs: !read_only,
         reuse_manifest: !read_only,
         ..Options::default()
-    })
+    };
+    tune(&mut opts);
+    Ok(opts)
 }
+
+/// A change to the options a database is opened with (another game's
+/// compressors: `crate::bedrock`).
+pub(crate) type Tune = fn(&mut Options);
 
 /// The database, and the health of its files (see `env::Health`).
 pub(crate) fn open_db(dir: &Path, read_only: bool) -> std::result::Result<(DB, Rc<env::Health>), String> {
+    open_db_with(dir, read_only, |_| {})
+}
+
+/// [`open_db`] with the options changed by `tune`.
+pub(crate) fn open_db_with(
+    dir: &Path,
+    read_only: bool,
+    tune: Tune,
+) -> std::result::Result<(DB, Rc<env::Health>), String> {
     // A snapshot taken while a server compacts may miss a file the
     // manifest names; a fresh one will not.
     let mut last = String::new();
     for _ in 0..5 {
         let health = Rc::new(env::Health::default());
-        let opts = options(read_only, dir, &health)
+        let opts = options(read_only, dir, &health, tune)
             .map_err(|e| format!("{}: cannot open the LevelDB database: {e}", dir.display()))?;
         match DB::open(dir, opts) {
             Ok(db) => {

@@ -24,6 +24,7 @@
 //! for a TTL, so that a walk over `blocks/` costs one query per run of
 //! blocks.
 
+use crate::fs::stats::{Phase, timed};
 use crate::view::{self, BlockFile};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -38,10 +39,10 @@ use worldfs_store::{BlockPos, MapStore, StoreError};
 /// renders it, except `schematic.mts`, which is captured as a schematic
 /// would be from the world (`crate::worlds::luanti::import_export`).
 pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Vec<u8> {
-    match view::render_block_file(pos, block, blob, file) {
+    timed(Phase::Render, || match view::render_block_file(pos, block, blob, file) {
         Some(content) => content,
         None => crate::transfer::capture::block_to_mts(block),
-    }
+    })
 }
 
 /// Serials increase with time: a load whose serial is larger started after
@@ -129,7 +130,7 @@ impl Loaded {
             return Some(b.clone());
         }
         // It decoded before, and decoding is deterministic.
-        let b = Arc::new(Block::decode(&self.blob).ok()?);
+        let b = Arc::new(timed(Phase::Decode, || Block::decode(&self.blob)).ok()?);
         *slot = Some(b.clone());
         Some(b)
     }
@@ -534,10 +535,10 @@ impl BlockCache {
         // made after this read started.
         let serial = next_serial();
         // Read outside the lock; decoding can take a while.
-        let blob = match &cached {
-            Some(_) => store.get(pos)?,
-            None => self.get_near(pos, store, (serial, removals, inserts), seen)?,
-        };
+        let blob = timed(Phase::Fetch, || match &cached {
+            Some(_) => store.get(pos),
+            None => self.get_near(pos, store, (serial, removals, inserts), seen),
+        })?;
         let Some(blob) = blob else {
             let mut inner = self.inner.lock();
             if inner.map.get(&pos).is_some_and(|s| s.loaded.serial < serial) {
@@ -579,7 +580,8 @@ impl BlockCache {
     /// Decode and cache a blob read from the store (unless a commit or a
     /// removal since the read began makes it unsafe to).
     fn keep(&self, pos: BlockPos, blob: Vec<u8>, serial: u64, removals: u64, seen: Seen) -> Arc<Loaded> {
-        let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), Block::decode(&blob)));
+        let block = timed(Phase::Decode, || Block::decode(&blob));
+        let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), block));
         let mut inner = self.inner.lock();
         let newer = inner.map.get(&pos).map(|s| s.loaded.clone()).filter(|l| l.serial > serial);
         match newer {

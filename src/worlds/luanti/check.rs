@@ -1,6 +1,6 @@
 //! `worldfs check WORLD`: decode every block and report.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use worldfs_codec::luanti::Block;
 use worldfs_store::{BlockPos, MapStore};
@@ -65,45 +65,14 @@ pub fn check(store: &dyn MapStore, progress: &mut dyn FnMut(u64, u64)) -> Result
 /// does not decode.
 type Verdict = Result<(bool, bool), String>;
 
-/// Verdicts of small blobs already decoded, by their bytes. Decoding is a
-/// function of the blob alone, so a block whose blob is byte for byte one
-/// seen before has the same verdict, and is not decompressed again: worlds
-/// repeat small blobs (the 50 000 blocks of augsburg-50k are 1 332 distinct
-/// blobs: air and stone saved at one time). Bounded: at most `MAX_BYTES`
-/// of blobs and their entries kept, each blob at most `MAX_BLOB`; when
-/// full, it starts empty again.
+/// Verdicts of small blobs already decoded, by their bytes (decoding is
+/// a function of the blob alone).
 #[derive(Default)]
-struct Verdicts {
-    seen: parking_lot::Mutex<(HashMap<Vec<u8>, Verdict>, usize)>,
-}
+struct Verdicts(crate::worlds::luanti::scan::ByBlob<Verdict>);
 
 impl Verdicts {
-    const MAX_BLOB: usize = 1024;
-    const MAX_BYTES: usize = 4 << 20;
-    /// An entry's table place (at worst 16/7 of its 48 bytes) and the
-    /// blob's allocation header.
-    const ENTRY_COST: usize = 128;
-
     fn of(&self, blob: &[u8]) -> Verdict {
-        if blob.len() > Self::MAX_BLOB {
-            return decode_verdict(blob);
-        }
-        if let Some(v) = self.seen.lock().0.get(blob) {
-            return v.clone();
-        }
-        let verdict = decode_verdict(blob);
-        let mut seen = self.seen.lock();
-        let cost = blob.len() + Self::ENTRY_COST;
-        if seen.1 + cost > Self::MAX_BYTES {
-            // Start again: the blobs repeated here are likely those of
-            // this part of the world, not the first part's.
-            *seen = Default::default();
-        }
-        if !seen.0.contains_key(blob) {
-            seen.1 += cost;
-            seen.0.insert(blob.to_vec(), verdict.clone());
-        }
-        verdict
+        self.0.of(blob, decode_verdict, |v| v.as_ref().err().map_or(0, String::len))
     }
 }
 

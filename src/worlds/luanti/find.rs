@@ -181,8 +181,9 @@ impl LuantiTree {
         let _lock = self.commit_lock.lock();
         self.check_guard()?;
         self.flush_queue()?;
-        // Never the kept index: a block it misses would keep the old name.
-        let list = self.index()?.fresh_blocks_with(self.store.as_ref(), &from).map_err(io)?;
+        // Not an index the store cannot prove current: a block it misses
+        // would keep the old name.
+        let list = self.index()?.blocks_for_write(self.store.as_ref(), &from).map_err(io)?;
         if list.is_empty() {
             return Err(FsError::not_found());
         }

@@ -15,8 +15,10 @@
 //! has none. Blocks changed through the mount are kept as overrides on top
 //! of the built index, in memory and in the file. Stores with neither a
 //! data version nor files (Redis) are trusted for `index_ttl` after a
-//! build. A write never relies on the index being complete: a world-wide
-//! rename builds it afresh first (`fresh_blocks_with`).
+//! build. A write relies on the index only where the store proves it
+//! complete (`blocks_for_write`: built by this process at the data version
+//! the map still has); otherwise a world-wide rename builds it afresh
+//! first. Builds decode each distinct small blob once (`scan::ByBlob`).
 //!
 //! Memory: a build holds at most `BUILD_HELD` bytes of block lists (a
 //! varint per block and name: about 2-3 bytes) and appends them to the
@@ -25,6 +27,7 @@
 //! sorted positions of the two names listed most recently (8 bytes per
 //! block).
 
+use super::scan::ByBlob;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -145,6 +148,9 @@ pub struct NameInfo {
 struct State {
     /// Whether `base` and `overrides` describe the map as of `version`.
     valid: bool,
+    /// Whether `base` was made by a scan of this process (not loaded from
+    /// the file, which another map may have been put under).
+    scanned_here: bool,
     version: Option<u64>,
     /// The map's fingerprint when the index was last known current.
     fingerprint: String,
@@ -174,6 +180,8 @@ pub struct NameIndex {
     state: Mutex<State>,
     /// Stable numbers for names (inodes of find/NAME), for the mount's life.
     numbers: Mutex<Numbers>,
+    /// How many scans built it (for tests).
+    builds: std::sync::atomic::AtomicU64,
 }
 
 /// Where index files live: $XDG_CACHE_HOME/worldfs, else ~/.cache/worldfs,
@@ -212,6 +220,7 @@ impl NameIndex {
             files: Vec::new(),
             state: Mutex::new(State {
                 valid: false,
+                scanned_here: false,
                 version: None,
                 fingerprint: String::new(),
                 sample: Vec::new(),
@@ -223,6 +232,7 @@ impl NameIndex {
                 listed: Vec::new(),
             }),
             numbers: Mutex::new((HashMap::new(), Vec::new())),
+            builds: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -348,6 +358,7 @@ impl NameIndex {
             let built_ms = crate::sys::time::now_secs() * 1000;
             let stamp = Stamp { map: self.stamped(&print), version: now, built_ms };
             let rows = build(store, &self.file, &stamp)?;
+            self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             log::info!(
                 "name index: {} names built in {:.1} s ({})",
                 rows.len(),
@@ -357,6 +368,7 @@ impl NameIndex {
             st.base = rows;
             st.overrides.clear();
         }
+        st.scanned_here = !usable;
         st.valid = true;
         st.version = now;
         st.fingerprint = print;
@@ -368,12 +380,43 @@ impl NameIndex {
         Ok(())
     }
 
-    /// The blocks holding `name` by a scan of every block made now (the
-    /// index is built afresh): for writes, which must reach every block
-    /// whatever the kept index says.
-    pub fn fresh_blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
-        self.load_or_build(store, &mut self.state.lock(), true)?;
+    /// The blocks holding `name`, for writes, which must reach every block
+    /// whatever a kept index says: from the index only while the store
+    /// proves it current (`proven`), else by a scan of every block made
+    /// now (the index is built afresh).
+    pub fn blocks_for_write(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+        let mut st = self.state.lock();
+        if !self.proven(store, &st) {
+            self.load_or_build(store, &mut st, true)?;
+        }
+        drop(st);
         self.blocks_with(store, name)
+    }
+
+    /// Whether the store proves that the index describes the map as it is
+    /// now: this process built it by a scan, the map's data version is the
+    /// one it was built at (moved since only by this mount's own commits,
+    /// which the index took in: `wrote`), and the blocks and files the
+    /// fingerprint samples are as they were. A map without a data version
+    /// (WAL mode, Redis) proves nothing, nor does an index loaded from its
+    /// file (another map with an equal counter may have been put there
+    /// while nothing was mounted).
+    fn proven(&self, store: &dyn MapStore, st: &State) -> bool {
+        st.valid
+            && st.scanned_here
+            && st.version.is_some()
+            && store.data_version() == st.version
+            && self.fingerprint_of_sample(store, &st.sample) == st.fingerprint
+    }
+
+    /// Whether a write would trust the index now (for tests).
+    pub fn is_proven(&self, store: &dyn MapStore) -> bool {
+        self.proven(store, &self.state.lock())
+    }
+
+    /// How many scans of every block built the index so far.
+    pub fn builds(&self) -> u64 {
+        self.builds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every name with its counts (overrides applied), sorted by name.
@@ -601,6 +644,7 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
         postings: Postings,
     }
     let mut acc: HashMap<Vec<u8>, Acc> = HashMap::new();
+    let seen = ByBlob::default();
     let mut out = file.begin_build().map_err(|e| e.to_string())?;
     let mut held = 0usize;
     // Appends what every name holds; each keeps its last position, so its
@@ -616,7 +660,7 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
     };
     crate::worlds::luanti::scan::scan(
         store,
-        names_in_slice,
+        |blocks| names_in_slice(blocks, &seen),
         |part| {
             for (name, (nodes, positions)) in part {
                 let a = acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
@@ -644,22 +688,39 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
     Ok(rows.into_iter().map(info).collect())
 }
 
+/// The names of one blob with their node counts (None: it does not decode).
+type BlobNames = Option<Arc<[(Vec<u8>, u32)]>>;
+
+fn blob_names(blob: &[u8]) -> BlobNames {
+    let NodeCounts { mapping, by_id: mut per_id } = NodeCounts::of(blob).ok()?;
+    let names: Vec<(Vec<u8>, u32)> = mapping
+        .into_iter()
+        .filter_map(|m| {
+            let n = per_id.get_mut(m.id as usize).filter(|n| **n > 0)?;
+            Some((m.name, std::mem::take(n)))
+        })
+        .collect();
+    Some(names.into())
+}
+
 /// The names of a slice of blocks with their node counts and blocks (names
-/// hashed and copied once per slice, not per block; run on every core).
-fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)]) -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
+/// hashed and copied once per slice, not per block; run on every core). A
+/// blob seen before (`seen`) is not read again: its names are a function
+/// of its bytes.
+fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)], seen: &ByBlob<BlobNames>) -> HashMap<Vec<u8>, (u64, Vec<BlockPos>)> {
     let mut by_name: HashMap<Vec<u8>, (u64, Vec<BlockPos>)> = HashMap::new();
+    let size = |v: &BlobNames| v.as_ref().map_or(0, |n| n.iter().map(|(name, _)| name.len() + 32).sum());
     for (pos, blob) in blocks {
-        let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { continue };
-        for m in &mapping {
-            let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0) else { continue };
-            let n = std::mem::take(n) as u64;
-            match by_name.get_mut(m.name.as_slice()) {
+        let Some(names) = seen.of(blob, blob_names, size) else { continue };
+        for (name, n) in names.iter() {
+            let n = *n as u64;
+            match by_name.get_mut(name.as_slice()) {
                 Some(e) => {
                     e.0 += n;
                     e.1.push(*pos);
                 }
                 None => {
-                    by_name.insert(m.name.clone(), (n, vec![*pos]));
+                    by_name.insert(name.clone(), (n, vec![*pos]));
                 }
             }
         }
@@ -723,6 +784,58 @@ mod tests {
             listed.sort();
             assert_eq!(listed, want, "{n}");
         }
+    }
+
+    /// A write uses the index without a scan only while the store proves
+    /// it current: built by this process, the data version unmoved.
+    #[test]
+    fn writes_trust_an_index_built_here_until_the_map_changes() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0), BlockPos::new(900, 3, 9));
+        let store = MemoryStore::with_blocks([
+            (a, block(&["default:stone"]).encode().unwrap()),
+            (b, block(&["default:stone", "default:chest"]).encode().unwrap()),
+        ]);
+        // Checks of the version an hour apart: only `proven` can see a change.
+        let hour = Duration::from_secs(3600);
+        let idx = NameIndex::open(d.path(), "world".into(), hour, hour).unwrap();
+        assert_eq!(*idx.blocks_with(&store, b"default:chest").unwrap(), vec![b]);
+        assert_eq!(idx.builds(), 1);
+        assert!(idx.is_proven(&store));
+        assert_eq!(*idx.blocks_for_write(&store, b"default:chest").unwrap(), vec![b]);
+        assert_eq!(idx.builds(), 1, "no scan: the store proves the index current");
+        // Another process puts a chest in a block past the fingerprint's sample.
+        store.apply(&[Change::Put(c, block(&["default:chest"]).encode().unwrap())], &Note::default()).unwrap();
+        assert!(!idx.is_proven(&store));
+        let mut want = vec![b, c];
+        want.sort_by_key(BlockPos::packed);
+        assert_eq!(*idx.blocks_for_write(&store, b"default:chest").unwrap(), want, "scanned again");
+        assert_eq!(idx.builds(), 2);
+        // An index loaded from its file proves nothing (another map may have
+        // been put under it); a write scans.
+        let again = NameIndex::open(d.path(), "world".into(), hour, hour).unwrap();
+        assert_eq!(*again.blocks_with(&store, b"default:chest").unwrap(), want);
+        assert_eq!(again.builds(), 0, "loaded from the file");
+        assert!(!again.is_proven(&store));
+        again.blocks_for_write(&store, b"default:chest").unwrap();
+        assert_eq!(again.builds(), 1);
+    }
+
+    /// A build decodes each distinct small blob once and gives every block
+    /// holding it its names.
+    #[test]
+    fn repeated_blobs_are_indexed_at_every_position() {
+        let stone = block(&["default:stone"]).encode().unwrap();
+        let chest = block(&["default:stone", "default:chest"]).encode().unwrap();
+        let blocks: Vec<(BlockPos, Vec<u8>)> = (0..3000i16)
+            .map(|i| (BlockPos::new(i % 60, i / 60, 0), if i % 100 == 7 { chest.clone() } else { stone.clone() }))
+            .collect();
+        let seen = ByBlob::default();
+        let got = names_in_slice(&blocks, &seen);
+        assert_eq!(got[b"default:chest".as_slice()].1.len(), 30);
+        assert_eq!(got[b"default:stone".as_slice()].1.len(), 3000);
+        assert_eq!(got[b"default:stone".as_slice()].0, 3000);
+        assert!(seen.held() > 0 && seen.held() < 4096, "two blobs kept: {}", seen.held());
     }
 
     #[test]

@@ -637,7 +637,7 @@ fn snbt_label(t: &Tag) -> String {
 /// Give each palette entry its legend character. Two different entries
 /// drawn with the same label could not be told apart when the drawing is
 /// written back, so such a palette is refused, naming both.
-fn palette_legend(
+pub fn palette_legend(
     b: &mut LegendBuilder,
     palette: &[Tag],
     label: fn(&Tag) -> String,
@@ -661,7 +661,7 @@ fn palette_legend(
 /// holds is taken back as it is, even one whose text would not parse as a
 /// new entry (a name the game would not write, a property that is not a
 /// string); other labels are parsed, and refused naming their line.
-fn legend_tags(
+pub fn legend_tags(
     legend: &[LegendEntry],
     palette: &[Tag],
     label: fn(&Tag) -> String,

@@ -26,47 +26,42 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Per block id: the chunks holding it (sorted) and the number of blocks.
-type Names = BTreeMap<String, (Vec<(i64, i64)>, u64)>;
+pub type Names = BTreeMap<String, (Vec<(i64, i64)>, u64)>;
 
-struct Built {
-    stamps: Vec<(String, Option<FileStamp>)>,
+/// What the index is made from: a Java world's region files, a Bedrock
+/// world's database.
+pub trait NameSource: Send + Sync + 'static {
+    /// What identifies the chunks' current state, cheaply: the index is
+    /// made again when it changes.
+    type Stamp: PartialEq + Send;
+    fn stamp(&self) -> Result<Self::Stamp>;
+    /// One pass over every chunk's blocks.
+    fn build(&self) -> Result<Names>;
+}
+
+struct Built<S> {
+    stamp: S,
     names: Arc<Names>,
 }
 
-pub struct FindTree {
-    regions: Arc<Regions>,
+pub struct FindTree<N: NameSource = RegionNames> {
+    source: N,
     /// Every inode of the tree is this with a number below 1 << 48.
     base: u64,
     opts: Options,
-    built: Mutex<Option<Built>>,
+    built: Mutex<Option<Built<N::Stamp>>>,
     /// Paths handed out (`ID` or `ID/X,Z`), by inode and by path.
     inodes: Mutex<(HashMap<u64, String>, HashMap<String, u64>)>,
 }
 
-/// A block id as a file name.
-fn escape(id: &str) -> String {
-    id.replace('%', "%25").replace('/', "%2F")
-}
+/// A Java world's region files as the index's source.
+pub struct RegionNames(Arc<Regions>);
 
-fn unescape(name: &str) -> String {
-    name.replace("%2F", "/").replace("%25", "%")
-}
+impl NameSource for RegionNames {
+    type Stamp = Vec<(String, Option<FileStamp>)>;
 
-impl FindTree {
-    pub fn new(regions: Arc<Regions>, base: u64, opts: Options) -> FindTree {
-        FindTree { regions, base, opts, built: Mutex::new(None), inodes: Default::default() }
-    }
-    /// `find/`.
-    pub fn root(&self) -> u64 {
-        self.base | 1
-    }
-    /// `names`.
-    pub fn names_file(&self) -> u64 {
-        self.base | 2
-    }
-
-    fn stamps(&self) -> Result<Vec<(String, Option<FileStamp>)>> {
-        let dir = self.regions.dir();
+    fn stamp(&self) -> Result<Self::Stamp> {
+        let dir = self.0.dir();
         let rd = std::fs::read_dir(&dir).map_err(|e| FsError::io(format!("{}: {e}", dir.display())))?;
         let mut v: Vec<(String, Option<FileStamp>)> = rd
             .filter_map(|e| e.ok())
@@ -81,20 +76,14 @@ impl FindTree {
         Ok(v)
     }
 
-    /// The index, built again if a region file changed since.
-    fn names(&self) -> Result<Arc<Names>> {
-        let stamps = self.stamps()?;
-        let mut built = self.built.lock();
-        if let Some(b) = built.as_ref().filter(|b| b.stamps == stamps) {
-            return Ok(b.names.clone());
-        }
+    fn build(&self) -> Result<Names> {
         let mut names = Names::new();
-        for chunk in self.regions.chunk_names().map_err(FsError::io)? {
+        for chunk in self.0.chunk_names().map_err(FsError::io)? {
             // chunk_names lists only names parse_name reads.
             let Some((x, z)) = super::regions::parse_name(&chunk) else { continue };
             // A chunk that cannot be read is shown as such in chunks/ (its
             // `error`); it hides no other chunk's blocks here.
-            let counts = self.regions.read_chunk(x, z).and_then(|bytes| match bytes {
+            let counts = self.0.read_chunk(x, z).and_then(|bytes| match bytes {
                 Some(b) => ChunkDoc::decode(&b, &Context::default())
                     .and_then(|d| d.block_counts())
                     .map_err(|e| format!("chunk {chunk}: {e}")),
@@ -113,8 +102,48 @@ impl FindTree {
                 e.1 += n;
             }
         }
-        let names = Arc::new(names);
-        *built = Some(Built { stamps, names: names.clone() });
+        Ok(names)
+    }
+}
+
+/// A block id as a file name.
+fn escape(id: &str) -> String {
+    id.replace('%', "%25").replace('/', "%2F")
+}
+
+fn unescape(name: &str) -> String {
+    name.replace("%2F", "/").replace("%25", "%")
+}
+
+impl FindTree<RegionNames> {
+    pub fn new(regions: Arc<Regions>, base: u64, opts: Options) -> FindTree<RegionNames> {
+        FindTree::with_source(RegionNames(regions), base, opts)
+    }
+}
+
+impl<N: NameSource> FindTree<N> {
+    /// The tree over `source`, its inodes `base` | n.
+    pub fn with_source(source: N, base: u64, opts: Options) -> FindTree<N> {
+        FindTree { source, base, opts, built: Mutex::new(None), inodes: Default::default() }
+    }
+    /// `find/`.
+    pub fn root(&self) -> u64 {
+        self.base | 1
+    }
+    /// `names`.
+    pub fn names_file(&self) -> u64 {
+        self.base | 2
+    }
+
+    /// The index, built again if the chunks changed since.
+    fn names(&self) -> Result<Arc<Names>> {
+        let stamp = self.source.stamp()?;
+        let mut built = self.built.lock();
+        if let Some(b) = built.as_ref().filter(|b| b.stamp == stamp) {
+            return Ok(b.names.clone());
+        }
+        let names = Arc::new(self.source.build()?);
+        *built = Some(Built { stamp, names: names.clone() });
         Ok(names)
     }
 
@@ -150,7 +179,7 @@ impl FindTree {
     }
 }
 
-impl Tree for FindTree {
+impl<N: NameSource> Tree for FindTree<N> {
     fn describe(&self) -> String {
         "find/ and names of the region files".into()
     }
@@ -245,7 +274,7 @@ impl Tree for FindTree {
     /// world has no such world-wide change here (of any version).
     fn rename(&self, _dir: u64, _name: &[u8], _newdir: u64, _newname: &[u8]) -> Result<()> {
         Err(FsError::perm(
-            "find/ of a Java world is made from the chunks and renames no block id world-wide; \
+            "find/ of a Minecraft world is made from the chunks and renames no block id world-wide; \
              change the blocks in chunks/X,Z/sections/Y/blocks or block/X,Y,Z",
         ))
     }

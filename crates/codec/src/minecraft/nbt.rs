@@ -1,8 +1,20 @@
-//! Minecraft's NBT (Named Binary Tag), Java edition: big-endian, strings in
-//! Java's modified UTF-8. Pure and strict: a root that is not a compound,
+//! Minecraft's NBT (Named Binary Tag) in both editions' byte forms
+//! ([`Flavor`]): Java's (big-endian, strings in Java's modified UTF-8) and
+//! Bedrock's (little-endian, strings in UTF-8), one tree of tags for both.
+//! Pure and strict: a root that is not a compound,
 //! a length past the end, an unknown tag type, a bad string or bytes left
 //! after the root are errors naming the byte offset. Compounds keep their
 //! order, so decoding then encoding gives back the same bytes.
+
+/// Which edition's byte form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Java Edition: big-endian numbers, modified UTF-8 strings.
+    Java,
+    /// Bedrock Edition's files and database: little-endian numbers, UTF-8
+    /// strings.
+    Bedrock,
+}
 
 /// One tag's value.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,6 +150,28 @@ pub const MAX_DEPTH: usize = 512;
 struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
+    flavor: Flavor,
+}
+
+/// A number read in the flavor's byte order.
+macro_rules! read_num {
+    ($r:expr, $t:ty) => {{
+        let a = $r.array()?;
+        match $r.flavor {
+            Flavor::Java => <$t>::from_be_bytes(a),
+            Flavor::Bedrock => <$t>::from_le_bytes(a),
+        }
+    }};
+}
+
+/// A number's bytes in the flavor's byte order.
+macro_rules! num_bytes {
+    ($flavor:expr, $v:expr) => {
+        match $flavor {
+            Flavor::Java => $v.to_be_bytes(),
+            Flavor::Bedrock => $v.to_le_bytes(),
+        }
+    };
 }
 
 impl<'a> Reader<'a> {
@@ -160,7 +194,7 @@ impl<'a> Reader<'a> {
     /// (so a corrupt length cannot make us allocate gigabytes).
     fn len(&mut self, size: usize) -> Result<usize, String> {
         let at = self.pos;
-        let n = i32::from_be_bytes(self.array()?);
+        let n = read_num!(self, i32);
         let n = usize::try_from(n).map_err(|_| format!("byte {at}: negative length {n}"))?;
         if n.saturating_mul(size) > self.b.len() - self.pos {
             return Err(format!("byte {at}: length {n} runs past the end of the data"));
@@ -169,9 +203,14 @@ impl<'a> Reader<'a> {
     }
     fn string(&mut self) -> Result<String, String> {
         let at = self.pos;
-        let n = u16::from_be_bytes(self.array()?) as usize;
+        let n = read_num!(self, u16) as usize;
         let bytes = self.take(n)?;
-        from_mutf8(bytes).map_err(|e| format!("byte {at}: {e}"))
+        match self.flavor {
+            Flavor::Java => from_mutf8(bytes).map_err(|e| format!("byte {at}: {e}")),
+            Flavor::Bedrock => {
+                String::from_utf8(bytes.to_vec()).map_err(|e| format!("byte {at}: a string that is not UTF-8 ({e})"))
+            }
+        }
     }
 
     fn payload(&mut self, t: u8, depth: usize) -> Result<Tag, String> {
@@ -180,11 +219,11 @@ impl<'a> Reader<'a> {
         }
         Ok(match t {
             1 => Tag::Byte(self.u8()? as i8),
-            2 => Tag::Short(i16::from_be_bytes(self.array()?)),
-            3 => Tag::Int(i32::from_be_bytes(self.array()?)),
-            4 => Tag::Long(i64::from_be_bytes(self.array()?)),
-            5 => Tag::Float(f32::from_be_bytes(self.array()?)),
-            6 => Tag::Double(f64::from_be_bytes(self.array()?)),
+            2 => Tag::Short(read_num!(self, i16)),
+            3 => Tag::Int(read_num!(self, i32)),
+            4 => Tag::Long(read_num!(self, i64)),
+            5 => Tag::Float(read_num!(self, f32)),
+            6 => Tag::Double(read_num!(self, f64)),
             7 => {
                 let n = self.len(1)?;
                 Tag::ByteArray(self.take(n)?.iter().map(|b| *b as i8).collect())
@@ -206,11 +245,11 @@ impl<'a> Reader<'a> {
             10 => Tag::Compound(self.compound(depth + 1)?),
             11 => {
                 let n = self.len(4)?;
-                Tag::IntArray((0..n).map(|_| self.array().map(i32::from_be_bytes)).collect::<Result<_, _>>()?)
+                Tag::IntArray((0..n).map(|_| Ok(read_num!(self, i32))).collect::<Result<_, String>>()?)
             }
             12 => {
                 let n = self.len(8)?;
-                Tag::LongArray((0..n).map(|_| self.array().map(i64::from_be_bytes)).collect::<Result<_, _>>()?)
+                Tag::LongArray((0..n).map(|_| Ok(read_num!(self, i64))).collect::<Result<_, String>>()?)
             }
             _ => return Err(format!("byte {}: unknown tag type {t}", self.pos - 1)),
         })
@@ -246,85 +285,134 @@ fn repeated_key(c: &Compound) -> Option<&str> {
     keys.windows(2).find(|w| w[0] == w[1]).map(|w| w[0])
 }
 
-/// A whole NBT file (uncompressed): the root's name and compound.
+/// A whole NBT file of Java Edition (uncompressed): the root's name and
+/// compound.
 pub fn decode(bytes: &[u8]) -> Result<(String, Compound), String> {
-    let mut r = Reader { b: bytes, pos: 0 };
+    decode_as(bytes, Flavor::Java)
+}
+
+/// A whole NBT file in `flavor`'s byte form: one root compound and nothing
+/// after it.
+pub fn decode_as(bytes: &[u8], flavor: Flavor) -> Result<(String, Compound), String> {
+    let (name, c, used) = decode_prefix(bytes, flavor)?;
+    if used != bytes.len() {
+        return Err(format!("byte {used}: {} bytes after the root tag", bytes.len() - used));
+    }
+    Ok((name, c))
+}
+
+/// The root compound at the start of `bytes` and how many bytes it takes
+/// (Bedrock's database values hold several roots one after another).
+pub fn decode_prefix(bytes: &[u8], flavor: Flavor) -> Result<(String, Compound, usize), String> {
+    let mut r = Reader { b: bytes, pos: 0, flavor };
     let t = r.u8()?;
     if t != 10 {
         return Err(format!("byte 0: the root tag is type {t}, not a compound (10)"));
     }
     let name = r.string()?;
     let c = r.compound(1)?;
-    if r.pos != bytes.len() {
-        return Err(format!("byte {}: {} bytes after the root tag", r.pos, bytes.len() - r.pos));
-    }
-    Ok((name, c))
+    Ok((name, c, r.pos))
 }
 
-/// The bytes of a whole NBT file (uncompressed). Fails only on a string
-/// longer than NBT's 65535 bytes or a list whose items differ in type.
-pub fn encode(name: &str, root: &Compound) -> Result<Vec<u8>, String> {
-    let mut out = vec![10];
-    put_string(&mut out, name)?;
-    put_compound(&mut out, root)?;
+/// Root compounds one after another until the end (a Bedrock chunk's block
+/// entities, its legacy entities, a subchunk's palette); the offsets in
+/// errors count from the start of `bytes`.
+pub fn decode_all(bytes: &[u8], flavor: Flavor) -> Result<Vec<(String, Compound)>, String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let (name, c, used) = decode_prefix(&bytes[at..], flavor).map_err(|e| shift_offset(&e, at))?;
+        out.push((name, c));
+        at += used;
+    }
     Ok(out)
 }
 
-fn put_string(out: &mut Vec<u8>, s: &str) -> Result<(), String> {
-    let b = to_mutf8(s);
+/// An error message "byte N: ..." with N counted from `by` bytes earlier.
+pub fn shift_offset(e: &str, by: usize) -> String {
+    let parsed = e
+        .strip_prefix("byte ")
+        .and_then(|r| r.split_once(':'))
+        .and_then(|(n, rest)| Some((n.parse::<usize>().ok()?, rest)));
+    match parsed {
+        Some((n, rest)) => format!("byte {}:{rest}", n + by),
+        None => e.to_string(),
+    }
+}
+
+/// The bytes of a whole NBT file of Java Edition (uncompressed). Fails only
+/// on a string longer than NBT's 65535 bytes or a list whose items differ
+/// in type.
+pub fn encode(name: &str, root: &Compound) -> Result<Vec<u8>, String> {
+    encode_as(name, root, Flavor::Java)
+}
+
+/// The bytes of one root compound in `flavor`'s byte form.
+pub fn encode_as(name: &str, root: &Compound, flavor: Flavor) -> Result<Vec<u8>, String> {
+    let mut out = vec![10];
+    put_string(&mut out, name, flavor)?;
+    put_compound(&mut out, root, flavor)?;
+    Ok(out)
+}
+
+fn put_string(out: &mut Vec<u8>, s: &str, f: Flavor) -> Result<(), String> {
+    let b = match f {
+        Flavor::Java => to_mutf8(s),
+        Flavor::Bedrock => s.as_bytes().to_vec(),
+    };
     let n = u16::try_from(b.len()).map_err(|_| format!("a string of {} bytes: NBT strings hold 65535", b.len()))?;
-    out.extend(n.to_be_bytes());
+    out.extend(num_bytes!(f, n));
     out.extend(b);
     Ok(())
 }
 
-fn put_len(out: &mut Vec<u8>, n: usize) -> Result<(), String> {
+fn put_len(out: &mut Vec<u8>, n: usize, f: Flavor) -> Result<(), String> {
     let n = i32::try_from(n).map_err(|_| format!("{n} items: more than NBT can count"))?;
-    out.extend(n.to_be_bytes());
+    out.extend(num_bytes!(f, n));
     Ok(())
 }
 
-fn put_compound(out: &mut Vec<u8>, c: &Compound) -> Result<(), String> {
+fn put_compound(out: &mut Vec<u8>, c: &Compound, f: Flavor) -> Result<(), String> {
     for (k, v) in &c.0 {
         out.push(v.type_id());
-        put_string(out, k)?;
-        put_payload(out, v)?;
+        put_string(out, k, f)?;
+        put_payload(out, v, f)?;
     }
     out.push(0);
     Ok(())
 }
 
-fn put_payload(out: &mut Vec<u8>, t: &Tag) -> Result<(), String> {
+fn put_payload(out: &mut Vec<u8>, t: &Tag, f: Flavor) -> Result<(), String> {
     match t {
         Tag::Byte(v) => out.push(*v as u8),
-        Tag::Short(v) => out.extend(v.to_be_bytes()),
-        Tag::Int(v) => out.extend(v.to_be_bytes()),
-        Tag::Long(v) => out.extend(v.to_be_bytes()),
-        Tag::Float(v) => out.extend(v.to_be_bytes()),
-        Tag::Double(v) => out.extend(v.to_be_bytes()),
+        Tag::Short(v) => out.extend(num_bytes!(f, v)),
+        Tag::Int(v) => out.extend(num_bytes!(f, v)),
+        Tag::Long(v) => out.extend(num_bytes!(f, v)),
+        Tag::Float(v) => out.extend(num_bytes!(f, v)),
+        Tag::Double(v) => out.extend(num_bytes!(f, v)),
         Tag::ByteArray(v) => {
-            put_len(out, v.len())?;
+            put_len(out, v.len(), f)?;
             out.extend(v.iter().map(|b| *b as u8));
         }
-        Tag::String(s) => put_string(out, s)?,
+        Tag::String(s) => put_string(out, s, f)?,
         Tag::List(l) => {
             if let Some(bad) = l.items.iter().find(|i| i.type_id() != l.elem) {
                 return Err(format!("a list of type {} holds a tag of type {}", l.elem, bad.type_id()));
             }
             out.push(l.elem);
-            put_len(out, l.items.len())?;
+            put_len(out, l.items.len(), f)?;
             for i in &l.items {
-                put_payload(out, i)?;
+                put_payload(out, i, f)?;
             }
         }
-        Tag::Compound(c) => put_compound(out, c)?,
+        Tag::Compound(c) => put_compound(out, c, f)?,
         Tag::IntArray(v) => {
-            put_len(out, v.len())?;
-            v.iter().for_each(|i| out.extend(i.to_be_bytes()));
+            put_len(out, v.len(), f)?;
+            v.iter().for_each(|i| out.extend(num_bytes!(f, i)));
         }
         Tag::LongArray(v) => {
-            put_len(out, v.len())?;
-            v.iter().for_each(|i| out.extend(i.to_be_bytes()));
+            put_len(out, v.len(), f)?;
+            v.iter().for_each(|i| out.extend(num_bytes!(f, i)));
         }
     }
     Ok(())
@@ -447,5 +535,27 @@ mod tests {
         }
         assert_eq!(from_mutf8(&[b'a', 0xC0, 0x80]).unwrap(), "a\0");
         assert_eq!(from_mutf8(&[0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80]).unwrap(), "😀");
+    }
+
+    #[test]
+    fn bedrock_is_little_endian_utf8_and_roots_follow_each_other() {
+        let bytes = encode_as("root", &sample(), Flavor::Bedrock).unwrap();
+        assert_eq!(decode_as(&bytes, Flavor::Bedrock).unwrap(), ("root".to_string(), sample()));
+        // The name's length little-endian, the emoji as plain UTF-8.
+        assert_eq!(&bytes[..3], &[10, 4, 0]);
+        assert!(bytes.windows(4).any(|w| w == "😀".as_bytes()));
+        // A short of 300 is 2C 01.
+        assert!(bytes.windows(2).any(|w| w == [0x2C, 0x01]));
+        let mut two = bytes.clone();
+        two.extend(encode_as("", &Compound::default(), Flavor::Bedrock).unwrap());
+        assert_eq!(decode_all(&two, Flavor::Bedrock).unwrap().len(), 2);
+        let e = decode_all(&two[..two.len() - 1], Flavor::Bedrock).unwrap_err();
+        assert!(e.starts_with(&format!("byte {}", bytes.len() + 3)), "{e}");
+        for cut in 0..bytes.len() {
+            assert!(decode_as(&bytes[..cut], Flavor::Bedrock).is_err(), "cut at {cut}");
+        }
+        // Modified UTF-8's NUL (C0 80) is not UTF-8.
+        let mutf = [10, 0, 0, 8, 1, 0, b'x', 2, 0, 0xC0, 0x80, 0];
+        assert!(decode_as(&mutf, Flavor::Bedrock).unwrap_err().contains("not UTF-8"));
     }
 }
