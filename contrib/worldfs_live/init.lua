@@ -1142,7 +1142,7 @@ local since = HEARTBEAT
 core.register_globalstep(function(dtime)
   local saved = follow_saves(dtime, core.get_us_time())
   since = since + dtime
-  if saved and not (since >= HEARTBEAT) then heartbeat(false) end
+  if saved and since < HEARTBEAT then heartbeat(false) end
   if since >= HEARTBEAT then
     since = 0
     heartbeat(false)
