@@ -120,7 +120,16 @@ fn a_snapshot_holds_every_block_and_record_byte_for_byte_and_adds_only_what_chan
     blob.push(0);
     map_store(w).apply(&[Change::Put(changed, blob.clone()), Change::Delete(removed)], &Note::new("t")).unwrap();
     let third = snapshot_json(w, &["--name", "third"]);
-    assert_eq!((third["new_blobs"].as_u64(), third["index_rows"].as_u64()), (Some(1), Some(2)), "{third}");
+    // Both blocks are in one part of the index: one row, the part as it is now.
+    assert_eq!((third["new_blobs"].as_u64(), third["index_rows"].as_u64()), (Some(1), Some(1)), "{third}");
+    let s = Snapshots::open(&store, false).unwrap();
+    let diff: Vec<(BlockPos, bool, bool)> = s
+        .changed_blocks(s.find("first").unwrap().id, s.find("third").unwrap().id)
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.pos, c.before.is_some(), c.after.is_some()))
+        .collect();
+    assert_eq!(diff, [(changed, true, true), (removed, true, false)]);
     assert_eq!(snapshot_blocks(&store, "third"), world_blocks(w));
     assert_eq!(snapshot_blocks(&store, "first"), blocks, "an older snapshot holds what it held");
 
@@ -145,12 +154,63 @@ fn verify_finds_a_blob_that_no_longer_matches_its_hash() {
     let (code, out, err) = worldfs(&["snapshot", "verify", w.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("every one matches its SHA-256"), "{out}");
+    // One byte of blob 2 changed inside its pack (which still unpacks).
     let db = rusqlite::Connection::open(w.join("worldfs-snapshots/snapshots.sqlite")).unwrap();
-    db.execute("UPDATE blobs SET data = CAST(data || x'00' AS BLOB) WHERE id = 2", []).unwrap();
+    let (first, sizes, data): (i64, Vec<u8>, Vec<u8>) = db
+        .query_row("SELECT first, sizes, data FROM packs WHERE first <= 2 ORDER BY first DESC LIMIT 1", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    let mut raw = zstd::decode_all(&data[..]).unwrap();
+    let mut offset = 0;
+    let mut at = 0;
+    for _ in first..2 {
+        let (mut n, mut shift) = (0usize, 0);
+        while sizes[at] & 0x80 != 0 {
+            n |= ((sizes[at] & 0x7f) as usize) << shift;
+            (at, shift) = (at + 1, shift + 7);
+        }
+        n |= (sizes[at] as usize) << shift;
+        at += 1;
+        offset += n;
+    }
+    raw[offset] ^= 0x40;
+    let packed = zstd::encode_all(&raw[..], 3).unwrap();
+    db.execute("UPDATE packs SET data = ?1 WHERE first = ?2", rusqlite::params![packed, first]).unwrap();
     drop(db);
     let (code, out, _) = worldfs(&["snapshot", "verify", w.to_str().unwrap()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("problem: blob 2 (") && out.contains("does not match its SHA-256"), "{out}");
+    assert_eq!(out.matches("problem:").count(), 1, "only that blob: {out}");
+}
+
+#[test]
+fn a_store_of_an_older_format_is_refused_with_the_reason_and_left_as_it_was() {
+    let world = common::demo_world();
+    let w = world.path();
+    let dir = w.join("worldfs-snapshots");
+    std::fs::create_dir(&dir).unwrap();
+    let file = dir.join("snapshots.sqlite");
+    // The first format's layout: a row per blob and per block.
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute_batch(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID; INSERT INTO meta VALUES ('format', 1);
+         CREATE TABLE blobs (id INTEGER PRIMARY KEY, hash BLOB NOT NULL UNIQUE, size INTEGER NOT NULL, data BLOB);
+         CREATE TABLE block_index (pos INTEGER, snap INTEGER, blob INTEGER, PRIMARY KEY (pos, snap)) WITHOUT ROWID;",
+    )
+    .unwrap();
+    drop(db);
+    let before = std::fs::read(&file).unwrap();
+    for args in [vec!["snapshot", w.to_str().unwrap()], vec!["snapshot", "list", w.to_str().unwrap()]] {
+        let (code, out, err) = worldfs(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("a snapshot store of format 1, written by an earlier worldfs")
+                && err.contains("move it away (or remove it) and take a new snapshot"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the old store is left as it was");
 }
 
 #[test]
@@ -425,8 +485,9 @@ fn prune_keeps_what_the_rules_keep_each_as_it_was_and_drops_blobs_nobody_needs()
     assert_eq!(pruned.removed, ["r1", "r3"]);
     assert_eq!(snapshot_blocks(&dir, "r5"), expect["r5"]);
     let db = rusqlite::Connection::open(dir.join("snapshots.sqlite")).unwrap();
-    let nulls: i64 = db.query_row("SELECT count(*) FROM block_index WHERE blob IS NULL", [], |r| r.get(0)).unwrap();
-    assert_eq!(nulls, 0, "the only snapshot left needs no 'gone' rows");
+    let empty: i64 =
+        db.query_row("SELECT count(*) FROM block_index WHERE length(entries) = 0", [], |r| r.get(0)).unwrap();
+    assert_eq!(empty, 0, "the only snapshot left needs no 'gone' rows");
     let (code, _, err) = worldfs(&["snapshot", "prune", w.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("say what to keep"), "{err}");

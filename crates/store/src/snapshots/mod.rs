@@ -3,25 +3,32 @@
 //! map stored it and every player, account and mod storage record, at the
 //! moments `worldfs snapshot` was run.
 //!
-//! * `blobs`: every distinct stored byte string once, keyed by its SHA-256
-//!   (a block's blob, a record's canonical bytes), from any snapshot.
+//! * `packs`: every distinct stored byte string (a block's blob, a
+//!   record's canonical bytes) once, from any snapshot, by id, with its
+//!   SHA-256; consecutive ids share a row, compressed together
+//!   (`packs.rs`).
 //! * `snapshots`: one row per completed snapshot, ordered by `id`.
-//! * `block_index (pos, snap, blob)` and `record_index (collection, name,
-//!   snap, blob)`: per snapshot only what differs from the snapshot before
-//!   it (`blob` NULL: gone since). What snapshot S holds at a key is the
-//!   row of the greatest `snap` <= S; an unchanged world's next snapshot
-//!   adds no index rows at all. Removing a snapshot moves its rows to the
-//!   next one where that one has none (`prune.rs`), so every other
-//!   snapshot keeps what it holds.
+//! * `block_index (part, snap, entries)`: the blocks of a part of the key
+//!   space with their blob ids, compact (`index.rs`); and `record_index
+//!   (collection, name, snap, blob)`. Per snapshot only what differs from
+//!   the snapshot before it (a part with no bytes, a record with a NULL
+//!   blob: gone since). What snapshot S holds at a key is the row of the
+//!   greatest `snap` <= S; an unchanged world's next snapshot adds no
+//!   index rows at all. Removing a snapshot moves its rows to the next one
+//!   where that one has none (`prune.rs`), so every other snapshot keeps
+//!   what it holds.
 //!
 //! A snapshot is written in one SQLite transaction, its `snapshots` row
 //! included: killed before the commit, the store is as it was (SQLite
 //! rolls the rest back when it next opens it); after it, the snapshot is
 //! complete. The same holds for a prune.
 
+mod index;
+mod packs;
 mod prune;
 mod read;
 mod take;
+mod varint;
 
 pub use prune::{Policy, Pruned};
 pub use read::{SnapshotMap, SnapshotRecords};
@@ -30,6 +37,7 @@ pub use take::Taken;
 use super::BlockPos;
 use rusqlite::{Connection, OptionalExtension, params};
 use sha2::Digest;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,7 +47,8 @@ pub const DIR_NAME: &str = "worldfs-snapshots";
 pub const FILE_NAME: &str = "snapshots.sqlite";
 
 /// The layout of the database; a store of another number is refused.
-const FORMAT: i64 = 1;
+/// 1: one index row and one blob row a block (before packs and parts).
+const FORMAT: i64 = 2;
 
 /// How long an operation waits for another one (a snapshot, a prune) to
 /// end before it gives up.
@@ -102,14 +111,16 @@ pub type RecordKey = (String, String);
 pub struct Snapshots {
     dir: PathBuf,
     conn: Connection,
+    packs: packs::PackCache,
 }
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS blobs (
-    id INTEGER PRIMARY KEY,
-    hash BLOB NOT NULL UNIQUE,
-    size INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS packs (
+    first INTEGER PRIMARY KEY,
+    count INTEGER NOT NULL,
+    hashes BLOB NOT NULL,
+    sizes BLOB NOT NULL,
     data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (
     id INTEGER PRIMARY KEY,
@@ -125,11 +136,10 @@ CREATE TABLE IF NOT EXISTS snapshots (
     new_bytes INTEGER NOT NULL,
     index_rows INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS block_index (
-    pos INTEGER NOT NULL,
+    part INTEGER NOT NULL,
     snap INTEGER NOT NULL,
-    blob INTEGER,
-    PRIMARY KEY (pos, snap)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS block_index_by_snap ON block_index (snap);
+    entries BLOB NOT NULL,
+    PRIMARY KEY (part, snap));
 CREATE TABLE IF NOT EXISTS record_index (
     collection TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -164,6 +174,33 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The format of the store `conn` holds (None: an empty database, a store
+/// not yet made), or why it is no store this worldfs reads.
+fn format_of(conn: &Connection, file: &Path) -> Result<Option<i64>, String> {
+    let tables: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(sql_error(file))?;
+    if tables == 0 {
+        return Ok(None);
+    }
+    let format: Option<i64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0))
+        .optional()
+        .map_err(|e| format!("{}: not a worldfs snapshot store ({e})", file.display()))?;
+    match format {
+        Some(FORMAT) => Ok(Some(FORMAT)),
+        Some(n) if n < FORMAT => Err(format!(
+            "{}: a snapshot store of format {n}, written by an earlier worldfs, which this one (format {FORMAT}) \
+             does not read; move it away (or remove it) and take a new snapshot",
+            file.display()
+        )),
+        Some(n) => Err(format!(
+            "{}: a snapshot store of format {n}, written by a newer worldfs; this one reads format {FORMAT}",
+            file.display()
+        )),
+        None => Err(format!("{}: not a worldfs snapshot store (its meta table names no format)", file.display())),
+    }
+}
+
 impl Snapshots {
     /// The store's database file in `dir`.
     pub fn file(dir: &Path) -> PathBuf {
@@ -181,28 +218,20 @@ impl Snapshots {
         }
         let conn = Connection::open(&file).map_err(sql_error(&file))?;
         conn.busy_timeout(BUSY_WAIT).map_err(sql_error(&file))?;
+        // The format is checked before anything is written: a store of
+        // another format is left exactly as it is.
+        let fresh = format_of(&conn, &file)?.is_none();
         // WAL: a mount reading snapshots and a new snapshot being written do
         // not wait for each other; commits stay atomic.
         let setup = "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = OFF;";
         conn.execute_batch(setup).map_err(sql_error(&file))?;
-        conn.execute_batch(SCHEMA).map_err(sql_error(&file))?;
-        let format: Option<i64> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0))
-            .optional()
-            .map_err(sql_error(&file))?;
-        match format {
-            None => {
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?1)", [FORMAT]).map_err(sql_error(&file))?;
-            }
-            Some(FORMAT) => {}
-            Some(n) => {
-                return Err(format!(
-                    "{}: a snapshot store of format {n}, which this worldfs ({FORMAT}) does not know",
-                    file.display()
-                ));
-            }
+        if fresh {
+            let make =
+                format!("BEGIN IMMEDIATE; {SCHEMA} INSERT OR IGNORE INTO meta VALUES ('format', {FORMAT}); COMMIT;");
+            conn.execute_batch(&make).map_err(sql_error(&file))?;
+            format_of(&conn, &file)?;
         }
-        Ok(Snapshots { dir: dir.to_path_buf(), conn })
+        Ok(Snapshots { dir: dir.to_path_buf(), conn, packs: Default::default() })
     }
 
     /// Open the store in `dir` only to read it (a mount's `snapshots/`):
@@ -213,14 +242,10 @@ impl Snapshots {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&file, flags).map_err(sql_error(&file))?;
         conn.busy_timeout(BUSY_WAIT).map_err(sql_error(&file))?;
-        let format: Option<i64> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| r.get(0))
-            .optional()
-            .map_err(sql_error(&file))?;
-        if format != Some(FORMAT) {
-            return Err(format!("{}: not a snapshot store of format {FORMAT}", file.display()));
+        if format_of(&conn, &file)?.is_none() {
+            return Err(format!("{}: an empty database, not a snapshot store", file.display()));
         }
-        Ok(Snapshots { dir: dir.to_path_buf(), conn })
+        Ok(Snapshots { dir: dir.to_path_buf(), conn, packs: Default::default() })
     }
 
     /// The store's folder.
@@ -259,85 +284,68 @@ impl Snapshots {
 
     /// The blob snapshot `snap` holds at block `pos` (None: absent).
     pub fn block(&self, snap: i64, pos: BlockPos) -> Result<Option<Vec<u8>>, String> {
-        block(&self.conn, snap, pos).map_err(self.err())
+        match blob_id_at(&self.conn, snap, pos)? {
+            None => Ok(None),
+            Some(id) => self.blob(id).map(Some),
+        }
     }
 
     /// The blob ids snapshot `snap` holds at every block, by key order.
     pub fn block_ids(&self, snap: i64) -> Result<Vec<(BlockPos, i64)>, String> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT pos, blob, max(snap) FROM block_index WHERE snap <= ?1 GROUP BY pos ORDER BY pos")
-            .map_err(self.err())?;
-        let rows =
-            stmt.query_map([snap], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Option<i64>>(1)?))).map_err(self.err())?;
         let mut out = Vec::new();
-        for row in rows {
-            if let (key, Some(blob)) = row.map_err(self.err())? {
-                out.push((BlockPos::from_legacy_key(key), blob));
-            }
+        for (part, bytes) in parts_at(&self.conn, snap, i64::MIN, i64::MAX).map_err(self.err())? {
+            out.extend(index::decode(part, &bytes)?.into_iter().map(|(k, id)| (BlockPos::from_legacy_key(k), id)));
         }
         Ok(out)
     }
 
     /// Every block snapshot `snap` holds: position, blob id, blob hash.
     pub fn block_hashes(&self, snap: i64) -> Result<Vec<(BlockPos, i64, Hash)>, String> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT i.pos, b.id, b.hash FROM (SELECT pos, blob, max(snap) FROM block_index WHERE snap <= ?1 \
-                 GROUP BY pos) i JOIN blobs b ON b.id = i.blob",
-            )
-            .map_err(self.err())?;
-        let rows = stmt
-            .query_map([snap], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?)))
-            .map_err(self.err())?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (key, id, hash) = row.map_err(self.err())?;
-            let hash: Hash = hash.try_into().map_err(|_| format!("blob {id}: its hash is not 32 bytes"))?;
-            out.push((BlockPos::from_legacy_key(key), id, hash));
-        }
-        Ok(out)
+        let by_id: HashMap<i64, Hash> =
+            packs::known_hashes(&self.conn).map_err(self.err())?.into_iter().map(|(h, id)| (id, h)).collect();
+        self.block_ids(snap)?
+            .into_iter()
+            .map(|(pos, id)| {
+                let hash = by_id.get(&id).ok_or_else(|| format!("block {pos}: its blob {id} is not in the store"))?;
+                Ok((pos, id, *hash))
+            })
+            .collect()
     }
 
     /// The blocks whose blob differs between snapshots `a` and `b` (a < b):
-    /// (position, blob id in a, blob id in b), None where absent.
+    /// (position, blob id in a, blob id in b), None where absent. Only the
+    /// parts of the index written after `a` up to `b` are read.
     pub fn changed_blocks(&self, a: i64, b: i64) -> Result<Vec<Changed>, String> {
         let (a, b) = (a.min(b), a.max(b));
         let mut stmt = self
             .conn
-            .prepare("SELECT DISTINCT pos FROM block_index WHERE snap > ?1 AND snap <= ?2 ORDER BY pos")
+            .prepare("SELECT DISTINCT part FROM block_index WHERE snap > ?1 AND snap <= ?2 ORDER BY part")
             .map_err(self.err())?;
-        let keys: Vec<i64> =
+        let parts: Vec<i64> =
             stmt.query_map([a, b], |r| r.get(0)).map_err(self.err())?.collect::<Result<_, _>>().map_err(self.err())?;
-        let mut at = self.conn.prepare_cached(BLOB_ID_AT).map_err(self.err())?;
         let mut out = Vec::new();
-        for key in keys {
-            let ida: Option<i64> =
-                at.query_row(params![key, a], |r| r.get(0)).optional().map_err(self.err())?.flatten();
-            let idb: Option<i64> =
-                at.query_row(params![key, b], |r| r.get(0)).optional().map_err(self.err())?.flatten();
-            if ida != idb {
-                out.push(Changed { pos: BlockPos::from_legacy_key(key), before: ida, after: idb });
+        for part in parts {
+            let then: HashMap<i64, i64> = part_entries(&self.conn, part, a)?.into_iter().collect();
+            let mut now: HashMap<i64, i64> = part_entries(&self.conn, part, b)?.into_iter().collect();
+            for (&key, &id) in &then {
+                let after = now.remove(&key);
+                if after != Some(id) {
+                    out.push(Changed { pos: BlockPos::from_legacy_key(key), before: Some(id), after });
+                }
             }
+            out.extend(now.into_iter().map(|(key, id)| Changed {
+                pos: BlockPos::from_legacy_key(key),
+                before: None,
+                after: Some(id),
+            }));
         }
+        out.sort_by_key(|c| c.pos.legacy_key());
         Ok(out)
     }
 
     /// A blob by id.
     pub fn blob(&self, id: i64) -> Result<Vec<u8>, String> {
-        self.conn
-            .prepare_cached("SELECT data FROM blobs WHERE id = ?1")
-            .and_then(|mut s| s.query_row([id], |r| r.get(0)))
-            .map_err(self.err())
-    }
-
-    /// The id of the blob with these bytes, if the store has it.
-    pub fn blob_id(&self, bytes: &[u8]) -> Result<Option<i64>, String> {
-        self.conn
-            .prepare_cached("SELECT id FROM blobs WHERE hash = ?1")
-            .and_then(|mut s| s.query_row([hash_of(bytes).as_slice()], |r| r.get(0)).optional())
-            .map_err(self.err())
+        self.packs.blob(&self.conn, id).map_err(|e| format!("{}: {e}", self.path().display()))
     }
 
     /// The records snapshot `snap` holds: (collection, name) -> blob id.
@@ -350,50 +358,83 @@ impl Snapshots {
     /// all is well) and how many blobs were checked.
     pub fn verify(&self, mut progress: impl FnMut(u64)) -> Result<(Vec<String>, u64), String> {
         let mut problems = Vec::new();
-        let mut stmt = self.conn.prepare("SELECT id, hash, size, data FROM blobs").map_err(self.err())?;
+        let mut held = std::collections::HashSet::new();
+        let mut stmt = self.conn.prepare("SELECT first, count, hashes, sizes, data FROM packs").map_err(self.err())?;
         let mut rows = stmt.query([]).map_err(self.err())?;
         let mut n = 0;
         while let Some(r) = rows.next().map_err(self.err())? {
-            let (id, hash, size): (i64, Vec<u8>, i64) =
-                (r.get(0).map_err(self.err())?, r.get(1).map_err(self.err())?, r.get(2).map_err(self.err())?);
-            let data = r.get_ref(3).map_err(self.err())?.as_blob().map_err(|e| format!("blob {id}: {e}"))?;
-            if hash_of(data).as_slice() != hash.as_slice() || data.len() as i64 != size {
-                problems.push(format!(
-                    "blob {id} ({} bytes, {size} recorded) does not match its SHA-256 {}",
-                    data.len(),
-                    hex(&hash)
-                ));
-            }
-            n += 1;
-            if n % 65536 == 0 {
-                progress(n);
-            }
-        }
-        for (table, key) in [("block_index", "pos"), ("record_index", "name")] {
-            let sql = format!(
-                "SELECT {key}, snap, blob FROM {table} WHERE blob IS NOT NULL \
-                 AND NOT EXISTS (SELECT 1 FROM blobs WHERE id = {table}.blob) LIMIT 10"
-            );
-            let mut stmt = self.conn.prepare(&sql).map_err(self.err())?;
-            let missing = stmt
-                .query_map([], |r| {
-                    Ok(format!(
-                        "{table}: {:?} of snapshot #{} names blob {} which is missing",
-                        r.get_ref(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?
-                    ))
-                })
-                .map_err(self.err())?;
-            for m in missing {
-                problems.push(m.map_err(self.err())?);
+            let get = |i| r.get::<_, Vec<u8>>(i);
+            let (first, count): (i64, i64) = (r.get(0).map_err(self.err())?, r.get(1).map_err(self.err())?);
+            let (hashes, sizes, data) =
+                (get(2).map_err(self.err())?, get(3).map_err(self.err())?, get(4).map_err(self.err())?);
+            let pack = match packs::unpack(first, count, hashes, &sizes, &data) {
+                Ok(p) => p,
+                Err(e) => {
+                    problems.push(e);
+                    continue;
+                }
+            };
+            for i in (0..pack.count()).filter(|&i| !pack.removed(i)) {
+                let id = pack.first + i as i64;
+                if hash_of(pack.bytes(i)).as_slice() != pack.hash(i) {
+                    problems.push(format!(
+                        "blob {id} ({} bytes) does not match its SHA-256 {}",
+                        pack.bytes(i).len(),
+                        hex(pack.hash(i))
+                    ));
+                }
+                held.insert(id);
+                n += 1;
+                if n % 65536 == 0 {
+                    progress(n);
+                }
             }
         }
+        problems.extend(self.unheld_blobs(&held)?);
         let check: String = self.conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(self.err())?;
         if check != "ok" {
             problems.push(format!("SQLite's quick_check of the store: {check}"));
         }
         Ok((problems, n))
+    }
+
+    /// Index rows naming a blob not in `held` (at most 10 of each kind), and
+    /// index parts that do not decode.
+    fn unheld_blobs(&self, held: &std::collections::HashSet<i64>) -> Result<Vec<String>, String> {
+        let mut problems = Vec::new();
+        let mut stmt = self.conn.prepare("SELECT part, snap, entries FROM block_index").map_err(self.err())?;
+        let mut rows = stmt.query([]).map_err(self.err())?;
+        let mut missing = 0;
+        while let Some(r) = rows.next().map_err(self.err())? {
+            let (part, snap): (i64, i64) = (r.get(0).map_err(self.err())?, r.get(1).map_err(self.err())?);
+            let bytes = r.get_ref(2).map_err(self.err())?.as_blob().map_err(|e| e.to_string())?;
+            match index::decode(part, bytes) {
+                Err(e) => problems.push(format!("snapshot #{snap}: {e}")),
+                Ok(entries) => {
+                    for (key, id) in entries.into_iter().filter(|(_, id)| !held.contains(id)) {
+                        missing += 1;
+                        if missing <= 10 {
+                            let pos = BlockPos::from_legacy_key(key);
+                            problems.push(format!("block {pos} of snapshot #{snap} names blob {id}, which is missing"));
+                        }
+                    }
+                }
+            }
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT collection, name, snap, blob FROM record_index WHERE blob IS NOT NULL")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get(3)?)))
+            .map_err(self.err())?;
+        for row in rows {
+            let (c, name, snap, id): (String, String, i64, i64) = row.map_err(self.err())?;
+            if !held.contains(&id) {
+                problems.push(format!("{c} {name:?} of snapshot #{snap} names blob {id}, which is missing"));
+            }
+        }
+        Ok(problems)
     }
 
     /// Bytes of the store's files (database and its WAL).
@@ -404,9 +445,32 @@ impl Snapshots {
     }
 }
 
-/// The blob id of the row of greatest snap <= ?2 for block key ?1 (no row:
-/// absent; a row with a NULL blob: gone).
-const BLOB_ID_AT: &str = "SELECT blob FROM block_index WHERE pos = ?1 AND snap <= ?2 ORDER BY snap DESC LIMIT 1";
+/// Up to `limit` parts from `from` on (in part order) as snapshot `snap`
+/// holds them: (part, bytes), parts with no blocks included.
+pub(crate) fn parts_at(conn: &Connection, snap: i64, from: i64, limit: i64) -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+    conn.prepare_cached(
+        "SELECT part, entries, max(snap) FROM block_index WHERE snap <= ?1 AND part >= ?2 \
+         GROUP BY part ORDER BY part LIMIT ?3",
+    )?
+    .query_map(params![snap, from, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+    .collect()
+}
+
+/// The blocks snapshot `snap` holds in part `part`: (key, blob id).
+pub(crate) fn part_entries(conn: &Connection, part: i64, snap: i64) -> Result<Vec<(i64, i64)>, String> {
+    let bytes: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT entries FROM block_index WHERE part = ?1 AND snap <= ?2 ORDER BY snap DESC LIMIT 1")
+        .and_then(|mut s| s.query_row([part, snap], |r| r.get(0)).optional())
+        .map_err(|e| format!("snapshot store: {e}"))?;
+    bytes.map_or(Ok(Vec::new()), |b| index::decode(part, &b))
+}
+
+/// The blob id snapshot `snap` holds at `pos` (None: absent).
+pub(crate) fn blob_id_at(conn: &Connection, snap: i64, pos: BlockPos) -> Result<Option<i64>, String> {
+    let key = pos.legacy_key();
+    let entries = part_entries(conn, index::part_of(key), snap)?;
+    Ok(entries.binary_search_by_key(&key, |e| e.0).ok().map(|i| entries[i].1))
+}
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -434,17 +498,6 @@ fn list(conn: &Connection) -> rusqlite::Result<Vec<SnapshotInfo>> {
         })
     })?;
     rows.collect()
-}
-
-fn block(conn: &Connection, snap: i64, pos: BlockPos) -> rusqlite::Result<Option<Vec<u8>>> {
-    let id: Option<i64> =
-        conn.prepare_cached(BLOB_ID_AT)?.query_row(params![pos.legacy_key(), snap], |r| r.get(0)).optional()?.flatten();
-    match id {
-        None => Ok(None),
-        Some(id) => {
-            conn.prepare_cached("SELECT data FROM blobs WHERE id = ?1")?.query_row([id], |r| r.get(0)).map(Some)
-        }
-    }
 }
 
 fn record_ids(conn: &Connection, snap: i64) -> rusqlite::Result<Vec<(RecordKey, i64)>> {

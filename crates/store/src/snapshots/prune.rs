@@ -1,14 +1,17 @@
 //! `worldfs snapshot prune`: which snapshots a retention policy keeps
 //! (restic's `forget --keep-*` rules), and their removal with the blobs no
-//! snapshot left needs, in one transaction.
+//! snapshot left needs, in one transaction (a pack of which only some
+//! blobs go is written again without them).
 //!
 //! Restic's rules: the snapshots are visited newest first; `--keep-last N`
 //! keeps the N newest; `--keep-hourly N` keeps the newest snapshot of each
 //! of the N newest hours that have one, and so for days and weeks (weeks
 //! start on Monday). A snapshot kept by any rule is kept. Times are UTC.
 
-use super::{SnapshotInfo, Snapshots};
+use super::packs::{self, REMOVED};
+use super::{SnapshotInfo, Snapshots, index, varint};
 use rusqlite::{Connection, params};
+use std::collections::HashSet;
 
 /// Which snapshots a prune keeps (restic's rules): the newest `last`, and
 /// the newest of each of the last `hourly` hours, `daily` days and
@@ -87,7 +90,8 @@ impl Policy {
 fn fold(conn: &Connection, gone: i64, next: Option<i64>) -> rusqlite::Result<()> {
     if let Some(next) = next {
         conn.execute(
-            "INSERT OR IGNORE INTO block_index (pos, snap, blob) SELECT pos, ?2, blob FROM block_index WHERE snap = ?1",
+            "INSERT OR IGNORE INTO block_index (part, snap, entries) \
+             SELECT part, ?2, entries FROM block_index WHERE snap = ?1",
             params![gone, next],
         )?;
         conn.execute(
@@ -102,22 +106,59 @@ fn fold(conn: &Connection, gone: i64, next: Option<i64>) -> rusqlite::Result<()>
     Ok(())
 }
 
-/// Blobs no index row names any more: removed; gives their count and bytes.
-fn collect_garbage(conn: &Connection) -> rusqlite::Result<(u64, u64)> {
-    conn.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS live_blobs (id INTEGER PRIMARY KEY);
-         DELETE FROM live_blobs;
-         INSERT OR IGNORE INTO live_blobs SELECT blob FROM block_index WHERE blob IS NOT NULL;
-         INSERT OR IGNORE INTO live_blobs SELECT blob FROM record_index WHERE blob IS NOT NULL;",
-    )?;
-    let (n, bytes): (i64, i64) = conn.query_row(
-        "SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE id NOT IN (SELECT id FROM live_blobs)",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    conn.execute("DELETE FROM blobs WHERE id NOT IN (SELECT id FROM live_blobs)", [])?;
-    conn.execute_batch("DROP TABLE live_blobs")?;
-    Ok((n as u64, bytes as u64))
+/// The blob ids some index row names.
+fn live_blobs(conn: &Connection) -> Result<HashSet<i64>, String> {
+    let mut live = HashSet::new();
+    let mut stmt = conn.prepare("SELECT part, entries FROM block_index").map_err(|e| e.to_string())?;
+    let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+    while let Some(r) = rows.next().map_err(|e| e.to_string())? {
+        let part: i64 = r.get(0).map_err(|e| e.to_string())?;
+        let bytes = r.get_ref(1).and_then(|v| Ok(v.as_blob()?)).map_err(|e| e.to_string())?;
+        // A part that does not decode would lose its blobs here: refused.
+        live.extend(index::decode(part, bytes)?.into_iter().map(|(_, id)| id));
+    }
+    let mut stmt = conn.prepare("SELECT blob FROM record_index WHERE blob IS NOT NULL").map_err(|e| e.to_string())?;
+    for id in stmt.query_map([], |r| r.get::<_, i64>(0)).map_err(|e| e.to_string())? {
+        live.insert(id.map_err(|e| e.to_string())?);
+    }
+    Ok(live)
+}
+
+/// Blobs no index row names any more: removed (a pack left with none is
+/// removed, one left with some written again); gives their count and bytes.
+fn collect_garbage(conn: &Connection) -> Result<(u64, u64), String> {
+    let live = live_blobs(conn)?;
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut stmt = conn.prepare("SELECT first, count, hashes, sizes, data FROM packs").map_err(|e| e.to_string())?;
+    let all: Vec<(i64, i64, Vec<u8>, Vec<u8>, Vec<u8>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| e.to_string())?;
+    for (first, count, hashes, sizes, data) in all {
+        let pack = packs::unpack(first, count, hashes, &sizes, &data)?;
+        let dead: Vec<usize> =
+            (0..pack.count()).filter(|&i| !pack.removed(i) && !live.contains(&(first + i as i64))).collect();
+        if dead.is_empty() {
+            continue;
+        }
+        n += dead.len() as u64;
+        bytes += dead.iter().map(|&i| pack.bytes(i).len() as u64).sum::<u64>();
+        let kept = (0..pack.count()).filter(|&i| !pack.removed(i) && !dead.contains(&i)).count();
+        if kept == 0 {
+            conn.execute("DELETE FROM packs WHERE first = ?1", [first]).map_err(|e| e.to_string())?;
+            continue;
+        }
+        let (mut hashes, mut sizes, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..pack.count() {
+            let gone = pack.removed(i) || dead.binary_search(&i).is_ok();
+            hashes.extend_from_slice(if gone { &REMOVED[..] } else { pack.hash(i) });
+            let b = if gone { &[][..] } else { pack.bytes(i) };
+            varint::write(b.len() as u64, &mut sizes);
+            raw.extend_from_slice(b);
+        }
+        packs::write_pack(conn, first, &hashes, &sizes, &raw).map_err(|e| e.to_string())?;
+    }
+    Ok((n, bytes))
 }
 
 impl Snapshots {
@@ -130,6 +171,7 @@ impl Snapshots {
                 .into());
         }
         let err = self.err();
+        let path = self.path();
         let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(&err)?;
         let all = super::list(&tx).map_err(&err)?;
         let keep = policy.apply(&all);
@@ -152,11 +194,12 @@ impl Snapshots {
         }
         // The oldest snapshot left holds everything itself: a row saying a
         // block is gone says nothing there.
-        tx.execute("DELETE FROM block_index WHERE blob IS NULL AND snap = (SELECT min(id) FROM snapshots)", [])
+        tx.execute("DELETE FROM block_index WHERE length(entries) = 0 AND snap = (SELECT min(id) FROM snapshots)", [])
             .map_err(&err)?;
         tx.execute("DELETE FROM record_index WHERE blob IS NULL AND snap = (SELECT min(id) FROM snapshots)", [])
             .map_err(&err)?;
-        (out.blobs_removed, out.bytes_removed) = collect_garbage(&tx).map_err(&err)?;
+        (out.blobs_removed, out.bytes_removed) =
+            collect_garbage(&tx).map_err(|e| format!("{}: {e}", path.display()))?;
         tx.commit().map_err(&err)?;
         Ok(out)
     }

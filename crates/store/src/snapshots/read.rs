@@ -4,7 +4,8 @@
 //! (`MNT/snapshots/NAME/`) and `worldfs diff` and `restore` read them as
 //! they read a world.
 
-use super::{BLOB_ID_AT, SnapshotInfo, Snapshots};
+use super::packs::PackCache;
+use super::{SnapshotInfo, Snapshots, index};
 use crate::journal::RecordDates;
 use crate::records::{Collection, RecordStore};
 use crate::{BlockPos, Change, MapStore, Note, Result, StoreError};
@@ -28,12 +29,13 @@ fn backend(e: rusqlite::Error) -> StoreError {
 pub struct SnapshotMap {
     info: SnapshotInfo,
     conn: Mutex<Connection>,
+    packs: PackCache,
 }
 
 impl SnapshotMap {
     /// The map of snapshot `info` in `store`, read-only.
     pub fn open(store: &Snapshots, info: &SnapshotInfo) -> Result<SnapshotMap> {
-        Ok(SnapshotMap { info: info.clone(), conn: Mutex::new(open(&store.path())?) })
+        Ok(SnapshotMap { info: info.clone(), conn: Mutex::new(open(&store.path())?), packs: PackCache::default() })
     }
 
     /// The snapshot it shows.
@@ -44,34 +46,25 @@ impl SnapshotMap {
     /// Up to `limit` (position, blob id) after `after` in key order.
     fn ids_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, i64)>> {
         let conn = self.conn.lock();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT pos, blob, max(snap) FROM block_index WHERE snap <= ?1 AND pos > ?2 \
-                 GROUP BY pos ORDER BY pos LIMIT ?3",
-            )
-            .map_err(backend)?;
-        let mut from = after.map_or(i64::MIN, |p| p.legacy_key());
+        let after = after.map(|p| p.legacy_key());
+        let mut from = after.map_or(i64::MIN, index::part_of);
         let mut out = Vec::new();
-        // Rows saying a block is gone take no place in a page: read on
+        // Parts saying no block is left take no place in a page: read on
         // until the page is full or the index ends.
         while out.len() < limit {
-            let want = (limit - out.len()) as i64;
-            let rows: Vec<(i64, Option<i64>)> = stmt
-                .query_map(params![self.info.id, from, want], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(backend)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(backend)?;
-            let ended = (rows.len() as i64) < want;
-            for (key, blob) in rows {
-                from = key;
-                if let Some(b) = blob {
-                    out.push((BlockPos::from_legacy_key(key), b));
-                }
+            let parts = super::parts_at(&conn, self.info.id, from, 16).map_err(backend)?;
+            let Some(&(last, _)) = parts.last() else { break };
+            for (part, bytes) in &parts {
+                let entries = index::decode(*part, bytes).map_err(StoreError::Backend)?;
+                let fresh = entries.into_iter().filter(|(k, _)| after.is_none_or(|a| *k > a));
+                out.extend(fresh.map(|(k, id)| (BlockPos::from_legacy_key(k), id)));
             }
-            if ended {
+            if parts.len() < 16 || last == i64::MAX {
                 break;
             }
+            from = last + 1;
         }
+        out.truncate(limit);
         Ok(out)
     }
 }
@@ -82,17 +75,16 @@ impl MapStore for SnapshotMap {
     }
 
     fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>> {
-        super::block(&self.conn.lock(), self.info.id, pos).map_err(backend)
+        let conn = self.conn.lock();
+        match super::blob_id_at(&conn, self.info.id, pos).map_err(StoreError::Backend)? {
+            None => Ok(None),
+            Some(id) => self.packs.blob(&conn, id).map(Some).map_err(StoreError::Backend),
+        }
     }
 
     fn contains(&self, pos: BlockPos) -> Result<bool> {
         let conn = self.conn.lock();
-        let id: Option<i64> = conn
-            .prepare_cached(BLOB_ID_AT)
-            .and_then(|mut s| s.query_row(params![pos.legacy_key(), self.info.id], |r| r.get(0)).optional())
-            .map_err(backend)?
-            .flatten();
-        Ok(id.is_some())
+        Ok(super::blob_id_at(&conn, self.info.id, pos).map_err(StoreError::Backend)?.is_some())
     }
 
     fn list_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<BlockPos>> {
@@ -102,8 +94,7 @@ impl MapStore for SnapshotMap {
     fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
         let ids = self.ids_after(after, limit)?;
         let conn = self.conn.lock();
-        let mut stmt = conn.prepare_cached("SELECT data FROM blobs WHERE id = ?1").map_err(backend)?;
-        ids.into_iter().map(|(p, id)| Ok((p, stmt.query_row([id], |r| r.get(0)).map_err(backend)?))).collect()
+        ids.into_iter().map(|(p, id)| Ok((p, self.packs.blob(&conn, id).map_err(StoreError::Backend)?))).collect()
     }
 
     fn apply(&self, _changes: &[Change], _note: &Note) -> Result<()> {
@@ -130,12 +121,14 @@ pub struct SnapshotRecords {
     info: SnapshotInfo,
     collection: Collection,
     conn: Mutex<Connection>,
+    packs: PackCache,
 }
 
 impl SnapshotRecords {
     /// The records of `collection` in snapshot `info` of `store`, read-only.
     pub fn open(store: &Snapshots, info: &SnapshotInfo, collection: Collection) -> Result<SnapshotRecords> {
-        Ok(SnapshotRecords { info: info.clone(), collection, conn: Mutex::new(open(&store.path())?) })
+        let conn = Mutex::new(open(&store.path())?);
+        Ok(SnapshotRecords { info: info.clone(), collection, conn, packs: PackCache::default() })
     }
 }
 
@@ -178,11 +171,7 @@ impl RecordStore for SnapshotRecords {
             .flatten();
         match id {
             None => Ok(None),
-            Some(id) => conn
-                .prepare_cached("SELECT data FROM blobs WHERE id = ?1")
-                .and_then(|mut s| s.query_row([id], |r| r.get(0)))
-                .map(Some)
-                .map_err(backend),
+            Some(id) => self.packs.blob(&conn, id).map(Some).map_err(StoreError::Backend),
         }
     }
 

@@ -1,13 +1,15 @@
 //! `worldfs snapshot`: the world read as one instant (as far as its
 //! backends allow: `MapStore::read_consistent`, `RecordStore::read_all`),
-//! its blobs interned, and the difference from the newest snapshot added
-//! as index rows, all in one transaction of the store.
+//! its blobs interned (new ones into packs), and the parts of the index
+//! that differ from the newest snapshot added, all in one transaction of
+//! the store.
 
-use super::{Hash, SnapshotInfo, Snapshots, check_name, hash_of};
+use super::packs::PackWriter;
+use super::{SnapshotInfo, Snapshots, check_name, index};
 use crate::records::Collection;
 use crate::world::World;
 use crate::{BlockPos, Consistency, StoreError};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use std::collections::HashMap;
 
 /// What a snapshot stored, and how each part of the world was read.
@@ -27,47 +29,6 @@ pub struct Taken {
 pub struct RecordRead {
     pub collection: &'static str,
     pub how: String,
-}
-
-/// Above this many hashes the interning cache starts again (memory bound
-/// on worlds of all-different blobs).
-const CACHE_MAX: usize = 1 << 20;
-
-/// Blobs by hash: each stored once in the store.
-#[derive(Default)]
-struct Interner {
-    cache: HashMap<Hash, i64>,
-    new_blobs: u64,
-    new_bytes: u64,
-}
-
-impl Interner {
-    fn intern(&mut self, conn: &Connection, bytes: &[u8]) -> rusqlite::Result<i64> {
-        let h = hash_of(bytes);
-        if let Some(id) = self.cache.get(&h) {
-            return Ok(*id);
-        }
-        let found: Option<i64> = conn
-            .prepare_cached("SELECT id FROM blobs WHERE hash = ?1")?
-            .query_row([&h[..]], |r| r.get(0))
-            .optional()?;
-        let id =
-            match found {
-                Some(id) => id,
-                None => {
-                    conn.prepare_cached("INSERT INTO blobs (hash, size, data) VALUES (?1, ?2, ?3)")?
-                        .execute(params![&h[..], bytes.len() as i64, bytes])?;
-                    self.new_blobs += 1;
-                    self.new_bytes += bytes.len() as u64;
-                    conn.last_insert_rowid()
-                }
-            };
-        if self.cache.len() >= CACHE_MAX {
-            self.cache.clear();
-        }
-        self.cache.insert(h, id);
-        Ok(id)
-    }
 }
 
 /// A default name: the time `at` (UTC, as the caller formats it) in a
@@ -102,35 +63,24 @@ fn remove_stale_copies(dir: &std::path::Path) {
     }
 }
 
-/// Rows of the new snapshot: the difference between the newest snapshot's
-/// blocks (read in key order) and `current` (sorted by key).
-fn block_rows(conn: &Connection, head: i64, current: &[(i64, i64)]) -> rusqlite::Result<Vec<(i64, Option<i64>)>> {
-    let mut stmt =
-        conn.prepare("SELECT pos, blob, max(snap) FROM block_index WHERE snap <= ?1 GROUP BY pos ORDER BY pos")?;
-    let mut rows = stmt.query([head])?;
+/// The parts of the new snapshot's index: those where `current` (sorted
+/// by key) differs from the newest snapshot `head` (no bytes: a part no
+/// block is in any more).
+fn block_rows(conn: &Connection, head: i64, current: &[(i64, i64)]) -> Result<Vec<(i64, Vec<u8>)>, String> {
+    let mut before: HashMap<i64, Vec<u8>> = HashMap::new();
+    if head > 0 {
+        let parts = super::parts_at(conn, head, i64::MIN, i64::MAX).map_err(|e| e.to_string())?;
+        before.extend(parts.into_iter().filter(|(_, b)| !b.is_empty()));
+    }
     let mut out = Vec::new();
-    let mut cur = current.iter().peekable();
-    while let Some(r) = rows.next()? {
-        let (key, blob): (i64, Option<i64>) = (r.get(0)?, r.get(1)?);
-        while let Some(&&(k, id)) = cur.peek() {
-            if k >= key {
-                break;
-            }
-            out.push((k, Some(id)));
-            cur.next();
-        }
-        match cur.peek() {
-            Some(&&(k, id)) if k == key => {
-                if blob != Some(id) {
-                    out.push((k, Some(id)));
-                }
-                cur.next();
-            }
-            _ if blob.is_some() => out.push((key, None)),
-            _ => {}
+    for (part, entries) in index::by_part(current) {
+        let bytes = index::encode(entries);
+        match before.remove(&part) {
+            Some(old) if old == bytes || index::decode(part, &old).is_ok_and(|e| e == entries) => {}
+            _ => out.push((part, bytes)),
         }
     }
-    out.extend(cur.map(|&(k, id)| (k, Some(id))));
+    out.extend(before.into_keys().map(|part| (part, Vec::new())));
     Ok(out)
 }
 
@@ -152,7 +102,7 @@ fn read_map(
     tx: &Connection,
     world: &World,
     scratch: &std::path::Path,
-    interner: &mut Interner,
+    interner: &mut PackWriter,
 ) -> Result<MapRead, String> {
     let map = world.open_store(true, false)?;
     let mut current: Vec<(i64, i64)> = Vec::new();
@@ -181,7 +131,7 @@ fn read_records(
     world: &World,
     scratch: &std::path::Path,
     head: i64,
-    interner: &mut Interner,
+    interner: &mut PackWriter,
 ) -> Result<RecordsRead, String> {
     let mut before: HashMap<(String, String), i64> =
         super::record_ids(tx, head).map_err(|e| e.to_string())?.into_iter().collect();
@@ -235,15 +185,17 @@ impl Snapshots {
             Some(n) => n.to_string(),
             None => default_name(&tx, at).map_err(&err)?,
         };
-        let mut interner = Interner::default();
+        let mut interner = PackWriter::new(&tx).map_err(&err)?;
         let MapRead { current, consistency, map } = read_map(&tx, world, &scratch, &mut interner)?;
-        let rows = block_rows(&tx, head, &current).map_err(&err)?;
+        let rows = block_rows(&tx, head, &current)?;
         let RecordsRead { rows: record_rows, count: records, reads: record_reads } =
             read_records(&tx, world, &scratch, head, &mut interner)?;
+        interner.flush(&tx).map_err(&err)?;
         {
-            let mut ins = tx.prepare("INSERT INTO block_index (pos, snap, blob) VALUES (?1, ?2, ?3)").map_err(&err)?;
-            for (key, blob) in &rows {
-                ins.execute(params![key, id, blob]).map_err(&err)?;
+            let mut ins =
+                tx.prepare("INSERT INTO block_index (part, snap, entries) VALUES (?1, ?2, ?3)").map_err(&err)?;
+            for (part, bytes) in &rows {
+                ins.execute(params![part, id, bytes]).map_err(&err)?;
             }
             let mut ins = tx
                 .prepare("INSERT INTO record_index (collection, name, snap, blob) VALUES (?1, ?2, ?3, ?4)")
