@@ -437,11 +437,13 @@ impl Snapshots {
         Ok(problems)
     }
 
-    /// Bytes of the store's files (database and its WAL).
+    /// Bytes of the store's database as committed (its pages; the file's
+    /// size once SQLite has moved its WAL into it, which it does when the
+    /// last connection closes: counting the WAL too would count a fresh
+    /// snapshot twice).
     pub fn disk_bytes(&self) -> u64 {
-        let file = self.path();
-        let wal = PathBuf::from(format!("{}-wal", file.display()));
-        [file, wal].iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
+        let size = |pragma: &str| self.conn.query_row(pragma, [], |r| r.get::<_, i64>(0)).unwrap_or(0);
+        (size("PRAGMA page_count") * size("PRAGMA page_size")) as u64
     }
 }
 

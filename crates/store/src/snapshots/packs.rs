@@ -27,6 +27,9 @@ const CACHE_PACKS: usize = 16;
 /// The hash of a blob a prune removed.
 pub(super) const REMOVED: Hash = [0; 32];
 
+/// A row of `packs`: first id, count, hashes, sizes, packed bytes.
+pub(super) type PackRow = (i64, i64, Vec<u8>, Vec<u8>, Vec<u8>);
+
 /// A pack, unpacked: blob `first + i` is `data[offsets[i]..offsets[i + 1]]`.
 pub(super) struct Unpacked {
     pub first: i64,

@@ -130,7 +130,7 @@ fn collect_garbage(conn: &Connection) -> Result<(u64, u64), String> {
     let live = live_blobs(conn)?;
     let (mut n, mut bytes) = (0u64, 0u64);
     let mut stmt = conn.prepare("SELECT first, count, hashes, sizes, data FROM packs").map_err(|e| e.to_string())?;
-    let all: Vec<(i64, i64, Vec<u8>, Vec<u8>, Vec<u8>)> = stmt
+    let all: Vec<packs::PackRow> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
         .and_then(|rows| rows.collect())
         .map_err(|e| e.to_string())?;
