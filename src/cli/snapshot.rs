@@ -4,7 +4,7 @@
 use crate::worlds::luanti::snapshots::diff::NodeBox;
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use worldfs_store::snapshots::{Policy, Snapshots};
+use worldfs_store::snapshots::{Policy, Snapshots, TakeOptions};
 
 #[derive(Args)]
 pub struct StoreArg {
@@ -28,6 +28,11 @@ pub struct TakeArgs {
     pub name: Option<String>,
     #[command(flatten)]
     pub store: StoreArg,
+    /// A LevelDB map a running server holds (refused without this): read
+    /// map.db's files as they are now. Not one instant: the saves before
+    /// it whole, a save in progress then perhaps in part.
+    #[arg(long)]
+    pub allow_partial_save: bool,
     /// Print what was stored as JSON.
     #[arg(long)]
     pub json: bool,
@@ -116,7 +121,8 @@ fn take_snapshot(world: &Path, args: &TakeArgs) -> Result<bool, String> {
     let mut store = Snapshots::open(&dir, true)?;
     let started = std::time::Instant::now();
     let taken = crate::sys::time::now_secs();
-    let t = store.take(&w, args.name.as_deref(), taken, &crate::sys::time::format_utc(taken))?;
+    let opts = TakeOptions { partial_ok: args.allow_partial_save };
+    let t = store.take(&w, args.name.as_deref(), taken, &crate::sys::time::format_utc(taken), opts)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&t).map_err(|e| e.to_string())?);
         return Ok(true);

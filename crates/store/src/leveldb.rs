@@ -53,8 +53,9 @@ pub struct LevelDbStore {
     /// Bumped by every change (only this process writes while it holds the
     /// lock; a snapshot never changes).
     version: AtomicU64,
-    /// The fcntl lock on LOCK (writable opens), released last.
-    _lock: Option<std::fs::File>,
+    /// The fcntl lock on LOCK (writable opens, and a snapshot's read of a
+    /// map no server holds), released last.
+    lock: Option<std::fs::File>,
 }
 
 /// What the database thread owns.
@@ -448,6 +449,23 @@ fn journal_err(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(format!("undo journal: {e}"))
 }
 
+/// Whether taking a lock failed because another process holds it.
+fn is_held(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES))
+}
+
+/// Who holds LevelDB's `LOCK` file, in words.
+fn lock_holder(lock_file: &Path) -> String {
+    let mut who = lock::holder(lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
+    // An open-file-description lock names no process: say who has the
+    // file open.
+    let openers = if who == "another process" { crate::holders::openers(lock_file) } else { Vec::new() };
+    if !openers.is_empty() {
+        who = format!("{who} (the file is open in {})", openers.join(", "));
+    }
+    who
+}
+
 impl LevelDbStore {
     /// Open `dir` (a world's `map.db`). A writable open takes the lock and
     /// is refused while another process (a running server) holds it.
@@ -464,19 +482,12 @@ impl LevelDbStore {
         } else {
             match lock::take_after_exiting_daemons(&lock_file) {
                 Ok(f) => Some(f),
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-                    let mut who = lock::holder(&lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
-                    // An open-file-description lock names no process: say
-                    // who has the file open.
-                    let openers =
-                        if who == "another process" { crate::holders::openers(&lock_file) } else { Vec::new() };
-                    if !openers.is_empty() {
-                        who = format!("{who} (the file is open in {})", openers.join(", "));
-                    }
+                Err(e) if is_held(&e) => {
                     return Err(format!(
-                        "{} is locked by {who}, most likely a running server; LevelDB admits one process at a \
+                        "{} is locked by {}, most likely a running server; LevelDB admits one process at a \
                          time: stop the server to write, or mount read-only (-o ro) to see the map as it is now",
-                        dir.display()
+                        dir.display(),
+                        lock_holder(&lock_file)
                     ));
                 }
                 Err(e) => return Err(format!("{}: cannot lock: {e}", lock_file.display())),
@@ -523,8 +534,36 @@ impl LevelDbStore {
             jobs: Mutex::new(Some(jobs)),
             thread: Some(thread),
             version: AtomicU64::new(0),
-            _lock: lock,
+            lock,
         })
+    }
+
+    /// Open the map for a snapshot: read-only, holding LevelDB's lock while
+    /// it is read, so nobody writes meanwhile and the read is one instant.
+    /// When another process (a running server) holds the lock, the map is
+    /// refused with the reason, or with `partial_ok` read from its files as
+    /// they are (a save in progress then may be in part).
+    pub fn open_for_snapshot(dir: &Path, partial_ok: bool) -> std::result::Result<LevelDbStore, String> {
+        let lock_file = dir.join("LOCK");
+        match lock::take_after_exiting_daemons(&lock_file) {
+            Ok(f) => {
+                let mut store = LevelDbStore::open(dir, true)?;
+                store.lock = Some(f);
+                Ok(store)
+            }
+            Err(e) if is_held(&e) && partial_ok => LevelDbStore::open(dir, true),
+            Err(e) if is_held(&e) => Err(format!(
+                "{} is locked by {}, most likely a running server: a snapshot would not be one instant (the \
+                 engine writes a save's blocks one by one, and LevelDB admits one process at a time), so it is \
+                 refused. Stop the server (or unmount a writable mount) and take the snapshot then; or take it \
+                 anyway with --allow-partial-save, which reads map.db's files as they are now: the saves before \
+                 it whole, a save in progress then perhaps in part",
+                dir.display(),
+                lock_holder(&lock_file)
+            )),
+            Err(e) if !lock_file.exists() => Err(format!("{}: {e}", lock_file.display())),
+            Err(e) => Err(format!("{}: cannot lock: {e}", lock_file.display())),
+        }
     }
 
     /// Keep the undo journal in the SQLite file `path`; settles entries a
@@ -641,13 +680,14 @@ impl MapStore for LevelDbStore {
         each: &mut dyn FnMut(BlockPos, &[u8]) -> Result<()>,
     ) -> Result<super::Consistency> {
         super::read_by_pages(self, each)?;
-        let how = if self.read_only {
-            "map.db's files as they were when opened (the engine writes a save's blocks one by one: \
-             a save in progress then may be in part)"
-        } else {
+        let held = self.lock.is_some();
+        let how = if held {
             "map.db locked by this process while read: one instant"
+        } else {
+            "map.db's files as they were when opened, while another process held it (--allow-partial-save; the \
+             engine writes a save's blocks one by one: a save in progress then may be in part)"
         };
-        Ok(super::Consistency { one_instant: !self.read_only, how: how.into() })
+        Ok(super::Consistency { one_instant: held, how: how.into() })
     }
 }
 

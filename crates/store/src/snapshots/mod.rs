@@ -32,7 +32,7 @@ mod varint;
 
 pub use prune::{Policy, Pruned};
 pub use read::{SnapshotMap, SnapshotRecords};
-pub use take::Taken;
+pub use take::{TakeOptions, Taken};
 
 use super::BlockPos;
 use rusqlite::{Connection, OptionalExtension, params};

@@ -12,6 +12,15 @@ use crate::{BlockPos, Consistency, StoreError};
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
 
+/// How a snapshot may read the world.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TakeOptions {
+    /// A LevelDB map a running server holds: read its files as they are
+    /// (not one instant: a save in progress may be in part) instead of
+    /// refusing it.
+    pub partial_ok: bool,
+}
+
 /// What a snapshot stored, and how each part of the world was read.
 #[derive(Debug, serde::Serialize)]
 pub struct Taken {
@@ -102,9 +111,10 @@ fn read_map(
     tx: &Connection,
     world: &World,
     scratch: &std::path::Path,
+    partial_ok: bool,
     interner: &mut PackWriter,
 ) -> Result<MapRead, String> {
-    let map = world.open_store(true, false)?;
+    let map = world.open_store_for_snapshot(partial_ok)?;
     let mut current: Vec<(i64, i64)> = Vec::new();
     let consistency = map
         .read_consistent(scratch, &mut |pos: BlockPos, blob: &[u8]| {
@@ -168,7 +178,14 @@ impl Snapshots {
     /// Take a snapshot of `world` named `name` (default: the time `at`,
     /// UTC, as the caller formats it), taken at `taken` (seconds since
     /// 1970): the store keeps no calendar of its own.
-    pub fn take(&mut self, world: &World, name: Option<&str>, taken: i64, at: &str) -> Result<Taken, String> {
+    pub fn take(
+        &mut self,
+        world: &World,
+        name: Option<&str>,
+        taken: i64,
+        at: &str,
+        opts: TakeOptions,
+    ) -> Result<Taken, String> {
         if let Some(n) = name {
             check_name(n)?;
             if self.list()?.iter().any(|s| s.name == n) {
@@ -186,7 +203,7 @@ impl Snapshots {
             None => default_name(&tx, at).map_err(&err)?,
         };
         let mut interner = PackWriter::new(&tx).map_err(&err)?;
-        let MapRead { current, consistency, map } = read_map(&tx, world, &scratch, &mut interner)?;
+        let MapRead { current, consistency, map } = read_map(&tx, world, &scratch, opts.partial_ok, &mut interner)?;
         let rows = block_rows(&tx, head, &current)?;
         let RecordsRead { rows: record_rows, count: records, reads: record_reads } =
             read_records(&tx, world, &scratch, head, &mut interner)?;

@@ -86,6 +86,20 @@ impl World {
         backends::open_map(&place, read_only, journal_path.as_deref())
     }
 
+    /// Open the map to take a snapshot of it, read-only. A LevelDB map is
+    /// locked while it is read (one instant); one a running server holds
+    /// is refused with the reason, unless `partial_ok` (then read as its
+    /// files are: a save in progress may be in part).
+    pub fn open_store_for_snapshot(&self, partial_ok: bool) -> Result<Box<dyn MapStore>, String> {
+        #[cfg(feature = "leveldb")]
+        if self.backend() == "leveldb" {
+            let dir = self.dir.join("map.db");
+            return Ok(Box::new(crate::leveldb::LevelDbStore::open_for_snapshot(&dir, partial_ok)?));
+        }
+        let _ = partial_ok;
+        self.open_store(true, false)
+    }
+
     /// Open the store of one collection of records, as world.mt says.
     pub fn open_records(
         &self,
