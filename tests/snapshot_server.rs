@@ -225,7 +225,36 @@ fn stored_block(blob: &[u8]) -> Vec<(String, String)> {
 fn a_griefer_is_listed_by_diff_and_the_house_restored_on_the_running_server() {
     require_minetestserver!("a_griefer_is_listed_by_diff_and_the_house_restored_on_the_running_server");
     let world = common::demo_world();
+    grief_diff_restore_undo(world.path());
+}
+
+#[test]
+fn on_postgresql_too_a_griefer_is_listed_and_the_house_restored_on_the_running_server() {
+    let name = "on_postgresql_too_a_griefer_is_listed_and_the_house_restored_on_the_running_server";
+    require_minetestserver!(name);
+    if let Some(why) = common::pg::unavailable() {
+        common::skip(name, "pg", &why);
+        return;
+    }
+    let pg = common::pg::Pg::start();
+    pg.create_db("mt");
+    let world = common::demo_world();
     let w = world.path();
+    let mut mt = std::fs::read_to_string(w.join("world.mt")).unwrap();
+    mt.push_str(&format!("pgsql_connection = {}\n", pg.conninfo("mt")));
+    std::fs::write(w.join("world.mt"), mt).unwrap();
+    common::server::migrate(w, "--migrate", "postgresql");
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    grief_diff_restore_undo(w);
+    // The snapshot was PostgreSQL's map, read in one transaction.
+    let list = ok(&["snapshot", "list", w.to_str().unwrap(), "--json"]);
+    assert!(list.contains("REPEATABLE READ"), "{list}");
+}
+
+/// The griefing scenario on the running server of `w` (whatever its map
+/// backend): a snapshot, the griefer's two areas listed by `diff`, the
+/// house restored through the server and nothing else, the restore undone.
+fn grief_diff_restore_undo(w: &Path) {
     let ws = w.to_str().unwrap();
     install_mod(w, "snapshot_griefer", include_str!("fixtures/snapshots/griefer.lua"));
     let mut server = LiveServer::start(w, CONF, true);
