@@ -394,6 +394,12 @@ impl WorldFs {
         self.tree.plus_everywhere()
     }
 
+    /// Whether commits wait for a running server (see
+    /// `Tree::commits_wait_for_server`).
+    pub fn commits_wait_for_server(&self) -> bool {
+        self.tree.commits_wait_for_server()
+    }
+
     /// How many files the kernel keeps until told (for tests).
     pub fn watched_count(&self) -> usize {
         self.watch.len()

@@ -84,6 +84,10 @@ pub struct LiveStore {
     run_seen: Mutex<Option<(std::time::Instant, Option<String>)>>,
     /// The undo journal's file (`journal.rs`), if changes are journaled.
     journal: Option<std::path::PathBuf>,
+    /// One journal transaction at a time: changes of several writers are
+    /// answered at once, and SQLite refuses (rather than waits for) a
+    /// second connection's write that starts as a read.
+    journal_lock: Mutex<()>,
 }
 
 /// The blocks of one change: their request lines, in order, and the bytes
@@ -112,6 +116,7 @@ impl LiveStore {
             applied: AtomicU64::new(0),
             run_seen: Mutex::new(None),
             journal: None,
+            journal_lock: Mutex::new(()),
         }
     }
 
@@ -303,7 +308,11 @@ impl LiveStore {
                 .filter(|(_, f)| **f == settle::Fate::Pending)
                 .filter_map(|((p, a), _)| Some((*p, a.run.clone(), a.seq?)))
                 .collect();
-            if let Err(e) = journal::record_applied(path, note, &steps, &unsaved) {
+            let recorded = {
+                let _one = self.journal_lock.lock();
+                journal::record_applied(path, note, &steps, &unsaved)
+            };
+            if let Err(e) = recorded {
                 log::warn!(
                     "the server applied {} block(s), but the undo journal could not record them: {e}",
                     steps.len()
@@ -329,9 +338,9 @@ impl LiveStore {
     /// Settle the journal's live blocks not known to be saved
     /// (`journal::settle`); a failure is logged.
     pub fn settle(&self) {
-        if let Some(path) = &self.journal
-            && let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref(), true)
-        {
+        let Some(path) = &self.journal else { return };
+        let _one = self.journal_lock.lock();
+        if let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref(), true) {
             log::warn!("the undo journal's live changes could not be checked against the map: {e}");
         }
     }
@@ -469,6 +478,10 @@ impl MapStore for LiveStore {
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn applies_through_server(&self) -> bool {
+        true
     }
 
     fn data_version(&self) -> Option<u64> {
