@@ -371,7 +371,7 @@ impl WorldFs {
 
     /// The text of `MNT/.worldfs-stats`.
     pub fn stats_text(&self) -> String {
-        stats::stats().text()
+        stats::stats().text() + &self.tree.stats_lines()
     }
 
     /// How long the kernel may keep these attributes: a file's size changes

@@ -274,6 +274,12 @@ pub trait Tree: Send + Sync {
         false
     }
 
+    /// More lines for `MNT/.worldfs-stats` ("NAME COUNT MICROSECONDS"):
+    /// the parts of the tree's own work worth timing.
+    fn stats_lines(&self) -> String {
+        String::new()
+    }
+
     /// The kernel dropped `n` references to `ino`.
     fn forget(&self, _ino: u64, _n: u64) {}
 

@@ -257,6 +257,10 @@ impl Tree for Union {
         self.main.plus_everywhere()
     }
 
+    fn stats_lines(&self) -> String {
+        self.main.stats_lines()
+    }
+
     fn commits_wait_for_server(&self) -> bool {
         self.main.commits_wait_for_server() || self.mounted.iter().any(|m| m.tree.commits_wait_for_server())
     }
