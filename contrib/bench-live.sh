@@ -15,7 +15,13 @@
 #     (5,3,5 in the demo; the first node of the first stored block of
 #     LIVE_WORLD), alternating two names: each close() returns once the
 #     server applied the change, so the time of each is close()-to-applied;
-#     median and p99 (goal: p99 <= 1 s);
+#     median and p99 (goal: p99 <= 150 ms), and the breakdown of one
+#     close(): the daemon's parts of a change through the server and the
+#     mod's (MNT/.worldfs-stats before and after: averages);
+#   * WRITERS (default 8) shells at once, each WRITES (default 100) single-
+#     node edits of its own block (the first WRITERS stored blocks), in
+#     writes a second (goal: >= 100/s), with the requests the mod took and
+#     the server's longest step meanwhile;
 #   * QUIET seconds (default 10) without requests: the server's own worst
 #     step, the baseline of what the machine does to it;
 #   * `mv find/RENAME_OLD find/RENAME_NEW` (default default:stone ->
@@ -32,7 +38,7 @@
 # Environment: WORLDFS (default: target/release/worldfs, else target/ci),
 # LIVE_WORLD (a Luanti world with a sqlite3 map; only copied: its copy
 # runs with minetest_game, its world.mt's other mods dropped), RENAME_OLD,
-# RENAME_NEW (registered in minetest_game), QUIET, BLOCKS_PER_SAVE,
+# RENAME_NEW (registered in minetest_game), QUIET, WRITERS, WRITES, BLOCKS_PER_SAVE,
 # BLOCKS_PER_SAVE_MIN, BLOCKS_PER_SAVE_MAX (the mod's pace: where it
 # starts, its floor and its cap, worldfs_live.blocks_per_save[_min|_max];
 # its defaults when unset).
@@ -42,6 +48,8 @@ export LC_ALL=C
 EDITS=${1:-200}
 SIDE=${2:-40}
 QUIET=${QUIET:-10}
+WRITERS=${WRITERS:-8}
+WRITES=${WRITES:-100}
 RENAME_OLD=${RENAME_OLD:-default:stone}
 RENAME_NEW=${RENAME_NEW:-default:desert_stone}
 cd "$(dirname "$0")/.."
@@ -112,7 +120,28 @@ steps_since() {
         END { printf "%.0f %.0f %d %d %d\n", s, w, r, o, n }'
 }
 
+# The parts of one live close(), averaged over the edits: from two
+# readings of MNT/.worldfs-stats (before, after; "NAME COUNT MICROSECONDS")
+# and the shell's times of each close ($3, microseconds).
+breakdown() {
+    awk -v shell="$3" '
+        FNR == 1 { f++ }
+        !/^#/ { if (f == 1) { n0[$1] = $2; us0[$1] = $3 } else { n[$1] = $2 - n0[$1]; us[$1] = $3 - us0[$1] } }
+        function avg(k) { return n[k] > 0 ? us[k] / n[k] / 1000 : 0 }
+        END {
+            while ((getline t < shell) > 0) { c++; sum += t }
+            edits = n["live-change"]
+            if (!edits) { print "no live changes counted (an older mod?): no breakdown"; exit }
+            flush = us["FLUSH"] / edits / 1000
+            printf "breakdown of one live close(), averages of %d edits (ms): the shell'"'"'s echo > file %.1f; the daemon'"'"'s FLUSH requests %.1f, of which the change through the server %.1f:\n", edits, sum / c / 1000, flush, avg("live-change")
+            printf "  request build %.2f (journal settle and request text), spool write+rename %.2f,\n", avg("live-build"), avg("live-spool")
+            printf "  wait for the server'"'"'s step %.1f, behind other requests in that step %.2f, the mod'"'"'s read+check+apply %.2f,\n", avg("live-step"), avg("live-queue"), avg("live-apply")
+            printf "  answer pickup %.2f, after the answer (shown overlay, saves, journal) %.2f; the rest of FLUSH (parse, validate, encode, stale check) %.2f\n", avg("live-reply"), avg("live-after"), flush - avg("live-change")
+        }' "$1" "$2"
+}
+
 if [ "$EDITS" -gt 0 ]; then
+    cat "$MNT/.worldfs-stats" > "$T/stats.before"
     node=5,3,5
     if [ -n "${LIVE_WORLD:-}" ]; then
         node=$(find "$MNT/blocks" -mindepth 1 -maxdepth 1 -print -quit | sed 's,.*/,,' |
@@ -128,6 +157,27 @@ if [ "$EDITS" -gt 0 ]; then
     sort -n "$T/lat" > "$T/lat.sorted"
     pick() { sed -n "$(( (EDITS * $1 + 99) / 100 ))p" "$T/lat.sorted"; }
     echo "live edit of node $node, close() to applied, $EDITS edits: median $(( $(pick 50) / 1000 )) ms, p99 $(( $(pick 99) / 1000 )) ms, max $(( $(tail -1 "$T/lat.sorted") / 1000 )) ms (load $(load))"
+    cat "$MNT/.worldfs-stats" > "$T/stats.after"
+    breakdown "$T/stats.before" "$T/stats.after" "$T/lat"
+fi
+
+if [ "$WRITERS" -gt 0 ] && [ "$WRITES" -gt 0 ]; then
+    # A node of each of the first WRITERS stored blocks (its origin).
+    ls "$MNT/blocks" | awk -v n="$WRITERS" 'NR <= n' | awk -F, '{ print $1 * 16 "," $2 * 16 "," $3 * 16 }' > "$T/writer.nodes"
+    errors_before=$(wc -l < "$MNT/write-errors")
+    since=$(last_step)
+    t0=$(date +%s%N)
+    while read -r n; do
+        ( for i in $(seq "$WRITES"); do
+            echo "$([ $((i % 2)) = 0 ] && echo default:mese || echo default:dirt)" > "$MNT/node/$n"
+          done ) &
+    done < "$T/writer.nodes"
+    wait
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    writers=$(wc -l < "$T/writer.nodes")
+    sleep 1
+    read -r step _ requests _ _ < <(steps_since "$since")
+    echo "$writers writers x $WRITES node writes, each to its own block: $(( writers * WRITES )) writes in $ms ms, $(awk -v n=$(( writers * WRITES )) -v ms="$ms" 'BEGIN { printf "%.1f", n * 1000 / ms }') writes/s (goal >= 100/s); $(( $(wc -l < "$MNT/write-errors") - errors_before )) refused; the mod took $requests requests meanwhile, the server's longest step $step ms (load $(load))"
 fi
 
 t0=$(date +%s%N)

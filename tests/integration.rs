@@ -46,6 +46,7 @@ mod live_players;
 mod live_server;
 mod live_spool;
 mod live_undo;
+mod live_writers;
 mod mcchunk;
 mod minecraft;
 mod minecraft_dimensions;

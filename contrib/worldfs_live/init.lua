@@ -13,7 +13,8 @@
 --                   before the server reads any block. "saved": the
 --                   number of the last request the map saves wrote (see
 --                   saves.lua); "max_request_bytes", "max_inventory_slots":
---                   the limits below.
+--                   the limits below; "timed_replies": a request may ask
+--                   for its timing (its "timed" line).
 --   runs/RUN.json   the last server.json of an earlier run (the 16 newest).
 --   requests/ID.req a change, written by the mount (temporary file, then
 --                   renamed). Taken by removing it: a request the mount
@@ -27,7 +28,12 @@
 --                   below), "stale REASON" (what the change
 --                   replaces is no longer what the mount showed),
 --                   "invalid REASON" or "failed REASON". One over EXPIRE
---                   seconds old has nobody to read it: removed.
+--                   seconds old has nobody to read it: removed. The
+--                   answer to a "timed" request has a second line, "took
+--                   QUEUED_US HANDLED_US": how long the step had been
+--                   taking requests when it took this one, and how long
+--                   reading, checking and applying it took (docs/
+--                   performance.md, "the breakdown of a live close()").
 --   steps.txt       the server's step times over the last two minutes,
 --                   a line per heartbeat: "TIME WORST_DTIME_MS
 --                   WORST_WORK_MS REQUESTS" (the longest step, the most
@@ -67,6 +73,7 @@
 --                           "release NAME", while the mount writes the
 --                           database (the server reads it at the join).
 --   release NAME            the hold above ends
+--   timed                   the answer says how long the request took
 --   privs NAME GRANTED REVOKED  an account's privileges were changed in the
 --                           database (comma-separated, in hex): the grant
 --                           and revoke callbacks run and a player in the
@@ -376,6 +383,8 @@ local function parse(text)
       req.privs[#req.privs + 1] = {name = unhex(w[2]), granted = unhex(w[3]), revoked = unhex(w[4])}
     elseif k == "dname" and del then
       del.names[int(w[2], 0, 65535, "id")] = unhex(w[3])
+    elseif k == "timed" then
+      req.timed = true
     elseif k == "dids" and del then
       if #w ~= 4097 then fail("invalid", "dids needs 4096 ids") end
       del.ids = w
@@ -559,7 +568,10 @@ local function apply_nodes(nodes, side, groups, read)
         set_names = true
         relight = relight or light_differs(to.name, from.name)
       end
-      if to.param1 ~= from.param1 then
+      -- A new name gets the param1 the mount wrote, unless the engine
+      -- lights it: the game's param1 of an old lit node was taken as it
+      -- was (`check_nodes`), and the mount shows what it wrote.
+      if to.param1 ~= from.param1 or (to.name ~= from.name and p1[i] ~= to.param1 and not light_param1(to.name)) then
         p1[i] = to.param1
         set_p1 = true
         relight = relight or light_param1(to.name)
@@ -898,9 +910,10 @@ local function forget_saved()
   end
 end
 
-local function handle(text)
+local function handle(text, timing)
   local t0 = core.get_us_time()
   local req = parse(text)
+  timing.timed = req.timed
   for _, name in ipairs(req.releases) do holds[name] = nil end
   for _, c in ipairs(req.privs) do privs_changed(c) end
   if req.players[1] then return handle_player(req.players[1]) end
@@ -932,8 +945,8 @@ local function handle(text)
   return "ok " .. applied_seq
 end
 
-local function answer(id, text)
-  local ok, err = pcall(handle, text)
+local function answer(text, timing)
+  local ok, err = pcall(handle, text, timing)
   if ok then return (err or "ok") .. "\n" end
   if type(err) == "table" then return err.kind .. " " .. err.msg:gsub("\n", " ") .. "\n" end
   return "failed " .. tostring(err):gsub("\n", " ") .. "\n"
@@ -955,6 +968,7 @@ local function heartbeat(stopped, starting)
     saved = followed.saved,
     max_request_bytes = MAX_BYTES,
     max_inventory_slots = MAX_SLOTS,
+    timed_replies = true,
   }))
 end
 
@@ -987,7 +1001,8 @@ local function read_request(path)
     .. MAX_BYTES .. " (worldfs_live.max_request_bytes)"
 end
 
-local function serve_one(name)
+-- `step_start`: when this step began taking requests (see "timed").
+local function serve_one(name, step_start)
   local id = name:match("^([%w_%-]+)%.req$")
   if not id then return end
   local path = requests .. "/" .. name
@@ -998,12 +1013,18 @@ local function serve_one(name)
     end
     return
   end
+  local taken = core.get_us_time()
   local text, too_big = read_request(path)
   -- Taken by removing it; a request the mount withdrew is gone.
   if (text or too_big) and os.remove(path) then
-    local reply = text and answer(id, text) or too_big .. "\n"
+    local timing = {}
+    local reply = text and answer(text, timing) or too_big .. "\n"
     if not reply:match("^ok[ \n]") and reply ~= "offline\n" then
       core.log("warning", "[worldfs_live] request " .. id .. ": " .. reply)
+    end
+    if timing.timed then
+      local now = core.get_us_time()
+      reply = reply .. string.format("took %d %d\n", taken - step_start, now - taken)
     end
     core.safe_file_write(replies .. "/" .. id, reply)
     return true
@@ -1052,7 +1073,7 @@ local function serve_requests(dtime)
       break
     end
     if served > 0 and core.get_us_time() - start >= BUDGET * 1e6 then break end
-    if serve_one(name) then served = served + 1 end
+    if serve_one(name, start) then served = served + 1 end
     -- A long step is not a hung server: the mount keeps waiting.
     if core.get_us_time() - last_beat >= HEARTBEAT * 1e6 then heartbeat(false) end
   end

@@ -20,7 +20,9 @@ pub struct MountOpts {
     allow_other: bool,
     allow_root: bool,
     auto_unmount: bool,
-    threads: usize,
+    /// `-o threads=N`; else `DEFAULT_THREADS` (`LIVE_THREADS` when
+    /// commits wait for a running server).
+    threads: Option<usize>,
     /// Move each FUSE thread to its caller's CPU (`affinity`).
     cpu_follow: bool,
     /// Keep the serving CPUs awake while requests flow (`awake`).
@@ -36,7 +38,7 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
         allow_other: false,
         allow_root: false,
         auto_unmount: false,
-        threads: std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2),
+        threads: None,
         cpu_follow: true,
         spin: true,
         colors: None,
@@ -57,7 +59,7 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
             "ttl" => m.fs.ttl = Duration::from_secs(num(v)?),
             "entry_ttl" => m.fs.entry_ttl = Duration::from_secs(num(v)?),
             "cache_mb" => m.fs.cache_bytes = (num(v)? as usize).max(1) << 20,
-            "threads" => m.threads = (num(v)? as usize).clamp(1, 64),
+            "threads" => m.threads = Some((num(v)? as usize).clamp(1, 64)),
             "nocpu_follow" => m.cpu_follow = false,
             "nospin" => m.spin = false,
             "guard_ms" => m.fs.guard_interval = Duration::from_millis(num(v)?),
@@ -82,7 +84,23 @@ pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
     Ok(m)
 }
 
-fn fuser_config(m: &MountOpts) -> fuser::Config {
+/// The FUSE threads of a mount: one a CPU, four at most.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2)
+}
+
+/// The FUSE threads of a mount whose commits wait for a running server
+/// (`live`): a thread a writer waiting for the server's next step, so that
+/// the changes of that many files and processes are applied in one step
+/// (each thread mostly sleeps).
+const LIVE_THREADS: usize = 32;
+
+/// The FUSE threads `m` asks for, for the mount `fs`.
+fn threads_for(m: &MountOpts, fs: &WorldFs) -> usize {
+    m.threads.unwrap_or_else(|| if fs.commits_wait_for_server() { LIVE_THREADS } else { default_threads() })
+}
+
+fn fuser_config(m: &MountOpts, threads: usize) -> fuser::Config {
     use fuser::MountOption as O;
     let mut c = fuser::Config::default();
     c.mount_options = vec![
@@ -104,7 +122,7 @@ fn fuser_config(m: &MountOpts) -> fuser::Config {
     } else {
         fuser::SessionACL::Owner
     };
-    c.n_threads = Some(m.threads);
+    c.n_threads = Some(threads);
     c
 }
 
@@ -160,7 +178,7 @@ fn serve(
         }
     };
     let adapter = crate::fuse::FuseAdapter::new(fs.clone(), m.cpu_follow, m.spin);
-    let session = match fuser::Session::new(adapter, mountpoint, &fuser_config(m)) {
+    let session = match fuser::Session::new(adapter, mountpoint, &fuser_config(m, threads_for(m, &fs))) {
         Ok(s) => s,
         Err(e) => {
             let e = format!("cannot mount on {}: {e}", mountpoint.display());

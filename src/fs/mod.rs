@@ -371,7 +371,7 @@ impl WorldFs {
 
     /// The text of `MNT/.worldfs-stats`.
     pub fn stats_text(&self) -> String {
-        stats::stats().text()
+        stats::stats().text() + &self.tree.stats_lines()
     }
 
     /// How long the kernel may keep these attributes: a file's size changes
@@ -392,6 +392,12 @@ impl WorldFs {
     /// listing (a kernel inode for each entry listed): for small worlds.
     pub fn plus_everywhere(&self) -> bool {
         self.tree.plus_everywhere()
+    }
+
+    /// Whether commits wait for a running server (see
+    /// `Tree::commits_wait_for_server`).
+    pub fn commits_wait_for_server(&self) -> bool {
+        self.tree.commits_wait_for_server()
     }
 
     /// How many files the kernel keeps until told (for tests).

@@ -266,6 +266,20 @@ pub trait Tree: Send + Sync {
         false
     }
 
+    /// Whether a commit waits for another process to apply it (a running
+    /// server, at its next step): the mount then serves more requests at
+    /// once, so that the changes of many writers wait, and are applied,
+    /// together.
+    fn commits_wait_for_server(&self) -> bool {
+        false
+    }
+
+    /// More lines for `MNT/.worldfs-stats` ("NAME COUNT MICROSECONDS"):
+    /// the parts of the tree's own work worth timing.
+    fn stats_lines(&self) -> String {
+        String::new()
+    }
+
     /// The kernel dropped `n` references to `ino`.
     fn forget(&self, _ino: u64, _n: u64) {}
 

@@ -257,6 +257,14 @@ impl Tree for Union {
         self.main.plus_everywhere()
     }
 
+    fn stats_lines(&self) -> String {
+        self.main.stats_lines()
+    }
+
+    fn commits_wait_for_server(&self) -> bool {
+        self.main.commits_wait_for_server() || self.mounted.iter().any(|m| m.tree.commits_wait_for_server())
+    }
+
     fn path(&self, ino: u64) -> String {
         match self.owner(ino).path(ino) {
             p if p.is_empty() => self.prefix.trim_end_matches('/').to_string(),

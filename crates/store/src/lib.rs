@@ -236,6 +236,15 @@ pub trait MapStore: Send + Sync {
         None
     }
 
+    /// Whether `apply` hands the change to another process that applies
+    /// it (a running server: `live::LiveStore`) instead of writing the
+    /// database here: such applies of different blocks may run at once
+    /// (they wait for the server's step, and it applies them together),
+    /// and this process's reads need not wait for them.
+    fn applies_through_server(&self) -> bool {
+        false
+    }
+
     /// For database servers: the other clients of this map that are not
     /// worldfs (a running Luanti server among them), described for a
     /// message. Files are guarded by [`guard`] instead: empty here.
@@ -303,6 +312,9 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
         (**self).last_commit_versions()
+    }
+    fn applies_through_server(&self) -> bool {
+        (**self).applies_through_server()
     }
     fn other_users(&self) -> Result<Vec<String>> {
         (**self).other_users()

@@ -10,6 +10,7 @@ use super::{LuantiTree, Node, limits};
 use crate::fs::{ErrorKind, FsError, Inval, Result};
 use crate::view::parse::{self, ParseError};
 use crate::view::{BlockFile, MetaFile, escape, meta_dir_name};
+use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -74,6 +75,77 @@ fn invalid(node: &str, e: ParseError) -> FsError {
 pub(super) enum Mode {
     Commit,
     Check,
+}
+
+/// What the commit lock guards besides one commit at a time: the blocks
+/// whose change a live mount handed to the server and waits for, and
+/// whether a change of many blocks waits for them to end.
+#[derive(Default)]
+pub(super) struct Commits {
+    in_flight: HashSet<BlockPos>,
+    exclusive_waiting: usize,
+}
+
+/// A block's read-modify-write under the commit lock. On a live mount the
+/// lock is given up while the server applies the change (`write`: until
+/// its next step, ~0.1 s), so that changes of other blocks, from other
+/// files and processes, reach the server meanwhile and are applied in the
+/// same step; the block stays reserved until the commit ends, so another
+/// change of it starts from this one's outcome (its `shown` bytes).
+pub(super) struct BlockCommit<'a> {
+    tree: &'a LuantiTree,
+    pos: BlockPos,
+    /// None while and after the block is reserved without the lock.
+    lock: Option<MutexGuard<'a, Commits>>,
+}
+
+impl BlockCommit<'_> {
+    /// Run `write` (the store's apply): without the commit lock on a live
+    /// mount, the block reserved.
+    fn write<T>(&mut self, write: impl FnOnce() -> T) -> T {
+        if !self.tree.live {
+            return write();
+        }
+        if let Some(mut lock) = self.lock.take() {
+            lock.in_flight.insert(self.pos);
+        }
+        write()
+    }
+}
+
+impl Drop for BlockCommit<'_> {
+    fn drop(&mut self) {
+        if self.lock.is_none() {
+            self.tree.commit_lock.lock().in_flight.remove(&self.pos);
+            self.tree.commit_done.notify_all();
+        }
+    }
+}
+
+impl LuantiTree {
+    /// The commit lock for a change of block `pos`, once no other change
+    /// of it is in flight and no change of many blocks waits.
+    pub(super) fn commit_block(&self, pos: BlockPos) -> BlockCommit<'_> {
+        let mut lock = self.commit_lock.lock();
+        while lock.in_flight.contains(&pos) || lock.exclusive_waiting > 0 {
+            self.commit_done.wait(&mut lock);
+        }
+        BlockCommit { tree: self, pos, lock: Some(lock) }
+    }
+
+    /// The commit lock with no block's change in flight: for a change of
+    /// many blocks (or of the set of blocks).
+    pub(super) fn commit_exclusive(&self) -> MutexGuard<'_, Commits> {
+        let mut lock = self.commit_lock.lock();
+        if !lock.in_flight.is_empty() {
+            lock.exclusive_waiting += 1;
+            while !lock.in_flight.is_empty() {
+                self.commit_done.wait(&mut lock);
+            }
+            lock.exclusive_waiting -= 1;
+        }
+        lock
+    }
 }
 
 /// The refusal of a write made from a copy that is no longer current.
@@ -256,7 +328,7 @@ impl LuantiTree {
         mode: Mode,
         edit: impl FnOnce(&mut Block) -> Result<()>,
     ) -> Result<()> {
-        let _lock = self.commit_lock.lock();
+        let mut commit = self.commit_block(pos);
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         let Some(orig) = loaded.decoded() else {
@@ -297,7 +369,7 @@ impl LuantiTree {
             return Ok(());
         }
         let unseen = self.unseen_names(&orig, &b)?;
-        self.write_block(pos, &loaded.blob, blob.clone(), what)?;
+        commit.write(|| self.write_block(pos, &loaded.blob, blob.clone(), what))?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, blob, Ok(b.clone()))));
         self.after_commit(pos, Some(&orig), Some(&b));
         self.warn_unseen(what, unseen);
@@ -412,7 +484,7 @@ impl LuantiTree {
     /// `raw`: a whole blob, stored byte for byte if it decodes and breaks
     /// none of the engine's rules.
     fn commit_raw(&self, pos: BlockPos, content: &[u8], base: Option<&[u8]>, what: &str, mode: Mode) -> Result<()> {
-        let _lock = self.commit_lock.lock();
+        let mut commit = self.commit_block(pos);
         self.check_guard()?;
         let loaded = self.fresh(pos)?.ok_or_else(FsError::not_found)?;
         if loaded.blob == content {
@@ -436,7 +508,7 @@ impl LuantiTree {
             return Ok(());
         }
         let unseen = self.unseen_names(&before, &b)?;
-        self.write_block(pos, &loaded.blob, content.to_vec(), what)?;
+        commit.write(|| self.write_block(pos, &loaded.blob, content.to_vec(), what))?;
         self.cache.insert(Arc::new(Loaded::with_block(pos, content.to_vec(), Ok(b.clone()))));
         self.after_commit(pos, old.as_deref(), Some(&b));
         self.warn_unseen(what, unseen);
@@ -528,7 +600,7 @@ impl LuantiTree {
     }
 
     pub(super) fn create_block(&self, pos: BlockPos) -> Result<()> {
-        let _lock = self.commit_lock.lock();
+        let _lock = self.commit_exclusive();
         self.check_guard()?;
         self.flush_queue()?;
         limits::check_new_block(pos).map_err(FsError::invalid)?;
@@ -545,7 +617,7 @@ impl LuantiTree {
     }
 
     pub(super) fn delete_block(&self, pos: BlockPos) -> Result<()> {
-        let _lock = self.commit_lock.lock();
+        let _lock = self.commit_exclusive();
         self.check_guard()?;
         self.flush_queue()?;
         let old = self.fresh(pos)?.ok_or_else(FsError::not_found)?;

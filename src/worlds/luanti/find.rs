@@ -178,7 +178,7 @@ impl LuantiTree {
         if self.opts.read_only {
             return Err(FsError::read_only("the mount is read-only (-o ro)"));
         }
-        let _lock = self.commit_lock.lock();
+        let _lock = self.commit_exclusive();
         self.check_guard()?;
         self.flush_queue()?;
         // Not an index the store cannot prove current: a block it misses

@@ -85,8 +85,12 @@ pub struct LuantiTree {
     /// per block: for FOPEN_KEEP_CACHE and for invalidation after commits.
     served: Mutex<HashMap<BlockPos, HashMap<u64, u64>>>,
     /// One commit at a time: read-modify-write of a block must not race.
-    /// Taken before any other lock of the tree.
-    commit_lock: Mutex<()>,
+    /// Taken before any other lock of the tree. A live mount gives it up
+    /// while the server applies a block's change, the block reserved
+    /// meanwhile (`commit::BlockCommit`).
+    commit_lock: Mutex<commit::Commits>,
+    /// Told when a reserved block's commit ends.
+    commit_done: parking_lot::Condvar,
     /// Validated blocks waiting to be written together (-o group_ms).
     queue: queue::CommitQueue,
     /// When blocks were last changed through this mount.
@@ -180,7 +184,8 @@ impl LuantiTree {
             services,
             table: Mutex::new(InodeTable::default()),
             served: Mutex::new(HashMap::new()),
-            commit_lock: Mutex::new(()),
+            commit_lock: Mutex::new(commit::Commits::default()),
+            commit_done: parking_lot::Condvar::new(),
             changed: Mutex::new(HashMap::new()),
             guard,
             new_block_version: OnceLock::new(),

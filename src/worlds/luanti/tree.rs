@@ -180,6 +180,15 @@ impl Tree for LuantiTree {
     }
 
     /// At most `plus_max` blocks (one bounded listing to know).
+    fn commits_wait_for_server(&self) -> bool {
+        self.live
+    }
+
+    fn stats_lines(&self) -> String {
+        // The parts of a change through the server (docs/performance.md).
+        if self.live { worldfs_store::live::timing::text() } else { String::new() }
+    }
+
     fn plus_everywhere(&self) -> bool {
         let max = self.opts.plus_max;
         max > 0 && self.store.list_after(None, max as usize + 1).is_ok_and(|l| l.len() as u64 <= max)

@@ -47,11 +47,35 @@ pub type Unsaved = (BlockPos, String, u64);
 /// Journal blocks the server applied, in one entry with `note`; those in
 /// `unsaved` are kept only once the server saved them (`settle`).
 pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied], unsaved: &[Unsaved]) -> Result<()> {
+    record_many(path, &[Entry { note: note.clone(), blocks: blocks.to_vec(), unsaved: unsaved.to_vec() }])
+}
+
+/// One change the server applied, for `record_many`.
+pub struct Entry {
+    /// What the change was (`Note`).
+    pub note: Note,
+    /// Its blocks, as `record_applied` takes them.
+    pub blocks: Vec<Applied>,
+    /// Those not saved yet.
+    pub unsaved: Vec<Unsaved>,
+}
+
+/// Journal several changes, an entry each, in one transaction (the
+/// changes of several writers the server answered in the same step: one
+/// journal commit instead of one each).
+pub fn record_many(path: &Path, entries: &[Entry]) -> Result<()> {
     let mut conn = attached(path)?;
     conn.execute_batch(CREATE).map_err(backend)?;
     let tx = conn.transaction().map_err(backend)?;
+    for e in entries {
+        record_entry(&tx, &e.note, &e.blocks, &e.unsaved)?;
+    }
+    tx.commit().map_err(backend)
+}
+
+fn record_entry(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Applied], unsaved: &[Unsaved]) -> Result<()> {
     let steps: Vec<Step<'_>> = blocks.iter().map(|(p, before, after)| (*p, before.clone(), after.as_deref())).collect();
-    let id = record(&tx, note, &steps).map_err(backend)?;
+    let id = record(tx, note, &steps).map_err(backend)?;
     {
         let mut ins = tx
             .prepare_cached(
@@ -70,7 +94,7 @@ pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied], unsaved: &[U
             ins.execute(params![id, p.x, p.y, p.z, run, *seq as i64]).map_err(backend)?;
         }
     }
-    tx.commit().map_err(backend)
+    Ok(())
 }
 
 /// A journaled block not known to be saved: its entry, position, run,

@@ -15,6 +15,7 @@ pub mod records;
 pub mod request;
 pub mod settle;
 pub mod spool;
+pub mod timing;
 
 use crate::journal::Fingerprint;
 use crate::{BlockPos, Change, MapStore, Note, Result, StoreError, unmet_expectation};
@@ -55,6 +56,9 @@ fn batch_cost(text: &str) -> usize {
 /// test machine the rename was no faster and the steps were longer.
 pub const IN_FLIGHT: usize = 4;
 
+/// How often changes settle the undo journal (`settle_now_and_then`).
+const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A block as this mount changed it, until the database shows a save.
 struct Shown {
     /// What the mount wrote (None: deleted).
@@ -84,6 +88,23 @@ pub struct LiveStore {
     run_seen: Mutex<Option<(std::time::Instant, Option<String>)>>,
     /// The undo journal's file (`journal.rs`), if changes are journaled.
     journal: Option<std::path::PathBuf>,
+    /// One journal transaction at a time: changes of several writers are
+    /// answered at once, and SQLite refuses (rather than waits for) a
+    /// second connection's write that starts as a read.
+    journal_lock: Mutex<()>,
+    /// When a change last settled the journal (`settle_now_and_then`).
+    settled: Mutex<Option<std::time::Instant>>,
+    /// Journal entries waiting for `journal_lock` (`journal_entry`).
+    journal_queue: Mutex<JournalQueue>,
+}
+
+/// Journal entries waiting to be written, and the outcome of those an
+/// other thread wrote (`LiveStore::journal_entry`).
+#[derive(Default)]
+struct JournalQueue {
+    next: u64,
+    waiting: Vec<(u64, journal::Entry)>,
+    done: HashMap<u64, Result<()>>,
 }
 
 /// The blocks of one change: their request lines, in order, and the bytes
@@ -112,6 +133,9 @@ impl LiveStore {
             applied: AtomicU64::new(0),
             run_seen: Mutex::new(None),
             journal: None,
+            journal_lock: Mutex::new(()),
+            journal_queue: Mutex::new(JournalQueue::default()),
+            settled: Mutex::new(None),
         }
     }
 
@@ -270,12 +294,15 @@ impl LiveStore {
     /// the mod checks against the game. Journaled when applied, as far as
     /// it was applied.
     fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
-        self.settle();
+        let start = std::time::Instant::now();
+        self.settle_now_and_then();
         let requests = self.block_requests(changes)?;
+        timing::add(timing::Part::Build, start.elapsed());
         let by_pos: HashMap<BlockPos, &Change> =
             changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
         let mut applied = Vec::new();
         let sent = self.send_batches(&requests.lines, &by_pos, &mut applied);
+        let answered = std::time::Instant::now();
         let after = |p: &BlockPos| match by_pos.get(p) {
             Some(Change::Put(_, b)) => Some(b.clone()),
             _ => None,
@@ -303,14 +330,14 @@ impl LiveStore {
                 .filter(|(_, f)| **f == settle::Fate::Pending)
                 .filter_map(|((p, a), _)| Some((*p, a.run.clone(), a.seq?)))
                 .collect();
-            if let Err(e) = journal::record_applied(path, note, &steps, &unsaved) {
-                log::warn!(
-                    "the server applied {} block(s), but the undo journal could not record them: {e}",
-                    steps.len()
-                );
+            let blocks = steps.len();
+            let recorded = self.journal_entry(path, journal::Entry { note: note.clone(), blocks: steps, unsaved });
+            if let Err(e) = recorded {
+                log::warn!("the server applied {blocks} block(s), but the undo journal could not record them: {e}");
             }
         }
         let count = |f: settle::Fate| fates.iter().filter(|x| **x == f).count();
+        timing::add(timing::Part::After, answered.elapsed());
         match sent {
             Ok(()) => Ok(()),
             Err(e) if applied.is_empty() => Err(e),
@@ -326,12 +353,56 @@ impl LiveStore {
         }
     }
 
+    /// Journal `entry`, with the entries other writers add meanwhile, in
+    /// one transaction: changes the server answered in the same step are
+    /// journaled in one commit (the thread that gets the journal first
+    /// writes all that wait).
+    fn journal_entry(&self, path: &Path, entry: journal::Entry) -> Result<()> {
+        let ticket = {
+            let mut q = self.journal_queue.lock();
+            q.next += 1;
+            let ticket = q.next;
+            q.waiting.push((ticket, entry));
+            ticket
+        };
+        let _one = self.journal_lock.lock();
+        let batch = {
+            let mut q = self.journal_queue.lock();
+            if let Some(written) = q.done.remove(&ticket) {
+                return written;
+            }
+            std::mem::take(&mut q.waiting)
+        };
+        let (tickets, entries): (Vec<u64>, Vec<journal::Entry>) = batch.into_iter().unzip();
+        let written = journal::record_many(path, &entries);
+        let mut q = self.journal_queue.lock();
+        for t in tickets.into_iter().filter(|t| *t != ticket) {
+            q.done.insert(t, written.clone());
+        }
+        written
+    }
+
+    /// `settle`, at most every `SETTLE_EVERY`: before each change it read
+    /// the journal's unsaved blocks, and what it learns (a map save, a run
+    /// that ended) comes once a save interval (`worldfs undo` settles
+    /// itself first).
+    fn settle_now_and_then(&self) {
+        {
+            let mut last = self.settled.lock();
+            if last.is_some_and(|t| t.elapsed() < SETTLE_EVERY) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+        }
+        self.settle();
+    }
+
     /// Settle the journal's live blocks not known to be saved
     /// (`journal::settle`); a failure is logged.
     pub fn settle(&self) {
-        if let Some(path) = &self.journal
-            && let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref(), true)
-        {
+        let Some(path) = &self.journal else { return };
+        let _one = self.journal_lock.lock();
+        if let Err(e) = settle::settle_journal(path, &self.world, self.db.as_ref(), self.map_file.as_deref(), true) {
             log::warn!("the undo journal's live changes could not be checked against the map: {e}");
         }
     }
@@ -456,10 +527,13 @@ impl MapStore for LiveStore {
     }
 
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
+        let start = std::time::Instant::now();
         if let Some(e) = unmet_expectation(changes, |p| self.get(p))? {
             return Err(e);
         }
-        self.send(changes, note)
+        let r = self.send(changes, note);
+        timing::add(timing::Part::Change, start.elapsed());
+        r
     }
 
     fn count(&self) -> Result<u64> {
@@ -469,6 +543,10 @@ impl MapStore for LiveStore {
 
     fn is_read_only(&self) -> bool {
         false
+    }
+
+    fn applies_through_server(&self) -> bool {
+        true
     }
 
     fn data_version(&self) -> Option<u64> {

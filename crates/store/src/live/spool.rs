@@ -5,6 +5,7 @@
 //! mod takes one by removing it, so a request the mount withdrew first (on
 //! a timeout) is never applied.
 
+use super::timing::{self, Part};
 use crate::{Result, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +54,9 @@ pub enum ServerState {
         run: String,
         /// How big a request the mod takes.
         limits: Limits,
+        /// Whether the mod says how long a request took when asked
+        /// (`timing`; older mods do not).
+        timed: bool,
     },
 }
 
@@ -135,6 +139,9 @@ pub(super) struct Heartbeat {
     max_request_bytes: Option<f64>,
     #[serde(default)]
     max_inventory_slots: Option<f64>,
+    /// Whether a request may ask for its timing (older mods: no).
+    #[serde(default)]
+    timed_replies: bool,
 }
 
 /// A heartbeat file and how old it is.
@@ -165,7 +172,13 @@ pub fn server_state(world: &Path) -> ServerState {
                 request_bytes: h.max_request_bytes.map_or(d.request_bytes, |n| n as usize),
                 inventory_slots: h.max_inventory_slots.map_or(d.inventory_slots, |n| n as usize),
             };
-            ServerState::Running { version: h.version, save_interval: h.save_interval, run: h.run, limits }
+            ServerState::Running {
+                version: h.version,
+                save_interval: h.save_interval,
+                run: h.run,
+                limits,
+                timed: h.timed_replies,
+            }
         }
         // Another protocol, or a file cut short: not a server we can talk to.
         _ => ServerState::Absent,
@@ -217,6 +230,8 @@ pub struct Sent {
     request: PathBuf,
     reply: PathBuf,
     run: String,
+    /// When it was renamed into the spool, if the mod times its answer.
+    timed: Option<SystemTime>,
 }
 
 impl Sent {
@@ -230,6 +245,37 @@ impl Sent {
 pub struct Spool {
     world: PathBuf,
     counter: AtomicU64,
+}
+
+/// An answer file as read: its first line (the answer), the mod's times
+/// ("took QUEUED_US HANDLED_US", when asked), and when it was written
+/// (its file's time) and read.
+struct Reply {
+    text: String,
+    took: Option<(u64, u64)>,
+    written: Option<SystemTime>,
+    read: SystemTime,
+}
+
+impl Reply {
+    fn new(text: &str, written: Option<SystemTime>, read: SystemTime) -> Reply {
+        let mut lines = text.lines();
+        let answer = lines.next().unwrap_or_default();
+        let took = lines.find_map(|l| {
+            let mut w = l.strip_prefix("took ")?.split(' ');
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        });
+        Reply { text: format!("{answer}\n"), took, written, read }
+    }
+}
+
+/// The answer to `sent`, counted in `timing` when the mod timed it.
+fn answer(sent: &Sent, r: Reply) -> Result<String> {
+    if let (Some(renamed), Some(written), Some((queued, handled))) = (sent.timed, r.written, r.took) {
+        timing::answered(renamed, written, r.read, queued, handled);
+    }
+    reply_error(&r.text)?;
+    Ok(r.text)
 }
 
 /// The mod's answer to one request.
@@ -274,20 +320,26 @@ impl Spool {
     /// as many as fit in a step.
     pub fn submit(&self, text: &str) -> Result<Sent> {
         let state = server_state(&self.world);
-        let ServerState::Running { run, limits, .. } = state else {
+        let ServerState::Running { run, limits, timed, .. } = state else {
             return Err(StoreError::Unreachable(format!("{}; nothing written", state.why_not())));
         };
         if let Some(why) = limits.refusal("the change", text) {
             return Err(StoreError::Refused(why));
         }
+        let start = Instant::now();
         let id = self.next_id();
         let request = self.requests().join(format!("{id}.req"));
         let tmp = self.requests().join(format!(".{id}.tmp"));
         let io = |e: std::io::Error, p: &Path| StoreError::Backend(format!("{}: {e}", p.display()));
+        let text = match text.strip_prefix(super::request::HEADER) {
+            Some(rest) if timed => format!("{}timed\n{rest}", super::request::HEADER),
+            _ => text.to_string(),
+        };
         std::fs::write(&tmp, text).map_err(|e| io(e, &tmp))?;
         std::fs::rename(&tmp, &request).map_err(|e| io(e, &request))?;
+        timing::add(Part::Spool, start.elapsed());
         let reply = self.world.join(DIR).join("replies").join(&id);
-        Ok(Sent { request, reply, run })
+        Ok(Sent { request, reply, run, timed: timed.then(SystemTime::now) })
     }
 
     /// The answer to a submitted request: Ok (with the server's run and
@@ -303,10 +355,7 @@ impl Spool {
     /// refusal: "ok", or "offline" (see `ask`).
     fn wait_answer(&self, sent: &Sent) -> Result<String> {
         let reply = match self.wait_reply(&sent.reply, REPLY_TIMEOUT)? {
-            Some(r) => {
-                reply_error(&r)?;
-                r
-            }
+            Some(r) => answer(sent, r)?,
             None => self.withdraw(&sent.request, &sent.reply)?,
         };
         Ok(reply.trim_end().to_string())
@@ -338,13 +387,15 @@ impl Spool {
 
     /// The reply, once written (and then removed); None after `timeout`,
     /// or at once when the server stops or goes silent.
-    fn wait_reply(&self, reply: &Path, timeout: Duration) -> Result<Option<String>> {
+    fn wait_reply(&self, reply: &Path, timeout: Duration) -> Result<Option<Reply>> {
         let start = Instant::now();
         let mut checked = Instant::now();
         loop {
             if let Ok(text) = std::fs::read_to_string(reply) {
+                let read = SystemTime::now();
+                let written = std::fs::metadata(reply).and_then(|m| m.modified()).ok();
                 let _ = std::fs::remove_file(reply);
-                return Ok(Some(text));
+                return Ok(Some(Reply::new(&text, written, read)));
             }
             if start.elapsed() >= timeout {
                 return Ok(None);
@@ -370,7 +421,7 @@ impl Spool {
                 state.why_not()
             ))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match self.wait_reply(reply, TAKEN_TIMEOUT)? {
-                Some(r) => reply_error(&r).map(|_| r),
+                Some(r) => reply_error(&r.text).map(|_| r.text),
                 None => Err(StoreError::Backend(format!(
                     "the server took the change but gave no answer ({}): a server that was killed lost it \
                      with everything it had not saved, one that is hung may still apply it; read the file \
@@ -407,7 +458,8 @@ mod tests {
                 version: "5.6.1".into(),
                 save_interval: 5.3,
                 run: "1795732290-42".into(),
-                limits: Limits::default()
+                limits: Limits::default(),
+                timed: false,
             }
         );
         beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);
