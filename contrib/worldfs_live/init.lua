@@ -41,7 +41,8 @@
 -- Settings (minetest.conf, settingtypes.txt): worldfs_live.step_budget_ms
 -- (20), worldfs_live.blocks_per_save (128: the pace it starts at),
 -- worldfs_live.blocks_per_save_min (16), worldfs_live.blocks_per_save_max
--- (1024), worldfs_live.log_ms (200). The pace itself is pace.lua.
+-- (1024), worldfs_live.log_ms (200), worldfs_live.map_save_interval (0:
+-- off; see below). The pace itself is pace.lua.
 -- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
@@ -94,6 +95,26 @@ local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
 local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
   tonumber(core.settings:get("worldfs_live.blocks_per_save_min")) or 16,
   tonumber(core.settings:get("worldfs_live.blocks_per_save_max")) or 1024, STEP * 1000)
+-- More saves, not bigger ones: the server writes every changed block at
+-- its map save, so a big change goes at (blocks a save step can write in
+-- well under 100 ms) / server_map_save_interval. The 5.6.1 server reads
+-- that setting once, at its first step (Server::AsyncRunStep: `static
+-- thread_local const float save_interval`), after the mods are loaded:
+-- set here, it holds for the whole run; no later change takes (docs/
+-- design.md, "Live mounts: more saves"). Only ever shortened. The server
+-- writes its settings back to minetest.conf at a clean shutdown, so the
+-- admin's value is put back then (on_shutdown, below); a crash writes
+-- nothing, so the file keeps it either way.
+-- (to_table holds only what minetest.conf or the command line set, not
+-- the engine's defaults: a value that was not set is removed again.)
+local ADMIN_SAVE_INTERVAL = core.settings:to_table().server_map_save_interval
+local WANTED_SAVE_INTERVAL = tonumber(core.settings:get("worldfs_live.map_save_interval")) or 0
+if WANTED_SAVE_INTERVAL > 0 and WANTED_SAVE_INTERVAL < (tonumber(ADMIN_SAVE_INTERVAL) or 5.3) then
+  core.settings:set("server_map_save_interval", tostring(WANTED_SAVE_INTERVAL))
+  core.log("action", string.format("[worldfs_live] the map is saved every %g s in this run "
+    .. "(worldfs_live.map_save_interval; server_map_save_interval is %s)", WANTED_SAVE_INTERVAL,
+    ADMIN_SAVE_INTERVAL or "5.3"))
+end
 -- The server saves when its timer, counting each step's dtime, reaches
 -- this; the mod counts the same dtimes to know which step saved.
 local SAVE_INTERVAL = tonumber(core.settings:get("server_map_save_interval")) or 5.3
@@ -1158,4 +1179,11 @@ end)
 
 core.register_on_shutdown(function()
   heartbeat(true)
+  if core.settings:get("server_map_save_interval") ~= ADMIN_SAVE_INTERVAL then
+    if ADMIN_SAVE_INTERVAL then
+      core.settings:set("server_map_save_interval", ADMIN_SAVE_INTERVAL)
+    else
+      core.settings:remove("server_map_save_interval")
+    end
+  end
 end)
