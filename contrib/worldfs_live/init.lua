@@ -893,13 +893,30 @@ local paced = pace.new(PACE_LIMITS)
 -- What the mod saw since the last map save, for pace.after_save.
 local seen = {changed = 0, held = false, late = false}
 
+-- The metadata bytes a request writes, by block (fields and items).
+local function meta_bytes(req)
+  local bytes = {}
+  for _, m in ipairs(req.metas) do
+    local n = 0
+    for k, v in pairs(m.new.fields) do n = n + #k + #v end
+    for _, l in ipairs(m.new.lists) do
+      for _, item in pairs(l.items) do n = n + #item end
+    end
+    local key = block_key(m.pos)
+    bytes[key] = (bytes[key] or 0) + n
+  end
+  return bytes
+end
+
+-- The work the request gives the next save (pace.block_work).
 local function note_changed(req)
   local now = core.get_us_time()
+  local bytes = meta_bytes(req)
   local function note(key)
-    if not changed[key] then
-      allowance = allowance - 1
-      seen.changed = seen.changed + 1
-    end
+    local work = pace.block_work(not changed[key], bytes[key])
+    bytes[key] = nil
+    allowance = allowance - work
+    seen.changed = seen.changed + work
     changed[key] = now
   end
   for _, n in ipairs(req.nodes) do note(block_key(n.pos)) end
@@ -1139,19 +1156,27 @@ heartbeat(false, true)
 -- SAVE_INTERVAL), and the start of the last step, for the length of the
 -- step that saved: the pace follows it (pace.lua).
 local step_start = nil
+-- The lengths (ms) of the last steps without a save: their median is the
+-- typical step, which the pace takes off a save step (pace.lua).
+local plain_steps, PLAIN_STEPS = {}, 33
 
 -- Whether the step before saved.
 local function follow_saves(dtime, now)
   local saved = saves.step(followed, dtime)
+  if not saved and step_start then
+    plain_steps[#plain_steps + 1] = (now - step_start) / 1000
+    if #plain_steps > PLAIN_STEPS then table.remove(plain_steps, 1) end
+  end
   if saved and step_start then
     local before = paced.blocks
     seen.save_ms = (now - step_start) / 1000
+    seen.typical_ms = pace.typical(plain_steps)
     local what
     paced, what = pace.after_save(paced, PACE_LIMITS, seen)
     if paced.blocks ~= before then
       core.log("action", string.format("[worldfs_live] pace: %d blocks per save interval (%s: the save step "
-        .. "took %.0f ms, %d blocks changed%s)", paced.blocks, what, seen.save_ms, seen.changed,
-        seen.late and ", a late step" or ""))
+        .. "took %.0f ms, a typical step %.0f ms, %d blocks' work changed%s)", paced.blocks, what, seen.save_ms,
+        seen.typical_ms or STEP * 1000, seen.changed, seen.late and ", a late step" or ""))
     end
     seen = {changed = 0, held = false, late = false}
   end
