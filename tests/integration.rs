@@ -43,6 +43,7 @@ mod kinds_mount;
 mod last_doors;
 mod live_pace;
 mod live_players;
+mod live_saves;
 mod live_server;
 mod live_spool;
 mod live_undo;

@@ -47,7 +47,8 @@
 -- Settings (minetest.conf, settingtypes.txt): worldfs_live.step_budget_ms
 -- (20), worldfs_live.blocks_per_save (128: the pace it starts at),
 -- worldfs_live.blocks_per_save_min (16), worldfs_live.blocks_per_save_max
--- (1024), worldfs_live.log_ms (200). The pace itself is pace.lua.
+-- (1024), worldfs_live.log_ms (200), worldfs_live.map_save_interval (0:
+-- off; see below). The pace itself is pace.lua.
 -- Its lines (strings in hex, "-" when empty; positions are node positions):
 --   worldfs-live 1
 --   node X Y Z OLDNAME OLDP1 OLDP2 NEWNAME NEWP1 NEWP2
@@ -101,6 +102,26 @@ local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
 local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
   tonumber(core.settings:get("worldfs_live.blocks_per_save_min")) or 16,
   tonumber(core.settings:get("worldfs_live.blocks_per_save_max")) or 1024, STEP * 1000)
+-- More saves, not bigger ones: the server writes every changed block at
+-- its map save, so a big change goes at (blocks a save step can write in
+-- well under 100 ms) / server_map_save_interval. The 5.6.1 server reads
+-- that setting once, at its first step (Server::AsyncRunStep: `static
+-- thread_local const float save_interval`), after the mods are loaded:
+-- set here, it holds for the whole run; no later change takes (docs/
+-- design.md, "Live mounts: more saves"). Only ever shortened. The server
+-- writes its settings back to minetest.conf at a clean shutdown, so the
+-- admin's value is put back then (on_shutdown, below); a crash writes
+-- nothing, so the file keeps it either way.
+-- (to_table holds only what minetest.conf or the command line set, not
+-- the engine's defaults: a value that was not set is removed again.)
+local ADMIN_SAVE_INTERVAL = core.settings:to_table().server_map_save_interval
+local WANTED_SAVE_INTERVAL = tonumber(core.settings:get("worldfs_live.map_save_interval")) or 0
+if WANTED_SAVE_INTERVAL > 0 and WANTED_SAVE_INTERVAL < (tonumber(ADMIN_SAVE_INTERVAL) or 5.3) then
+  core.settings:set("server_map_save_interval", tostring(WANTED_SAVE_INTERVAL))
+  core.log("action", string.format("[worldfs_live] the map is saved every %g s in this run "
+    .. "(worldfs_live.map_save_interval; server_map_save_interval is %s)", WANTED_SAVE_INTERVAL,
+    ADMIN_SAVE_INTERVAL or "5.3"))
+end
 -- The server saves when its timer, counting each step's dtime, reaches
 -- this; the mod counts the same dtimes to know which step saved.
 local SAVE_INTERVAL = tonumber(core.settings:get("server_map_save_interval")) or 5.3
@@ -884,13 +905,30 @@ local paced = pace.new(PACE_LIMITS)
 -- What the mod saw since the last map save, for pace.after_save.
 local seen = {changed = 0, held = false, late = false}
 
+-- The metadata bytes a request writes, by block (fields and items).
+local function meta_bytes(req)
+  local bytes = {}
+  for _, m in ipairs(req.metas) do
+    local n = 0
+    for k, v in pairs(m.new.fields) do n = n + #k + #v end
+    for _, l in ipairs(m.new.lists) do
+      for _, item in pairs(l.items) do n = n + #item end
+    end
+    local key = block_key(m.pos)
+    bytes[key] = (bytes[key] or 0) + n
+  end
+  return bytes
+end
+
+-- The work the request gives the next save (pace.block_work).
 local function note_changed(req)
   local now = core.get_us_time()
+  local bytes = meta_bytes(req)
   local function note(key)
-    if not changed[key] then
-      allowance = allowance - 1
-      seen.changed = seen.changed + 1
-    end
+    local work = pace.block_work(not changed[key], bytes[key])
+    bytes[key] = nil
+    allowance = allowance - work
+    seen.changed = seen.changed + work
     changed[key] = now
   end
   for _, n in ipairs(req.nodes) do note(block_key(n.pos)) end
@@ -1139,19 +1177,27 @@ heartbeat(false, true)
 -- SAVE_INTERVAL), and the start of the last step, for the length of the
 -- step that saved: the pace follows it (pace.lua).
 local step_start = nil
+-- The lengths (ms) of the last steps without a save: their median is the
+-- typical step, which the pace takes off a save step (pace.lua).
+local plain_steps, PLAIN_STEPS = {}, 33
 
 -- Whether the step before saved.
 local function follow_saves(dtime, now)
   local saved = saves.step(followed, dtime)
+  if not saved and step_start then
+    plain_steps[#plain_steps + 1] = (now - step_start) / 1000
+    if #plain_steps > PLAIN_STEPS then table.remove(plain_steps, 1) end
+  end
   if saved and step_start then
     local before = paced.blocks
     seen.save_ms = (now - step_start) / 1000
+    seen.typical_ms = pace.typical(plain_steps)
     local what
     paced, what = pace.after_save(paced, PACE_LIMITS, seen)
     if paced.blocks ~= before then
       core.log("action", string.format("[worldfs_live] pace: %d blocks per save interval (%s: the save step "
-        .. "took %.0f ms, %d blocks changed%s)", paced.blocks, what, seen.save_ms, seen.changed,
-        seen.late and ", a late step" or ""))
+        .. "took %.0f ms, a typical step %.0f ms, %d blocks' work changed%s)", paced.blocks, what, seen.save_ms,
+        seen.typical_ms or STEP * 1000, seen.changed, seen.late and ", a late step" or ""))
     end
     seen = {changed = 0, held = false, late = false}
   end
@@ -1179,4 +1225,11 @@ end)
 
 core.register_on_shutdown(function()
   heartbeat(true)
+  if core.settings:get("server_map_save_interval") ~= ADMIN_SAVE_INTERVAL then
+    if ADMIN_SAVE_INTERVAL then
+      core.settings:set("server_map_save_interval", ADMIN_SAVE_INTERVAL)
+    else
+      core.settings:remove("server_map_save_interval")
+    end
+  end
 end)
