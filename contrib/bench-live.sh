@@ -167,12 +167,15 @@ if [ "$WRITERS" -gt 0 ] && [ "$WRITES" -gt 0 ]; then
     errors_before=$(wc -l < "$MNT/write-errors")
     since=$(last_step)
     t0=$(date +%s%N)
+    pids=
     while read -r n; do
         ( for i in $(seq "$WRITES"); do
             echo "$([ $((i % 2)) = 0 ] && echo default:mese || echo default:dirt)" > "$MNT/node/$n"
           done ) &
+        pids="$pids $!"
     done < "$T/writer.nodes"
-    wait
+    # Not a bare `wait`: the steps collector runs in the background too.
+    wait $pids
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     writers=$(wc -l < "$T/writer.nodes")
     sleep 1
