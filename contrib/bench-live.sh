@@ -61,8 +61,8 @@ W=$T/world MNT=$T/mnt
 mkdir "$MNT"
 cleanup() {
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
-    [ -n "${COLLECT:-}" ] && kill "$COLLECT" 2>/dev/null
-    [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+    [ -n "${COLLECT:-}" ] && kill "$COLLECT" 2>/dev/null || true
+    [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null || true
     # Never remove through a mount that is still there.
     if mountpoint -q "$MNT"; then
         echo "bench-live.sh: $MNT is still mounted; $T is left as it is" >&2
@@ -107,6 +107,14 @@ for _ in $(seq 600); do
 done
 "$WORLDFS" mount "$W" "$MNT"
 mounted
+sleep 1
+# A server that could not start (its port taken) leaves a heartbeat that
+# says "starting": figures without it would be an ordinary mount's.
+if ! kill -0 "$SPID" 2>/dev/null; then
+    echo "bench-live.sh: the server exited: $(tail -3 "$T/server.log")" >&2
+    SPID=
+    exit 1
+fi
 
 # steps.txt: TIME WORST_DTIME_MS WORST_WORK_MS REQUESTS, a line per 0.5 s.
 last_step() { tail -1 "$W/worldfs-live/steps.txt" | cut -d' ' -f1; }
@@ -167,12 +175,15 @@ if [ "$WRITERS" -gt 0 ] && [ "$WRITES" -gt 0 ]; then
     errors_before=$(wc -l < "$MNT/write-errors")
     since=$(last_step)
     t0=$(date +%s%N)
+    pids=
     while read -r n; do
         ( for i in $(seq "$WRITES"); do
             echo "$([ $((i % 2)) = 0 ] && echo default:mese || echo default:dirt)" > "$MNT/node/$n"
           done ) &
+        pids="$pids $!"
     done < "$T/writer.nodes"
-    wait
+    # Not a bare `wait`: the steps collector runs in the background too.
+    wait $pids
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     writers=$(wc -l < "$T/writer.nodes")
     sleep 1
@@ -213,7 +224,7 @@ echo "the mod's three slowest requests:"
 tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request of' |
     sed 's/.*\[worldfs_live\] //' | awk '{ for (i = 1; i <= NF; i++) if ($i == "took") print $(i + 1), $0 }' |
     sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /' || true
-kill "$COLLECT"; wait "$COLLECT" 2>/dev/null || true; COLLECT=
+kill "$COLLECT" 2>/dev/null || true; wait "$COLLECT" 2>/dev/null || true; COLLECT=
 fusermount3 -u "$MNT"
 sleep 1
 kill "$SPID"; wait "$SPID" || true; SPID=
