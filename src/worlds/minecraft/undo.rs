@@ -25,14 +25,14 @@ use worldfs_store::journal::{FILE_NAME, FilePatch, Fingerprint, Journal};
 type ChunkBack<'a> = (i64, i64, &'a [u8], &'a [u8]);
 
 /// A Java world's journaled files.
-pub struct Records {
+pub(crate) struct Records {
     world: PathBuf,
     regions: Regions,
     layout: Layout,
 }
 
 impl Records {
-    pub fn new(world: &Path) -> Records {
+    pub(crate) fn new(world: &Path) -> Records {
         let journal = Some(world.join(FILE_NAME));
         let layout = super::layout::of(world);
         let regions = Regions::new(world, layout.overworld.folder("region"), journal);
@@ -51,7 +51,7 @@ impl Records {
     }
 
     /// The journal (None: nothing was changed through worldfs yet).
-    pub fn journal(&self) -> Result<Option<Journal>, String> {
+    pub(crate) fn journal(&self) -> Result<Option<Journal>, String> {
         let path = self.world.join(FILE_NAME);
         Journal::open(&path).map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -66,7 +66,7 @@ impl Records {
     }
 
     /// What a journaled record holds now (a chunk's NBT, a file's bytes).
-    pub fn read(&self, collection: &str, name: &str) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn read(&self, collection: &str, name: &str) -> Result<Option<Vec<u8>>, String> {
         if collection == CHUNKS {
             let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
             return self.regions.read_chunk(x, z);
@@ -84,12 +84,12 @@ impl Records {
     }
 
     /// The writes that revert `sel`.
-    pub fn plan(&self, journal: &Journal, sel: Selection) -> Result<Plan, String> {
+    pub(crate) fn plan(&self, journal: &Journal, sel: Selection) -> Result<Plan, String> {
         plan_records(journal, &|c, n| self.read(c, n), sel)
     }
 
     /// Apply a plan: each collection's records in one journal entry.
-    pub fn execute(&self, plan: &Plan, force: bool) -> Result<(), String> {
+    pub(crate) fn execute(&self, plan: &Plan, force: bool) -> Result<(), String> {
         if !force {
             check_session_lock(&self.world).map_err(|e| e.message)?;
         }
