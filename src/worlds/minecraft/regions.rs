@@ -271,7 +271,7 @@ impl Regions {
     /// Replace chunk (x, z)'s NBT with `new`, if it is still `old`, as one
     /// journaled change (with the patch that gives the region file back).
     /// The caller holds `lock` and has checked `session.lock`.
-    pub(crate) fn write_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8], note: &Note) -> Result<()> {
+    pub fn write_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8], note: &Note) -> Result<()> {
         let mut rewrite = self.rewrite(x, z)?;
         rewrite.put(x, z, old, new)?;
         let name = format!("{x},{z}");
@@ -286,14 +286,6 @@ impl Regions {
         rewrite.commit()?;
         entry.kept();
         Ok(())
-    }
-
-    /// Chunk (x, z)'s NBT becomes `new` if it is still `old`, written at
-    /// once and not journaled (the caller journals it).
-    pub fn replace_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
-        let mut rewrite = self.rewrite(x, z)?;
-        rewrite.put(x, z, old, new)?;
-        rewrite.commit()
     }
 
     /// A rewrite of the region file holding chunk (x, z), read whole.
