@@ -13,7 +13,7 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-pub struct FuseAdapter {
+pub(crate) struct FuseAdapter {
     fs: Arc<WorldFs>,
     /// Serve each request on its caller's CPU (see `affinity`).
     follow_cpu: bool,
@@ -25,14 +25,14 @@ pub struct FuseAdapter {
 }
 
 impl FuseAdapter {
-    pub fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
+    pub(crate) fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
         FuseAdapter { fs, follow_cpu, awake: spin.then(crate::sys::awake::Awake::new), local_opendir: false }
     }
 }
 
 /// Send the core's invalidations to the kernel from a thread of their own:
 /// a notification sent from inside a request handler can deadlock.
-pub fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) -> std::io::Result<()> {
+pub(crate) fn start_invalidator(fs: &Arc<WorldFs>, notifier: Notifier) -> std::io::Result<()> {
     start_pusher(fs, notifier.clone())?;
     let (tx, rx) = std::sync::mpsc::channel::<Vec<Inval>>();
     std::thread::Builder::new().name("worldfs-inval".into()).spawn(move || {
@@ -88,7 +88,7 @@ fn start_pusher(fs: &Arc<WorldFs>, notifier: Notifier) -> std::io::Result<()> {
 
 /// The one table from the core's kinds of error to errno: what the
 /// programs on the mount see.
-pub fn errno_of(kind: ErrorKind) -> i32 {
+pub(crate) fn errno_of(kind: ErrorKind) -> i32 {
     match kind {
         ErrorKind::NotFound => libc::ENOENT,
         ErrorKind::NotDir => libc::ENOTDIR,

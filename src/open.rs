@@ -59,7 +59,7 @@ pub fn document_kinds() -> Vec<KindInfo> {
 }
 
 /// The kind name of a Luanti world directory.
-pub const LUANTI: &str = "luanti";
+pub(crate) const LUANTI: &str = "luanti";
 
 /// A kind of world kept in a directory; every command that works on a
 /// world directory (mount, check, undo, journal prune) asks this which one
@@ -80,7 +80,7 @@ impl WorldKind {
 
     /// The kind of the world directory `dir` (a Luanti world unless it
     /// looks like another kind: the Luanti tree says what is missing).
-    pub fn of(dir: &Path) -> WorldKind {
+    pub(crate) fn of(dir: &Path) -> WorldKind {
         if crate::worlds::minecraft::is_java_world(dir) {
             WorldKind::MinecraftJava
         } else if crate::worlds::bedrock::is_bedrock_world(dir) {
@@ -114,7 +114,7 @@ impl WorldKind {
 
 /// Open what `path` is (or what `kind` says it is) as a tree to mount.
 /// `extra`: the mount options the core did not know, for the kind.
-pub fn open_mount(
+pub(crate) fn open_mount(
     path: &Path,
     kind: Option<&str>,
     extra: Vec<(String, Option<String>)>,
@@ -186,7 +186,7 @@ pub fn open_mount(
 /// of world would have that it lacks (None: it is a Java world, or has
 /// what a Luanti world starts from: world.mt or map.sqlite, or is a Bedrock
 /// world).
-pub fn unknown_directory(dir: &Path) -> Option<String> {
+pub(crate) fn unknown_directory(dir: &Path) -> Option<String> {
     let minecraft = crate::worlds::minecraft::layout::missing(dir)?;
     let luanti = ["world.mt", worldfs_store::world::backends::SQLITE_MAP_FILE];
     if luanti.iter().any(|f| dir.join(f).is_file()) || crate::worlds::bedrock::is_bedrock_world(dir) {

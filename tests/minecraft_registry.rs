@@ -199,7 +199,8 @@ fn names_a_chunk_already_holds_are_taken_back_as_they_are() {
     };
     entry.insert("Name", Tag::String("minecraft:old_stone".into()));
     let new = worldfs_codec::minecraft::nbt::encode(&name, &root).unwrap();
-    regions.replace_chunk(1, 3, &old, &new).unwrap();
+    let note = worldfs_store::Note { what: "another program".into(), reverts: Vec::new() };
+    regions.write_chunk(1, 3, &old, &new, &note).unwrap();
     let before = oracle(w.path());
     let odd = before.iter().find(|l| l.starts_with("section 1,3 2 ")).unwrap();
     let at = odd.splitn(4, ' ').nth(3).unwrap().split(' ').position(|b| b == "minecraft:old_stone").unwrap();

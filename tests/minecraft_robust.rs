@@ -78,14 +78,6 @@ fn worldfs(args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// Where two byte strings first differ, for a short failure message.
-fn same_bytes(a: &[u8], b: &[u8], what: &str) {
-    if a != b {
-        let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-        panic!("{what}: {} bytes against {}, first difference at byte {at}", a.len(), b.len());
-    }
-}
-
 /// The header entries of a region file: (header index, sector, count).
 fn entries(file: &[u8]) -> Vec<(usize, usize, usize)> {
     (0..1024)
@@ -242,7 +234,7 @@ fn bad_header_entries_hide_no_good_chunk() {
         assert_eq!(m.ok(&format!("ls $MNT/chunks/{name}")), "error\nraw\n", "{name}");
         let error = m.ok(&format!("cat $MNT/chunks/{name}/error"));
         assert!(error.contains(why), "{name}: {error}");
-        same_bytes(&std::fs::read(m.path(&format!("chunks/{name}/raw"))).unwrap(), raw, name);
+        common::same_bytes(&std::fs::read(m.path(&format!("chunks/{name}/raw"))).unwrap(), raw, name);
     }
     m.unmount();
     let (code, text) = worldfs(&["check", w.path().to_str().unwrap()]);
@@ -331,7 +323,7 @@ fn a_corrupt_chunk_leaves_names_find_and_other_edits_working() {
     let after_entries = entries(&after_file);
     for (e, name) in [(d, &d_name), (f, &f_name)] {
         let now = after_entries.iter().find(|x| x.0 == e.0).copied().expect("still listed");
-        same_bytes(&bytes_of(&after_file, now), &bytes_of(&broken_file, e), &format!("broken chunk {name}"));
+        common::same_bytes(&bytes_of(&after_file, now), &bytes_of(&broken_file, e), &format!("broken chunk {name}"));
     }
     let after = oracle(w.path(), &good);
     for name in &good {
@@ -372,10 +364,10 @@ fn an_undo_gives_back_the_region_file_byte_for_byte() {
     assert_ne!(std::fs::read(&region).unwrap(), after_two);
     let (code, out) = worldfs(&["undo", world, "--last", "1"]);
     assert_eq!(code, 0, "{out}");
-    same_bytes(&std::fs::read(&region).unwrap(), &after_two, "after undo --last 1");
+    common::same_bytes(&std::fs::read(&region).unwrap(), &after_two, "after undo --last 1");
     let (code, out) = worldfs(&["undo", world, "--since", "1970-01-01"]);
     assert_eq!(code, 0, "{out}");
-    same_bytes(&std::fs::read(&region).unwrap(), &original, "after undo --since");
+    common::same_bytes(&std::fs::read(&region).unwrap(), &original, "after undo --since");
     let read = oracle(w.path(), &["-1,-10"]);
     assert_eq!(read.sha.len(), 1, "anvil-parser2 reads the file");
 }
@@ -410,7 +402,7 @@ fn a_bsd_flock_on_session_lock_refuses_writes() {
     assert!(code != 0 && err.contains("Device or resource busy"), "a write while a flock is held: {err}");
     let said = format!("session.lock is locked by process {} (flock)", holder.id());
     assert!(m.log_text().contains(&said), "{}", m.log_text());
-    same_bytes(&std::fs::read(&region).unwrap(), &before, "the region file while the lock is held");
+    common::same_bytes(&std::fs::read(&region).unwrap(), &before, "the region file while the lock is held");
     holder.kill().unwrap();
     holder.wait().unwrap();
     m.ok("echo minecraft:gold_block > $MNT/block/-13,40,-155");

@@ -33,7 +33,7 @@ fn for_mount_only(opt: &str) -> bool {
 /// Whether this process was started by mount(8): as `mount.fuse.worldfs`
 /// (or `mount.worldfs`), or as `worldfs SOURCE MOUNTPOINT ...` by
 /// mount.fuse3.
-pub fn called_as_helper() -> bool {
+pub(crate) fn called_as_helper() -> bool {
     let args: Vec<OsString> = std::env::args_os().collect();
     let name = args.first().map(|a| Path::new(a).file_name().unwrap_or_default().to_string_lossy().into_owned());
     if name.is_some_and(|n| n.starts_with("mount.")) {
@@ -82,7 +82,7 @@ fn parse(args: &[String]) -> Result<Helped, String> {
     Ok(Helped { source: source.into(), mountpoint: mountpoint.into(), options, fake, verbose })
 }
 
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let h = match parse(&args) {
         Ok(h) => h,

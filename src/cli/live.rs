@@ -26,7 +26,7 @@ const FILES: [(&str, &str); 6] = [
 ];
 
 /// Install (or update) the mod in `world`; the lines to print.
-pub fn install(world: &Path) -> Result<Vec<String>, String> {
+pub(crate) fn install(world: &Path) -> Result<Vec<String>, String> {
     if !world.join("world.mt").is_file() {
         return Err(format!("{}: not a Luanti world (no world.mt)", world.display()));
     }
@@ -56,7 +56,7 @@ pub fn install(world: &Path) -> Result<Vec<String>, String> {
 /// not saved when they were journaled (`store::live::journal::settle`):
 /// those a killed server lost are taken out, so that the journal lists
 /// what the map holds.
-pub fn settle_journal(w: &World) {
+pub(crate) fn settle_journal(w: &World) {
     let path = w.journal_path();
     if !path.is_file() {
         return;
@@ -74,7 +74,7 @@ pub fn settle_journal(w: &World) {
 }
 
 /// Whether the server of `world` runs the worldfs_live mod now.
-pub fn server_runs_mod(world: &Path) -> bool {
+pub(crate) fn server_runs_mod(world: &Path) -> bool {
     matches!(worldfs_store::live::server_state(world), worldfs_store::live::ServerState::Running { .. })
 }
 
@@ -83,7 +83,7 @@ pub fn server_runs_mod(world: &Path) -> bool {
 /// the game still holds what each undone change left, node by node, and
 /// refuses the undo as a conflict otherwise), the players and accounts as
 /// a live mount changes them (`store::live::records`).
-pub fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Result<(), String> {
+pub(crate) fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Result<(), String> {
     worldfs_store::live::check_spool(&w.dir)?;
     let store = LiveStore::new(&w.dir, w.open_store(true, false)?).with_journal(Some(w.journal_path()));
     let planned = AsJournaled::new(&store, journal.path(), true).map_err(|e| e.to_string())?;

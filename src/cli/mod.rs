@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The version with the commit it was built from (see build.rs).
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WORLDFS_COMMIT"), ")");
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WORLDFS_COMMIT"), ")");
 
 #[derive(Parser)]
 #[command(
@@ -25,7 +25,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WORLDFS
     about = "Mount game worlds as files: a Luanti (Minetest) world, every mapblock a directory; \
              schematics, DDNet maps and more"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// More log output (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
@@ -37,7 +37,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Mount WORLD on MOUNTPOINT: a Luanti (Minetest) world directory, a
     /// Minecraft Java world directory (level.dat and region/), a Minecraft
     /// Bedrock world directory (level.dat and db/; a .mcworld file mounts
@@ -258,7 +258,7 @@ pub enum Command {
 }
 
 #[derive(Subcommand)]
-pub enum LiveAction {
+pub(crate) enum LiveAction {
     /// Copy the worldfs_live mod into WORLD/worldmods/ (loaded at the
     /// server's next start, without enabling). While the server runs it, a
     /// writable mount of WORLD hands every change to the server, which
@@ -267,7 +267,7 @@ pub enum LiveAction {
 }
 
 #[derive(Subcommand)]
-pub enum JournalAction {
+pub(crate) enum JournalAction {
     /// Drop the oldest changes (they can no longer be undone) and compact.
     Prune {
         world: PathBuf,

@@ -11,9 +11,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The world this process serves, for log lines.
-pub static WORLD: OnceLock<String> = OnceLock::new();
+pub(crate) static WORLD: OnceLock<String> = OnceLock::new();
 
-pub struct MountOpts {
+pub(crate) struct MountOpts {
     fs: Options,
     /// Options the core does not know, for the kind of world.
     extra: Vec<(String, Option<String>)>,
@@ -31,7 +31,7 @@ pub struct MountOpts {
     colors: Option<PathBuf>,
 }
 
-pub fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
+pub(crate) fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> {
     let mut m = MountOpts {
         fs: Options { read_only: false, ..Options::default() },
         extra: Vec::new(),
@@ -353,7 +353,7 @@ fn open_log(path: &Path) -> Result<std::fs::File, String> {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn mount(
+pub(crate) fn mount(
     world: PathBuf,
     kind: Option<String>,
     mountpoint: PathBuf,

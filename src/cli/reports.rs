@@ -6,7 +6,7 @@ use crate::open::WorldKind;
 use std::path::{Path, PathBuf};
 
 /// A progress bar on standard error, drawn only when it is a terminal.
-pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
+pub(crate) fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
     if let Ok(style) =
         indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} blocks, {per_sec}, {eta} left")
@@ -17,7 +17,7 @@ pub fn progress(total: u64, what: &'static str) -> indicatif::ProgressBar {
     bar
 }
 
-pub fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
+pub(crate) fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, String> {
     match WorldKind::of(&world) {
         WorldKind::MinecraftJava => return check_minecraft(&world, json, repair),
         WorldKind::MinecraftBedrock => return check_bedrock(&world, json, repair),
@@ -149,17 +149,17 @@ fn open_journal(w: &worldfs_store::world::World) -> Result<worldfs_store::journa
 }
 
 /// What `worldfs undo` was asked.
-pub struct Undo {
-    pub last: Option<usize>,
-    pub since: Option<String>,
-    pub id: Option<i64>,
-    pub dry_run: bool,
-    pub force: bool,
-    pub all: bool,
-    pub json: bool,
+pub(crate) struct Undo {
+    pub(crate) last: Option<usize>,
+    pub(crate) since: Option<String>,
+    pub(crate) id: Option<i64>,
+    pub(crate) dry_run: bool,
+    pub(crate) force: bool,
+    pub(crate) all: bool,
+    pub(crate) json: bool,
 }
 
-pub fn undo(world: &Path, u: Undo) -> Result<(), String> {
+pub(crate) fn undo(world: &Path, u: Undo) -> Result<(), String> {
     let Undo { last, since, id, dry_run, force, all, json } = u;
     use crate::worlds::undo::{Selection, execute_all, plan_all};
     if WorldKind::of(world) == WorldKind::MinecraftBedrock {
@@ -307,7 +307,7 @@ fn undo_bedrock(
     Ok(())
 }
 
-pub fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Result<(), String> {
+pub(crate) fn prune(world: &Path, before: Option<String>, max_mb: Option<u64>) -> Result<(), String> {
     if before.is_none() && max_mb.is_none() {
         return Err("say what to drop: --before TIME and/or --max-mb MIB".into());
     }
@@ -362,7 +362,7 @@ fn map_bedrock(world: &Path, out: &Path, area: Option<&[String]>, scale: usize) 
 }
 
 /// `worldfs map`: the world (or an area) drawn from above into one PNG.
-pub fn map(
+pub(crate) fn map(
     world: &Path,
     out: &Path,
     area: Option<&[String]>,

@@ -7,39 +7,39 @@ use std::path::{Path, PathBuf};
 use worldfs_store::snapshots::{Policy, Snapshots, TakeOptions};
 
 #[derive(Args)]
-pub struct StoreArg {
+pub(crate) struct StoreArg {
     /// The snapshot store's directory (default: WORLD/worldfs-snapshots).
     #[arg(long, value_name = "DIR")]
-    pub store: Option<PathBuf>,
+    pub(crate) store: Option<PathBuf>,
 }
 
 impl StoreArg {
-    pub fn dir(&self, world: &Path) -> PathBuf {
+    pub(crate) fn dir(&self, world: &Path) -> PathBuf {
         self.store.clone().unwrap_or_else(|| world.join(worldfs_store::snapshots::DIR_NAME))
     }
 }
 
 #[derive(Args)]
-pub struct TakeArgs {
+pub(crate) struct TakeArgs {
     /// The world to snapshot (a Luanti world directory).
-    pub world: Option<PathBuf>,
+    pub(crate) world: Option<PathBuf>,
     /// The snapshot's name (default: the time, UTC, as 2026-11-28_10-00-00).
     #[arg(long, value_name = "N")]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[command(flatten)]
-    pub store: StoreArg,
+    pub(crate) store: StoreArg,
     /// A LevelDB map a running server holds (refused without this): read
     /// map.db's files as they are now. Not one instant: the saves before
     /// it whole, a save in progress then perhaps in part.
     #[arg(long)]
-    pub allow_partial_save: bool,
+    pub(crate) allow_partial_save: bool,
     /// Print what was stored as JSON.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 #[derive(Subcommand)]
-pub enum SnapshotAction {
+pub(crate) enum SnapshotAction {
     /// List the snapshots of WORLD, oldest first.
     List {
         world: PathBuf,
@@ -81,7 +81,7 @@ pub enum SnapshotAction {
 }
 
 /// `worldfs snapshot ...`.
-pub fn run(action: Option<SnapshotAction>, take: TakeArgs) -> Result<bool, String> {
+pub(crate) fn run(action: Option<SnapshotAction>, take: TakeArgs) -> Result<bool, String> {
     match action {
         None => {
             let world = take.world.clone().ok_or("which world? worldfs snapshot WORLD (see --help)")?;
@@ -106,7 +106,7 @@ pub fn run(action: Option<SnapshotAction>, take: TakeArgs) -> Result<bool, Strin
 }
 
 /// Bytes for people: "12.3 MB".
-pub fn human(bytes: u64) -> String {
+pub(crate) fn human(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / 1e9),
         b if b >= 1 << 20 => format!("{:.1} MB", b as f64 / 1e6),
@@ -219,7 +219,7 @@ fn prune(dir: &Path, policy: &Policy, dry_run: bool, json: bool) -> Result<bool,
 }
 
 /// `--area X1,Y1,Z1 X2,Y2,Z2`, parsed.
-pub fn parse_area(area: Option<&[String]>) -> Result<Option<NodeBox>, String> {
+pub(crate) fn parse_area(area: Option<&[String]>) -> Result<Option<NodeBox>, String> {
     match area {
         None => Ok(None),
         Some([a, b]) => {
@@ -231,7 +231,7 @@ pub fn parse_area(area: Option<&[String]>) -> Result<Option<NodeBox>, String> {
 }
 
 /// `worldfs diff WORLD A [B]`.
-pub fn diff(
+pub(crate) fn diff(
     world: &Path,
     a: &str,
     b: Option<&str>,
@@ -269,7 +269,7 @@ fn out(text: &str) -> Result<(), String> {
 }
 
 /// `worldfs restore WORLD SNAPSHOT --area A B --player NAME`.
-pub fn restore(
+pub(crate) fn restore(
     world: &Path,
     snapshot: &str,
     area: Option<&[String]>,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Largest file a document kind loads (they are read whole into memory).
-pub const MAX_FILE: u64 = 256 << 20;
+pub(crate) const MAX_FILE: u64 = 256 << 20;
 
 /// What identifies one version of the file on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl<D: Document> Home<D> for OneFile<D> {
 
 /// Replace `path` with `bytes`: temporary file beside it, fsync, rename,
 /// fsync of the directory. The original's permissions are kept.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     use std::sync::atomic::{AtomicU64, Ordering};
     static SERIAL: AtomicU64 = AtomicU64::new(0);

@@ -25,10 +25,10 @@ use std::time::{Instant, SystemTime};
 
 /// One stored version of an item, as its home reads it.
 pub struct Stored<D, S> {
-    pub bytes: Vec<u8>,
-    pub doc: D,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) doc: D,
     /// What identifies this version cheaply (a file's identity), if anything.
-    pub stamp: S,
+    pub(crate) stamp: S,
 }
 
 /// Where documents live: one file, or a store of named records.
@@ -235,14 +235,14 @@ fn children_by_dir(entries: &[Entry]) -> HashMap<String, Vec<String>> {
 impl<D: Document, H: Home<D>> FilesTree<D, H> {
     /// `tag`: the top four bits of every inode of this tree (0 for a tree
     /// that is the whole mount: its root is then the core's root).
-    pub fn with_home(tag: u64, home: H, opts: Options, services: Arc<Services>) -> FilesTree<D, H> {
+    pub(crate) fn with_home(tag: u64, home: H, opts: Options, services: Arc<Services>) -> FilesTree<D, H> {
         Self::with_home_at(tag << 60, home, opts, services)
     }
 
     /// A tree whose inodes are `base` with its own numbers (below 1 << 48)
     /// in the low bits: a tree in a union mounted in another
     /// (`fs::union::Union::nested`).
-    pub fn with_home_at(base: u64, home: H, opts: Options, services: Arc<Services>) -> FilesTree<D, H> {
+    pub(crate) fn with_home_at(base: u64, home: H, opts: Options, services: Arc<Services>) -> FilesTree<D, H> {
         let root = base | 1;
         let state = State {
             inos: HashMap::from([(String::new(), root)]),
@@ -265,7 +265,7 @@ impl<D: Document, H: Home<D>> FilesTree<D, H> {
     }
 
     /// The inode of the tree's root directory.
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         self.base | 1
     }
 

@@ -17,7 +17,7 @@ pub mod doc_tree;
 pub mod files_tree;
 pub mod mcchunk;
 pub mod mts;
-pub mod text;
+pub(crate) mod text;
 pub mod twmap;
 pub mod we;
 
@@ -62,7 +62,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn option(&self, key: &str) -> Option<Option<&str>> {
+    pub(crate) fn option(&self, key: &str) -> Option<Option<&str>> {
         self.options.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_deref())
     }
 }
@@ -183,7 +183,7 @@ pub trait Document: Send + Sync + Sized + 'static {
 /// Whether `content` is exactly `n` lines that say something (not blank,
 /// not a `#` comment), the last one ended: a file of `n` such lines is
 /// complete, as any other such line would be one too many.
-pub fn complete_lines(content: &[u8], n: usize) -> bool {
+pub(crate) fn complete_lines(content: &[u8], n: usize) -> bool {
     let said = |l: &&[u8]| {
         let t = l.trim_ascii();
         !t.is_empty() && !t.starts_with(b"#")
@@ -196,7 +196,7 @@ pub struct KindInfo {
     /// As `-t NAME` takes it.
     pub name: &'static str,
     /// What it is, for `--help` and messages.
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// Whether a file is of this kind (path and first 4 KiB).
     sniff: fn(&Path, &[u8]) -> bool,
     /// The `-o` options it understands.
@@ -217,17 +217,17 @@ fn open_doc<D: Document>(
 
 impl KindInfo {
     /// Whether a file is of this kind, from its path and first 4 KiB.
-    pub fn sniffs(&self, path: &Path, head: &[u8]) -> bool {
+    pub(crate) fn sniffs(&self, path: &Path, head: &[u8]) -> bool {
         (self.sniff)(path, head)
     }
 
     /// The `-o` options it understands.
-    pub fn mount_options(&self) -> &'static [&'static str] {
+    pub(crate) fn mount_options(&self) -> &'static [&'static str] {
         (self.options)()
     }
 
     /// Its tree for the file at `path`, with its `-o` options.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         path: &Path,
         options: Vec<(String, Option<String>)>,
@@ -239,6 +239,6 @@ impl KindInfo {
 }
 
 /// The entry of a one-file kind.
-pub fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
+pub(crate) fn doc_kind<D: Document>(what: &'static str) -> KindInfo {
     KindInfo { name: D::NAME, what, sniff: D::sniff, options: D::options, open: open_doc::<D> }
 }

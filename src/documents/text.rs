@@ -7,11 +7,11 @@ use worldfs_codec::jsonish;
 
 /// The most lines a text file of a document may have: one per node of the
 /// largest schematic, plus a margin.
-pub const MAX_LINES: usize = worldfs_codec::mts::MAX_NODES + 1024;
+pub(crate) const MAX_LINES: usize = worldfs_codec::mts::MAX_NODES + 1024;
 
 /// The lines of a file (split on `\n`, one final newline optional); `\r`
 /// and NUL are refused.
-pub fn lines(text: &[u8]) -> DocResult<Vec<&[u8]>> {
+pub(crate) fn lines(text: &[u8]) -> DocResult<Vec<&[u8]>> {
     let body = text.strip_suffix(b"\n").unwrap_or(text);
     if body.is_empty() {
         return Ok(Vec::new());
@@ -33,7 +33,7 @@ pub fn lines(text: &[u8]) -> DocResult<Vec<&[u8]>> {
 }
 
 /// Whether a line is blank or a `#` comment.
-pub fn is_blank_or_comment(line: &[u8]) -> bool {
+pub(crate) fn is_blank_or_comment(line: &[u8]) -> bool {
     let t = line.trim_ascii();
     t.is_empty() || t.starts_with(b"#")
 }
@@ -41,16 +41,16 @@ pub fn is_blank_or_comment(line: &[u8]) -> bool {
 /// One word of a line: its bytes (unquoted), whether it was quoted, and
 /// its 1-based column.
 #[derive(Clone, Debug)]
-pub struct Word {
-    pub bytes: Vec<u8>,
-    pub quoted: bool,
-    pub column: usize,
+pub(crate) struct Word {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) quoted: bool,
+    pub(crate) column: usize,
 }
 
 /// Split a line into words separated by single spaces; a word starting
 /// with `"` is a quoted string (JSON-ish escapes, as in node names of
 /// block files) and may hold spaces.
-pub fn words(line: &[u8], n: usize) -> DocResult<Vec<Word>> {
+pub(crate) fn words(line: &[u8], n: usize) -> DocResult<Vec<Word>> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < line.len() {
@@ -87,7 +87,7 @@ pub fn words(line: &[u8], n: usize) -> DocResult<Vec<Word>> {
 
 /// A whole number in `lo..=hi`, written one way (no `+`, no leading zeros,
 /// no `-0`).
-pub fn int(w: &Word, n: usize, what: &str, lo: i64, hi: i64) -> DocResult<i64> {
+pub(crate) fn int(w: &Word, n: usize, what: &str, lo: i64, hi: i64) -> DocResult<i64> {
     let bad = || DocError::at(n, w.column, format!("{what} must be a whole number {lo}..{hi}, not '{}'", show(w)));
     if w.quoted {
         return Err(bad());
@@ -110,7 +110,7 @@ pub fn int(w: &Word, n: usize, what: &str, lo: i64, hi: i64) -> DocResult<i64> {
 }
 
 /// The word as the user wrote it (for messages).
-pub fn show(w: &Word) -> String {
+pub(crate) fn show(w: &Word) -> String {
     if w.quoted {
         String::from_utf8_lossy(&jsonish::quote(&w.bytes, jsonish::HighBytes::Raw)).into_owned()
     } else {
@@ -121,7 +121,7 @@ pub fn show(w: &Word) -> String {
 /// A node name: quoted (any bytes) or plain UTF-8 text without control
 /// characters; names already in `known` are accepted as they are, new
 /// ones must follow the engine's rules ([`crate::view::parse::check_node_name`]).
-pub fn node_name(w: &Word, n: usize, known: &[Vec<u8>]) -> DocResult<Vec<u8>> {
+pub(crate) fn node_name(w: &Word, n: usize, known: &[Vec<u8>]) -> DocResult<Vec<u8>> {
     let name = w.bytes.clone();
     let err = |m: String| DocError::at(n, w.column, m);
     // A name the file already holds reads back as it is, even an empty one
@@ -143,7 +143,7 @@ pub fn node_name(w: &Word, n: usize, known: &[Vec<u8>]) -> DocResult<Vec<u8>> {
 }
 
 /// A name as written in a line file: plain when it needs no quoting.
-pub fn quote_name(name: &[u8]) -> Vec<u8> {
+pub(crate) fn quote_name(name: &[u8]) -> Vec<u8> {
     crate::view::quote_text(name)
 }
 

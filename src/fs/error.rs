@@ -18,8 +18,9 @@ macro_rules! error_kinds {
         }
 
         impl ErrorKind {
-            /// Every kind, in declaration order.
-            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind,)*];
+            /// Every kind, in declaration order (the errno table's tests).
+            #[cfg(test)]
+            pub(crate) const ALL: &'static [ErrorKind] = &[$(ErrorKind::$kind,)*];
         }
 
         impl FsError {
@@ -35,7 +36,7 @@ macro_rules! constructor {
         }
     };
     ($kind:ident, $ctor:ident) => {
-        pub fn $ctor(why: impl Into<String>) -> Self {
+        pub(crate) fn $ctor(why: impl Into<String>) -> Self {
             Self::new(ErrorKind::$kind, why)
         }
     };
@@ -79,20 +80,20 @@ pub struct FsError {
     pub kind: ErrorKind,
     pub message: String,
     /// Already shown in MNT/write-errors (not to be added twice).
-    pub reported: bool,
+    pub(crate) reported: bool,
 }
 
 pub type Result<T> = std::result::Result<T, FsError>;
 
 impl FsError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         FsError { kind, message: message.into(), reported: false }
     }
     /// A failed file operation, keeping its kind: a full disk or quota is
     /// NoSpace, a read-only filesystem ReadOnly, a denied access Denied, a
     /// too large file TooLarge; anything else Io. `message` says what failed.
     /// The one place where an error of the operating system becomes a kind.
-    pub fn from_io(e: &std::io::Error, message: impl Into<String>) -> Self {
+    pub(crate) fn from_io(e: &std::io::Error, message: impl Into<String>) -> Self {
         let kind = match e.raw_os_error() {
             Some(libc::ENOSPC | libc::EDQUOT) => ErrorKind::NoSpace,
             Some(libc::EROFS) => ErrorKind::ReadOnly,
@@ -107,7 +108,7 @@ impl FsError {
 /// `s` as one line: control characters (newlines, NULs, escapes) written
 /// as `\n`, `\0`, `\u{1b}`, so a name a program chose cannot start a
 /// line of its own in write-errors or the log.
-pub fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -121,7 +122,7 @@ pub fn one_line(s: &str) -> String {
 
 /// A file name for a message: UTF-8 as it is, other bytes as `\xNN`, and
 /// control characters escaped (see [`one_line`]).
-pub fn escape_name(name: &[u8]) -> String {
+pub(crate) fn escape_name(name: &[u8]) -> String {
     let mut out = String::new();
     for chunk in name.utf8_chunks() {
         out.push_str(&one_line(chunk.valid()));

@@ -17,7 +17,7 @@ const MAX_WRITE: usize = 256 << 20;
 
 /// Why a handle is asked to commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum When {
+pub(crate) enum When {
     /// A close(2) by process `pid`.
     Flush(u32),
     Fsync,
@@ -26,31 +26,31 @@ pub enum When {
 
 /// What a write handle has not committed yet, and who may commit it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// Written to since the last commit.
-    pub dirty: bool,
+    pub(crate) dirty: bool,
     /// Opened with O_TRUNC and not written since. Bash sends a FLUSH
     /// between its truncating open and its first write (it dup2s the file
     /// descriptor and closes the original), so the first flush of a handle
     /// does not commit the empty content; a later flush by the opener, an
     /// fsync, or release does.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
     /// The process that opened the file, and how often it flushed. Flushes
     /// by other processes (children that inherited the file and exited, or
     /// closed it at exec) commit nothing: the opener may not have finished
     /// writing.
-    pub opener: u32,
-    pub opener_flushes: u32,
+    pub(crate) opener: u32,
+    pub(crate) opener_flushes: u32,
 }
 
 impl Pending {
-    pub fn new(opener: u32, truncated: bool) -> Pending {
+    pub(crate) fn new(opener: u32, truncated: bool) -> Pending {
         Pending { dirty: false, truncated, opener, opener_flushes: 0 }
     }
 
     /// Whether this moment commits the handle's content; if so, it is
     /// then clean. Pure: all of the rule is here.
-    pub fn commit_on(&mut self, when: When) -> bool {
+    pub(crate) fn commit_on(&mut self, when: When) -> bool {
         let now = match when {
             When::Flush(pid) if pid != self.opener => false,
             When::Flush(_) => {
@@ -66,20 +66,20 @@ impl Pending {
         now
     }
 
-    pub fn wrote(&mut self) {
+    pub(crate) fn wrote(&mut self) {
         self.dirty = true;
         self.truncated = false;
     }
 
     /// Truncated at open and nothing written since: what a close now
     /// would leave is an empty file.
-    pub fn only_truncated(&self) -> bool {
+    pub(crate) fn only_truncated(&self) -> bool {
         self.truncated && !self.dirty
     }
 
     /// The change was refused (at a write): nothing is left to commit
     /// until the next write.
-    pub fn refused(&mut self) {
+    pub(crate) fn refused(&mut self) {
         self.dirty = false;
         self.truncated = false;
     }

@@ -17,15 +17,15 @@
 //! * `watch.rs`: files the kernel keeps until told they changed.
 //! * `error.rs`: kind and message of every refusal (errno is the adapter's).
 
-pub mod error;
+pub(crate) mod error;
 mod handles;
 mod namespace;
-pub mod nested;
+pub(crate) mod nested;
 mod provenance;
 mod scratch;
 pub mod stats;
-pub mod tree;
-pub mod union;
+pub(crate) mod tree;
+pub(crate) mod union;
 mod watch;
 
 pub use error::{ErrorKind, FsError, Result};
@@ -140,13 +140,13 @@ pub enum Access {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Attr {
     pub ino: u64,
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     pub size: u64,
     pub perm: u16,
-    pub nlink: u32,
+    pub(crate) nlink: u32,
     pub mtime: SystemTime,
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
 }
 
 impl Attr {
@@ -195,13 +195,13 @@ pub struct Opened {
     pub fh: u64,
     /// The content is the same as at the last open: the kernel may keep its
     /// page cache.
-    pub keep_cache: bool,
+    pub(crate) keep_cache: bool,
     /// Bypass the page cache. On writable mounts a file's content and size
     /// change with every commit, and the kernel's idea of the size can lag
     /// behind (its attributes are invalidated after the reply): through the
     /// page cache a reader could get the new content cut at the old size.
     /// Direct reads serve exactly the snapshot taken at open.
-    pub direct_io: bool,
+    pub(crate) direct_io: bool,
 }
 
 /// Something the kernel may have cached that a commit made stale.
@@ -216,11 +216,11 @@ pub enum Inval {
 /// Receives invalidations after the reply that caused them (the FUSE layer
 /// sends them to the kernel from another thread: sending from inside a
 /// request handler can deadlock).
-pub type Invalidator = Box<dyn Fn(Vec<Inval>) + Send + Sync>;
+pub(crate) type Invalidator = Box<dyn Fn(Vec<Inval>) + Send + Sync>;
 
 /// Receives the content of a small file just looked up, to be put in the
 /// kernel's page cache after the reply (see `WorldFs::looked_up`).
-pub type Pusher = Box<dyn Fn(u64, Arc<Vec<u8>>) + Send + Sync>;
+pub(crate) type Pusher = Box<dyn Fn(u64, Arc<Vec<u8>>) + Send + Sync>;
 
 /// Files at most one page long are pushed after their look-up,
 const PUSH_MAX: u64 = 4096;
@@ -236,11 +236,11 @@ const PUSH_FILES_MAX: usize = 100_000;
 const fn core_ino(n: u64) -> u64 {
     (tree::CORE_TAG << 60) | n
 }
-pub const README: u64 = core_ino(1);
-pub const WRITE_ERRORS: u64 = core_ino(2);
+pub(crate) const README: u64 = core_ino(1);
+pub(crate) const WRITE_ERRORS: u64 = core_ino(2);
 /// `MNT/.worldfs-stats`: the requests served so far (`stats`); found by
 /// its name, never listed.
-pub const STATS_FILE: u64 = core_ino(3);
+pub(crate) const STATS_FILE: u64 = core_ino(3);
 const STATS_NAME: &[u8] = b".worldfs-stats";
 /// Scratch files are numbered from here.
 const FIRST_SCRATCH: u64 = core_ino(16);
@@ -340,21 +340,13 @@ impl WorldFs {
         watch::start(Arc::downgrade(self), self.opts.ttl);
     }
 
-    pub fn options(&self) -> &Options {
-        &self.opts
-    }
-
-    pub fn tree(&self) -> &dyn Tree {
-        self.tree.as_ref()
-    }
-
     /// What is mounted, for the log.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.tree.describe()
     }
 
     /// How long the kernel may cache attributes and missing names.
-    pub fn ttl(&self) -> Duration {
+    pub(crate) fn ttl(&self) -> Duration {
         self.opts.ttl
     }
 
@@ -365,12 +357,12 @@ impl WorldFs {
 
     /// How long the kernel may keep the name of `a`: not at all for the
     /// stats file, whose every reading must come from the daemon.
-    pub fn entry_ttl_of(&self, a: &Attr) -> Duration {
+    pub(crate) fn entry_ttl_of(&self, a: &Attr) -> Duration {
         if a.ino == STATS_FILE { Duration::ZERO } else { self.entry_ttl() }
     }
 
     /// The text of `MNT/.worldfs-stats`.
-    pub fn stats_text(&self) -> String {
+    pub(crate) fn stats_text(&self) -> String {
         stats::stats().text() + &self.tree.stats_lines()
     }
 
@@ -406,7 +398,7 @@ impl WorldFs {
     }
 
     /// Whether the kernel may cache that a name is missing from `dir`.
-    pub fn negative_entries(&self, dir: u64) -> bool {
+    pub(crate) fn negative_entries(&self, dir: u64) -> bool {
         match self.target(dir) {
             Ok(Target::Tree(d)) => self.tree.negative_entries(d),
             _ => true,

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 /// The core's names, under one lock.
 #[derive(Default)]
 pub(super) struct Namespace {
-    pub scratch: Scratch,
+    pub(crate) scratch: Scratch,
     /// Scratch inodes that were renamed over a file of the tree: the
     /// kernel keeps using the old number for the name until it looks the
     /// name up again. Each alias holds one reference to its target.
@@ -27,12 +27,12 @@ pub(super) struct Namespace {
 }
 
 impl Namespace {
-    pub fn alias(&self, ino: u64) -> Option<u64> {
+    pub(crate) fn alias(&self, ino: u64) -> Option<u64> {
         self.aliases.get(&ino).copied()
     }
 
     /// The alias inodes of tree inode `target`.
-    pub fn aliases_of(&self, target: u64) -> Vec<u64> {
+    pub(crate) fn aliases_of(&self, target: u64) -> Vec<u64> {
         self.aliases.iter().filter(|(_, t)| **t == target).map(|(a, _)| *a).collect()
     }
 
@@ -41,14 +41,14 @@ impl Namespace {
         FIRST_SCRATCH + self.next
     }
 
-    pub fn remember(&mut self, ino: u64) {
+    pub(crate) fn remember(&mut self, ino: u64) {
         *self.refs.entry(ino).or_insert(0) += 1;
     }
 
     /// Drop `n` references to core inode `ino`. Once none are left and the
     /// scratch file is gone, its alias goes too: returns the alias's target,
     /// whose reference the caller gives back to the tree.
-    pub fn forget(&mut self, ino: u64, n: u64) -> Option<u64> {
+    pub(crate) fn forget(&mut self, ino: u64, n: u64) -> Option<u64> {
         let left = match self.refs.get_mut(&ino) {
             Some(r) => {
                 *r = r.saturating_sub(n);
@@ -172,7 +172,7 @@ impl WorldFs {
     }
 
     /// mknod(2) of a regular file: a scratch file.
-    pub fn mknod(&self, parent: u64, name: &OsStr, mode: u32) -> Result<Attr> {
+    pub(crate) fn mknod(&self, parent: u64, name: &OsStr, mode: u32) -> Result<Attr> {
         self.writable_mount()?;
         if mode & libc::S_IFMT != libc::S_IFREG && mode & libc::S_IFMT != 0 {
             return Err(FsError::perm("only regular files can be created here"));

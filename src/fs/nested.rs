@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// What the directory holds.
-pub trait Children: Send + Sync {
+pub(crate) trait Children: Send + Sync {
     /// For messages: what the directory is.
     fn describe(&self) -> String;
     /// The children's names now, in listing order.
@@ -91,7 +91,7 @@ impl Table {
     }
 }
 
-pub struct Nested {
+pub(crate) struct Nested {
     tag: u64,
     children: Box<dyn Children>,
     opts: Options,
@@ -102,7 +102,7 @@ pub struct Nested {
 
 impl Nested {
     /// The directory's inodes all have `tag` as their top four bits.
-    pub fn new(tag: u64, children: Box<dyn Children>, opts: &Options) -> Nested {
+    pub(crate) fn new(tag: u64, children: Box<dyn Children>, opts: &Options) -> Nested {
         let opts = Options { read_only: true, ..opts.clone() };
         Nested {
             tag,
@@ -115,7 +115,7 @@ impl Nested {
     }
 
     /// The directory's own inode.
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         (self.tag << 60) | 1
     }
 

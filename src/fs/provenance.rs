@@ -27,7 +27,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// What a file of the tree showed when it was read: tree inode, content.
-pub type Bases = HashMap<u64, Arc<Vec<u8>>>;
+pub(crate) type Bases = HashMap<u64, Arc<Vec<u8>>>;
 
 /// How many (process, file) reads are remembered. The oldest go first;
 /// a read still needed is that of a process that has not yet written its
@@ -49,7 +49,7 @@ pub struct Caller {
 
 impl Caller {
     /// A process whose group is not known: only its own reads count.
-    pub fn alone(pid: u32) -> Caller {
+    pub(crate) fn alone(pid: u32) -> Caller {
         Caller { pid, group: None }
     }
 }
@@ -64,7 +64,7 @@ struct Read {
 
 /// The recent reads of files of the world, by process.
 #[derive(Default)]
-pub struct Reads {
+pub(crate) struct Reads {
     /// Oldest first; one entry per (pid, inode).
     recent: VecDeque<Read>,
     bytes: usize,
@@ -73,7 +73,7 @@ pub struct Reads {
 impl Reads {
     /// `caller` read `content` of tree file `ino` (its newest read
     /// replaces an older one).
-    pub fn record(&mut self, caller: Caller, ino: u64, content: Arc<Vec<u8>>) {
+    pub(crate) fn record(&mut self, caller: Caller, ino: u64, content: Arc<Vec<u8>>) {
         if let Some(at) = self.recent.iter().position(|r| r.pid == caller.pid && r.ino == ino)
             && let Some(old) = self.recent.remove(at)
         {
@@ -91,7 +91,7 @@ impl Reads {
 
     /// `caller` read a scratch file made from `bases`: it now knows those
     /// files as they were (unless it read them itself since).
-    pub fn inherit(&mut self, caller: Caller, bases: &Bases) {
+    pub(crate) fn inherit(&mut self, caller: Caller, bases: &Bases) {
         for (&ino, content) in bases {
             if !self.recent.iter().any(|r| r.pid == caller.pid && r.ino == ino) {
                 self.record(caller, ino, content.clone());
@@ -100,19 +100,19 @@ impl Reads {
     }
 
     /// What process `pid` has read, by file.
-    pub fn of(&self, pid: u32) -> Bases {
+    pub(crate) fn of(&self, pid: u32) -> Bases {
         self.recent.iter().filter(|r| r.pid == pid).map(|r| (r.ino, r.content.clone())).collect()
     }
 
     /// The bases of a scratch file `caller` makes now: its own reads, and
     /// its group's.
-    pub fn made_by(&self, caller: Caller) -> (Bases, Bases) {
+    pub(crate) fn made_by(&self, caller: Caller) -> (Bases, Bases) {
         (self.of(caller.pid), caller.group.map(|g| self.of_group(g)).unwrap_or_default())
     }
 
     /// What the processes of `group` have read, by file: the newest read
     /// of each.
-    pub fn of_group(&self, group: u32) -> Bases {
+    pub(crate) fn of_group(&self, group: u32) -> Bases {
         // Oldest first, so a newer read of a file replaces an older one.
         self.recent.iter().filter(|r| r.group == Some(group)).map(|r| (r.ino, r.content.clone())).collect()
     }

@@ -9,42 +9,42 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
-pub struct ScratchFile {
-    pub parent: u64,
-    pub name: Vec<u8>,
-    pub data: Vec<u8>,
-    pub mode: u16,
-    pub mtime: SystemTime,
+pub(crate) struct ScratchFile {
+    pub(crate) parent: u64,
+    pub(crate) name: Vec<u8>,
+    pub(crate) data: Vec<u8>,
+    pub(crate) mode: u16,
+    pub(crate) mtime: SystemTime,
     /// A new name that becomes part of the world when written and closed
     /// (`NewName::Pending`).
-    pub pending: bool,
+    pub(crate) pending: bool,
     /// The files of the world its content was made from, as they were
     /// read (see `provenance`).
-    pub bases: super::provenance::Bases,
+    pub(crate) bases: super::provenance::Bases,
     /// What its writer's process group had read when the writer last
     /// closed it (a pipeline's reader: see `provenance`).
-    pub group_bases: super::provenance::Bases,
+    pub(crate) group_bases: super::provenance::Bases,
     /// When its rename over a file was last refused as stale (the kernel
     /// retries such a rename once: one refusal, one line).
-    pub stale_at: Option<std::time::Instant>,
+    pub(crate) stale_at: Option<std::time::Instant>,
 }
 
 impl ScratchFile {
     /// What tree file `t` showed when this file's content was made from
     /// it: its writer's own read first, else its writer's group's.
-    pub fn base_of(&self, t: u64) -> Option<Arc<Vec<u8>>> {
+    pub(crate) fn base_of(&self, t: u64) -> Option<Arc<Vec<u8>>> {
         self.bases.get(&t).or_else(|| self.group_bases.get(&t)).cloned()
     }
 
     /// Every file its content was made from, as `base_of` sees them.
-    pub fn all_bases(&self) -> super::provenance::Bases {
+    pub(crate) fn all_bases(&self) -> super::provenance::Bases {
         let mut all = self.group_bases.clone();
         all.extend(self.bases.iter().map(|(&t, c)| (t, c.clone())));
         all
     }
 }
 
-pub struct Scratch {
+pub(crate) struct Scratch {
     files: HashMap<u64, ScratchFile>,
     by_name: HashMap<(u64, Vec<u8>), u64>,
     bytes: usize,
@@ -67,29 +67,29 @@ impl Default for Scratch {
 }
 
 impl Scratch {
-    pub fn set_budget(&mut self, limit: usize, buffered: Arc<AtomicUsize>) {
+    pub(crate) fn set_budget(&mut self, limit: usize, buffered: Arc<AtomicUsize>) {
         self.limit = limit;
         self.buffered = buffered;
     }
 
     /// Bytes all scratch files hold.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
 
-    pub fn insert(&mut self, ino: u64, f: ScratchFile) {
+    pub(crate) fn insert(&mut self, ino: u64, f: ScratchFile) {
         self.bytes += f.data.len();
         self.by_name.insert((f.parent, f.name.clone()), ino);
         self.files.insert(ino, f);
     }
 
-    pub fn get(&self, ino: u64) -> Option<&ScratchFile> {
+    pub(crate) fn get(&self, ino: u64) -> Option<&ScratchFile> {
         self.files.get(&ino)
     }
 
     /// A file's bookkeeping, to change other than through its data (which
     /// goes through `edit`, to keep the count).
-    pub fn note(&mut self, ino: u64, f: impl FnOnce(&mut ScratchFile)) {
+    pub(crate) fn note(&mut self, ino: u64, f: impl FnOnce(&mut ScratchFile)) {
         if let Some(file) = self.files.get_mut(&ino) {
             let len = file.data.len();
             f(file);
@@ -97,18 +97,18 @@ impl Scratch {
         }
     }
 
-    pub fn lookup(&self, parent: u64, name: &[u8]) -> Option<u64> {
+    pub(crate) fn lookup(&self, parent: u64, name: &[u8]) -> Option<u64> {
         self.by_name.get(&(parent, name.to_vec())).copied()
     }
 
-    pub fn remove(&mut self, ino: u64) -> Option<ScratchFile> {
+    pub(crate) fn remove(&mut self, ino: u64) -> Option<ScratchFile> {
         let f = self.files.remove(&ino)?;
         self.by_name.remove(&(f.parent, f.name.clone()));
         self.bytes -= f.data.len();
         Some(f)
     }
 
-    pub fn rename(&mut self, ino: u64, parent: u64, name: &[u8]) {
+    pub(crate) fn rename(&mut self, ino: u64, parent: u64, name: &[u8]) {
         if let Some(f) = self.files.get_mut(&ino) {
             self.by_name.remove(&(f.parent, f.name.clone()));
             f.parent = parent;
@@ -119,7 +119,7 @@ impl Scratch {
 
     /// Change a file's data through `edit`, keeping the memory count right.
     /// Err when the scratch budget would be exceeded (the growth is undone).
-    pub fn edit<T>(&mut self, ino: u64, edit: impl FnOnce(&mut ScratchFile) -> T) -> Option<Result<T, ()>> {
+    pub(crate) fn edit<T>(&mut self, ino: u64, edit: impl FnOnce(&mut ScratchFile) -> T) -> Option<Result<T, ()>> {
         let f = self.files.get_mut(&ino)?;
         let before = f.data.len();
         let r = edit(f);
@@ -135,7 +135,7 @@ impl Scratch {
     }
 
     /// The scratch files in a directory, by name.
-    pub fn children(&self, parent: u64) -> Vec<(Vec<u8>, u64)> {
+    pub(crate) fn children(&self, parent: u64) -> Vec<(Vec<u8>, u64)> {
         let mut v: Vec<(Vec<u8>, u64)> =
             self.files.iter().filter(|(_, f)| f.parent == parent).map(|(&ino, f)| (f.name.clone(), ino)).collect();
         v.sort();

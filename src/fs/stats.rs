@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// A kind of FUSE request, named as in the kernel's protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Lookup,
     Forget,
     Getattr,
@@ -45,7 +45,7 @@ pub enum Op {
 }
 
 impl Op {
-    pub const ALL: [Op; 25] = [
+    pub(crate) const ALL: [Op; 25] = [
         Op::Lookup,
         Op::Forget,
         Op::Getattr,
@@ -73,7 +73,7 @@ impl Op {
         Op::Symlink,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Op::Lookup => "LOOKUP",
             Op::Forget => "FORGET",
@@ -106,7 +106,7 @@ impl Op {
 
 /// A part of the work of requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Reading blocks from the store (with their neighbours where the
     /// store reads ahead).
     Fetch,
@@ -122,9 +122,9 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] = [Phase::Fetch, Phase::Decode, Phase::Render, Phase::Push, Phase::Reply];
+    pub(crate) const ALL: [Phase; 5] = [Phase::Fetch, Phase::Decode, Phase::Render, Phase::Push, Phase::Reply];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Phase::Fetch => "fetch",
             Phase::Decode => "decode",
@@ -152,7 +152,7 @@ impl Counter {
     }
 }
 
-pub struct Stats {
+pub(crate) struct Stats {
     ops: [Counter; Op::ALL.len()],
     phases: [Counter; Phase::ALL.len()],
     started: Instant,
@@ -162,22 +162,22 @@ static STATS: std::sync::LazyLock<Stats> =
     std::sync::LazyLock::new(|| Stats { ops: Default::default(), phases: Default::default(), started: Instant::now() });
 
 /// The process's counters.
-pub fn stats() -> &'static Stats {
+pub(crate) fn stats() -> &'static Stats {
     &STATS
 }
 
 /// Count a request of kind `op` that arrived at `since`.
-pub fn request(op: Op, since: Instant) {
+pub(crate) fn request(op: Op, since: Instant) {
     STATS.ops[op as usize].add(since.elapsed());
 }
 
 /// Count a part of the work that took `took`.
-pub fn phase(p: Phase, took: Duration) {
+pub(crate) fn phase(p: Phase, took: Duration) {
     STATS.phases[p as usize].add(took);
 }
 
 /// Run `f`, counting its time as `p`.
-pub fn timed<T>(p: Phase, f: impl FnOnce() -> T) -> T {
+pub(crate) fn timed<T>(p: Phase, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
     let r = f();
     phase(p, t0.elapsed());
@@ -186,19 +186,19 @@ pub fn timed<T>(p: Phase, f: impl FnOnce() -> T) -> T {
 
 impl Stats {
     /// Requests of kind `op` so far and their total time in nanoseconds.
-    pub fn op(&self, op: Op) -> (u64, u64) {
+    pub(crate) fn op(&self, op: Op) -> (u64, u64) {
         self.ops[op as usize].get()
     }
 
     /// Parts of kind `p` so far and their total time in nanoseconds.
-    pub fn phase(&self, p: Phase) -> (u64, u64) {
+    pub(crate) fn phase(&self, p: Phase) -> (u64, u64) {
         self.phases[p as usize].get()
     }
 
     /// The file `MNT/.worldfs-stats`: a line per kind of request that came
     /// and per part that was done, "NAME COUNT MICROSECONDS" (the total
     /// time, so that the difference of two readings is the work between).
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = format!(
             "# worldfs: requests since start ({} s): kind, count, total microseconds in the daemon\n",
             self.started.elapsed().as_secs()

@@ -14,17 +14,17 @@ use std::sync::{Arc, OnceLock};
 
 /// Inodes whose top four bits are this belong to the core (README,
 /// write-errors, scratch files); a tree never hands them out.
-pub const CORE_TAG: u64 = 0xF;
+pub(crate) const CORE_TAG: u64 = 0xF;
 
 /// The root directory (FUSE's inode 1): every tree's root.
 pub const ROOT: u64 = 1;
 
 /// Cookies from here on list the core's scratch files of a directory,
 /// after the tree's own entries (whose cookies must stay below).
-pub const SCRATCH_COOKIES: u64 = 1 << 62;
+pub(crate) const SCRATCH_COOKIES: u64 = 1 << 62;
 
 /// The cookie of a listing's first entry: the core's `.` and `..` come first.
-pub const FIRST_COOKIE: u64 = 3;
+pub(crate) const FIRST_COOKIE: u64 = 3;
 
 /// Lists `entries` in order from cookie `offset`, for a [`Tree::list`]
 /// whose entries are numbered by position: the i-th gets cookie
@@ -74,7 +74,7 @@ impl Services {
     }
 
     /// Add a line to MNT/write-errors (with the time) and log it.
-    pub fn report(&self, line: String) {
+    pub(crate) fn report(&self, line: String) {
         // One line each, whatever names the message quotes.
         let line = super::error::one_line(&line);
         log::warn!("{line}");
@@ -88,12 +88,12 @@ impl Services {
     }
 
     /// The lines of MNT/write-errors, oldest first.
-    pub fn write_errors(&self) -> Vec<String> {
+    pub(crate) fn write_errors(&self) -> Vec<String> {
         self.errors.lock().iter().cloned().collect()
     }
 
     /// Tell the kernel (after the current reply) that these changed.
-    pub fn invalidate(&self, list: Vec<Inval>) {
+    pub(crate) fn invalidate(&self, list: Vec<Inval>) {
         if let Some(f) = self.invalidator.get()
             && !list.is_empty()
         {

@@ -17,15 +17,15 @@ const MOUNT_COOKIES: u64 = 1 << 61;
 /// A tree mounted on a directory of the root.
 pub struct Mounted {
     /// Its name in the root.
-    pub name: String,
+    pub(crate) name: String,
     /// The top four bits of every inode it hands out.
-    pub tag: u64,
+    pub(crate) tag: u64,
     /// Its root directory's inode (of that tag).
-    pub root: u64,
-    pub tree: Arc<dyn Tree>,
+    pub(crate) root: u64,
+    pub(crate) tree: Arc<dyn Tree>,
 }
 
-pub struct Union {
+pub(crate) struct Union {
     main: Arc<dyn Tree>,
     mounted: Vec<Mounted>,
     /// The directory the trees are mounted on: [`ROOT`], or the root of
@@ -43,7 +43,7 @@ pub struct Union {
 impl Union {
     /// `main` must hand out no inode with a tag of `mounted`, nor list a
     /// root entry of the same name.
-    pub fn new(main: Arc<dyn Tree>, mounted: Vec<Mounted>) -> Union {
+    pub(crate) fn new(main: Arc<dyn Tree>, mounted: Vec<Mounted>) -> Union {
         Union { main, mounted, root: ROOT, shift: 60, prefix: String::new(), routes: Vec::new() }
     }
 
@@ -52,19 +52,19 @@ impl Union {
     /// that directory; every inode of `main` and of the trees in `mounted`
     /// shares the bits above `shift + 4`, and the four bits at `shift` are
     /// its tree's tag (0 for `main`). Paths are given with `prefix`.
-    pub fn nested(main: Arc<dyn Tree>, mounted: Vec<Mounted>, root: u64, shift: u32, prefix: String) -> Union {
+    pub(crate) fn nested(main: Arc<dyn Tree>, mounted: Vec<Mounted>, root: u64, shift: u32, prefix: String) -> Union {
         Union { main, mounted, root, shift, prefix, routes: Vec::new() }
     }
 
     /// Inodes of `tag` also go to `tree` (a mounted tree that nests another
     /// tree of that tag under its root, and answers for it).
-    pub fn route(mut self, tag: u64, tree: Arc<dyn Tree>) -> Union {
+    pub(crate) fn route(mut self, tag: u64, tree: Arc<dyn Tree>) -> Union {
         self.routes.push((tag, tree));
         self
     }
 
     /// The directory the trees are mounted on.
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         self.root
     }
 

@@ -23,7 +23,7 @@ const HANDED_MAX: usize = 1 << 23;
 const ROUNDS: u8 = 3;
 
 #[derive(Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     /// Whether a poller runs (only then may the kernel keep files longer).
     active: std::sync::atomic::AtomicBool,
     handed: Mutex<InoSet>,
@@ -97,7 +97,7 @@ impl InoSet {
 impl Watch {
     /// Note that the kernel gets `ino`'s attributes to keep until told;
     /// false if it may not (no poller, or the list is full).
-    pub fn hand_out(&self, ino: u64) -> bool {
+    pub(crate) fn hand_out(&self, ino: u64) -> bool {
         if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
             return false;
         }
@@ -106,13 +106,13 @@ impl Watch {
 
     /// Whether `ino` is kept until told (and will be invalidated), and
     /// at most `max` files are.
-    pub fn holds_within(&self, ino: u64, max: usize) -> bool {
+    pub(crate) fn holds_within(&self, ino: u64, max: usize) -> bool {
         let h = self.handed.lock();
         h.len <= max && h.contains(ino)
     }
 
     /// The kernel dropped `ino`: nothing to invalidate for it any more.
-    pub fn forget(&self, ino: u64) {
+    pub(crate) fn forget(&self, ino: u64) {
         if self.active.load(std::sync::atomic::Ordering::Relaxed) {
             self.handed.lock().remove(ino);
         }
@@ -122,7 +122,7 @@ impl Watch {
         std::mem::take(&mut *self.handed.lock())
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.handed.lock().len
     }
 }
@@ -148,7 +148,7 @@ fn invalidate_paced(fs: &super::WorldFs, set: InoSet) {
 
 /// Start polling `fs`'s tree (until `fs` is dropped). Does nothing when the
 /// tree has no change counter.
-pub fn start(fs: Weak<super::WorldFs>, every: Duration) {
+pub(crate) fn start(fs: Weak<super::WorldFs>, every: Duration) {
     let Some(first) = fs.upgrade() else { return };
     // Read before anything is handed out: a change after this is seen by
     // the first poll.

@@ -58,12 +58,13 @@ static ROOM: AtomicBool = AtomicBool::new(false);
 static WINDOW_START: Mutex<Option<(Instant, CpuTimes)>> = Mutex::new(None);
 
 /// A spinner used `ns` more nanoseconds of CPU time.
-pub fn spun(ns: u64) {
+pub(crate) fn spun(ns: u64) {
     SPUN_NS.fetch_add(ns, Ordering::Relaxed);
 }
 
 /// The spinners' CPU time reported so far, in nanoseconds.
-pub fn spun_total() -> u64 {
+#[cfg(test)]
+pub(crate) fn spun_total() -> u64 {
     SPUN_NS.load(Ordering::Relaxed)
 }
 
@@ -192,7 +193,7 @@ fn process_cpus() -> Option<libc::cpu_set_t> {
 /// How many CPUs the process may use, whatever the calling thread is
 /// pinned to (`available_parallelism` answers for the calling thread: 1 on
 /// a serving thread that followed its caller).
-pub fn process_cpu_count() -> usize {
+pub(crate) fn process_cpu_count() -> usize {
     // SAFETY: CPU_COUNT reads a local cpu_set_t.
     process_cpus().map_or(0, |set| unsafe { libc::CPU_COUNT(&set) } as usize).max(1)
 }
@@ -213,7 +214,7 @@ pub fn unpin() {
 /// number), then let it run anywhere: helper threads that live a few
 /// milliseconds start on their parent's CPU and end before the scheduler
 /// spreads them (an index build used 1 of 2 CPUs), so each starts on its own.
-pub fn start_on(i: usize) {
+pub(crate) fn start_on(i: usize) {
     let Some(set) = process_cpus() else { return };
     // SAFETY: plain libc calls on local cpu_set_t values; 0 is this thread.
     unsafe {

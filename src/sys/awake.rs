@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// defaults to 200 µs as well). Between two requests of a `grep` walk
 /// there are a few microseconds; between two `grep` processes started by
 /// `xargs`, about a millisecond, after which one wake-up is paid.
-pub const WINDOW: Duration = Duration::from_micros(200);
+pub(crate) const WINDOW: Duration = Duration::from_micros(200);
 
 /// A CPU counts as serving for this long after it last served a request:
 /// callers and worker threads move between CPUs, and a CPU they left a
@@ -65,7 +65,7 @@ struct Shared {
 }
 
 /// The spinners of one mount. Dropping it stops them.
-pub struct Awake {
+pub(crate) struct Awake {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -88,11 +88,11 @@ impl Shared {
 }
 
 impl Awake {
-    pub fn new() -> Awake {
+    pub(crate) fn new() -> Awake {
         Awake::with_window(WINDOW)
     }
 
-    pub fn with_window(window: Duration) -> Awake {
+    pub(crate) fn with_window(window: Duration) -> Awake {
         // SAFETY: sysconf has no preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.clamp(1, MAX_CPU as libc::c_long) as usize;
         let slots = (0..ncpu)
@@ -121,7 +121,7 @@ impl Awake {
 
     /// A request arrived on this thread's CPU: keep the serving CPUs awake
     /// for the next `WINDOW`.
-    pub fn touch(&self) {
+    pub(crate) fn touch(&self) {
         let s = &self.shared;
         let now = s.now_us();
         s.last.store(now, Ordering::SeqCst);
@@ -166,23 +166,26 @@ impl Awake {
     }
 
     /// CPUs that have a spinner.
-    pub fn cpus(&self) -> Vec<usize> {
+    #[cfg(test)]
+    pub(crate) fn cpus(&self) -> Vec<usize> {
         self.shared.spinner_cpus().collect()
     }
 
     /// How many spinners are spinning now (not asleep).
-    pub fn spinning(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn spinning(&self) -> usize {
         let s = &self.shared;
         s.spinner_cpus().filter(|&c| !s.slots[c].asleep.load(Ordering::SeqCst)).count()
     }
 
     /// Spin iterations so far.
-    pub fn spins(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn spins(&self) -> u64 {
         self.shared.slots.iter().map(|s| s.spins.load(Ordering::Relaxed)).sum()
     }
 
     /// Stop and join the spinners.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let s = &self.shared;
         s.stop.store(true, Ordering::SeqCst);
         for slot in &s.slots {

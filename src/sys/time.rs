@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub fn now_secs() -> i64 {
+pub(crate) fn now_secs() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
@@ -30,7 +30,7 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// "2026-11-22T09:34:59Z"
-pub fn format_utc(secs: i64) -> String {
+pub(crate) fn format_utc(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
     let (y, m, d) = civil_from_days(days);
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
@@ -39,7 +39,7 @@ pub fn format_utc(secs: i64) -> String {
 /// A point in time from the command line, in seconds since 1970 UTC:
 /// `2026-11-22`, `2026-11-22T10:30[:00][Z]` (or with a space; always UTC),
 /// `@1763800000`, or an age: `90s`, `15m`, `2h`, `3d` ago.
-pub fn parse_time(s: &str, now: i64) -> Result<i64, String> {
+pub(crate) fn parse_time(s: &str, now: i64) -> Result<i64, String> {
     let bad = || {
         format!(
             "'{s}' is not a time: use 2026-11-22, '2026-11-22 10:30' (UTC), @UNIXSECONDS, or an age like 15m, 2h, 3d"

@@ -18,12 +18,12 @@ use worldfs_store::BlockPos;
 pub struct CaptureOptions {
     /// Store air with probability 0 ("leave as is"), as decorations are
     /// made; otherwise air is placed (probability 127), carving the space.
-    pub sparse_air: bool,
+    pub(crate) sparse_air: bool,
     /// (world position, raw param1 0..255): probability and force bit.
     /// Probability 0 also turns the node into air, as the engine does.
-    pub probabilities: Vec<([i32; 3], u8)>,
+    pub(crate) probabilities: Vec<([i32; 3], u8)>,
     /// (slice index from the bottom, probability).
-    pub slices: Vec<(usize, u8)>,
+    pub(crate) slices: Vec<(usize, u8)>,
 }
 
 /// A captured box and what the caller should say about it.
@@ -32,13 +32,13 @@ pub struct Capture {
     pub schematic: Schematic,
     /// Nodes in the box that have metadata (inventories, texts): a
     /// schematic cannot hold it.
-    pub metadata_nodes: usize,
+    pub(crate) metadata_nodes: usize,
     /// Blocks of the box that are not stored (their nodes became air
     /// with probability 0).
-    pub missing_blocks: usize,
+    pub(crate) missing_blocks: usize,
     /// Nodes whose content id has no name in their block (exported as
     /// `unknown`).
-    pub unnamed_nodes: usize,
+    pub(crate) unnamed_nodes: usize,
 }
 
 /// Capture `bx`, reading each block it touches once through `fetch`.

@@ -9,7 +9,7 @@ pub mod capture;
 pub mod node_box;
 pub mod place;
 pub mod rotate;
-pub mod we;
+pub(crate) mod we;
 
 #[cfg(test)]
 mod tests {

@@ -10,16 +10,16 @@ use worldfs_store::BlockPos;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeBox {
     pub min: [i32; 3],
-    pub max: [i32; 3],
+    pub(crate) max: [i32; 3],
 }
 
 /// The block holding a node, if it is inside the world.
-pub fn block_of(p: [i32; 3]) -> Option<BlockPos> {
+pub(crate) fn block_of(p: [i32; 3]) -> Option<BlockPos> {
     BlockPos::of_node(p[0], p[1], p[2])
 }
 
 /// The in-block index of a node given relative to its block's origin.
-pub fn block_node(x: i32, y: i32, z: i32) -> usize {
+pub(crate) fn block_node(x: i32, y: i32, z: i32) -> usize {
     node_index(x as usize, y as usize, z as usize)
 }
 
@@ -48,16 +48,16 @@ impl NodeBox {
         Ok(NodeBox { min, max })
     }
 
-    pub fn size(&self) -> [usize; 3] {
+    pub(crate) fn size(&self) -> [usize; 3] {
         [0, 1, 2].map(|i| (self.max[i] - self.min[i] + 1) as usize)
     }
 
-    pub fn contains(&self, p: [i32; 3]) -> bool {
+    pub(crate) fn contains(&self, p: [i32; 3]) -> bool {
         (0..3).all(|i| (self.min[i]..=self.max[i]).contains(&p[i]))
     }
 
     /// The schematic index of a node of the box (x fastest, then y, z).
-    pub fn index(&self, p: [i32; 3]) -> usize {
+    pub(crate) fn index(&self, p: [i32; 3]) -> usize {
         let [sx, sy, _] = self.size();
         let d = [0, 1, 2].map(|i| (p[i] - self.min[i]) as usize);
         (d[2] * sy + d[1]) * sx + d[0]

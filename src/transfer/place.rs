@@ -34,17 +34,17 @@ use worldfs_store::BlockPos;
 
 /// One node to write.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeWrite {
-    pub pos: [i32; 3],
-    pub name: Vec<u8>,
-    pub param1: u8,
-    pub param2: u8,
+pub(crate) struct NodeWrite {
+    pub(crate) pos: [i32; 3],
+    pub(crate) name: Vec<u8>,
+    pub(crate) param1: u8,
+    pub(crate) param2: u8,
     /// Replace only air or ignore (or nothing stored).
-    pub only_into_air: bool,
+    pub(crate) only_into_air: bool,
     /// Remove the node's metadata first (as `set_node` does).
-    pub clear_meta: bool,
+    pub(crate) clear_meta: bool,
     /// New metadata for the node (its `pos` is set here).
-    pub meta: Option<MetaEntry>,
+    pub(crate) meta: Option<MetaEntry>,
 }
 
 /// The edited blocks of a placement.
@@ -54,12 +54,12 @@ pub struct Placement {
     /// is None for a created block.
     pub blocks: BTreeMap<BlockPos, (Option<Block>, Block)>,
     /// Nodes written.
-    pub placed: usize,
+    pub(crate) placed: usize,
     /// Nodes not written because the world had something there and the
     /// node was not forced.
-    pub blocked: usize,
+    pub(crate) blocked: usize,
     /// Written nodes whose old metadata was left in place.
-    pub metadata_kept: usize,
+    pub(crate) metadata_kept: usize,
 }
 
 /// A block the world does not have yet, as an import creates it: marked
@@ -69,13 +69,13 @@ pub struct Placement {
 /// runs the mapgen over it: the build stands in air where the world had
 /// not been generated yet (light is fixed by the game when nodes change
 /// nearby, or by WorldEdit's `//fixlight`).
-pub fn new_block(version: u8) -> Block {
+pub(crate) fn new_block(version: u8) -> Block {
     Block::new_air(version)
 }
 
 /// Write `writes` into the blocks `fetch` gives. `new_version`: the block
 /// version of created blocks.
-pub fn apply_writes(
+pub(crate) fn apply_writes(
     writes: impl IntoIterator<Item = NodeWrite>,
     fetch: &mut dyn FnMut(BlockPos) -> Result<Option<Block>, String>,
     new_version: u8,
@@ -161,7 +161,7 @@ pub struct PlaceOptions {
 }
 
 /// The node writes of placing `s` with its minimum corner at `origin`.
-pub fn schematic_writes(s: &Schematic, origin: [i32; 3], opts: &PlaceOptions) -> Vec<NodeWrite> {
+pub(crate) fn schematic_writes(s: &Schematic, origin: [i32; 3], opts: &PlaceOptions) -> Vec<NodeWrite> {
     let size = s.size.map(|v| v as usize);
     let [tx, sy, tz] = opts.rotation.turned_size(size);
     let mut out = Vec::new();
@@ -213,7 +213,7 @@ pub fn place_schematic(
 /// The mapchunk (the unit the mapgen generates: `chunksize` blocks along
 /// each axis, 5 by default, offset by `-chunksize / 2` blocks as the
 /// engine's `getContainingChunk`) holding block `b`: its low corner.
-pub fn mapchunk_of(b: BlockPos, chunksize: i16) -> [i32; 3] {
+pub(crate) fn mapchunk_of(b: BlockPos, chunksize: i16) -> [i32; 3] {
     let cs = chunksize.max(1) as i32;
     let off = -(cs / 2);
     [b.x, b.y, b.z].map(|v| (v as i32 - off).div_euclid(cs) * cs + off)
@@ -226,7 +226,7 @@ pub fn mapchunk_of(b: BlockPos, chunksize: i16) -> [i32; 3] {
 /// chunk whose blocks all exist and are generated is only loaded. So every
 /// other missing block of each chunk that holds a created block is
 /// created as well (air). `exists` says whether the world stores a block.
-pub fn complete_mapchunks(
+pub(crate) fn complete_mapchunks(
     created: &[BlockPos],
     chunksize: i16,
     exists: &mut dyn FnMut(BlockPos) -> Result<bool, String>,

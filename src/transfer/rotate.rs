@@ -11,14 +11,14 @@ use std::collections::HashMap;
 pub struct Rotation(pub u8);
 
 impl Rotation {
-    pub fn from_degrees(deg: i64) -> Result<Rotation, String> {
+    pub(crate) fn from_degrees(deg: i64) -> Result<Rotation, String> {
         match deg {
             0 | 90 | 180 | 270 => Ok(Rotation((deg / 90) as u8)),
             _ => Err(format!("rotation {deg} is not 0, 90, 180 or 270")),
         }
     }
 
-    pub fn degrees(self) -> u16 {
+    pub(crate) fn degrees(self) -> u16 {
         self.0 as u16 * 90
     }
 
@@ -30,7 +30,7 @@ impl Rotation {
     /// The node of the unturned box (size `size`) that lands at `(x, z)`
     /// of the turned box. With 90, what was on the +Z (north) side ends
     /// up on +X (east), and +X ends up on -Z.
-    pub fn source(self, size: [usize; 3], x: usize, z: usize) -> (usize, usize) {
+    pub(crate) fn source(self, size: [usize; 3], x: usize, z: usize) -> (usize, usize) {
         let [sx, _, sz] = size;
         match self.0 {
             1 => (sx - 1 - z, x),
@@ -60,7 +60,7 @@ pub enum ParamType2 {
 
 impl ParamType2 {
     /// From the name a node definition uses (`paramtype2 = "facedir"`).
-    pub fn from_name(s: &str) -> ParamType2 {
+    pub(crate) fn from_name(s: &str) -> ParamType2 {
         match s {
             "facedir" => ParamType2::Facedir,
             "colorfacedir" => ParamType2::ColorFacedir,
@@ -89,7 +89,7 @@ const FACEDIR: [u8; 96] = [
 /// param2 of a node turned by `rot`. Wallmounted values 0 and 1 (floor,
 /// ceiling) do not turn; 6 and 7 are left as they are (the engine reads
 /// past its table for them).
-pub fn rotate_param2(p2: u8, kind: ParamType2, rot: Rotation) -> u8 {
+pub(crate) fn rotate_param2(p2: u8, kind: ParamType2, rot: Rotation) -> u8 {
     let r = rot.0 as usize;
     if r == 0 {
         return p2;

@@ -28,15 +28,15 @@ use worldfs_store::BlockPos;
 
 /// An exported box and what the caller should say about it.
 #[derive(Clone, Debug)]
-pub struct WeCapture {
-    pub file: WeFile,
-    pub metadata_nodes: usize,
+pub(crate) struct WeCapture {
+    pub(crate) file: WeFile,
+    pub(crate) metadata_nodes: usize,
     /// Inventory lists whose width (not 0) the format cannot keep.
-    pub widths_lost: usize,
+    pub(crate) widths_lost: usize,
 }
 
 /// Metadata of a block as WorldEdit's `to_table` shows it.
-pub fn meta_to_we(e: &MetaEntry) -> Result<(WeMeta, usize), String> {
+pub(crate) fn meta_to_we(e: &MetaEntry) -> Result<(WeMeta, usize), String> {
     let mut m = WeMeta::default();
     for v in &e.vars {
         match m.fields.iter_mut().find(|(k, _)| *k == v.key) {
@@ -57,7 +57,7 @@ pub fn meta_to_we(e: &MetaEntry) -> Result<(WeMeta, usize), String> {
 
 /// WorldEdit metadata as a block's metadata entry (position 0; the
 /// caller places it). Fields are not private; lists have width 0.
-pub fn we_to_meta(m: &WeMeta) -> Result<MetaEntry, String> {
+pub(crate) fn we_to_meta(m: &WeMeta) -> Result<MetaEntry, String> {
     let mut e = MetaEntry::new(0);
     for (k, v) in &m.fields {
         if k.len() > u16::MAX as usize {
@@ -85,7 +85,7 @@ pub fn we_to_meta(m: &WeMeta) -> Result<MetaEntry, String> {
 }
 
 /// Export `bx` as WorldEdit would.
-pub fn capture(
+pub(crate) fn capture(
     bx: &NodeBox,
     fetch: &mut dyn FnMut(BlockPos) -> Result<Option<Block>, String>,
 ) -> Result<WeCapture, String> {
@@ -124,7 +124,7 @@ pub fn capture(
 }
 
 /// The node writes of loading `f` with its offsets counted from `at`.
-pub fn writes(f: &WeFile, at: [i32; 3]) -> Result<Vec<NodeWrite>, String> {
+pub(crate) fn writes(f: &WeFile, at: [i32; 3]) -> Result<Vec<NodeWrite>, String> {
     f.nodes
         .iter()
         .enumerate()

@@ -44,7 +44,7 @@ fn game_id(world: &Path) -> Option<String> {
 /// world's own mods.
 pub struct GameTextures {
     files: HashMap<String, PathBuf>,
-    pub game: PathBuf,
+    pub(crate) game: PathBuf,
 }
 
 impl GameTextures {
@@ -59,7 +59,7 @@ impl GameTextures {
     }
 
     /// The colour of a node from its texture, if one is found.
-    pub fn color(&self, name: &[u8]) -> Option<Rgba> {
+    pub(crate) fn color(&self, name: &[u8]) -> Option<Rgba> {
         let name = std::str::from_utf8(name).ok()?;
         let (m, n) = name.split_once(':')?;
         [format!("{m}_{n}_top.png"), format!("{m}_{n}.png")]
@@ -91,7 +91,7 @@ fn index(dir: &Path, depth: usize, files: &mut HashMap<String, PathBuf>) {
 }
 
 /// The average colour of a texture's opaque pixels.
-pub fn average(png: &[u8]) -> Option<Rgba> {
+pub(crate) fn average(png: &[u8]) -> Option<Rgba> {
     let (_, _, px) = decode_png(png).ok()?;
     let (mut sum, mut n) = ([0u64; 3], 0u64);
     for p in px.chunks(4).filter(|p| p[3] >= 128) {

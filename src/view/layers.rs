@@ -52,7 +52,7 @@ pub struct Frame {
 }
 
 impl Frame {
-    pub fn new(size: [usize; 3], rows: Rows) -> Frame {
+    pub(crate) fn new(size: [usize; 3], rows: Rows) -> Frame {
         Frame { size, origin: [0; 3], rows }
     }
 
@@ -82,17 +82,17 @@ impl Frame {
 /// One legend line: a character and what it stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LegendEntry {
-    pub ch: char,
+    pub(crate) ch: char,
     pub label: String,
     /// The 1-based line it was read from (0 when made, not read).
-    pub line: usize,
+    pub(crate) line: usize,
 }
 
 /// A legend being built for rendering: labels get characters in order of
 /// first use, preferring the ones a kind suggests (`.` for air, the first
 /// letter of a name...).
 #[derive(Default)]
-pub struct LegendBuilder {
+pub(crate) struct LegendBuilder {
     entries: Vec<LegendEntry>,
     by_label: HashMap<String, usize>,
     used: std::collections::HashSet<char>,
@@ -103,12 +103,12 @@ const FALLBACK: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
                         @$%&*+=?!<>^~;:'\"`|/\\()[]{}_-,";
 
 /// Whether a character can stand for something in a legend.
-pub fn usable(c: char) -> bool {
+pub(crate) fn usable(c: char) -> bool {
     !c.is_whitespace() && !c.is_control() && c != '#' && c != '\u{feff}'
 }
 
 impl LegendBuilder {
-    pub fn new() -> LegendBuilder {
+    pub(crate) fn new() -> LegendBuilder {
         LegendBuilder::default()
     }
 
@@ -118,7 +118,7 @@ impl LegendBuilder {
         clippy::expect_used,
         reason = "a drawing has at most 4096 labels and more than 20000 characters to give them"
     )]
-    pub fn index(&mut self, label: &str, preferred: &[char]) -> usize {
+    pub(crate) fn index(&mut self, label: &str, preferred: &[char]) -> usize {
         if let Some(&i) = self.by_label.get(label) {
             return i;
         }
@@ -136,23 +136,27 @@ impl LegendBuilder {
         self.entries.len() - 1
     }
 
-    pub fn entries(&self) -> &[LegendEntry] {
+    pub(crate) fn entries(&self) -> &[LegendEntry] {
         &self.entries
     }
 
-    pub fn into_entries(self) -> Vec<LegendEntry> {
+    pub(crate) fn into_entries(self) -> Vec<LegendEntry> {
         self.entries
     }
 }
 
 /// The legend lines (`c label`), one per entry.
-pub fn render_legend(legend: &[LegendEntry]) -> String {
+pub(crate) fn render_legend(legend: &[LegendEntry]) -> String {
     legend.iter().map(|e| format!("{} {}\n", e.ch, e.label)).collect()
 }
 
 /// The levels of a box: `cell(x, y, z)` is the legend index of a node
 /// (coordinates relative to the box).
-pub fn render_levels(frame: &Frame, legend: &[LegendEntry], cell: impl Fn(usize, usize, usize) -> usize) -> String {
+pub(crate) fn render_levels(
+    frame: &Frame,
+    legend: &[LegendEntry],
+    cell: impl Fn(usize, usize, usize) -> usize,
+) -> String {
     let [sx, sy, sz] = frame.size;
     let mut out = String::with_capacity((sx + 1) * sy * (sz + 1) + 16 * sy);
     for y in 0..sy {
@@ -173,7 +177,7 @@ pub fn render_levels(frame: &Frame, legend: &[LegendEntry], cell: impl Fn(usize,
 
 /// The length in bytes of [`render`]'s text, from how many cells each
 /// legend entry covers (without drawing it).
-pub fn rendered_len(frame: &Frame, legend: &[LegendEntry], cells_per_entry: &[usize]) -> usize {
+pub(crate) fn rendered_len(frame: &Frame, legend: &[LegendEntry], cells_per_entry: &[usize]) -> usize {
     let [_, sy, sz] = frame.size;
     let legend_len: usize = legend.iter().map(|e| e.ch.len_utf8() + 1 + e.label.len() + 1).sum();
     let cells: usize = legend.iter().zip(cells_per_entry).map(|(e, n)| e.ch.len_utf8() * n).sum();
@@ -182,7 +186,7 @@ pub fn rendered_len(frame: &Frame, legend: &[LegendEntry], cells_per_entry: &[us
 }
 
 /// The whole drawing: header, legend, levels.
-pub fn render(frame: &Frame, legend: &[LegendEntry], cell: impl Fn(usize, usize, usize) -> usize) -> String {
+pub(crate) fn render(frame: &Frame, legend: &[LegendEntry], cell: impl Fn(usize, usize, usize) -> usize) -> String {
     format!("{}{}\n{}", frame.header(), render_legend(legend), render_levels(frame, legend, cell))
 }
 
@@ -212,7 +216,7 @@ fn is_comment(line: &str) -> bool {
 }
 
 /// Read legend lines (`c label`) from `lines` (numbered from `first_line`).
-pub fn parse_legend<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> DocResult<Vec<LegendEntry>> {
+pub(crate) fn parse_legend<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> DocResult<Vec<LegendEntry>> {
     let mut legend: Vec<LegendEntry> = Vec::new();
     for (n, raw) in lines {
         let line = trimmed(raw).trim_start_matches('\u{feff}');
@@ -246,7 +250,12 @@ pub fn parse_legend<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> DocRes
 
 /// Read the levels of a box drawn with `legend` (lines numbered from 1 +
 /// `line_offset`).
-pub fn parse_levels(frame: &Frame, legend: &[LegendEntry], text: &str, line_offset: usize) -> DocResult<Drawing> {
+pub(crate) fn parse_levels(
+    frame: &Frame,
+    legend: &[LegendEntry],
+    text: &str,
+    line_offset: usize,
+) -> DocResult<Drawing> {
     let [sx, sy, sz] = frame.size;
     let by_char: HashMap<char, usize> = legend.iter().enumerate().map(|(i, e)| (e.ch, i)).collect();
     let mut cells = vec![u32::MAX; sx * sy * sz];

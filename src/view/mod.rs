@@ -10,7 +10,7 @@ pub mod layers;
 mod objects;
 pub mod parse;
 pub mod picture;
-pub mod pixels;
+pub(crate) mod pixels;
 pub mod render;
 pub mod tiles;
 
@@ -57,7 +57,7 @@ impl BlockFile {
         BlockFile::Top,
     ];
     /// Files of a block that does not decode.
-    pub const CORRUPT: [BlockFile; 2] = [BlockFile::Raw, BlockFile::Error];
+    pub(crate) const CORRUPT: [BlockFile; 2] = [BlockFile::Raw, BlockFile::Error];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -77,16 +77,16 @@ impl BlockFile {
         }
     }
 
-    pub fn from_name(name: &[u8]) -> Option<BlockFile> {
+    pub(crate) fn from_name(name: &[u8]) -> Option<BlockFile> {
         Self::DECODED.into_iter().chain([BlockFile::Error]).find(|f| f.name().as_bytes() == name)
     }
 
     /// Small stable number (1..) used in inode numbers.
-    pub fn id(self) -> u8 {
+    pub(crate) fn id(self) -> u8 {
         self as u8 + 1
     }
 
-    pub fn from_id(id: u8) -> Option<BlockFile> {
+    pub(crate) fn from_id(id: u8) -> Option<BlockFile> {
         Self::DECODED.into_iter().chain([BlockFile::Error]).find(|f| f.id() == id)
     }
 }
@@ -99,16 +99,16 @@ pub enum MetaFile {
 }
 
 impl MetaFile {
-    pub const ALL: [MetaFile; 2] = [MetaFile::Private, MetaFile::Inventory];
+    pub(crate) const ALL: [MetaFile; 2] = [MetaFile::Private, MetaFile::Inventory];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             MetaFile::Private => "private",
             MetaFile::Inventory => "inventory",
         }
     }
 
-    pub fn from_name(name: &[u8]) -> Option<MetaFile> {
+    pub(crate) fn from_name(name: &[u8]) -> Option<MetaFile> {
         Self::ALL.into_iter().find(|f| f.name().as_bytes() == name)
     }
 }
@@ -116,7 +116,7 @@ impl MetaFile {
 /// Quote a name or string for a line-based file: unchanged when it needs
 /// no quoting, else JSON-ish quoted (raw UTF-8 when valid, `\u00XX` per byte
 /// otherwise). Reversible with [`jsonish::unquote`].
-pub fn quote_text(s: &[u8]) -> Vec<u8> {
+pub(crate) fn quote_text(s: &[u8]) -> Vec<u8> {
     // Empty and `?N` (our mark for an unnamed content id) must be quoted to
     // read back as the same text.
     let unnamed_mark = s.len() > 1 && s[0] == b'?' && s[1..].iter().all(u8::is_ascii_digit);
@@ -127,7 +127,7 @@ pub fn quote_text(s: &[u8]) -> Vec<u8> {
 }
 
 /// Like [`quote_text`] but always quoted.
-pub fn quote_always(s: &[u8]) -> Vec<u8> {
+pub(crate) fn quote_always(s: &[u8]) -> Vec<u8> {
     let high = if std::str::from_utf8(s).is_ok() { HighBytes::Raw } else { HighBytes::Escaped };
     jsonish::quote(s, high)
 }

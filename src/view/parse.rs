@@ -20,7 +20,7 @@ use worldfs_store::BlockPos;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseError {
     /// 1-based line number, when the problem is on one line.
-    pub line: Option<usize>,
+    pub(crate) line: Option<usize>,
     pub message: String,
 }
 
@@ -48,7 +48,7 @@ pub(super) fn whole(message: impl Into<String>) -> ParseError {
 /// The most lines a decoded text file may have (`nodes` has 4096; `names`,
 /// `objects` at most 65536). Counted before splitting, so that 256 MiB of
 /// newlines does not become a 4 GiB list of lines.
-pub const MAX_LINES: usize = 1 << 20;
+pub(crate) const MAX_LINES: usize = 1 << 20;
 
 /// The lines of a text file: split on `\n`, one final newline optional.
 /// `\r` and NUL are refused (they are never part of these formats).
@@ -180,7 +180,7 @@ pub(super) fn node_name(w: &Word, n: usize) -> Result<Vec<u8>> {
 }
 
 /// Node names the engine defines itself.
-pub const BUILTIN_NODE_NAMES: [&str; 3] = ["air", "ignore", "unknown"];
+pub(crate) const BUILTIN_NODE_NAMES: [&str; 3] = ["air", "ignore", "unknown"];
 
 /// Whether the engine could have registered `name` as a node: `air`,
 /// `ignore` or `unknown`, or `modname:itemname` with a mod name of a-z,
@@ -380,7 +380,7 @@ pub fn apply_names(b: &mut Block, content: &[u8]) -> Result<()> {
 
 /// The id for `name` in the block's mapping, adding an entry (smallest free
 /// id) if the name is new.
-pub fn id_for(b: &mut Block, name: &[u8]) -> Result<u16> {
+pub(crate) fn id_for(b: &mut Block, name: &[u8]) -> Result<u16> {
     if let Some(m) = b.mapping.iter().rev().find(|m| m.name == name) {
         return Ok(m.id);
     }
@@ -391,7 +391,7 @@ pub fn id_for(b: &mut Block, name: &[u8]) -> Result<u16> {
 }
 
 /// Drop mapping entries that no node uses (the engine writes only used ids).
-pub fn drop_unused_names(b: &mut Block) {
+pub(crate) fn drop_unused_names(b: &mut Block) {
     let used = worldfs_codec::luanti::block::ids_present(&b.param0);
     b.mapping.retain(|m| used.contains(m.id));
 }
@@ -588,7 +588,7 @@ pub use super::objects::apply_objects;
 // ---------------------------------------------------------------- metadata
 
 /// Largest metadata value accepted (the format's string32 limit).
-pub const MAX_FIELD: usize = worldfs_codec::bytes::LONG_STRING_MAX;
+pub(crate) const MAX_FIELD: usize = worldfs_codec::bytes::LONG_STRING_MAX;
 
 /// A field file's content -> the value (one trailing newline stripped).
 pub fn field_value(content: &[u8]) -> Result<Vec<u8>> {

@@ -20,33 +20,33 @@ use worldfs_codec::luanti::{Block, MappingEntry};
 const DEFAULT_COLORS: &str = include_str!("colors.txt");
 const MINECRAFT_COLORS: &str = include_str!("mc_colors.txt");
 
-pub const NOTHING: Rgba = [0, 0, 0, 0];
+pub(crate) const NOTHING: Rgba = [0, 0, 0, 0];
 
 static COLORS: std::sync::OnceLock<Colors> = std::sync::OnceLock::new();
 
 /// The colours pictures use: the user's (set once, at mount) or the
 /// built-in ones.
-pub fn colors() -> &'static Colors {
+pub(crate) fn colors() -> &'static Colors {
     COLORS.get_or_init(Colors::builtin)
 }
 
 /// The colours of Minecraft blocks (`minecraft:stone` and the like; air
 /// and the other see-through blocks have alpha 0).
 #[allow(clippy::expect_used, reason = "the built-in colour tables are worldfs's own, each read by a unit test")]
-pub fn minecraft_colors() -> &'static Colors {
+pub(crate) fn minecraft_colors() -> &'static Colors {
     static MINECRAFT: std::sync::OnceLock<Colors> = std::sync::OnceLock::new();
     MINECRAFT.get_or_init(|| Colors::parse(MINECRAFT_COLORS).expect("the built-in Minecraft colours parse"))
 }
 
 /// Use these colours for every picture of this process (before the first).
-pub fn set_colors(c: Colors) -> Result<(), String> {
+pub(crate) fn set_colors(c: Colors) -> Result<(), String> {
     COLORS.set(c).map_err(|_| "the colours are already chosen".to_string())
 }
 
 /// Where minetestmapper looks for a colors.txt, in its order: the world
 /// directory, the user's ~/.minetest, then the shared data of an installed
 /// minetestmapper.
-pub fn usual_places(world: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn usual_places(world: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut v = vec![world.join("colors.txt")];
     if let Some(home) = std::env::var_os("HOME") {
         v.push(std::path::Path::new(&home).join(".minetest/colors.txt"));
@@ -172,11 +172,11 @@ impl Colors {
 
 /// The top of one column: the colour of its highest visible node and that
 /// node's height in the block (0 to 15), if the block has one.
-pub type Top = Option<(Rgba, u8)>;
+pub(crate) type Top = Option<(Rgba, u8)>;
 
 /// The top of every column of a block given by its name-id mapping and
 /// node ids (`Block` or `NodeIds`), `[z][x]` with z = 0 the south.
-pub fn block_tops(mapping: &[MappingEntry], param0: &[u16], colors: &Colors) -> [[Top; 16]; 16] {
+pub(crate) fn block_tops(mapping: &[MappingEntry], param0: &[u16], colors: &Colors) -> [[Top; 16]; 16] {
     // A table by content id: this runs for every node looked at, so no hashing.
     let len = mapping.iter().map(|m| m.id as usize + 1).max().unwrap_or(0);
     let mut by_id = vec![NOTHING; len];

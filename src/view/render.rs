@@ -10,7 +10,7 @@ use worldfs_store::BlockPos;
 /// The content of one file of a decodable block directory; None for
 /// `schematic.mts`, which the layer that knows schematics makes
 /// (`crate::worlds::luanti::cache::render_block_file`).
-pub fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Option<Vec<u8>> {
+pub(crate) fn render_block_file(pos: BlockPos, block: &Block, blob: &[u8], file: BlockFile) -> Option<Vec<u8>> {
     Some(match file {
         BlockFile::Info => render_info(block, blob.len()),
         BlockFile::Names => render_names(block),
@@ -65,7 +65,7 @@ pub fn render_names(b: &Block) -> Vec<u8> {
 }
 
 /// The name shown for a content id with no mapping entry.
-pub fn unmapped_name(id: u16) -> String {
+pub(crate) fn unmapped_name(id: u16) -> String {
     format!("?{id}")
 }
 
@@ -86,12 +86,6 @@ fn node_names(b: &Block) -> Vec<Vec<u8>> {
     names.into_iter().map(Option::unwrap_or_default).collect()
 }
 
-/// The legend label of a node in `layers`: its name (quoted if needed, `?ID`
-/// for an id without a name), and `param2=N` when param2 is not 0.
-pub fn layers_label(b: &Block, i: usize) -> String {
-    label_of(b, b.param0[i], b.param2[i])
-}
-
 fn label_of(b: &Block, id: u16, param2: u8) -> String {
     let name = match b.name_of(id) {
         Some(n) => String::from_utf8_lossy(&quote_text(n)).into_owned(),
@@ -105,7 +99,7 @@ fn label_of(b: &Block, id: u16, param2: u8) -> String {
 
 /// The label of every node of a block, as an index into a list of the
 /// distinct labels (made once per distinct id and param2).
-pub fn layers_labels(b: &Block) -> (Vec<String>, Vec<u32>) {
+pub(crate) fn layers_labels(b: &Block) -> (Vec<String>, Vec<u32>) {
     let mut distinct: Vec<String> = Vec::new();
     let mut seen: std::collections::HashMap<(u16, u8), u32> = std::collections::HashMap::new();
     let mut of_node = vec![0u32; NODE_COUNT];
@@ -120,7 +114,7 @@ pub fn layers_labels(b: &Block) -> (Vec<String>, Vec<u32>) {
 
 /// Characters a label would like in `layers`: `.` for air, `?` for ignore,
 /// else the first letter of the item name, in both cases.
-pub fn layers_preferred(label: &str) -> Vec<char> {
+pub(crate) fn layers_preferred(label: &str) -> Vec<char> {
     let name = label.split(' ').next().unwrap_or(label);
     match name {
         "air" => vec!['.'],
@@ -133,7 +127,7 @@ pub fn layers_preferred(label: &str) -> Vec<char> {
 }
 
 /// The drawing of a block's box in world coordinates (`layers`).
-pub fn layers_frame(pos: BlockPos) -> super::layers::Frame {
+pub(crate) fn layers_frame(pos: BlockPos) -> super::layers::Frame {
     let (ox, oy, oz) = pos.origin();
     super::layers::Frame {
         size: [16, 16, 16],
@@ -173,7 +167,7 @@ pub fn render_layers(pos: BlockPos, b: &Block) -> Vec<u8> {
 }
 
 /// The size of `layers` without drawing it (`ls -l` of many blocks).
-pub fn layers_size(pos: BlockPos, b: &Block) -> usize {
+pub(crate) fn layers_size(pos: BlockPos, b: &Block) -> usize {
     let (legend, cells) = layers_legend(b);
     let mut per_entry = vec![0usize; legend.len()];
     for c in cells {
@@ -271,7 +265,7 @@ fn object_pos(p: [i32; 3]) -> String {
 }
 
 #[allow(clippy::unwrap_used, reason = "writing into a Vec<u8> cannot fail")]
-pub fn render_object(o: &StaticObject) -> Vec<u8> {
+pub(crate) fn render_object(o: &StaticObject) -> Vec<u8> {
     let mut out = Vec::new();
     let entity = if o.kind == LUA_ENTITY { LuaEntity::decode(&o.data) } else { None };
     match entity {
@@ -346,7 +340,7 @@ pub fn render_field(value: &[u8]) -> Vec<u8> {
 
 /// The field file names of an entry, in stored order, without duplicates
 /// (for a duplicated key the engine uses the last value).
-pub fn field_names(entry: &MetaEntry) -> Vec<Vec<u8>> {
+pub(crate) fn field_names(entry: &MetaEntry) -> Vec<Vec<u8>> {
     let mut seen = std::collections::HashSet::new();
     let mut names = Vec::new();
     for v in &entry.vars {

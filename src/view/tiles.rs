@@ -13,7 +13,7 @@ pub const MAX_Z: u8 = 8;
 pub const TILE: usize = 256;
 
 /// Nodes a tile of level `z` spans on each side.
-pub fn span(z: u8) -> i64 {
+pub(crate) fn span(z: u8) -> i64 {
     (TILE as i64) << (MAX_Z - z)
 }
 
@@ -30,7 +30,7 @@ pub fn origin(level: u8, tx: i64, ty: i64) -> (i64, i64) {
 }
 
 /// "X,Y.png" -> (X, Y).
-pub fn parse_name(name: &str) -> Option<(i64, i64)> {
+pub(crate) fn parse_name(name: &str) -> Option<(i64, i64)> {
     let (x, y) = name.strip_suffix(".png")?.split_once(',')?;
     let v = |s: &str| s.parse::<i64>().ok().filter(|v| (0..1 << 16).contains(v) && s == v.to_string());
     Some((v(x)?, v(y)?))
@@ -71,11 +71,11 @@ pub fn compose(children: [Option<&[u8]>; 4]) -> Vec<u8> {
 
 /// The world's extent in nodes, for the page's first view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Bounds {
-    pub min_x: i64,
-    pub max_x: i64,
-    pub min_z: i64,
-    pub max_z: i64,
+pub(crate) struct Bounds {
+    pub(crate) min_x: i64,
+    pub(crate) max_x: i64,
+    pub(crate) min_z: i64,
+    pub(crate) max_z: i64,
 }
 
 /// `MNT/map/index.html`: a page of our own (no third-party code, nothing
@@ -83,7 +83,7 @@ pub struct Bounds {
 /// (drag) and zoom (wheel, or + and -), with the node under the pointer.
 /// `south_z`: the world's z grows southwards (Minecraft): the page shows
 /// and links z as the world has it (-1 - the map's z).
-pub fn index_html(b: Option<Bounds>, south_z: bool) -> String {
+pub(crate) fn index_html(b: Option<Bounds>, south_z: bool) -> String {
     let b = b.unwrap_or(Bounds { min_x: -64, max_x: 64, min_z: -64, max_z: 64 });
     format!(
         r#"<!doctype html>

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long the column list and drawn tiles are trusted.
-pub const FRESH: Duration = Duration::from_secs(30);
+pub(crate) const FRESH: Duration = Duration::from_secs(30);
 /// Memory for drawn tiles (PNG bytes).
 const TILE_BUDGET: usize = 64 << 20;
 
 /// What a kind of world draws its map from.
-pub trait TopSource: Send + Sync + 'static {
+pub(crate) trait TopSource: Send + Sync + 'static {
     /// What the source knows of its columns when it draws.
     type Columns: Send + Sync;
     /// Whether z grows southwards (Minecraft) rather than northwards
@@ -56,7 +56,7 @@ struct TileCache {
     tick: u64,
 }
 
-pub struct MapTree<S: TopSource> {
+pub(crate) struct MapTree<S: TopSource> {
     /// Every inode of the tree is this with a number below 1 << 48.
     base: u64,
     world: S,
@@ -76,13 +76,13 @@ enum Node {
 }
 
 impl<S: TopSource> MapTree<S> {
-    pub fn new(tag: u64, world: S, opts: Options) -> MapTree<S> {
+    pub(crate) fn new(tag: u64, world: S, opts: Options) -> MapTree<S> {
         Self::new_at(tag << 60, world, opts)
     }
 
     /// A map whose inodes are `base` with its own numbers in the low bits
     /// (a tree in a union mounted in another).
-    pub fn new_at(base: u64, world: S, opts: Options) -> MapTree<S> {
+    pub(crate) fn new_at(base: u64, world: S, opts: Options) -> MapTree<S> {
         MapTree {
             base,
             world,
@@ -93,7 +93,7 @@ impl<S: TopSource> MapTree<S> {
         }
     }
 
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         self.base | 1
     }
 

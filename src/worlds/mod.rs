@@ -7,6 +7,6 @@
 
 pub mod bedrock;
 pub mod luanti;
-pub mod map_tree;
+pub(crate) mod map_tree;
 pub mod minecraft;
-pub mod undo;
+pub(crate) mod undo;

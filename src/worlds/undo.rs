@@ -13,7 +13,7 @@ use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// Which changes to revert.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Selection {
+pub(crate) enum Selection {
     /// The newest N changes not yet reverted (reverts themselves excluded).
     Last(usize),
     /// Everything from this time on (milliseconds since 1970 UTC): every
@@ -26,40 +26,40 @@ pub enum Selection {
 
 /// What an undo will do.
 #[derive(Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The changes that become marked as reverted.
-    pub reverts: Vec<ChangeInfo>,
+    pub(crate) reverts: Vec<ChangeInfo>,
     /// The writes that restore the blocks.
-    pub changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
     /// The records (players, accounts, mod storage) to restore: collection,
     /// name, what it holds now, what it gets back (None: absent).
-    pub records: Vec<RecordRestore>,
+    pub(crate) records: Vec<RecordRestore>,
     /// Blocks that were changed since, outside the journal.
-    pub conflicts: Vec<String>,
+    pub(crate) conflicts: Vec<String>,
     /// For the journal entry of the revert.
-    pub what: String,
+    pub(crate) what: String,
     /// The changes stepped back, newest first (with `Since`, also those
     /// already reverted and the reverts): what the world was before the
     /// oldest of them is what the undo gives back.
-    pub walked: Vec<i64>,
+    pub(crate) walked: Vec<i64>,
 }
 
 #[derive(Debug)]
-pub struct RecordRestore {
-    pub collection: String,
-    pub name: String,
-    pub now: Option<Vec<u8>>,
-    pub back: Option<Vec<u8>>,
+pub(crate) struct RecordRestore {
+    pub(crate) collection: String,
+    pub(crate) name: String,
+    pub(crate) now: Option<Vec<u8>>,
+    pub(crate) back: Option<Vec<u8>>,
     /// The dates its table held beside `back` (players on sqlite3 and
     /// PostgreSQL), restored with it.
-    pub dates: Option<RecordDates>,
+    pub(crate) dates: Option<RecordDates>,
 }
 
 /// Reads a record's canonical bytes now: (collection, name).
-pub type RecordReader<'a> = &'a dyn Fn(&str, &str) -> Result<Option<Vec<u8>>, String>;
+pub(crate) type RecordReader<'a> = &'a dyn Fn(&str, &str) -> Result<Option<Vec<u8>>, String>;
 
 impl Plan {
-    pub fn note(&self) -> Note {
+    pub(crate) fn note(&self) -> Note {
         Note { what: self.what.clone(), reverts: self.reverts.iter().map(|c| c.id).collect() }
     }
 }
@@ -80,13 +80,14 @@ fn never_applied(recs: &[BlockRecord], state: &BTreeMap<BlockPos, Option<Vec<u8>
 }
 
 /// Work out the writes that revert `sel`.
-pub fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<Plan, String> {
+#[cfg(test)]
+pub(crate) fn plan(journal: &Journal, store: &dyn MapStore, sel: Selection) -> Result<Plan, String> {
     plan_all(journal, store, None, sel)
 }
 
 /// Like [`plan`], with the records of the world's other databases, read
 /// through `records` (None: a journal with record changes is refused).
-pub fn plan_all(
+pub(crate) fn plan_all(
     journal: &Journal,
     store: &dyn MapStore,
     records: Option<RecordReader<'_>>,
@@ -97,7 +98,7 @@ pub fn plan_all(
 
 /// Like [`plan_all`] for a world that has records only (a Minecraft
 /// world's chunks and files): a change of map blocks is refused.
-pub fn plan_records(journal: &Journal, records: RecordReader<'_>, sel: Selection) -> Result<Plan, String> {
+pub(crate) fn plan_records(journal: &Journal, records: RecordReader<'_>, sel: Selection) -> Result<Plan, String> {
     plan_with(journal, None, Some(records), sel)
 }
 
@@ -276,7 +277,7 @@ fn step_records_back(
 }
 
 /// The journal's changes as a table, newest first (`limit` of them).
-pub fn listing(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result<String> {
+pub(crate) fn listing(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result<String> {
     use std::fmt::Write;
     let list = journal.changes(None, limit.map(|l| l + 1))?;
     let mut out = String::new();
@@ -298,7 +299,7 @@ pub fn listing(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result
 
 /// The journal's changes for scripts, newest first (`limit` of them):
 /// id, time (UTC text and milliseconds), what, blocks, reverted_by.
-pub fn listing_json(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result<serde_json::Value> {
+pub(crate) fn listing_json(journal: &Journal, limit: Option<usize>) -> worldfs_store::Result<serde_json::Value> {
     let list = journal.changes(None, limit)?;
     Ok(serde_json::Value::Array(
         list.iter()
@@ -317,14 +318,15 @@ pub fn listing_json(journal: &Journal, limit: Option<usize>) -> worldfs_store::R
 }
 
 /// Apply a plan in one journaled transaction.
-pub fn execute(store: &dyn MapStore, plan: &Plan) -> Result<(), String> {
+#[cfg(test)]
+pub(crate) fn execute(store: &dyn MapStore, plan: &Plan) -> Result<(), String> {
     execute_all(store, &[], plan)
 }
 
 /// Apply a plan: the blocks in one journaled transaction, then each record
 /// in one of its own (they live in other databases), each refused if it
 /// changed since the plan was made.
-pub fn execute_all(
+pub(crate) fn execute_all(
     store: &dyn MapStore,
     records: &[(&str, Box<dyn worldfs_store::records::RecordStore>)],
     plan: &Plan,

@@ -187,3 +187,12 @@ pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Panics unless `a` and `b` are the same bytes, saying where they part
+/// (not the bytes: region files and databases are large).
+pub fn same_bytes(a: &[u8], b: &[u8], what: &str) {
+    if a != b {
+        let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+        panic!("{what}: {} bytes against {}, first difference at byte {at}", a.len(), b.len());
+    }
+}

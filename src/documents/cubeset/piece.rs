@@ -8,14 +8,14 @@ use worldfs_codec::cubeset::{self as lua, Key, Table, Value};
 
 /// A metadata value as written: a number, a string or a boolean.
 #[derive(Clone, Debug, PartialEq)]
-pub enum MetaValue {
+pub(crate) enum MetaValue {
     Num(String),
     Str(String),
     Bool(bool),
 }
 
 impl MetaValue {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             MetaValue::Num(n) => n.clone(),
             MetaValue::Str(s) => s.clone(),
@@ -32,28 +32,28 @@ impl MetaValue {
 }
 
 /// Key, value, and whether the key is written as a bare name.
-pub type MetaEntry = (String, MetaValue, bool);
+pub(crate) type MetaEntry = (String, MetaValue, bool);
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct Def {
-    pub ch: char,
-    pub id: i64,
-    pub meta: i64,
+pub(crate) struct Def {
+    pub(crate) ch: char,
+    pub(crate) id: i64,
+    pub(crate) meta: i64,
 }
 
 #[derive(Clone, Debug)]
-pub struct Piece {
-    pub name: String,
-    pub size: [usize; 3],
-    pub hitbox: [i64; 6],
+pub(crate) struct Piece {
+    pub(crate) name: String,
+    pub(crate) size: [usize; 3],
+    pub(crate) hitbox: [i64; 6],
     /// Field spans to replace: Hitbox, Connectors, Metadata,
     /// BlockDefinitions, BlockData.
     spans: std::collections::HashMap<&'static str, (usize, usize)>,
-    pub connectors: Vec<[String; 5]>,
-    pub metadata: Vec<MetaEntry>,
-    pub blocks: Option<(Vec<Def>, Vec<char>)>,
+    pub(crate) connectors: Vec<[String; 5]>,
+    pub(crate) metadata: Vec<MetaEntry>,
+    pub(crate) blocks: Option<(Vec<Def>, Vec<char>)>,
     /// A pending replacement made by `apply`: field span and new text.
-    pub edit: Option<((usize, usize), String)>,
+    pub(crate) edit: Option<((usize, usize), String)>,
 }
 
 fn err(m: impl Into<String>) -> DocError {
@@ -68,7 +68,7 @@ fn int(v: &Value, what: &str) -> DocResult<i64> {
     }
 }
 
-pub fn read_metadata(t: &Table) -> DocResult<Vec<MetaEntry>> {
+pub(crate) fn read_metadata(t: &Table) -> DocResult<Vec<MetaEntry>> {
     t.fields
         .iter()
         .map(|f| {
@@ -91,13 +91,13 @@ pub fn read_metadata(t: &Table) -> DocResult<Vec<MetaEntry>> {
         .collect()
 }
 
-pub fn render_metadata(m: &[MetaEntry]) -> String {
+pub(crate) fn render_metadata(m: &[MetaEntry]) -> String {
     m.iter().map(|(k, v, _)| format!("{k} = {}\n", v.text())).collect()
 }
 
 /// `Key = value` lines; a key that was a number stays one if its new value
 /// is a number; new keys are strings.
-pub fn parse_metadata(text: &str, old: &[MetaEntry]) -> DocResult<Vec<MetaEntry>> {
+pub(crate) fn parse_metadata(text: &str, old: &[MetaEntry]) -> DocResult<Vec<MetaEntry>> {
     let mut out: Vec<MetaEntry> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
@@ -127,12 +127,12 @@ pub fn parse_metadata(text: &str, old: &[MetaEntry]) -> DocResult<Vec<MetaEntry>
 }
 
 /// The leading whitespace of the line holding byte `pos`.
-pub fn indent_at(text: &str, pos: usize) -> String {
+pub(crate) fn indent_at(text: &str, pos: usize) -> String {
     let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
     text[line_start..].chars().take_while(|c| *c == ' ' || *c == '\t').collect()
 }
 
-pub fn emit_metadata(m: &[MetaEntry], indent: &str) -> String {
+pub(crate) fn emit_metadata(m: &[MetaEntry], indent: &str) -> String {
     let mut s = String::from("{\n");
     for (k, v, bare) in m {
         let key = if *bare { k.clone() } else { format!("[{}]", lua::quote(k)) };
@@ -319,7 +319,7 @@ fn parse_legend(text: &str) -> DocResult<Vec<Def>> {
 }
 
 impl Piece {
-    pub fn read(t: &Table) -> DocResult<Piece> {
+    pub(crate) fn read(t: &Table) -> DocResult<Piece> {
         const KNOWN: [&str; 9] = [
             "OriginData",
             "Size",
@@ -380,7 +380,7 @@ impl Piece {
         defs.iter().map(|d| LegendEntry { ch: d.ch, label: format!("{}:{}", d.id, d.meta), line: 0 }).collect()
     }
 
-    pub fn render(&self, file: &str) -> DocResult<String> {
+    pub(crate) fn render(&self, file: &str) -> DocResult<String> {
         Ok(match file {
             "size" => format!("{} {} {}\n", self.size[0], self.size[1], self.size[2]),
             "hitbox" => {
@@ -411,7 +411,7 @@ impl Piece {
 
     /// Validate `text` for `file` and set `edit` to the replacement of the
     /// field it changes.
-    pub fn apply(&mut self, file: &str, text: &str) -> DocResult<()> {
+    pub(crate) fn apply(&mut self, file: &str, text: &str) -> DocResult<()> {
         let (key, value) = match file {
             "hitbox" => {
                 self.hitbox = parse_hitbox(text)?;
@@ -536,7 +536,7 @@ const DIRECTION_NAMES: [&str; 14] = [
 /// The block definitions `new` (as `emit_defs` makes them) with the
 /// `-- name` comments the old text `old` gave each block id (GalExport
 /// names blocks by id); ids new to the piece get none.
-pub fn keep_def_comments(old: &str, new: &str) -> String {
+pub(crate) fn keep_def_comments(old: &str, new: &str) -> String {
     let id_of = |def: &str| def.split(':').nth(1).and_then(|v| v.trim().parse::<i64>().ok());
     let mut names: Vec<(i64, &str)> = Vec::new();
     for line in old.lines() {

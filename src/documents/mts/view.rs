@@ -131,15 +131,15 @@ fn render_nodes(s: &Schematic) -> Vec<u8> {
 
 /// What one `layers` legend label stands for.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Cell {
-    pub name: Vec<u8>,
-    pub param1: u8,
-    pub param2: u8,
+pub(crate) struct Cell {
+    pub(crate) name: Vec<u8>,
+    pub(crate) param1: u8,
+    pub(crate) param2: u8,
 }
 
 /// The legend label of a cell: name, then the parts that differ from the
 /// plain "always placed" node.
-pub fn label(c: &Cell) -> String {
+pub(crate) fn label(c: &Cell) -> String {
     let mut l = String::from_utf8_lossy(&text::quote_name(&c.name)).into_owned();
     let prob = c.param1 & PROB_MASK;
     if prob != PROB_ALWAYS {
@@ -156,7 +156,7 @@ pub fn label(c: &Cell) -> String {
 
 /// Characters a label would like: `.` for air, `-` for air never placed,
 /// else letters of the item name.
-pub fn preferred(c: &Cell) -> Vec<char> {
+pub(crate) fn preferred(c: &Cell) -> Vec<char> {
     if c.name == b"air" && c.param2 == 0 && c.param1 & FORCE_PLACE == 0 {
         return match c.param1 & PROB_MASK {
             PROB_ALWAYS => vec!['.'],
@@ -201,7 +201,7 @@ fn render_layers(s: &Schematic) -> String {
 }
 
 /// Read a legend label back.
-pub fn parse_label(label: &str, line: usize, known: &[Vec<u8>]) -> DocResult<Cell> {
+pub(crate) fn parse_label(label: &str, line: usize, known: &[Vec<u8>]) -> DocResult<Cell> {
     // Columns count from the label's start (after "c "): legend lines are
     // "c label", so the label begins at column 3.
     let ws = text::words(label.as_bytes(), line).map_err(|e| shift(e, 2))?;

@@ -16,24 +16,24 @@ use worldfs_codec::twmap::tiles::{self, TileKind};
 /// A group and the item indices of its layers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupEntry {
-    pub item: usize,
+    pub(crate) item: usize,
     pub layers: Vec<usize>,
 }
 
 /// Where the parts of the map are (item indices into `df.items`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Index {
-    pub info: Option<usize>,
+    pub(crate) info: Option<usize>,
     pub images: Vec<usize>,
-    pub envelopes: Vec<usize>,
+    pub(crate) envelopes: Vec<usize>,
     pub groups: Vec<GroupEntry>,
     /// Every layer item, in type order (groups refer to positions here).
-    pub layers: Vec<usize>,
-    pub sounds: Vec<usize>,
-    pub env_points: Option<usize>,
-    pub bezier: Option<usize>,
+    pub(crate) layers: Vec<usize>,
+    pub(crate) sounds: Vec<usize>,
+    pub(crate) env_points: Option<usize>,
+    pub(crate) bezier: Option<usize>,
     /// Items shown only in `items/`, with the name of their kind.
-    pub others: Vec<(usize, String)>,
+    pub(crate) others: Vec<(usize, String)>,
 }
 
 #[derive(Clone, Debug)]
@@ -58,7 +58,7 @@ fn data<'a>(df: &'a Datafile, index: i32, what: &dyn Fn() -> String) -> DocResul
 
 /// A NUL-terminated string of a data item (-1: empty), as DDNet's editor
 /// reads it: the bytes before the first NUL.
-pub fn string_of(df: &Datafile, index: i32) -> Vec<u8> {
+pub(crate) fn string_of(df: &Datafile, index: i32) -> Vec<u8> {
     if index < 0 {
         return Vec::new();
     }
@@ -78,12 +78,12 @@ impl Map {
 
     /// Index and check a datafile; `offsets` (from decoding) make messages
     /// name byte offsets.
-    pub fn from_datafile(df: Datafile, offsets: Option<&Offsets>) -> DocResult<Map> {
+    pub(crate) fn from_datafile(df: Datafile, offsets: Option<&Offsets>) -> DocResult<Map> {
         let index = check(&df, offsets)?;
         Ok(Map { df, index })
     }
 
-    pub fn encode(&self) -> DocResult<Vec<u8>> {
+    pub(crate) fn encode(&self) -> DocResult<Vec<u8>> {
         self.df.encode().map_err(|e| DocError::new(format!("cannot write the map: {e}")))
     }
 }
@@ -93,33 +93,33 @@ impl Map {
 // checked items.
 #[allow(clippy::expect_used, reason = "they read only items that Map::check parsed")]
 impl Map {
-    pub fn info(&self) -> Option<Info> {
+    pub(crate) fn info(&self) -> Option<Info> {
         self.index.info.and_then(|i| Info::parse(&self.df.items[i].data).ok())
     }
     pub fn image(&self, i: usize) -> Image {
         Image::parse(&self.df.items[self.index.images[i]].data).expect("checked")
     }
-    pub fn envelope(&self, i: usize) -> Envelope {
+    pub(crate) fn envelope(&self, i: usize) -> Envelope {
         Envelope::parse(&self.df.items[self.index.envelopes[i]].data).expect("checked")
     }
-    pub fn group(&self, g: usize) -> Group {
+    pub(crate) fn group(&self, g: usize) -> Group {
         Group::parse(&self.df.items[self.index.groups[g].item].data).expect("checked")
     }
     pub fn layer(&self, g: usize, l: usize) -> Layer {
         Layer::parse(&self.df.items[self.index.groups[g].layers[l]].data).expect("checked")
     }
-    pub fn sound(&self, i: usize) -> items::Sound {
+    pub(crate) fn sound(&self, i: usize) -> items::Sound {
         items::Sound::parse(&self.df.items[self.index.sounds[i]].data).expect("checked")
     }
     pub fn string(&self, index: i32) -> Vec<u8> {
         string_of(&self.df, index)
     }
-    pub fn data(&self, index: i32) -> &[u8] {
+    pub(crate) fn data(&self, index: i32) -> &[u8] {
         self.df.data[index as usize].bytes().expect("checked")
     }
 
     /// The unpacked tiles of a tile layer (width x height tiles).
-    pub fn tiles(&self, layer: &TileLayer) -> Vec<u8> {
+    pub(crate) fn tiles(&self, layer: &TileLayer) -> Vec<u8> {
         let kind = TileKind::of(layer);
         let count = layer.width as usize * layer.height as usize;
         let stored = self.data(kind.data_index(layer));
@@ -132,7 +132,7 @@ impl Map {
 
     /// The envelope points of envelope `i`, with bezier tangents where the
     /// map has them; and how many of its points the points item lacks.
-    pub fn env_points(&self, i: usize) -> (Vec<items::EnvPoint>, usize) {
+    pub(crate) fn env_points(&self, i: usize) -> (Vec<items::EnvPoint>, usize) {
         let env = self.envelope(i);
         let teeworlds_bezier =
             (0..self.index.envelopes.len()).any(|e| self.envelope(e).version >= Envelope::VERSION_TEEWORLDS_BEZIER);
@@ -183,7 +183,7 @@ impl Map {
     }
 
     /// Every data index a field we know refers to, with how many fields do.
-    pub fn data_refs(&self) -> HashMap<i32, usize> {
+    pub(crate) fn data_refs(&self) -> HashMap<i32, usize> {
         let mut refs: HashMap<i32, usize> = HashMap::new();
         let mut add = |i: i32| {
             if i >= 0 {
@@ -226,7 +226,7 @@ impl Map {
     /// Put `bytes` where field value `current` points, or in a new data item
     /// when `current` is -1 or shared with another field; returns the index
     /// the field must hold.
-    pub fn put_data(&mut self, current: i32, bytes: Vec<u8>) -> i32 {
+    pub(crate) fn put_data(&mut self, current: i32, bytes: Vec<u8>) -> i32 {
         let refs = self.data_refs();
         if current >= 0 && (current as usize) < self.df.data.len() && refs.get(&current) == Some(&1) {
             self.df.set_data(current as usize, bytes);
@@ -238,7 +238,7 @@ impl Map {
 
     /// A string field's new data index: an empty string stays -1 or becomes
     /// the 1-byte "\0" in place (DDNet reads both as empty).
-    pub fn put_string(&mut self, current: i32, value: &[u8]) -> i32 {
+    pub(crate) fn put_string(&mut self, current: i32, value: &[u8]) -> i32 {
         if value == self.string(current).as_slice() {
             return current;
         }
@@ -252,14 +252,14 @@ impl Map {
 
     /// Give up a data item that field value `current` alone points to (it
     /// stays in the file, 1 byte long, pointed to by nothing we know).
-    pub fn release_data(&mut self, current: i32) {
+    pub(crate) fn release_data(&mut self, current: i32) {
         if current >= 0 && (current as usize) < self.df.data.len() && self.data_refs().get(&current) == Some(&1) {
             self.df.set_data(current as usize, vec![0]);
         }
     }
 
     /// Check the map again after an edit and index it anew.
-    pub fn recheck(&mut self) -> DocResult<()> {
+    pub(crate) fn recheck(&mut self) -> DocResult<()> {
         self.index = check(&self.df, None)?;
         Ok(())
     }

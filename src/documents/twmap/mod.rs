@@ -6,7 +6,7 @@
 //! docs/layout.md ("Teeworlds/DDNet maps").
 
 pub mod map;
-pub mod text;
+pub(crate) mod text;
 mod view_content;
 mod view_image;
 mod view_props;
@@ -23,7 +23,7 @@ pub mod view {
     //! changes nothing. The caller checks the whole map afterwards
     //! ([`Map::recheck`](super::map::Map::recheck)) and keeps the old map when an edit is refused.
 
-    pub use super::view_content::*;
+    pub(crate) use super::view_content::*;
     pub use super::view_image::*;
     pub use super::view_props::*;
 }
@@ -91,7 +91,7 @@ fn numbered(n: usize, count: usize, name: &[u8]) -> String {
 }
 
 impl TwMap {
-    pub fn from_map(map: Map) -> TwMap {
+    pub(crate) fn from_map(map: Map) -> TwMap {
         let mut t = TwMap { map, entries: Vec::new(), by_path: HashMap::new() };
         t.build_tree();
         t
@@ -252,7 +252,7 @@ impl Document for TwMap {
 }
 
 /// `MNT/README` of a mounted map (the same text is in docs/layout.md).
-pub const README: &str = "\
+pub(crate) const README: &str = "\
 worldfs: this directory is a Teeworlds/DDNet map (see `worldfs --help`).
 
 MNT/info                  author, version, credits, license (\"key = value\"),

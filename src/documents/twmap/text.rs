@@ -13,28 +13,28 @@ use worldfs_codec::jsonish::{self, HighBytes};
 
 /// One `key = value` line.
 #[derive(Clone, Debug)]
-pub struct Pair<'a> {
-    pub line: usize,
+pub(crate) struct Pair<'a> {
+    pub(crate) line: usize,
     /// 1-based column where the value starts.
-    pub col: usize,
-    pub key: &'static str,
-    pub value: &'a [u8],
+    pub(crate) col: usize,
+    pub(crate) key: &'static str,
+    pub(crate) value: &'a [u8],
 }
 
 /// The pairs of a file, and the lines after a `[section]` line (with their
 /// line numbers) when `section` is given and present.
-pub struct Parsed<'a> {
-    pub pairs: Vec<Pair<'a>>,
-    pub section: Option<Vec<(usize, &'a [u8])>>,
+pub(crate) struct Parsed<'a> {
+    pub(crate) pairs: Vec<Pair<'a>>,
+    pub(crate) section: Option<Vec<(usize, &'a [u8])>>,
 }
 
 impl<'a> Parsed<'a> {
-    pub fn get(&self, key: &str) -> Option<&Pair<'a>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Pair<'a>> {
         self.pairs.iter().find(|p| p.key == key)
     }
 }
 
-pub fn parse<'a>(content: &'a [u8], keys: &[&'static str], section: Option<&str>) -> DocResult<Parsed<'a>> {
+pub(crate) fn parse<'a>(content: &'a [u8], keys: &[&'static str], section: Option<&str>) -> DocResult<Parsed<'a>> {
     let mut pairs: Vec<Pair> = Vec::new();
     let lines: Vec<&[u8]> = content.strip_suffix(b"\n").unwrap_or(content).split(|&c| c == b'\n').collect();
     for (n, raw) in lines.iter().enumerate() {
@@ -83,12 +83,12 @@ impl Pair<'_> {
         DocError::at(self.line, self.col, message)
     }
 
-    pub fn int(&self, min: i64, max: i64) -> DocResult<i32> {
+    pub(crate) fn int(&self, min: i64, max: i64) -> DocResult<i32> {
         parse_int(self.value, min, max).map_err(|m| self.err(format!("{}: {m}", self.key)))
     }
 
     /// `n` integers separated by spaces.
-    pub fn ints(&self, n: usize, min: i64, max: i64) -> DocResult<Vec<i32>> {
+    pub(crate) fn ints(&self, n: usize, min: i64, max: i64) -> DocResult<Vec<i32>> {
         let words: Vec<&[u8]> = self.value.split(|c| c.is_ascii_whitespace()).filter(|w| !w.is_empty()).collect();
         if words.len() != n {
             return Err(self.err(format!("{}: expected {n} numbers, found {}", self.key, words.len())));
@@ -96,14 +96,14 @@ impl Pair<'_> {
         words.iter().map(|w| parse_int(w, min, max).map_err(|m| self.err(format!("{}: {m}", self.key)))).collect()
     }
 
-    pub fn text(&self) -> DocResult<Vec<u8>> {
+    pub(crate) fn text(&self) -> DocResult<Vec<u8>> {
         unquote_value(self.value)
             .map_err(|(off, m)| DocError::at(self.line, self.col + off, format!("{}: {m}", self.key)))
     }
 }
 
 /// A text value as written by [`quote`]: quoted, or the bytes themselves.
-pub fn unquote_value(v: &[u8]) -> Result<Vec<u8>, (usize, String)> {
+pub(crate) fn unquote_value(v: &[u8]) -> Result<Vec<u8>, (usize, String)> {
     if v.first() != Some(&b'"') {
         return Ok(v.to_vec());
     }
@@ -114,7 +114,7 @@ pub fn unquote_value(v: &[u8]) -> Result<Vec<u8>, (usize, String)> {
     Ok(s)
 }
 
-pub fn parse_int(w: &[u8], min: i64, max: i64) -> Result<i32, String> {
+pub(crate) fn parse_int(w: &[u8], min: i64, max: i64) -> Result<i32, String> {
     let s = std::str::from_utf8(w).unwrap_or("");
     let ok =
         !s.is_empty() && s.bytes().enumerate().all(|(i, c)| c.is_ascii_digit() || (i == 0 && c == b'-' && s.len() > 1));
@@ -129,7 +129,7 @@ pub fn parse_int(w: &[u8], min: i64, max: i64) -> Result<i32, String> {
 }
 
 /// Whether a text value must be quoted to read back the same.
-pub fn needs_quotes(s: &[u8]) -> bool {
+pub(crate) fn needs_quotes(s: &[u8]) -> bool {
     s.is_empty()
         || s[0] == b'"'
         || s[0] == b'#'
@@ -139,20 +139,20 @@ pub fn needs_quotes(s: &[u8]) -> bool {
         || std::str::from_utf8(s).is_err()
 }
 
-pub fn quote(s: &[u8]) -> Vec<u8> {
+pub(crate) fn quote(s: &[u8]) -> Vec<u8> {
     if !needs_quotes(s) {
         return s.to_vec();
     }
     quote_always(s)
 }
 
-pub fn quote_always(s: &[u8]) -> Vec<u8> {
+pub(crate) fn quote_always(s: &[u8]) -> Vec<u8> {
     let high = if std::str::from_utf8(s).is_ok() { HighBytes::Raw } else { HighBytes::Escaped };
     jsonish::quote(s, high)
 }
 
 /// Append `key = value\n`.
-pub fn line(out: &mut Vec<u8>, key: &str, value: impl AsRef<[u8]>) {
+pub(crate) fn line(out: &mut Vec<u8>, key: &str, value: impl AsRef<[u8]>) {
     out.extend_from_slice(key.as_bytes());
     out.extend_from_slice(b" = ");
     out.extend_from_slice(value.as_ref());

@@ -15,22 +15,22 @@ fn tile_layer(map: &Map, g: usize, l: usize) -> TileLayer {
     }
 }
 
-pub fn render_tiles(map: &Map, g: usize, l: usize) -> Vec<u8> {
+pub(crate) fn render_tiles(map: &Map, g: usize, l: usize) -> Vec<u8> {
     let t = tile_layer(map, g, l);
     tiles::render(TileKind::of(&t), t.width as usize, &map.tiles(&t))
 }
 
-pub fn render_tiles_raw(map: &Map, g: usize, l: usize) -> Vec<u8> {
+pub(crate) fn render_tiles_raw(map: &Map, g: usize, l: usize) -> Vec<u8> {
     map.tiles(&tile_layer(map, g, l))
 }
 
 /// How many bytes `tiles.raw` of tile layer `l` of group `g` holds.
-pub fn tiles_raw_len(map: &Map, g: usize, l: usize) -> usize {
+pub(crate) fn tiles_raw_len(map: &Map, g: usize, l: usize) -> usize {
     let t = tile_layer(map, g, l);
     t.width as usize * t.height as usize * TileKind::of(&t).tile_size()
 }
 
-pub fn apply_tiles(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_tiles(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let t = tile_layer(map, g, l);
     let kind = TileKind::of(&t);
     let grid = tiles::parse(kind, t.width as usize, t.height as usize, content)?;
@@ -41,7 +41,7 @@ pub fn apply_tiles(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResu
     set_tiles(map, g, l, grid)
 }
 
-pub fn apply_tiles_raw(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_tiles_raw(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let t = tile_layer(map, g, l);
     let kind = TileKind::of(&t);
     let size = kind.tile_size();
@@ -126,7 +126,7 @@ fn pairs<const N: usize>(v: &[[i32; N]]) -> String {
 
 /// One line per quad:
 /// `pos X,Y X,Y X,Y X,Y pivot X,Y color R,G,B,A ×4 uv U,V ×4 pos_env E,O color_env E,O`.
-pub fn render_quads(map: &Map, g: usize, l: usize) -> Vec<u8> {
+pub(crate) fn render_quads(map: &Map, g: usize, l: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for q in quads_of(map, &quads_layer(map, g, l)) {
         let s = format!(
@@ -225,7 +225,7 @@ fn parse_quad(line: &[u8], n: usize, check: Option<i64>) -> DocResult<items::Qua
     })
 }
 
-pub fn apply_quads(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_quads(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let mut q = quads_layer(map, g, l);
     let num_envelopes = map.index.envelopes.len() as i64;
     let old = quads_of(map, &q);
@@ -255,7 +255,7 @@ pub fn apply_quads(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResu
 }
 // ---------------------------------------------------------------- sounds
 
-pub fn render_sources(map: &Map, g: usize, l: usize) -> Vec<u8> {
+pub(crate) fn render_sources(map: &Map, g: usize, l: usize) -> Vec<u8> {
     let Layer::Sounds(q) = map.layer(g, l) else { panic!("not a sounds layer") };
     let (size, names): (usize, &[&str]) = if q.header.kind == items::layer_types::SOUNDS_DEPRECATED {
         (items::SOURCE_SIZE_DEPRECATED, &items::SOURCE_FIELDS_DEPRECATED)
@@ -273,7 +273,7 @@ pub fn render_sources(map: &Map, g: usize, l: usize) -> Vec<u8> {
     out
 }
 
-pub fn render_sound(map: &Map, i: usize) -> Vec<u8> {
+pub(crate) fn render_sound(map: &Map, i: usize) -> Vec<u8> {
     let s = map.sound(i);
     if s.external != 0 {
         let mut out = Vec::new();
@@ -285,7 +285,7 @@ pub fn render_sound(map: &Map, i: usize) -> Vec<u8> {
 }
 // ---------------------------------------------------------------- envelopes
 
-pub fn render_envelope(map: &Map, i: usize) -> Vec<u8> {
+pub(crate) fn render_envelope(map: &Map, i: usize) -> Vec<u8> {
     let env = map.envelope(i);
     let mut out = Vec::new();
     line(&mut out, "name", quote(&env.name()));
@@ -329,6 +329,6 @@ pub fn render_envelope(map: &Map, i: usize) -> Vec<u8> {
 }
 // ---------------------------------------------------------------- items
 
-pub fn render_item(map: &Map, item: usize) -> Vec<u8> {
+pub(crate) fn render_item(map: &Map, item: usize) -> Vec<u8> {
     map.df.items[item].data.iter().flat_map(|v| v.to_le_bytes()).collect()
 }

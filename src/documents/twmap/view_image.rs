@@ -7,7 +7,7 @@ use worldfs_codec::twmap::items;
 
 // ---------------------------------------------------------------- images
 
-pub fn render_external_image(map: &Map, i: usize) -> Vec<u8> {
+pub(crate) fn render_external_image(map: &Map, i: usize) -> Vec<u8> {
     let im = map.image(i);
     let mut out = Vec::new();
     line(&mut out, "name", quote(&map.string(im.name)));
@@ -24,7 +24,7 @@ fn pixels(map: &Map, i: usize) -> (items::Image, Vec<u8>) {
     (im, px)
 }
 
-pub fn render_png(map: &Map, i: usize) -> DocResult<Vec<u8>> {
+pub(crate) fn render_png(map: &Map, i: usize) -> DocResult<Vec<u8>> {
     let (im, px) = pixels(map, i);
     let mut out = Vec::new();
     let mut enc = png::Encoder::new(&mut out, im.width as u32, im.height as u32);
@@ -38,7 +38,7 @@ pub fn render_png(map: &Map, i: usize) -> DocResult<Vec<u8>> {
 }
 
 /// Replace an embedded image's pixels with a PNG of the same size.
-pub fn apply_png(map: &mut Map, i: usize, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_png(map: &mut Map, i: usize, content: &[u8]) -> DocResult<()> {
     let (mut im, current) = pixels(map, i);
     let (w, h) = (im.width as u32, im.height as u32);
     let bpp = im.bytes_per_pixel();

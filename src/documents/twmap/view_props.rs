@@ -30,7 +30,7 @@ fn info_strings(map: &Map) -> [Vec<u8>; 4] {
     }
 }
 
-pub fn render_info(map: &Map) -> Vec<u8> {
+pub(crate) fn render_info(map: &Map) -> Vec<u8> {
     let mut out = Vec::new();
     for ((key, _), value) in INFO_LIMITS.iter().zip(info_strings(map)) {
         line(&mut out, key, quote(&value));
@@ -48,7 +48,7 @@ fn quote_setting(s: &[u8]) -> Vec<u8> {
     if text::needs_quotes(s) || s.starts_with(b"[") { text::quote_always(s) } else { s.to_vec() }
 }
 
-pub fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_info(map: &mut Map, content: &[u8]) -> DocResult<()> {
     let keys: Vec<&str> = INFO_LIMITS.iter().map(|(k, _)| *k).collect();
     let p = text::parse(content, &keys, Some("settings"))?;
     let mut strings = info_strings(map);
@@ -156,7 +156,7 @@ pub fn group_name(map: &Map, g: usize) -> Vec<u8> {
     if is_game_group(map, g) { b"Game".to_vec() } else { map.group(g).name() }
 }
 
-pub fn render_group(map: &Map, g: usize) -> Vec<u8> {
+pub(crate) fn render_group(map: &Map, g: usize) -> Vec<u8> {
     let gr = map.group(g);
     let mut out = Vec::new();
     line(&mut out, "name", quote(&group_name(map, g)));
@@ -172,7 +172,7 @@ pub fn render_group(map: &Map, g: usize) -> Vec<u8> {
     clippy::expect_used,
     reason = "names were checked to fit when the text was read, an empty name always fits, and a changed key was given"
 )]
-pub fn apply_group(map: &mut Map, g: usize, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_group(map: &mut Map, g: usize, content: &[u8]) -> DocResult<()> {
     let p = text::parse(content, &GROUP_KEYS, None)?;
     let gi = map.index.groups[g].item;
     let mut gr = map.group(g);
@@ -270,7 +270,7 @@ fn kind_name(layer: &Layer) -> String {
     }
 }
 
-pub fn render_layer_info(map: &Map, g: usize, l: usize) -> Vec<u8> {
+pub(crate) fn render_layer_info(map: &Map, g: usize, l: usize) -> Vec<u8> {
     let layer = map.layer(g, l);
     let mut out = Vec::new();
     let detail = (layer.header().flags & items::LAYER_DETAIL).to_string();
@@ -323,7 +323,7 @@ fn fixed(p: &text::Parsed, key: &str, current: &str, why: &str) -> DocResult<()>
     Ok(())
 }
 
-pub fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
+pub(crate) fn apply_layer_info(map: &mut Map, g: usize, l: usize, content: &[u8]) -> DocResult<()> {
     let li = map.index.groups[g].layers[l];
     let layer = map.layer(g, l);
     let keys: &[&str] = match &layer {

@@ -10,15 +10,9 @@ use worldfs_codec::we::codec::{self, WeFile};
 
 /// A mounted `.we` file.
 pub struct WeDocument {
-    pub file: WeFile,
+    pub(crate) file: WeFile,
     /// What was decoded and its bytes: while unchanged, `encode` gives them back.
     original: Option<(WeFile, Vec<u8>)>,
-}
-
-impl WeDocument {
-    pub fn new(file: WeFile) -> WeDocument {
-        WeDocument { file, original: None }
-    }
 }
 
 impl Document for WeDocument {

@@ -29,9 +29,9 @@ use std::collections::HashMap;
 use worldfs_codec::we::codec::{WeFile, WeMeta, WeNode};
 
 /// The label of a position without a node.
-pub const NONE: &str = "(none)";
+pub(crate) const NONE: &str = "(none)";
 
-pub fn entries(f: &WeFile) -> Vec<Entry> {
+pub(crate) fn entries(f: &WeFile) -> Vec<Entry> {
     let mut v = vec![
         Entry::file("info", false),
         Entry::file("names", true),
@@ -58,7 +58,7 @@ fn pos_name(p: [i32; 3]) -> String {
 
 /// A metadata key as a file name: the block's escaping, and bytes that
 /// are not UTF-8 as `%XX` too (tree paths are text).
-pub fn key_name(key: &[u8]) -> String {
+pub(crate) fn key_name(key: &[u8]) -> String {
     let n = escape::key_to_name(key);
     match String::from_utf8(n) {
         Ok(s) => s,
@@ -402,7 +402,7 @@ fn apply_meta_file(f: &mut WeFile, path: &str, content: &[u8]) -> DocResult<()> 
 }
 
 /// Whether `path` is a new field file of an existing metadata directory.
-pub fn accepts_new(f: &WeFile, path: &str) -> bool {
+pub(crate) fn accepts_new(f: &WeFile, path: &str) -> bool {
     match meta_path(f, path) {
         Some((i, rest)) => {
             f.nodes[i].meta.is_some()
@@ -412,7 +412,7 @@ pub fn accepts_new(f: &WeFile, path: &str) -> bool {
     }
 }
 
-pub fn remove(f: &mut WeFile, path: &str) -> DocResult<()> {
+pub(crate) fn remove(f: &mut WeFile, path: &str) -> DocResult<()> {
     let (i, rest) = meta_path(f, path).ok_or_else(|| DocError::new("only field files can be removed").in_file(path))?;
     let key = rest.strip_prefix("fields/").and_then(name_key);
     let (Some(key), Some(m)) = (key, f.nodes[i].meta.as_mut()) else {
@@ -426,7 +426,7 @@ pub fn remove(f: &mut WeFile, path: &str) -> DocResult<()> {
     Ok(())
 }
 
-pub fn mkdir(f: &mut WeFile, path: &str) -> DocResult<()> {
+pub(crate) fn mkdir(f: &mut WeFile, path: &str) -> DocResult<()> {
     let Some((i, "")) = meta_path(f, path) else {
         return Err(DocError::new("metadata directories are meta/X,Y,Z of a node of the file").in_file(path));
     };
@@ -437,7 +437,7 @@ pub fn mkdir(f: &mut WeFile, path: &str) -> DocResult<()> {
     Ok(())
 }
 
-pub fn rmdir(f: &mut WeFile, path: &str) -> DocResult<()> {
+pub(crate) fn rmdir(f: &mut WeFile, path: &str) -> DocResult<()> {
     match meta_path(f, path) {
         Some((i, "")) if f.nodes[i].meta.is_some() => {
             f.nodes[i].meta = None;

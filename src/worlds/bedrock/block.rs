@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use worldfs_codec::bedrock::key::{ChunkPos, OVERWORLD};
 
-pub struct BlockTree {
+pub(crate) struct BlockTree {
     db: Arc<Db>,
     tag: u64,
     opts: Options,
@@ -31,11 +31,11 @@ fn parse_pos(name: &str) -> Option<(i64, i64, i64)> {
 }
 
 impl BlockTree {
-    pub fn new(db: Arc<Db>, tag: u64, opts: Options, services: Arc<Services>) -> BlockTree {
+    pub(crate) fn new(db: Arc<Db>, tag: u64, opts: Options, services: Arc<Services>) -> BlockTree {
         BlockTree { db, tag, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
     }
 
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         (self.tag << 60) | 1
     }
 

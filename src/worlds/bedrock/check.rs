@@ -15,27 +15,27 @@ use worldfs_codec::minecraft::nbt::{self, Flavor};
 use worldfs_store::leveldb::bedrock::BedrockDb;
 
 #[derive(Default, Debug)]
-pub struct Report {
+pub(crate) struct Report {
     /// Chunks per dimension.
-    pub chunks: BTreeMap<i32, u64>,
+    pub(crate) chunks: BTreeMap<i32, u64>,
     /// Subchunks per version.
-    pub subchunks: BTreeMap<u8, u64>,
-    pub block_entities: u64,
-    pub entities: u64,
-    pub players: u64,
+    pub(crate) subchunks: BTreeMap<u8, u64>,
+    pub(crate) block_entities: u64,
+    pub(crate) entities: u64,
+    pub(crate) players: u64,
     /// (where: `level.dat`, `D:X,Z`, `player NAME`; what is wrong).
-    pub corrupt: Vec<(String, String)>,
+    pub(crate) corrupt: Vec<(String, String)>,
 }
 
 /// Check the world at `world` (read-only: a snapshot, beside a running game).
-pub fn check(world: &Path, progress: &dyn Fn(u64, u64)) -> Result<Report, String> {
+pub(crate) fn check(world: &Path, progress: &dyn Fn(u64, u64)) -> Result<Report, String> {
     let mut r = Report::default();
     let level = std::fs::read(world.join("level.dat")).map_err(|e| format!("{}/level.dat: {e}", world.display()))?;
     if let Err(e) = worldfs_codec::bedrock::level::decode(&level) {
         r.corrupt.push(("level.dat".into(), e));
     }
     let db = BedrockDb::open(&world.join("db"), true)?;
-    let shared = super::db::Db::new(world.to_path_buf(), db, None);
+    let shared = super::db::Db::new(db, None);
     let chunks = shared.chunks().map_err(|e| e.message)?;
     for (i, &pos) in chunks.iter().enumerate() {
         progress(i as u64, chunks.len() as u64);
@@ -72,7 +72,7 @@ fn check_chunk(db: &super::db::Db, pos: ChunkPos, r: &mut Report) -> Result<(), 
 }
 
 impl Report {
-    pub fn json(&self, world: &Path) -> serde_json::Value {
+    pub(crate) fn json(&self, world: &Path) -> serde_json::Value {
         let corrupt: Vec<serde_json::Value> =
             self.corrupt.iter().map(|(w, why)| serde_json::json!({"chunk": w, "reason": why})).collect();
         serde_json::json!({
@@ -86,7 +86,7 @@ impl Report {
         })
     }
 
-    pub fn print(&self, world: &Path, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn print(&self, world: &Path, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(out, "Minecraft Bedrock world: {}", world.display())?;
         let dims = ["overworld", "nether", "end"];
         for (d, n) in &self.chunks {

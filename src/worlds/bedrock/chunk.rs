@@ -38,7 +38,7 @@ use worldfs_codec::minecraft::snbt;
 
 /// Records as one byte string: each key and value with a little-endian u32
 /// length before it.
-pub fn pack(records: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<u8> {
+pub(crate) fn pack(records: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<u8> {
     let mut out = Vec::new();
     for (k, v) in records {
         out.extend((k.len() as u32).to_le_bytes());
@@ -50,7 +50,7 @@ pub fn pack(records: &BTreeMap<Vec<u8>, Vec<u8>>) -> Vec<u8> {
 }
 
 /// The records of [`pack`].
-pub fn unpack(mut b: &[u8]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
+pub(crate) fn unpack(mut b: &[u8]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
     let take = |b: &mut &[u8]| -> Result<Vec<u8>, String> {
         let n = b.get(..4).ok_or("a record cut short")?;
@@ -68,14 +68,14 @@ pub fn unpack(mut b: &[u8]) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, String> {
 }
 
 pub struct ChunkDoc {
-    pub pos: ChunkPos,
+    pub(crate) pos: ChunkPos,
     pub records: BTreeMap<Vec<u8>, Vec<u8>>,
     /// Each subchunk by index, decoded (or why it is not).
     subchunks: BTreeMap<i8, Result<Decoded, String>>,
 }
 
 /// The lowest subchunk of a dimension (where Data3D's first storage is).
-pub fn lowest_subchunk(dim: i32) -> i64 {
+pub(crate) fn lowest_subchunk(dim: i32) -> i64 {
     if dim == 0 { -4 } else { 0 }
 }
 
@@ -114,17 +114,13 @@ impl ChunkDoc {
     }
 
     /// The chunk's version byte (tag 44, or 118 before 1.16.100).
-    pub fn version(&self) -> Option<u8> {
+    pub(crate) fn version(&self) -> Option<u8> {
         self.value(tag::VERSION).or_else(|| self.value(tag::LEGACY_VERSION)).and_then(|v| v.first().copied())
     }
 
     /// The subchunks that decoded, by index.
-    pub fn sections(&self) -> impl Iterator<Item = (i8, &Decoded)> {
+    pub(crate) fn sections(&self) -> impl Iterator<Item = (i8, &Decoded)> {
         self.subchunks.iter().filter_map(|(y, d)| d.as_ref().ok().map(|d| (*y, d)))
-    }
-
-    pub fn section_count(&self) -> usize {
-        self.subchunks.len()
     }
 
     fn paletted(&self, y: i8) -> DocResult<&SubChunk> {
@@ -140,7 +136,7 @@ impl ChunkDoc {
     }
 
     /// The block entities (tag 49), or why they cannot be read.
-    pub fn block_entities(&self) -> Result<Vec<Compound>, String> {
+    pub(crate) fn block_entities(&self) -> Result<Vec<Compound>, String> {
         self.value(tag::BLOCK_ENTITY).map_or(Ok(Vec::new()), |v| records::decode(v))
     }
 
@@ -150,7 +146,7 @@ impl ChunkDoc {
 
     /// The entities: those of tag 50 (before 1.18.30), then those the
     /// actor digest names, in its order.
-    pub fn entities(&self) -> Result<Vec<Compound>, String> {
+    pub(crate) fn entities(&self) -> Result<Vec<Compound>, String> {
         let mut out = match self.value(tag::ENTITY) {
             Some(v) => records::decode(v).map_err(|e| format!("entities (tag 50): {e}"))?,
             None => Vec::new(),
@@ -306,7 +302,7 @@ impl ChunkDoc {
 
     /// The block state at world (x, y, z) (layer 0), if its subchunk is
     /// stored.
-    pub fn block_at(&self, x: i64, y: i64, z: i64) -> DocResult<Option<Compound>> {
+    pub(crate) fn block_at(&self, x: i64, y: i64, z: i64) -> DocResult<Option<Compound>> {
         let Ok(sy) = i8::try_from(y.div_euclid(16)) else { return Ok(None) };
         if !self.subchunks.contains_key(&sy) {
             return Ok(None);
@@ -318,7 +314,7 @@ impl ChunkDoc {
 
     /// Set one block (layer 0) from its label; a block entity at that place
     /// goes when the block's name changes (as `/setblock` does).
-    pub fn set_block(&mut self, x: i64, y: i64, z: i64, text: &str) -> DocResult<()> {
+    pub(crate) fn set_block(&mut self, x: i64, y: i64, z: i64, text: &str) -> DocResult<()> {
         let sy = i8::try_from(y.div_euclid(16)).map_err(|_| DocError::new("no subchunk there"))?;
         let s = self.paletted(sy)?;
         let (palette, indices) = (s.layers[0].palette.clone(), s.layers[0].indices.clone());
@@ -415,7 +411,7 @@ impl ChunkDoc {
     }
 
     /// Every block's layer-0 state name and count (for `names` and `find/`).
-    pub fn block_counts(&self) -> Vec<(String, u64)> {
+    pub(crate) fn block_counts(&self) -> Vec<(String, u64)> {
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         for (y, _) in self.sections() {
             let Ok((palette, indices)) = self.layer(y, 0) else { continue };
@@ -433,7 +429,7 @@ impl ChunkDoc {
     /// The first layer of each subchunk as a Java container of the Java
     /// blocks whose colours they take (x, z, y order turned to y, z, x), for
     /// `top.png` and `map/`.
-    pub fn java_sections(&self) -> Vec<(i64, Container)> {
+    pub(crate) fn java_sections(&self) -> Vec<(i64, Container)> {
         let mut out = Vec::new();
         for (y, _) in self.sections() {
             let Ok((palette, indices)) = self.layer(y, 0) else { continue };
@@ -451,7 +447,7 @@ impl ChunkDoc {
 
     /// What `worldfs check` finds wrong: each subchunk, the block entities,
     /// entities and biomes that do not decode.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut found = Vec::new();
         for (y, d) in &self.subchunks {
             match d {
@@ -514,7 +510,7 @@ fn new_state(text: &str, palette: &[Compound]) -> DocResult<Compound> {
 
 /// Numeric ids and data as a palette of old-form entries (`name`, `val`)
 /// and each block's entry.
-pub fn numeric_layer(ids: &[u8], data: &[u8]) -> (Vec<Compound>, Vec<u16>) {
+pub(crate) fn numeric_layer(ids: &[u8], data: &[u8]) -> (Vec<Compound>, Vec<u16>) {
     let mut palette: Vec<(u8, u8)> = Vec::new();
     let indices = ids
         .iter()

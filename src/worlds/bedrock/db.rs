@@ -14,25 +14,24 @@ use worldfs_codec::bedrock::records;
 use worldfs_store::leveldb::bedrock::{BedrockDb, KeyChange};
 use worldfs_store::{Note, StoreError};
 
-pub struct Db {
-    pub world: PathBuf,
-    pub store: BedrockDb,
+pub(crate) struct Db {
+    pub(crate) store: BedrockDb,
     /// The undo journal (None: not kept).
-    pub journal: Option<PathBuf>,
+    pub(crate) journal: Option<PathBuf>,
     /// One change at a time (a read, then a conditional write).
-    pub lock: Mutex<()>,
+    pub(crate) lock: Mutex<()>,
     /// The chunks of each dimension, as of a store version.
     chunks: Mutex<Option<(u64, Arc<BTreeSet<ChunkPos>>)>>,
     /// The folder a `.mcworld` was unpacked into, removed when the mount
     /// ends (after the store, declared above, is closed).
-    pub scratch: Option<tempfile::TempDir>,
+    pub(crate) scratch: Option<tempfile::TempDir>,
 }
 
 /// A store's error as the filesystem shows it.
 /// A chunk's records by key (`Db::records`).
-pub type Records = BTreeMap<Vec<u8>, Vec<u8>>;
+pub(crate) type Records = BTreeMap<Vec<u8>, Vec<u8>>;
 
-pub fn fs_err(e: StoreError) -> FsError {
+pub(crate) fn fs_err(e: StoreError) -> FsError {
     match e {
         StoreError::Conflict(m) => FsError::stale(m),
         StoreError::ReadOnly => FsError::read_only("the mount is read-only"),
@@ -41,12 +40,12 @@ pub fn fs_err(e: StoreError) -> FsError {
 }
 
 impl Db {
-    pub fn new(world: PathBuf, store: BedrockDb, journal: Option<PathBuf>) -> Db {
-        Db { world, store, journal, lock: Mutex::new(()), chunks: Mutex::new(None), scratch: None }
+    pub(crate) fn new(store: BedrockDb, journal: Option<PathBuf>) -> Db {
+        Db { store, journal, lock: Mutex::new(()), chunks: Mutex::new(None), scratch: None }
     }
 
     /// Every chunk that has a key, of every dimension.
-    pub fn chunks(&self) -> Result<Arc<BTreeSet<ChunkPos>>> {
+    pub(crate) fn chunks(&self) -> Result<Arc<BTreeSet<ChunkPos>>> {
         let v = self.store.version();
         let mut c = self.chunks.lock();
         if let Some((at, list)) = c.as_ref()
@@ -71,13 +70,13 @@ impl Db {
     }
 
     /// The chunks of one dimension, as (x, z).
-    pub fn chunks_of(&self, dim: i32) -> Result<Vec<(i32, i32)>> {
+    pub(crate) fn chunks_of(&self, dim: i32) -> Result<Vec<(i32, i32)>> {
         Ok(self.chunks()?.iter().filter(|p| p.dim == dim).map(|p| (p.x, p.z)).collect())
     }
 
     /// Every record of chunk `pos`: its keys, its actor digest and the
     /// entities the digest names (empty: no such chunk).
-    pub fn records(&self, pos: ChunkPos) -> Result<Records> {
+    pub(crate) fn records(&self, pos: ChunkPos) -> Result<Records> {
         let mut out: BTreeMap<Vec<u8>, Vec<u8>> = self
             .store
             .prefixed(&pos.prefix())
@@ -101,7 +100,12 @@ impl Db {
     /// Write what changed from `old` to `new` (records of one chunk or one
     /// player) as one batch, refused (ESTALE) if a key no longer holds
     /// what `old` says. The caller holds `lock`.
-    pub fn write(&self, old: &BTreeMap<Vec<u8>, Vec<u8>>, new: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) -> Result<()> {
+    pub(crate) fn write(
+        &self,
+        old: &BTreeMap<Vec<u8>, Vec<u8>>,
+        new: &BTreeMap<Vec<u8>, Vec<u8>>,
+        what: &str,
+    ) -> Result<()> {
         let mut changes = Vec::new();
         for (k, v) in new {
             if old.get(k) != Some(v) {

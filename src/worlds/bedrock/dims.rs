@@ -9,7 +9,7 @@ use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, ROOT, R
 use std::sync::Arc;
 use std::time::SystemTime;
 
-pub struct DimsTree {
+pub(crate) struct DimsTree {
     tag: u64,
     /// Each dimension's directory name, its chunk tree and that tree's root.
     dims: Vec<(&'static str, Arc<dyn Tree>, u64)>,
@@ -17,12 +17,12 @@ pub struct DimsTree {
 }
 
 impl DimsTree {
-    pub fn new(tag: u64, dims: Vec<(&'static str, Arc<dyn Tree>, u64)>, opts: Options) -> DimsTree {
+    pub(crate) fn new(tag: u64, dims: Vec<(&'static str, Arc<dyn Tree>, u64)>, opts: Options) -> DimsTree {
         DimsTree { tag, dims, opts }
     }
 
     /// `dimensions/`.
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         (self.tag << 60) | 1
     }
 

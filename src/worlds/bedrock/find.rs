@@ -9,7 +9,7 @@ use crate::worlds::minecraft::find::{FindTree as JavaFindTree, NameSource, Names
 use std::sync::Arc;
 use worldfs_codec::bedrock::key::{ChunkPos, OVERWORLD};
 
-pub struct DbNames(Arc<Db>);
+pub(crate) struct DbNames(Arc<Db>);
 
 impl NameSource for DbNames {
     /// Only this mount writes while it is mounted writable (it holds the
@@ -35,8 +35,8 @@ impl NameSource for DbNames {
     }
 }
 
-pub type FindTree = JavaFindTree<DbNames>;
+pub(crate) type FindTree = JavaFindTree<DbNames>;
 
-pub fn new(db: Arc<Db>, tag: u64, opts: Options) -> FindTree {
+pub(crate) fn new(db: Arc<Db>, tag: u64, opts: Options) -> FindTree {
     JavaFindTree::with_source(DbNames(db), tag << 60, opts)
 }

@@ -25,7 +25,7 @@ const FIELDS: &[&str] = &["Slot", "Count", "Name", "Damage", "WasPickedUp"];
 
 /// The slots an inventory keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slots {
+pub(crate) enum Slots {
     /// This many slots from 0 (what, for messages).
     Count(&'static str, u8),
     /// A kind this table does not know: any slot.
@@ -47,7 +47,7 @@ const CONTAINERS: &[(&str, u8)] = &[
 ];
 
 impl Slots {
-    pub fn of_block_entity(id: &str) -> Slots {
+    pub(crate) fn of_block_entity(id: &str) -> Slots {
         CONTAINERS.iter().find(|(k, _)| *k == id).map_or(Slots::Any, |&(k, n)| Slots::Count(k, n))
     }
     /// Why the game would drop an item in `slot`, if it would.
@@ -62,7 +62,7 @@ impl Slots {
 }
 
 /// The items of `list` as text.
-pub fn render(list: &List) -> String {
+pub(crate) fn render(list: &List) -> String {
     let mut s = String::from(HEADER);
     for t in &list.items {
         let Tag::Compound(c) = t else { continue };
@@ -143,7 +143,7 @@ fn same_in_any_order(a: &Compound, b: &Compound) -> bool {
 }
 
 /// The list the text says, from `old` (the items as stored).
-pub fn parse(text: &str, old: &List, slots: Slots) -> DocResult<List> {
+pub(crate) fn parse(text: &str, old: &List, slots: Slots) -> DocResult<List> {
     let mut out: Vec<(i8, Compound)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();

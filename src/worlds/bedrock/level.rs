@@ -29,7 +29,7 @@ fn apply_snbt(root: &mut Compound, text: &str) -> DocResult<()> {
     Ok(())
 }
 
-pub struct LevelDoc(Level);
+pub(crate) struct LevelDoc(Level);
 
 impl Document for LevelDoc {
     const NAME: &'static str = "bedrock";
@@ -85,9 +85,9 @@ impl Document for LevelDoc {
 }
 
 /// `level.dat`, the root's one document.
-pub struct LevelHome {
-    pub path: PathBuf,
-    pub journal: Option<PathBuf>,
+pub(crate) struct LevelHome {
+    pub(crate) path: PathBuf,
+    pub(crate) journal: Option<PathBuf>,
 }
 
 impl Home<LevelDoc> for LevelHome {
@@ -129,7 +129,7 @@ impl Home<LevelDoc> for LevelHome {
 }
 
 /// One player's record (little-endian NBT in the database).
-pub struct PlayerDoc {
+pub(crate) struct PlayerDoc {
     root_name: String,
     root: Compound,
 }
@@ -239,8 +239,8 @@ fn keep_empty_slots(old: &List, new: List) -> List {
 }
 
 /// `players/`: the database's player keys, each a directory.
-pub struct PlayerHome {
-    pub db: Arc<Db>,
+pub(crate) struct PlayerHome {
+    pub(crate) db: Arc<Db>,
 }
 
 impl PlayerHome {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use worldfs_codec::bedrock::key::ChunkPos;
 use worldfs_codec::bedrock::key::OVERWORLD;
 
-pub struct BedrockTops(pub Arc<Db>);
+pub(crate) struct BedrockTops(pub(crate) Arc<Db>);
 
 impl TopSource for BedrockTops {
     type Columns = Vec<(i64, i64)>;
@@ -52,15 +52,19 @@ impl TopSource for BedrockTops {
 }
 
 /// Blocks x1..=x2, z1..=z2 of a map: (x1, z1, x2, z2).
-pub type Area = (i64, i64, i64, i64);
+pub(crate) type Area = (i64, i64, i64, i64);
 
 /// `worldfs map` of a Bedrock world: the overworld's blocks x1..=x2,
 /// z1..=z2 (None: every chunk's) from above, north up, as RGBA pixels;
 /// returns them with the area drawn. `scale` (pixels per block) only
 /// bounds the picture's size: it is refused before anything is drawn.
-pub fn draw(world: &std::path::Path, area: Option<Area>, scale: usize) -> std::result::Result<(Vec<u8>, Area), String> {
+pub(crate) fn draw(
+    world: &std::path::Path,
+    area: Option<Area>,
+    scale: usize,
+) -> std::result::Result<(Vec<u8>, Area), String> {
     let store = worldfs_store::leveldb::bedrock::BedrockDb::open(&world.join("db"), true)?;
-    let db = Db::new(world.to_path_buf(), store, None);
+    let db = Db::new(store, None);
     let chunks = db.chunks_of(OVERWORLD).map_err(|e| e.message)?;
     let (x1, z1, x2, z2) = match area {
         Some(a) => a,

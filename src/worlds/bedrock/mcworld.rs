@@ -13,14 +13,14 @@ const MAX_TOTAL: u64 = 16 << 30;
 
 /// Whether `path` looks like a `.mcworld` (by name, or a zip holding
 /// `level.dat`).
-pub fn is_mcworld(path: &Path, head: &[u8]) -> bool {
+pub(crate) fn is_mcworld(path: &Path, head: &[u8]) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case("mcworld")) && head.starts_with(b"PK\x03\x04")
 }
 
 /// Unpack the `.mcworld` at `file` into the folder `dir` (made if missing;
 /// refused if it holds anything). The world may be at the zip's top or in
 /// one folder of it; returns the world's folder.
-pub fn unpack(file: &Path, dir: &Path) -> Result<PathBuf, String> {
+pub(crate) fn unpack(file: &Path, dir: &Path) -> Result<PathBuf, String> {
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", file.display());
     let f = std::fs::File::open(file).map_err(|e| at(&e))?;
     let mut zip = zip::ZipArchive::new(f).map_err(|e| at(&format!("not a zip archive ({e})")))?;

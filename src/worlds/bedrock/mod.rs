@@ -8,20 +8,20 @@
 //! pictures, level journal and undo planner. `dims.rs` nests the other
 //! dimensions' chunk trees under `dimensions/`.
 
-pub mod block;
-pub mod check;
+pub(crate) mod block;
+pub(crate) mod check;
 pub mod chunk;
-pub mod db;
-pub mod dims;
-pub mod find;
-pub mod items;
-pub mod level;
-pub mod map;
-pub mod mcworld;
-pub mod sign;
-pub mod states;
-pub mod tables;
-pub mod undo;
+pub(crate) mod db;
+pub(crate) mod dims;
+pub(crate) mod find;
+pub(crate) mod items;
+pub(crate) mod level;
+pub(crate) mod map;
+pub(crate) mod mcworld;
+pub(crate) mod sign;
+pub(crate) mod states;
+pub(crate) mod tables;
+pub(crate) mod undo;
 
 use crate::documents::files_tree::{FilesTree, Home, Stored};
 use crate::fs::union::{Mounted, Union};
@@ -34,10 +34,10 @@ use worldfs_codec::bedrock::key::{ChunkPos, END, NETHER, OVERWORLD};
 use worldfs_store::leveldb::bedrock::BedrockDb;
 
 /// The kind's name (`-t bedrock`).
-pub const NAME: &str = "bedrock";
+pub(crate) const NAME: &str = "bedrock";
 
 /// Whether a directory is a Bedrock world: `level.dat` and `db/CURRENT`.
-pub fn is_bedrock_world(dir: &Path) -> bool {
+pub(crate) fn is_bedrock_world(dir: &Path) -> bool {
     dir.join("level.dat").is_file() && dir.join("db").join("CURRENT").is_file()
 }
 
@@ -51,20 +51,20 @@ const NETHER_TAG: u64 = 7;
 const END_TAG: u64 = 8;
 
 /// The dimensions under `dimensions/`: name, id, tag.
-pub const OTHER_DIMENSIONS: [(&str, i32, u64); 2] = [("nether", NETHER, NETHER_TAG), ("end", END, END_TAG)];
+pub(crate) const OTHER_DIMENSIONS: [(&str, i32, u64); 2] = [("nether", NETHER, NETHER_TAG), ("end", END, END_TAG)];
 
 /// Open the world's database as a mount needs it.
-pub fn open_db(dir: &Path, opts: &Options) -> std::result::Result<Db, String> {
+pub(crate) fn open_db(dir: &Path, opts: &Options) -> std::result::Result<Db, String> {
     if !is_bedrock_world(dir) {
         return Err(format!("{}: not a Minecraft Bedrock world (level.dat and db/ expected)", dir.display()));
     }
     let store = BedrockDb::open(&dir.join("db"), opts.read_only)?;
     let journal = (!opts.read_only && opts.journal).then(|| dir.join(worldfs_store::journal::FILE_NAME));
-    Ok(Db::new(dir.to_path_buf(), store, journal))
+    Ok(Db::new(store, journal))
 }
 
 /// The world at `dir` as one tree.
-pub fn open_world_tree(
+pub(crate) fn open_world_tree(
     dir: &Path,
     opts: Options,
     services: Arc<Services>,
@@ -75,7 +75,11 @@ pub fn open_world_tree(
 
 /// A `.mcworld` file, unpacked into a temporary folder (removed when the
 /// mount ends) and mounted read-only.
-pub fn open_mcworld(file: &Path, opts: Options, services: Arc<Services>) -> std::result::Result<Arc<dyn Tree>, String> {
+pub(crate) fn open_mcworld(
+    file: &Path,
+    opts: Options,
+    services: Arc<Services>,
+) -> std::result::Result<Arc<dyn Tree>, String> {
     if !opts.read_only {
         return Err(format!(
             "{}: a .mcworld mounts read-only (-o ro); to edit it, `worldfs unpack {0} DIR` and mount DIR",
@@ -144,16 +148,16 @@ fn tree_of(
 }
 
 /// Chunk coordinates from an item name `X,Z`.
-pub fn parse_name(name: &str) -> Option<(i32, i32)> {
+pub(crate) fn parse_name(name: &str) -> Option<(i32, i32)> {
     let (x, z) = name.split_once(',')?;
     let (x, z): (i32, i32) = (x.parse().ok()?, z.parse().ok()?);
     (format!("{x},{z}") == name).then_some((x, z))
 }
 
 /// `chunks/` of one dimension: each chunk a directory `X,Z`.
-pub struct ChunkHome {
-    pub db: Arc<Db>,
-    pub dim: i32,
+pub(crate) struct ChunkHome {
+    pub(crate) db: Arc<Db>,
+    pub(crate) dim: i32,
 }
 
 impl ChunkHome {

@@ -8,7 +8,7 @@
 use worldfs_codec::minecraft::nbt::{Compound, Tag};
 
 /// The files a block entity's sign text is shown in.
-pub fn files(be: &Compound) -> Vec<&'static str> {
+pub(crate) fn files(be: &Compound) -> Vec<&'static str> {
     if be.compound("FrontText").is_some() {
         let mut v = vec!["text"];
         if be.compound("BackText").is_some() {
@@ -32,13 +32,13 @@ fn side<'a>(be: &'a Compound, file: &str) -> Option<&'a str> {
 }
 
 /// A side's text, each line ended.
-pub fn render(be: &Compound, file: &str) -> Option<String> {
+pub(crate) fn render(be: &Compound, file: &str) -> Option<String> {
     let t = side(be, file)?;
     Some(if t.is_empty() { String::new() } else { format!("{t}\n") })
 }
 
 /// Set a side's text to `text`; a refusal names its line.
-pub fn apply(be: &mut Compound, file: &str, text: &str) -> Result<(), (usize, String)> {
+pub(crate) fn apply(be: &mut Compound, file: &str, text: &str) -> Result<(), (usize, String)> {
     let body = text.strip_suffix('\n').unwrap_or(text);
     let lines: Vec<&str> = if body.is_empty() { Vec::new() } else { body.split('\n').collect() };
     if lines.len() > 4 {

@@ -33,7 +33,7 @@ fn shown_states(c: &Compound) -> Vec<(String, Tag)> {
 }
 
 /// A palette entry's label.
-pub fn label(c: &Compound) -> String {
+pub(crate) fn label(c: &Compound) -> String {
     let name = c.string("name").map_or_else(|| "?".to_string(), label_part);
     let states = shown_states(c);
     if states.is_empty() {
@@ -44,13 +44,13 @@ pub fn label(c: &Compound) -> String {
 }
 
 /// The block's name without its states (what `names` and `find/` count).
-pub fn name(c: &Compound) -> &str {
+pub(crate) fn name(c: &Compound) -> &str {
     c.string("name").unwrap_or("?")
 }
 
 /// Whether two entries are the same block state (the palette's `version`
 /// aside, and states in any order).
-pub fn same(a: &Compound, b: &Compound) -> bool {
+pub(crate) fn same(a: &Compound, b: &Compound) -> bool {
     let key = |c: &Compound| {
         let mut s = shown_states(c);
         s.sort_by(|x, y| x.0.cmp(&y.0));
@@ -62,7 +62,7 @@ pub fn same(a: &Compound, b: &Compound) -> bool {
 /// Read a label back as `name` and its states (a compound `states`, or a
 /// lone `val` for the old form). A name without a namespace gets
 /// `minecraft:`.
-pub fn parse(text: &str) -> Result<(String, Vec<(String, Tag)>), String> {
+pub(crate) fn parse(text: &str) -> Result<(String, Vec<(String, Tag)>), String> {
     let text = text.trim();
     let (name, rest) = match text.find('[') {
         Some(i) => (&text[..i], Some(&text[i + 1..])),
@@ -129,7 +129,7 @@ fn bad(w: &str) -> String {
 
 /// The palette entry for a parsed label: `states` in the game's form with
 /// the palette's `version`, or `val` for an old form entry.
-pub fn entry(name: String, states: Vec<(String, Tag)>, version: Option<i32>, old_form: bool) -> Compound {
+pub(crate) fn entry(name: String, states: Vec<(String, Tag)>, version: Option<i32>, old_form: bool) -> Compound {
     let mut c = Compound(vec![("name".into(), Tag::String(name))]);
     if old_form {
         let val = states.into_iter().find(|(k, _)| k == "val").map_or(Tag::Short(0), |(_, v)| v);

@@ -41,13 +41,13 @@ fn biomes() -> &'static HashMap<i32, &'static str> {
 }
 
 /// Whether an item name is one the game has (of any version).
-pub fn is_item(name: &str) -> bool {
+pub(crate) fn is_item(name: &str) -> bool {
     items().contains(name)
 }
 
 /// Refuse a block name the game does not have (it would turn the block
 /// into an unknown one when it loads the chunk).
-pub fn check_block_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_block_name(name: &str) -> Result<(), String> {
     if blocks().contains_key(name) {
         Ok(())
     } else {
@@ -56,7 +56,7 @@ pub fn check_block_name(name: &str) -> Result<(), String> {
 }
 
 /// The name whose colour a block is drawn in: its Java block's, else its own.
-pub fn colour_name(name: &str) -> String {
+pub(crate) fn colour_name(name: &str) -> String {
     match blocks().get(name) {
         Some(j) if *j != "-" => j.to_string(),
         _ => name.to_string(),
@@ -64,12 +64,12 @@ pub fn colour_name(name: &str) -> String {
 }
 
 /// A numeric block id's name (before 1.2.13), or `minecraft:legacy_ID`.
-pub fn legacy_name(id: u8) -> String {
+pub(crate) fn legacy_name(id: u8) -> String {
     legacy().get(&id).map_or_else(|| format!("minecraft:legacy_{id}"), |n| n.to_string())
 }
 
 /// A biome id's name, or its number.
-pub fn biome_name(id: i32) -> String {
+pub(crate) fn biome_name(id: i32) -> String {
     biomes().get(&id).map_or_else(|| format!("biome_{id}"), |n| n.to_string())
 }
 

@@ -12,7 +12,7 @@ use worldfs_codec::bedrock::key::from_hex;
 use worldfs_store::journal::{FILE_NAME, Journal};
 use worldfs_store::leveldb::bedrock::{BedrockDb, JOURNAL, KeyChange};
 
-pub struct Records {
+pub(crate) struct Records {
     world: PathBuf,
     db: BedrockDb,
 }
@@ -20,7 +20,7 @@ pub struct Records {
 impl Records {
     /// The world's records; `write`: open the database for writing (takes
     /// its lock: refused while the game has the world open).
-    pub fn open(world: &Path, write: bool) -> Result<Records, String> {
+    pub(crate) fn open(world: &Path, write: bool) -> Result<Records, String> {
         Ok(Records { world: world.to_path_buf(), db: BedrockDb::open(&world.join("db"), !write)? })
     }
 
@@ -29,7 +29,7 @@ impl Records {
     }
 
     /// The journal (None: nothing was changed through worldfs yet).
-    pub fn journal(world: &Path) -> Result<Option<Journal>, String> {
+    pub(crate) fn journal(world: &Path) -> Result<Option<Journal>, String> {
         let path = world.join(FILE_NAME);
         Journal::open(&path).map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -39,7 +39,7 @@ impl Records {
     }
 
     /// What a journaled record holds now.
-    pub fn read(&self, collection: &str, name: &str) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn read(&self, collection: &str, name: &str) -> Result<Option<Vec<u8>>, String> {
         match collection {
             JOURNAL => self.db.get(&Self::key(name)?).map_err(|e| e.to_string()),
             LEVEL if name == LEVEL_NAME => {
@@ -51,12 +51,12 @@ impl Records {
     }
 
     /// The writes that revert `sel`.
-    pub fn plan(&self, journal: &Journal, sel: Selection) -> Result<Plan, String> {
+    pub(crate) fn plan(&self, journal: &Journal, sel: Selection) -> Result<Plan, String> {
         plan_records(journal, &|c, n| self.read(c, n), sel)
     }
 
     /// Apply a plan: the keys in one journaled write batch, then level.dat.
-    pub fn execute(&self, plan: &Plan) -> Result<(), String> {
+    pub(crate) fn execute(&self, plan: &Plan) -> Result<(), String> {
         let mut changes = Vec::new();
         for r in plan.records.iter().filter(|r| r.collection == JOURNAL) {
             changes.push(KeyChange { key: Self::key(&r.name)?, old: r.now.clone(), new: r.back.clone() });

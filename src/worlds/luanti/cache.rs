@@ -53,11 +53,11 @@ fn next_serial() -> u64 {
 }
 
 pub struct Loaded {
-    pub pos: BlockPos,
+    pub(crate) pos: BlockPos,
     /// Unique per load: two loads of the same blob get different serials.
     /// Taken before the store was read (see `BlockCache::get`).
-    pub serial: u64,
-    pub blob: Vec<u8>,
+    pub(crate) serial: u64,
+    pub(crate) blob: Vec<u8>,
     /// Why the blob does not decode, if it does not.
     error: Option<DecodeError>,
     /// The decoding, while the cache has room for it.
@@ -70,12 +70,12 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn new(pos: BlockPos, blob: Vec<u8>) -> Loaded {
+    pub(crate) fn new(pos: BlockPos, blob: Vec<u8>) -> Loaded {
         let block = Block::decode(&blob);
         Loaded::with_block(pos, blob, block)
     }
 
-    pub fn with_block(pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
+    pub(crate) fn with_block(pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
         Loaded::with_serial(next_serial(), pos, blob, block)
     }
 
@@ -100,7 +100,7 @@ impl Loaded {
 
     /// A number that changes when the blob changes (a hash of it), the
     /// same for every load of the same blob.
-    pub fn version(&self) -> u32 {
+    pub(crate) fn version(&self) -> u32 {
         *self.version.get_or_init(|| {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -110,18 +110,13 @@ impl Loaded {
     }
 
     /// Whether the blob decodes (the block has decoded files and `meta/`).
-    pub fn is_decodable(&self) -> bool {
+    pub(crate) fn is_decodable(&self) -> bool {
         self.error.is_none()
-    }
-
-    /// Why the blob does not decode.
-    pub fn decode_error(&self) -> Option<&DecodeError> {
-        self.error.as_ref()
     }
 
     /// The decoded block (decoded again from the blob if the cache dropped
     /// it); None if the blob does not decode.
-    pub fn decoded(&self) -> Option<Arc<Block>> {
+    pub(crate) fn decoded(&self) -> Option<Arc<Block>> {
         if self.error.is_some() {
             return None;
         }
@@ -151,7 +146,7 @@ impl Loaded {
     /// The size of a block file, without rendering the big ones: the node
     /// arrays have fixed sizes, `raw` is the blob, and `nodes` is measured
     /// arithmetically.
-    pub fn file_size(&self, f: BlockFile) -> Option<usize> {
+    pub(crate) fn file_size(&self, f: BlockFile) -> Option<usize> {
         match (self.is_decodable(), f) {
             (true, BlockFile::Nodes) => {
                 if let Some(n) = self.nodes_size.get() {
@@ -608,7 +603,7 @@ impl BlockCache {
     }
 
     /// Put a block in the cache (after loading it or committing it).
-    pub fn insert(&self, loaded: Arc<Loaded>) {
+    pub(crate) fn insert(&self, loaded: Arc<Loaded>) {
         let mut inner = self.inner.lock();
         inner.inserts += 1;
         self.insert_locked(&mut inner, loaded, Seen { version: None, at: Instant::now() });
@@ -634,7 +629,7 @@ impl BlockCache {
     }
 
     /// Forget a block (it was deleted).
-    pub fn remove(&self, pos: BlockPos) {
+    pub(crate) fn remove(&self, pos: BlockPos) {
         let mut inner = self.inner.lock();
         inner.remove(pos);
         inner.drop_ahead(pos);
@@ -642,7 +637,7 @@ impl BlockCache {
     }
 
     /// Whether the block is cached (without touching it).
-    pub fn peek(&self, pos: BlockPos) -> Option<Arc<Loaded>> {
+    pub(crate) fn peek(&self, pos: BlockPos) -> Option<Arc<Loaded>> {
         self.inner.lock().map.get(&pos).map(|s| s.loaded.clone())
     }
 
@@ -651,16 +646,14 @@ impl BlockCache {
     }
 
     /// Bytes counted for decodings.
-    pub fn decoded_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn decoded_bytes(&self) -> usize {
         self.inner.lock().decoded_bytes
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.inner.lock().map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

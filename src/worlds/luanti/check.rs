@@ -7,16 +7,16 @@ use worldfs_store::{BlockPos, MapStore};
 
 #[derive(Default, Debug)]
 pub struct Report {
-    pub blocks: u64,
-    pub per_version: BTreeMap<u8, u64>,
-    pub not_generated: u64,
-    pub with_metadata: u64,
+    pub(crate) blocks: u64,
+    pub(crate) per_version: BTreeMap<u8, u64>,
+    pub(crate) not_generated: u64,
+    pub(crate) with_metadata: u64,
     pub corrupt: Vec<(BlockPos, String)>,
 }
 
 impl Report {
     /// The report for scripts (`worldfs check --json`).
-    pub fn json(&self, store: &dyn MapStore) -> serde_json::Value {
+    pub(crate) fn json(&self, store: &dyn MapStore) -> serde_json::Value {
         serde_json::json!({
             "map_database": store.describe(),
             "blocks": self.blocks,
@@ -27,7 +27,7 @@ impl Report {
         })
     }
 
-    pub fn print(&self, store: &dyn MapStore, out: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn print(&self, store: &dyn MapStore, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(out, "map database: {}", store.describe())?;
         writeln!(out, "blocks: {}", self.blocks)?;
         for (v, n) in &self.per_version {

@@ -9,11 +9,11 @@ use worldfs_store::BlockPos;
 
 /// A file's bytes, with an identity for page-cache reuse.
 pub(super) struct Content {
-    pub bytes: Arc<Vec<u8>>,
+    pub(crate) bytes: Arc<Vec<u8>>,
     /// Serial of the loaded block it was rendered from (0: no identity).
-    pub serial: u64,
+    pub(crate) serial: u64,
     /// `Loaded::version` of that block (0: not from a block).
-    pub version: u32,
+    pub(crate) version: u32,
 }
 
 impl LuantiTree {

@@ -12,15 +12,15 @@ use worldfs_codec::luanti::NodeIds;
 use worldfs_store::{BlockPos, MapStore, Result};
 
 /// Every block column of a world: (x, z) in blocks -> its ys, highest first.
-pub struct Columns {
-    pub ys: HashMap<(i16, i16), Vec<i16>>,
-    pub bounds: Option<Bounds>,
+pub(crate) struct Columns {
+    pub(crate) ys: HashMap<(i16, i16), Vec<i16>>,
+    pub(crate) bounds: Option<Bounds>,
 }
 
 impl Columns {
     /// Read every block position of the store (positions only: a few
     /// bytes a block).
-    pub fn read(store: &dyn MapStore) -> Result<Columns> {
+    pub(crate) fn read(store: &dyn MapStore) -> Result<Columns> {
         let mut ys: HashMap<(i16, i16), Vec<i16>> = HashMap::new();
         let mut after = None;
         loop {
@@ -48,11 +48,11 @@ impl Columns {
 /// The area to draw: `width` x `height` nodes, the pixel (0, 0) being node
 /// column (`west`, `north`); x grows eastwards, rows go southwards.
 #[derive(Clone, Copy, Debug)]
-pub struct Area {
-    pub west: i64,
-    pub north: i64,
-    pub width: usize,
-    pub height: usize,
+pub(crate) struct Area {
+    pub(crate) west: i64,
+    pub(crate) north: i64,
+    pub(crate) width: usize,
+    pub(crate) height: usize,
 }
 
 /// RGBA pixels of `area`, drawn by `threads` threads (block rows shared
@@ -60,7 +60,7 @@ pub struct Area {
 /// no copy of the pixels is made). `shading`: darker low, lighter high.
 /// `done(n, total)` is told every so often how many of the area's block
 /// columns are drawn.
-pub fn draw(
+pub(crate) fn draw(
     store: &dyn MapStore,
     cols: &Columns,
     colors: &Colors,
@@ -184,7 +184,7 @@ fn draw_column(
 
 /// A Luanti world's map (`MNT/map/`): its block columns, drawn from the
 /// highest block down.
-pub struct LuantiTops(pub std::sync::Arc<super::LuantiTree>);
+pub(crate) struct LuantiTops(pub(crate) std::sync::Arc<super::LuantiTree>);
 
 impl crate::worlds::map_tree::TopSource for LuantiTops {
     type Columns = Columns;

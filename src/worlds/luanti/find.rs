@@ -387,7 +387,7 @@ impl LuantiTree {
 
 /// Rename node type `from` to `to` in a block, merging ids when the block
 /// has both. Returns whether the block changed.
-pub fn rename_in_block(b: &mut Block, from: &[u8], to: &[u8]) -> bool {
+pub(crate) fn rename_in_block(b: &mut Block, from: &[u8], to: &[u8]) -> bool {
     let Some(from_id) = b.mapping.iter().find(|m| m.name == from).map(|m| m.id) else { return false };
     match b.mapping.iter().find(|m| m.name == to).map(|m| m.id) {
         Some(to_id) => {

@@ -17,7 +17,7 @@ use worldfs_codec::luanti::Block;
 use worldfs_store::{BlockPos, Change, MapStore, Note, parse_triple};
 
 /// "X,Y,Z" as node coordinates.
-pub fn parse_pos(s: &str) -> Result<[i32; 3], String> {
+pub(crate) fn parse_pos(s: &str) -> Result<[i32; 3], String> {
     parse_triple::<i32>(s)
         .map(|(x, y, z)| [x, y, z])
         .ok_or_else(|| format!("'{s}' is not a node position X,Y,Z (whole numbers, no spaces)"))
@@ -25,13 +25,13 @@ pub fn parse_pos(s: &str) -> Result<[i32; 3], String> {
 
 /// The kinds of file export and import handle, by file name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     Mts,
     We,
 }
 
 impl FileKind {
-    pub fn of(path: &Path) -> Result<FileKind, String> {
+    pub(crate) fn of(path: &Path) -> Result<FileKind, String> {
         match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
             Some("mts") => Ok(FileKind::Mts),
             Some("we") | Some("wem") => Ok(FileKind::We),

@@ -37,7 +37,7 @@ use worldfs_store::name_index::{IndexFile, NameRow, Override, Stamp};
 use worldfs_store::{BlockPos, MapStore};
 
 /// The names of a block with how many of its nodes have each.
-pub type Counts = Vec<(Vec<u8>, u32)>;
+pub(crate) type Counts = Vec<(Vec<u8>, u32)>;
 
 /// The name counts of a decoded block (names with no node left out).
 pub fn counts_of(b: &Block) -> Counts {
@@ -139,10 +139,10 @@ type Numbers = (HashMap<Vec<u8>, u32>, Vec<Vec<u8>>);
 
 /// One name as the index shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NameInfo {
-    pub name: Vec<u8>,
-    pub blocks: u64,
-    pub nodes: u64,
+pub(crate) struct NameInfo {
+    pub(crate) name: Vec<u8>,
+    pub(crate) blocks: u64,
+    pub(crate) nodes: u64,
 }
 
 struct State {
@@ -167,7 +167,7 @@ struct State {
     listed: Vec<(Vec<u8>, u64, Arc<Vec<BlockPos>>)>,
 }
 
-pub struct NameIndex {
+pub(crate) struct NameIndex {
     file: IndexFile,
     /// Which map this is, as the file's stamp says it.
     map: String,
@@ -186,7 +186,7 @@ pub struct NameIndex {
 
 /// Where index files live: $XDG_CACHE_HOME/worldfs, else ~/.cache/worldfs,
 /// else the system's temporary directory.
-pub fn default_dir() -> std::path::PathBuf {
+pub(crate) fn default_dir() -> std::path::PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from)
@@ -198,7 +198,7 @@ pub fn default_dir() -> std::path::PathBuf {
 }
 
 /// The index file name for a world: its path and map identity hashed.
-pub fn file_name(map: &str) -> String {
+pub(crate) fn file_name(map: &str) -> String {
     let mut crc = flate2::Crc::new();
     crc.update(map.as_bytes());
     let a = crc.sum();
@@ -209,7 +209,12 @@ pub fn file_name(map: &str) -> String {
 impl NameIndex {
     /// An index for the map described by `map` (path, backend, file
     /// identity), kept in `dir`.
-    pub fn open(dir: &std::path::Path, map: String, ttl: Duration, index_ttl: Duration) -> Result<NameIndex, String> {
+    pub(crate) fn open(
+        dir: &std::path::Path,
+        map: String,
+        ttl: Duration,
+        index_ttl: Duration,
+    ) -> Result<NameIndex, String> {
         let path = dir.join(file_name(&map));
         let file = IndexFile::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(NameIndex {
@@ -238,12 +243,12 @@ impl NameIndex {
 
     /// The map's files (a directory: each file in it), whose identity,
     /// size and modification time are part of the map's fingerprint.
-    pub fn with_files(mut self, files: Vec<std::path::PathBuf>) -> NameIndex {
+    pub(crate) fn with_files(mut self, files: Vec<std::path::PathBuf>) -> NameIndex {
         self.files = files;
         self
     }
 
-    pub fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         self.file.path()
     }
 
@@ -384,7 +389,7 @@ impl NameIndex {
     /// whatever a kept index says: from the index only while the store
     /// proves it current (`proven`), else by a scan of every block made
     /// now (the index is built afresh).
-    pub fn blocks_for_write(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+    pub(crate) fn blocks_for_write(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
         let mut st = self.state.lock();
         if !self.proven(store, &st) {
             self.load_or_build(store, &mut st, true)?;
@@ -410,17 +415,19 @@ impl NameIndex {
     }
 
     /// Whether a write would trust the index now (for tests).
-    pub fn is_proven(&self, store: &dyn MapStore) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_proven(&self, store: &dyn MapStore) -> bool {
         self.proven(store, &self.state.lock())
     }
 
     /// How many scans of every block built the index so far.
-    pub fn builds(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn builds(&self) -> u64 {
         self.builds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every name with its counts (overrides applied), sorted by name.
-    pub fn names(&self, store: &dyn MapStore) -> Result<Vec<NameInfo>, String> {
+    pub(crate) fn names(&self, store: &dyn MapStore) -> Result<Vec<NameInfo>, String> {
         self.current(store, |st| {
             let mut m: BTreeMap<Vec<u8>, (i64, i64)> =
                 st.base.iter().map(|n| (n.name.clone(), (n.blocks as i64, n.nodes as i64))).collect();
@@ -444,12 +451,12 @@ impl NameIndex {
     }
 
     /// Whether any block of the world holds `name`.
-    pub fn has(&self, store: &dyn MapStore, name: &[u8]) -> Result<bool, String> {
+    pub(crate) fn has(&self, store: &dyn MapStore, name: &[u8]) -> Result<bool, String> {
         Ok(self.names(store)?.iter().any(|n| n.name == name))
     }
 
     /// The blocks holding `name`, sorted by packed position.
-    pub fn blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
+    pub(crate) fn blocks_with(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
         let cached = self.current(store, |st| {
             st.listed.iter().find(|(n, g, _)| n == name && *g == st.generation).map(|(_, _, l)| l.clone())
         })?;
@@ -476,7 +483,7 @@ impl NameIndex {
 
     /// A block changed through this mount (`None`: absent). Kept as an
     /// override; nothing to do while the index is not built.
-    pub fn changed(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
+    pub(crate) fn changed(&self, pos: BlockPos, old: Option<&Block>, new: Option<&Block>) {
         let mut st = self.state.lock();
         if !st.valid {
             return;
@@ -502,7 +509,7 @@ impl NameIndex {
     /// was current, it stays current. A commit moves SQLite's and LevelDB's
     /// version by one; PostgreSQL's (a hash of its snapshot) unforeseeably,
     /// so there the store says where its own commit began and ended.
-    pub fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
+    pub(crate) fn wrote(&self, store: &dyn MapStore, before: Option<u64>, after: Option<u64>) {
         let mut st = self.state.lock();
         if !st.valid {
             return;
@@ -534,7 +541,7 @@ impl NameIndex {
     /// Node type `from` was renamed to `to` in every block that held it
     /// (by this mount, with the map otherwise as the index describes it):
     /// the two names' rows are merged, without a scan.
-    pub fn renamed(&self, from: &[u8], to: &[u8]) {
+    pub(crate) fn renamed(&self, from: &[u8], to: &[u8]) {
         let mut st = self.state.lock();
         if !st.valid {
             return;
@@ -588,12 +595,12 @@ impl NameIndex {
     }
 
     /// Forget the index (the next use builds it again).
-    pub fn invalidate(&self) {
+    pub(crate) fn invalidate(&self) {
         self.state.lock().valid = false;
     }
 
     /// A stable number for a name (for inodes), and back.
-    pub fn number(&self, name: &[u8]) -> u32 {
+    pub(crate) fn number(&self, name: &[u8]) -> u32 {
         let mut n = self.numbers.lock();
         if let Some(&i) = n.0.get(name) {
             return i;
@@ -604,7 +611,7 @@ impl NameIndex {
         i
     }
 
-    pub fn name_of(&self, number: u32) -> Option<Vec<u8>> {
+    pub(crate) fn name_of(&self, number: u32) -> Option<Vec<u8>> {
         self.numbers.lock().1.get(number as usize).cloned()
     }
 }

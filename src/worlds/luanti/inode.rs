@@ -22,7 +22,7 @@ pub const ROOT: u64 = crate::fs::ROOT;
 pub const BLOCKS: u64 = 2;
 pub const NODE_DIR: u64 = 3;
 pub const FIND_DIR: u64 = 6;
-pub const NAMES_FILE: u64 = 7;
+pub(crate) const NAMES_FILE: u64 = 7;
 
 const TAG_SHIFT: u32 = 60;
 const BLOCK_META_ROOT: u64 = 0x20;
@@ -32,7 +32,8 @@ const META_PRIVATE: u64 = 2;
 const META_INVENTORY: u64 = 3;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Node {
+#[allow(clippy::enum_variant_names, reason = "NodeDir and NodeFile are the `node/` folder and its files")]
+pub(crate) enum Node {
     Root,
     Blocks,
     NodeDir,
@@ -64,7 +65,7 @@ fn tag(t: u64, v: u64) -> u64 {
 }
 
 impl Node {
-    pub fn ino(&self) -> u64 {
+    pub(crate) fn ino(&self) -> u64 {
         match *self {
             Node::Root => ROOT,
             Node::Blocks => BLOCKS,
@@ -93,7 +94,7 @@ impl Node {
         }
     }
 
-    pub fn from_ino(ino: u64) -> Option<Node> {
+    pub(crate) fn from_ino(ino: u64) -> Option<Node> {
         let v = ino & ((1 << TAG_SHIFT) - 1);
         Some(match ino >> TAG_SHIFT {
             0 => match ino {

@@ -10,26 +10,26 @@ use worldfs_codec::luanti::objects::StaticObject;
 use worldfs_store::BlockPos;
 
 /// `MAX_MAP_GENERATION_LIMIT` (src/constants.h): the map's edge in nodes.
-pub const MAP_LIMIT_NODES: i32 = 31007;
+pub(crate) const MAP_LIMIT_NODES: i32 = 31007;
 
 /// `blockpos_over_max_limit` (src/mapblock.h): blocks past ±1937 on any
 /// axis are never loaded, generated or saved by the engine.
-pub const BLOCK_LIMIT: i16 = (MAP_LIMIT_NODES / 16) as i16;
+pub(crate) const BLOCK_LIMIT: i16 = (MAP_LIMIT_NODES / 16) as i16;
 
 /// `max_objects_per_block`'s default (src/defaultsettings.cpp).
-pub const DEFAULT_MAX_OBJECTS_PER_BLOCK: u16 = 256;
+pub(crate) const DEFAULT_MAX_OBJECTS_PER_BLOCK: u16 = 256;
 
 /// `objectpos_over_limit` (src/mapblock.h): an object past
 /// (31007 + 0.5) nodes x BS (10) is deleted when it is activated.
 const OBJECT_LIMIT_WORLD_UNITS: f32 = (MAP_LIMIT_NODES as f32 + 0.5) * 10.0;
 
 /// Whether the engine loads a block at `pos` at all.
-pub fn block_in_map(pos: BlockPos) -> bool {
+pub(crate) fn block_in_map(pos: BlockPos) -> bool {
     [pos.x, pos.y, pos.z].iter().all(|c| (-BLOCK_LIMIT..=BLOCK_LIMIT).contains(c))
 }
 
 /// The refusal of a new block the engine would never load.
-pub fn check_new_block(pos: BlockPos) -> Result<(), String> {
+pub(crate) fn check_new_block(pos: BlockPos) -> Result<(), String> {
     if block_in_map(pos) {
         return Ok(());
     }
@@ -48,7 +48,7 @@ fn object_in_map(o: &StaticObject) -> bool {
 /// The static objects of `new` against the limits the server applies when
 /// it activates the block; only checked when they changed, so that an
 /// edit of something else in an odd block is not refused.
-pub fn check_objects(orig: &Block, new: &Block, max_per_block: u16) -> Result<(), String> {
+pub(crate) fn check_objects(orig: &Block, new: &Block, max_per_block: u16) -> Result<(), String> {
     let objects = &new.objects.objects;
     if *objects == orig.objects.objects {
         return Ok(());
@@ -78,7 +78,7 @@ pub fn check_objects(orig: &Block, new: &Block, max_per_block: u16) -> Result<()
 /// when given, else the value in the server's minetest.conf next to the
 /// worlds directory (WORLD/../../minetest.conf, where a user install keeps
 /// it), else the engine's default.
-pub fn max_objects_per_block(world_dir: &std::path::Path, option: Option<u16>) -> u16 {
+pub(crate) fn max_objects_per_block(world_dir: &std::path::Path, option: Option<u16>) -> u16 {
     if let Some(n) = option {
         return n;
     }

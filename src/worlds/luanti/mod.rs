@@ -26,26 +26,26 @@ pub mod check;
 mod commit;
 mod content;
 pub mod demo;
-pub mod draw;
+pub(crate) mod draw;
 mod find;
 pub mod import_export;
 pub mod index;
 pub mod inode;
-pub mod limits;
+pub(crate) mod limits;
 mod listing;
 mod names;
 mod queue;
 pub mod records;
-pub mod scan;
+pub(crate) mod scan;
 mod serialized;
 mod snapshot_tree;
-pub mod snapshots;
+pub(crate) mod snapshots;
 mod store_error;
 mod table;
 mod tree;
 pub mod unwritten;
 
-pub use inode::Node;
+pub(crate) use inode::Node;
 
 use crate::fs::{Access, Attr, FsError, Kind, Options, Result, Services};
 use crate::view::{self, escape};
@@ -61,7 +61,7 @@ use worldfs_store::world::World;
 use worldfs_store::{BlockPos, MapStore, parse_triple};
 
 /// The text of `MNT/README`: the short layout section of docs/layout.md.
-pub fn readme_text() -> &'static str {
+pub(crate) fn readme_text() -> &'static str {
     const DOC: &str = include_str!("../../../docs/layout.md");
     const START: &str = "<!-- readme:start -->\n";
     const END: &str = "<!-- readme:end -->";
@@ -153,7 +153,7 @@ const MAP_TAG: u64 = 10;
 
 /// A world directory as mounted: the map's tree with `players/`, `auth/`
 /// and `mod_storage/` beside it.
-pub fn open_world_tree(
+pub(crate) fn open_world_tree(
     dir: &std::path::Path,
     opts: Options,
     services: Arc<Services>,
@@ -244,7 +244,7 @@ impl LuantiTree {
     /// Open a world directory with the store its world.mt names. A writable
     /// open is refused while another process has the map database open,
     /// unless `opts.force`. Starts the thread of grouped commits if asked.
-    pub fn open(
+    pub(crate) fn open(
         dir: &std::path::Path,
         opts: Options,
         services: Arc<Services>,
@@ -362,7 +362,7 @@ impl LuantiTree {
             .map_err(|e| format!("cannot start the thread that writes grouped commits: {e}"))
     }
 
-    pub fn store(&self) -> &dyn MapStore {
+    pub(crate) fn store(&self) -> &dyn MapStore {
         self.store.as_ref()
     }
 

@@ -50,16 +50,16 @@ pub(super) struct CommitQueue {
 }
 
 impl CommitQueue {
-    pub fn new(delay: Duration) -> CommitQueue {
+    pub(crate) fn new(delay: Duration) -> CommitQueue {
         CommitQueue { delay, inner: Mutex::new(Inner::default()), wake: Condvar::new(), flushing: Mutex::new(()) }
     }
 
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         !self.delay.is_zero()
     }
 
     /// The newest bytes of a block not yet in the store.
-    pub fn get(&self, pos: BlockPos) -> Option<Vec<u8>> {
+    pub(crate) fn get(&self, pos: BlockPos) -> Option<Vec<u8>> {
         let inner = self.inner.lock();
         if inner.pending.is_empty() {
             return None;
@@ -67,12 +67,12 @@ impl CommitQueue {
         inner.pending.get(&pos).map(|p| p.blob.clone())
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.inner.lock().pending.len()
     }
 
     /// Queue a block's new bytes.
-    pub fn push(&self, pos: BlockPos, blob: Vec<u8>, what: &str) {
+    pub(crate) fn push(&self, pos: BlockPos, blob: Vec<u8>, what: &str) {
         let mut inner = self.inner.lock();
         inner.generation += 1;
         let generation = inner.generation;
@@ -92,7 +92,7 @@ impl CommitQueue {
 
     /// Write everything pending now, in one transaction. `check` runs first
     /// (the server guard) and can refuse.
-    pub fn flush(&self, store: &dyn MapStore, check: impl Fn() -> Result<(), String>) -> Result<usize, String> {
+    pub(crate) fn flush(&self, store: &dyn MapStore, check: impl Fn() -> Result<(), String>) -> Result<usize, String> {
         let _one = self.flushing.lock();
         let batch: Vec<(BlockPos, Vec<u8>, u64, Vec<String>)> = {
             let inner = self.inner.lock();
@@ -123,7 +123,7 @@ impl CommitQueue {
 
     /// For the writer thread: wait until a group is due (or `max_wait`
     /// passes). Returns whether something is pending.
-    pub fn wait_due(&self, max_wait: Duration) -> bool {
+    pub(crate) fn wait_due(&self, max_wait: Duration) -> bool {
         let mut inner = self.inner.lock();
         let due = |i: &Inner| {
             i.pending.len() >= MAX_PENDING_BLOCKS
@@ -141,13 +141,13 @@ impl CommitQueue {
     }
 
     /// Every change not yet written: (block, new bytes, what was written).
-    pub fn pending(&self) -> Vec<(BlockPos, Vec<u8>, String)> {
+    pub(crate) fn pending(&self) -> Vec<(BlockPos, Vec<u8>, String)> {
         let inner = self.inner.lock();
         inner.pending.iter().map(|(p, e)| (*p, e.blob.clone(), e.what.join(", "))).collect()
     }
 
     /// The last failure, if the pending changes could not be written.
-    pub fn failing(&self) -> Option<String> {
+    pub(crate) fn failing(&self) -> Option<String> {
         self.inner.lock().failing.clone()
     }
 }

@@ -10,14 +10,14 @@ const PAGE: usize = 1000;
 /// How many threads decode: one per CPU of the process, even when called
 /// from a serving thread pinned to one (each such thread calls
 /// `crate::sys::affinity::unpin` first).
-pub fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     crate::sys::affinity::process_cpu_count().clamp(1, 8)
 }
 
 /// Call `work` on slices of every block of `store` (on several threads at
 /// once), and `merge` with each result in key order (an error from it ends
 /// the scan); `progress` gets the number of blocks done after each page.
-pub fn scan<R: Send>(
+pub(crate) fn scan<R: Send>(
     store: &dyn MapStore,
     work: impl Fn(&[(BlockPos, Vec<u8>)]) -> R + Sync,
     mut merge: impl FnMut(R) -> Result<(), String>,
@@ -82,7 +82,7 @@ pub fn scan<R: Send>(
 /// blobs: air and stone saved at one time). Bounded: at most `MAX_BYTES`
 /// of blobs and answers kept, each blob at most `MAX_BLOB`; when full, it
 /// starts empty again. Used by `worldfs check` and the name index's build.
-pub struct ByBlob<V> {
+pub(crate) struct ByBlob<V> {
     seen: parking_lot::Mutex<(std::collections::HashMap<Vec<u8>, V>, usize)>,
 }
 
@@ -93,15 +93,15 @@ impl<V> Default for ByBlob<V> {
 }
 
 impl<V: Clone> ByBlob<V> {
-    pub const MAX_BLOB: usize = 1024;
-    pub const MAX_BYTES: usize = 4 << 20;
+    pub(crate) const MAX_BLOB: usize = 1024;
+    pub(crate) const MAX_BYTES: usize = 4 << 20;
     /// An entry's table place (at worst 16/7 of its bytes) and the blob's
     /// allocation header.
     const ENTRY_COST: usize = 128;
 
     /// `f(blob)`, or what it gave for the same bytes before. `size` is
     /// what an answer holds besides the blob (its heap bytes).
-    pub fn of(&self, blob: &[u8], f: impl FnOnce(&[u8]) -> V, size: impl Fn(&V) -> usize) -> V {
+    pub(crate) fn of(&self, blob: &[u8], f: impl FnOnce(&[u8]) -> V, size: impl Fn(&V) -> usize) -> V {
         if blob.len() > Self::MAX_BLOB {
             return f(blob);
         }
@@ -124,7 +124,8 @@ impl<V: Clone> ByBlob<V> {
     }
 
     /// Bytes counted for what is kept (for tests).
-    pub fn held(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> usize {
         self.seen.lock().1
     }
 }

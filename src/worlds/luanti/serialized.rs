@@ -13,13 +13,13 @@
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use worldfs_store::{BlockPos, Change, MapStore, Note, Result};
 
-pub struct Serialized {
+pub(crate) struct Serialized {
     inner: Box<dyn MapStore>,
     lock: RwLock<()>,
 }
 
 impl Serialized {
-    pub fn new(inner: Box<dyn MapStore>) -> Serialized {
+    pub(crate) fn new(inner: Box<dyn MapStore>) -> Serialized {
         Serialized { inner, lock: RwLock::new(()) }
     }
 

@@ -21,10 +21,10 @@ use worldfs_store::world::World;
 
 /// The inode tag of `snapshots/` (the map's tree uses 0 to 6, the records
 /// 7 to 9, `map/` 10).
-pub const TAG: u64 = 11;
+pub(crate) const TAG: u64 = 11;
 
 /// The directory's name in the mount.
-pub const NAME: &str = "snapshots";
+pub(crate) const NAME: &str = "snapshots";
 
 /// How often the store is looked at for new or removed snapshots.
 const POLL: Duration = Duration::from_secs(1);
@@ -32,7 +32,7 @@ const POLL: Duration = Duration::from_secs(1);
 /// `snapshots/`, mounted beside the map, when the world has a snapshot
 /// store. `services`: the mount's, to tell the kernel when the list of
 /// snapshots changed (it keeps a directory's listing until then).
-pub fn mounted(world: &World, opts: &Options, services: &Arc<Services>) -> Option<Mounted> {
+pub(crate) fn mounted(world: &World, opts: &Options, services: &Arc<Services>) -> Option<Mounted> {
     let dir = world.dir.join(DIR_NAME);
     if !Snapshots::file(&dir).is_file() {
         return None;

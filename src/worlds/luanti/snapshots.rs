@@ -4,6 +4,6 @@
 //! (`restore.rs`). The directories themselves (`MNT/snapshots/`) are
 //! built by `snapshot_tree.rs`, beside the world's other trees.
 
-pub mod changed;
-pub mod diff;
-pub mod restore;
+pub(crate) mod changed;
+pub(crate) mod diff;
+pub(crate) mod restore;

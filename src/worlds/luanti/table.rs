@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use worldfs_store::BlockPos;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum TableKey {
+pub(crate) enum TableKey {
     /// A file in the world directory.
     WorldFile(String),
     /// `blocks/P/meta/X,Y,Z/fields/<key>`.
@@ -26,7 +26,7 @@ struct Entry {
 }
 
 #[derive(Default)]
-pub struct InodeTable {
+pub(crate) struct InodeTable {
     next: u64,
     by_id: HashMap<u64, Entry>,
     by_key: HashMap<TableKey, u64>,
@@ -39,7 +39,7 @@ const SWEEP_GRACE: Duration = Duration::from_secs(30);
 
 impl InodeTable {
     /// The id of `key`, assigning one if it has none yet.
-    pub fn id(&mut self, key: TableKey) -> u64 {
+    pub(crate) fn id(&mut self, key: TableKey) -> u64 {
         if let Some(&id) = self.by_key.get(&key) {
             if let Some(e) = self.by_id.get_mut(&id) {
                 e.used = Instant::now();
@@ -56,17 +56,17 @@ impl InodeTable {
         id
     }
 
-    pub fn get(&self, id: u64) -> Option<&TableKey> {
+    pub(crate) fn get(&self, id: u64) -> Option<&TableKey> {
         self.by_id.get(&id).map(|e| &e.key)
     }
 
     /// The id of `key` if it has one (without assigning).
-    pub fn find(&self, key: &TableKey) -> Option<u64> {
+    pub(crate) fn find(&self, key: &TableKey) -> Option<u64> {
         self.by_key.get(key).copied()
     }
 
     /// The kernel was handed this id once more.
-    pub fn remember(&mut self, id: u64) {
+    pub(crate) fn remember(&mut self, id: u64) {
         if let Some(e) = self.by_id.get_mut(&id) {
             e.lookups += 1;
             e.used = Instant::now();
@@ -75,13 +75,13 @@ impl InodeTable {
 
     /// The kernel dropped `n` references. Returns the key when the entry
     /// is now unreferenced (the caller decides whether to `remove` it).
-    pub fn forget(&mut self, id: u64, n: u64) -> Option<TableKey> {
+    pub(crate) fn forget(&mut self, id: u64, n: u64) -> Option<TableKey> {
         let e = self.by_id.get_mut(&id)?;
         e.lookups = e.lookups.saturating_sub(n);
         (e.lookups == 0).then(|| e.key.clone())
     }
 
-    pub fn remove(&mut self, id: u64) {
+    pub(crate) fn remove(&mut self, id: u64) {
         if let Some(e) = self.by_id.remove(&id) {
             self.by_key.remove(&e.key);
         }

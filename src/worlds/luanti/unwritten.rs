@@ -32,7 +32,7 @@ pub struct Kept {
 
 /// Where the changes of the world in `dir` may be kept, in order of
 /// preference.
-pub fn places(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn places(dir: &Path) -> Vec<PathBuf> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     let mut crc = flate2::Crc::new();
     crc.update(dir.as_os_str().as_encoded_bytes());

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 use worldfs_store::Note;
 
-pub struct BlockTree {
+pub(crate) struct BlockTree {
     regions: Arc<Regions>,
     /// Every inode of the tree is this with a number below 1 << 48.
     base: u64,
@@ -34,11 +34,11 @@ fn parse_pos(name: &str) -> Option<(i64, i64, i64)> {
 }
 
 impl BlockTree {
-    pub fn new(regions: Arc<Regions>, base: u64, opts: Options, services: Arc<Services>) -> BlockTree {
+    pub(crate) fn new(regions: Arc<Regions>, base: u64, opts: Options, services: Arc<Services>) -> BlockTree {
         BlockTree { regions, base, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
     }
 
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         self.base | 1
     }
 

@@ -20,24 +20,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use worldfs_codec::minecraft::{nbt, region};
 
 #[derive(Default, Debug)]
-pub struct Report {
-    pub region_files: u64,
-    pub chunks: u64,
+pub(crate) struct Report {
+    pub(crate) region_files: u64,
+    pub(crate) chunks: u64,
     /// Chunks per DataVersion (0: none stored, before 1.9).
-    pub per_data_version: BTreeMap<i64, u64>,
-    pub sections: u64,
-    pub block_entities: u64,
+    pub(crate) per_data_version: BTreeMap<i64, u64>,
+    pub(crate) sections: u64,
+    pub(crate) block_entities: u64,
     /// Entity chunks read in `entities/` (1.17+).
-    pub entity_chunks: u64,
+    pub(crate) entity_chunks: u64,
     /// Chunks of points of interest read in `poi/` (1.14+).
-    pub poi_chunks: u64,
+    pub(crate) poi_chunks: u64,
     /// Players' files read.
-    pub players: u64,
+    pub(crate) players: u64,
     /// The dimensions checked: id and folder.
-    pub dimensions: Vec<(String, String)>,
+    pub(crate) dimensions: Vec<(String, String)>,
     /// (file relative to the world, chunk `X,Z` or empty for the whole
     /// file, what is wrong).
-    pub corrupt: Vec<(String, String, String)>,
+    pub(crate) corrupt: Vec<(String, String, String)>,
 }
 
 impl Report {
@@ -57,7 +57,7 @@ impl Report {
     }
 
     /// The report for scripts (`worldfs check --json`).
-    pub fn json(&self, world: &Path) -> serde_json::Value {
+    pub(crate) fn json(&self, world: &Path) -> serde_json::Value {
         let versions: BTreeMap<String, u64> = self.per_data_version.iter().map(|(v, n)| (v.to_string(), *n)).collect();
         let corrupt: Vec<serde_json::Value> = self
             .corrupt
@@ -81,7 +81,7 @@ impl Report {
         })
     }
 
-    pub fn print(&self, world: &Path, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn print(&self, world: &Path, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(out, "Minecraft Java world: {}", world.display())?;
         for (id, dir) in &self.dimensions {
             writeln!(out, "dimension {id}: {dir}")?;
@@ -145,7 +145,7 @@ fn region_xz(name: &str) -> Option<(i64, i64)> {
 
 /// Check the world at `world`. `progress` is called with (region files
 /// done, total).
-pub fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Report, String> {
+pub(crate) fn check(world: &Path, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Report, String> {
     if let Some(missing) = super::layout::missing(world) {
         return Err(format!("{}: not a Minecraft Java world: {missing}", world.display()));
     }

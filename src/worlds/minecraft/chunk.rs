@@ -41,7 +41,7 @@ use worldfs_codec::minecraft::nbt::{self, Compound, List, Tag};
 use worldfs_codec::minecraft::snbt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Flat,
     Spanning,
     Padded,
@@ -73,7 +73,7 @@ const FIRST_COMPUTING_VERSION: i64 = 1451;
 pub struct ChunkDoc {
     root_name: String,
     root: Compound,
-    pub format: Format,
+    pub(crate) format: Format,
 }
 
 fn is_air(t: &Tag) -> bool {
@@ -101,7 +101,7 @@ impl ChunkDoc {
             &mut self.root
         }
     }
-    pub fn data_version(&self) -> i64 {
+    pub(crate) fn data_version(&self) -> i64 {
         self.root.int("DataVersion").unwrap_or(0)
     }
     /// The chunk's position (chunk coordinates).
@@ -109,13 +109,13 @@ impl ChunkDoc {
         (self.level().int("xPos").unwrap_or(0), self.level().int("zPos").unwrap_or(0))
     }
     /// The position its NBT holds, if it holds both `xPos` and `zPos`.
-    pub fn stored_pos(&self) -> Option<(i64, i64)> {
+    pub(crate) fn stored_pos(&self) -> Option<(i64, i64)> {
         Some((self.level().int("xPos")?, self.level().int("zPos")?))
     }
     pub fn section_count(&self) -> usize {
         self.sections().len()
     }
-    pub fn block_entity_count(&self) -> usize {
+    pub(crate) fn block_entity_count(&self) -> usize {
         self.block_entities().len()
     }
     fn sections_key(&self) -> &'static str {
@@ -357,7 +357,7 @@ impl ChunkDoc {
     /// state the chunk already holds (in any section) is taken as it is,
     /// another must be one the game of the chunk's DataVersion knows (the
     /// game turns what it does not know into air when it loads the chunk).
-    pub fn check_state(&self, state: &Tag) -> Result<(), String> {
+    pub(crate) fn check_state(&self, state: &Tag) -> Result<(), String> {
         if self.format == Format::Flat {
             return legacy::id_data(state).map(drop);
         }
@@ -396,7 +396,7 @@ impl ChunkDoc {
     }
 
     /// The blocks of every section that stores them, by section Y.
-    pub fn section_blocks(&self) -> DocResult<Vec<(i64, Container)>> {
+    pub(crate) fn section_blocks(&self) -> DocResult<Vec<(i64, Container)>> {
         let mut out = Vec::new();
         for s in self.sections() {
             if let Some(c) = self.blocks(s)? {
@@ -408,7 +408,7 @@ impl ChunkDoc {
 
     /// How many blocks of each id (the state's name, without properties)
     /// the chunk's sections hold.
-    pub fn block_counts(&self) -> DocResult<Vec<(String, u64)>> {
+    pub(crate) fn block_counts(&self) -> DocResult<Vec<(String, u64)>> {
         let mut counts: HashMap<String, u64> = HashMap::new();
         for s in self.sections() {
             let Some(c) = self.blocks(s)? else { continue };
@@ -432,7 +432,7 @@ impl ChunkDoc {
     /// arrays 2048 bytes, each block entity a compound with its id and
     /// position, the heightmaps readable. Each problem names its section
     /// or block entity.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut found = Vec::new();
         for s in self.sections() {
             let Some(y) = s.int("Y") else {
@@ -637,7 +637,7 @@ fn snbt_label(t: &Tag) -> String {
 /// Give each palette entry its legend character. Two different entries
 /// drawn with the same label could not be told apart when the drawing is
 /// written back, so such a palette is refused, naming both.
-pub fn palette_legend(
+pub(crate) fn palette_legend(
     b: &mut LegendBuilder,
     palette: &[Tag],
     label: fn(&Tag) -> String,
@@ -661,7 +661,7 @@ pub fn palette_legend(
 /// holds is taken back as it is, even one whose text would not parse as a
 /// new entry (a name the game would not write, a property that is not a
 /// string); other labels are parsed, and refused naming their line.
-pub fn legend_tags(
+pub(crate) fn legend_tags(
     legend: &[LegendEntry],
     palette: &[Tag],
     label: fn(&Tag) -> String,
@@ -688,7 +688,7 @@ fn parse_snbt_label(label: &str) -> Result<Tag, String> {
 /// `old`'s entries in their order, those of `kept` as they were and the
 /// others from `new` (dropped if `new` has them no more), then `new`'s
 /// added keys.
-pub fn merge_kept(old: &Compound, new: Compound, kept: &[&str]) -> Compound {
+pub(crate) fn merge_kept(old: &Compound, new: Compound, kept: &[&str]) -> Compound {
     let mut out = Compound::default();
     for (k, v) in &old.0 {
         if kept.contains(&k.as_str()) {
@@ -706,7 +706,7 @@ pub fn merge_kept(old: &Compound, new: Compound, kept: &[&str]) -> Compound {
 }
 
 /// A compound without some keys, as SNBT.
-pub fn snbt_without(c: &Compound, drop: &[&str]) -> String {
+pub(crate) fn snbt_without(c: &Compound, drop: &[&str]) -> String {
     snbt::to_snbt(&Compound(c.0.iter().filter(|(k, _)| !drop.contains(&k.as_str())).cloned().collect()))
 }
 

@@ -17,7 +17,7 @@
 use super::chunk::ChunkDoc;
 use crate::documents::{Context, DocError, DocResult, Document, Entry};
 
-pub enum ChunkDir {
+pub(crate) enum ChunkDir {
     Chunk(ChunkDoc),
     /// A chunk that cannot be read: its bytes, and the message of `error`.
     Bad {

@@ -85,7 +85,7 @@ fn folder_union(base: u64, shift: u32, prefix: String, mounted: Vec<Mounted>, op
 /// `dimensions/` for `others` (each dimension but the overworld) as one
 /// tree whose inodes have `tag` in their top four bits; None when there
 /// are none.
-pub fn tree(
+pub(crate) fn tree(
     world: &Path,
     others: &[Dimension],
     tag: u64,

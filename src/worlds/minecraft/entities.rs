@@ -11,13 +11,13 @@ use worldfs_codec::minecraft::nbt::{self, Compound, Tag};
 use worldfs_codec::minecraft::snbt;
 
 /// The compounds of an `Entities` list.
-pub fn list(holder: &Compound) -> Vec<&Compound> {
+pub(crate) fn list(holder: &Compound) -> Vec<&Compound> {
     let Some(l) = holder.list("Entities") else { return Vec::new() };
     l.items.iter().filter_map(|t| if let Tag::Compound(c) = t { Some(c) } else { None }).collect()
 }
 
 /// The entries for `holder`'s entities under `dir` (read-only files).
-pub fn entries(holder: &Compound, dir: &str) -> Vec<Entry> {
+pub(crate) fn entries(holder: &Compound, dir: &str) -> Vec<Entry> {
     let mut v = Vec::new();
     if holder.list("Entities").is_some() {
         v.push(Entry::dir(dir.trim_end_matches('/')));
@@ -27,13 +27,13 @@ pub fn entries(holder: &Compound, dir: &str) -> Vec<Entry> {
 }
 
 /// Entity `name` (its index) of `holder` as SNBT.
-pub fn render(holder: &Compound, name: &str) -> DocResult<String> {
+pub(crate) fn render(holder: &Compound, name: &str) -> DocResult<String> {
     let i: usize = name.parse().map_err(|_| DocError::new("no such entity"))?;
     list(holder).get(i).map(|c| snbt::to_snbt(c)).ok_or_else(|| DocError::new("no such entity"))
 }
 
 /// One entity chunk of a 1.17+ `entities/` region file.
-pub struct EntityChunkDoc {
+pub(crate) struct EntityChunkDoc {
     root: Compound,
     bytes: Vec<u8>,
 }

@@ -26,11 +26,11 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// Per block id: the chunks holding it (sorted) and the number of blocks.
-pub type Names = BTreeMap<String, (Vec<(i64, i64)>, u64)>;
+pub(crate) type Names = BTreeMap<String, (Vec<(i64, i64)>, u64)>;
 
 /// What the index is made from: a Java world's region files, a Bedrock
 /// world's database.
-pub trait NameSource: Send + Sync + 'static {
+pub(crate) trait NameSource: Send + Sync + 'static {
     /// What identifies the chunks' current state, cheaply: the index is
     /// made again when it changes.
     type Stamp: PartialEq + Send;
@@ -44,7 +44,7 @@ struct Built<S> {
     names: Arc<Names>,
 }
 
-pub struct FindTree<N: NameSource = RegionNames> {
+pub(crate) struct FindTree<N: NameSource = RegionNames> {
     source: N,
     /// Every inode of the tree is this with a number below 1 << 48.
     base: u64,
@@ -55,7 +55,7 @@ pub struct FindTree<N: NameSource = RegionNames> {
 }
 
 /// A Java world's region files as the index's source.
-pub struct RegionNames(Arc<Regions>);
+pub(crate) struct RegionNames(Arc<Regions>);
 
 impl NameSource for RegionNames {
     type Stamp = Vec<(String, Option<FileStamp>)>;
@@ -116,22 +116,22 @@ fn unescape(name: &str) -> String {
 }
 
 impl FindTree<RegionNames> {
-    pub fn new(regions: Arc<Regions>, base: u64, opts: Options) -> FindTree<RegionNames> {
+    pub(crate) fn new(regions: Arc<Regions>, base: u64, opts: Options) -> FindTree<RegionNames> {
         FindTree::with_source(RegionNames(regions), base, opts)
     }
 }
 
 impl<N: NameSource> FindTree<N> {
     /// The tree over `source`, its inodes `base` | n.
-    pub fn with_source(source: N, base: u64, opts: Options) -> FindTree<N> {
+    pub(crate) fn with_source(source: N, base: u64, opts: Options) -> FindTree<N> {
         FindTree { source, base, opts, built: Mutex::new(None), inodes: Default::default() }
     }
     /// `find/`.
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         self.base | 1
     }
     /// `names`.
-    pub fn names_file(&self) -> u64 {
+    pub(crate) fn names_file(&self) -> u64 {
         self.base | 2
     }
 

@@ -22,12 +22,12 @@ const HEADER: &str = "# heightmaps: per column, the world Y just above its highe
                       # rows z 0 (north) to 15, in each 16 columns x 0 (west) to 15\n";
 
 /// Whether the chunk stores heightmaps.
-pub fn present(level: &Compound) -> bool {
+pub(crate) fn present(level: &Compound) -> bool {
     level.compound("Heightmaps").is_some() || matches!(level.get("HeightMap"), Some(Tag::IntArray(_)))
 }
 
 /// The heightmaps as text; `spanning`: 1.13 to 1.15 packing.
-pub fn render(level: &Compound, spanning: bool) -> Result<String, String> {
+pub(crate) fn render(level: &Compound, spanning: bool) -> Result<String, String> {
     let bottom = 16 * level.int("yPos").unwrap_or(0);
     let mut out = HEADER.to_string();
     if let Some(Tag::IntArray(v)) = level.get("HeightMap") {
@@ -54,7 +54,7 @@ pub fn render(level: &Compound, spanning: bool) -> Result<String, String> {
 /// change) give it: y + 1 of the column's highest block that stops light
 /// ([`legacy::stops_light`]), 0 if none does. `sections`: each section's
 /// Y and block ids (y*256 + z*16 + x); `column`: z*16 + x.
-pub fn legacy_height(sections: &[(i64, Vec<u16>)], column: usize) -> i32 {
+pub(crate) fn legacy_height(sections: &[(i64, Vec<u16>)], column: usize) -> i32 {
     let mut top: Option<i64> = None;
     for (sy, ids) in sections {
         if let Some(y) = (0..16).rev().find(|y| legacy::stops_light(ids[y * 256 + column])) {

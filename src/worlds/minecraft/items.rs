@@ -17,7 +17,7 @@ use worldfs_codec::minecraft::snbt;
 
 /// How the version stores an item's count and extra data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ItemForm {
+pub(crate) enum ItemForm {
     /// `Count` a byte, extras in `tag` (to 1.20.4).
     Classic,
     /// `count` an int up to `max_count`, extras in `components` (1.20.5+,
@@ -27,7 +27,7 @@ pub enum ItemForm {
 }
 
 impl ItemForm {
-    pub fn of_data_version(v: i64) -> ItemForm {
+    pub(crate) fn of_data_version(v: i64) -> ItemForm {
         match v {
             3953.. => ItemForm::Components { max_count: 99 },
             3837.. => ItemForm::Components { max_count: 127 },
@@ -61,7 +61,7 @@ const HEADER: &str = "# slot count item [tag or components as SNBT]\n";
 /// (`Inventory.load`, `ContainerHelper.loadAllItems`), so a new item there
 /// is refused rather than lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slots {
+pub(crate) enum Slots {
     /// A player's `Inventory`: 0-35, armour 100-103, off hand 150
     /// (written -106: the byte is signed).
     Player,
@@ -97,7 +97,7 @@ const CONTAINER_SLOTS: &[(&str, u8)] = &[
 ];
 
 impl Slots {
-    pub fn of_block_entity(id: &str) -> Slots {
+    pub(crate) fn of_block_entity(id: &str) -> Slots {
         match CONTAINER_SLOTS.iter().find(|(known, _)| *known == id) {
             Some(&(known, n)) => Slots::Container(known, n),
             None => Slots::Any,
@@ -123,7 +123,7 @@ impl Slots {
     }
 }
 
-pub fn render(items: &List, form: ItemForm) -> String {
+pub(crate) fn render(items: &List, form: ItemForm) -> String {
     let mut s = HEADER.to_string();
     for t in &items.items {
         let Tag::Compound(c) = t else { continue };
@@ -145,7 +145,7 @@ pub fn render(items: &List, form: ItemForm) -> String {
 /// keeps items (a slot `old` already uses is taken as it is);
 /// `data_version`: the version whose item ids a new id must be one of (an
 /// id `old` already holds is taken as it is).
-pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots, data_version: i64) -> DocResult<List> {
+pub(crate) fn parse(text: &str, old: &List, form: ItemForm, slots: Slots, data_version: i64) -> DocResult<List> {
     let old_of = |slot: i64| {
         old.items.iter().find_map(|t| match t {
             Tag::Compound(c) if c.int("Slot") == Some(slot) => Some(c.clone()),
@@ -218,13 +218,13 @@ pub fn parse(text: &str, old: &List, form: ItemForm, slots: Slots, data_version:
 }
 
 /// Whether a list of items holds one of id `id`.
-pub fn holds_id(items: &List, id: &str) -> bool {
+pub(crate) fn holds_id(items: &List, id: &str) -> bool {
     items.items.iter().any(|t| matches!(t, Tag::Compound(c) if c.string("id") == Some(id)))
 }
 
 /// The first item of `new` whose id neither `old` holds nor the game of
 /// `data_version` knows: its slot and why.
-pub fn unknown_id(new: &List, old: &List, data_version: i64) -> Option<String> {
+pub(crate) fn unknown_id(new: &List, old: &List, data_version: i64) -> Option<String> {
     new.items.iter().find_map(|t| {
         let Tag::Compound(c) = t else { return None };
         let id = c.string("id").filter(|id| !holds_id(old, id))?;

@@ -12,28 +12,28 @@ use worldfs_store::Note;
 use worldfs_store::journal::{FileStep, Pending};
 
 /// Collections of a Java world's journal (names as `worldfs undo` shows them).
-pub const CHUNKS: &str = "minecraft chunks";
-pub const PLAYERS: &str = "minecraft players";
-pub const LEVEL: &str = "minecraft level";
+pub(crate) const CHUNKS: &str = "minecraft chunks";
+pub(crate) const PLAYERS: &str = "minecraft players";
+pub(crate) const LEVEL: &str = "minecraft level";
 /// The collection of the chunks of a dimension other than the overworld
 /// (`minecraft chunks in minecraft:the_nether`).
-pub fn chunks_of(dimension: &str) -> String {
+pub(crate) fn chunks_of(dimension: &str) -> String {
     format!("{CHUNKS} in {dimension}")
 }
 /// The dimension whose chunks a collection holds (None: not chunks of
 /// another dimension).
-pub fn dimension_of(collection: &str) -> Option<&str> {
+pub(crate) fn dimension_of(collection: &str) -> Option<&str> {
     collection.strip_prefix(CHUNKS)?.strip_prefix(" in ")
 }
 /// The one name of the `LEVEL` collection.
-pub const LEVEL_NAME: &str = "level.dat";
+pub(crate) const LEVEL_NAME: &str = "level.dat";
 
 /// One journaled change of records of one collection: the entry is kept
 /// once [`Entry::kept`] is called, and removed if dropped before.
-pub struct Entry(Option<Pending>);
+pub(crate) struct Entry(Option<Pending>);
 
 impl Entry {
-    pub fn kept(self) {
+    pub(crate) fn kept(self) {
         if let Some(p) = self.0 {
             p.kept();
         }
@@ -42,14 +42,19 @@ impl Entry {
 
 /// Journal a change of `collection`: (name, bytes before, bytes after)
 /// each. `journal` None: no journal is kept (`-o nojournal`, read-only).
-pub fn begin(journal: Option<&Path>, note: &Note, collection: &str, steps: &[(&str, &[u8], &[u8])]) -> Result<Entry> {
+pub(crate) fn begin(
+    journal: Option<&Path>,
+    note: &Note,
+    collection: &str,
+    steps: &[(&str, &[u8], &[u8])],
+) -> Result<Entry> {
     begin_with_files(journal, note, collection, steps, &[])
 }
 
 /// [`begin`] with the region files the change rewrites, each with the
 /// patch that turns it back byte for byte (`codec::filepatch`), so that
 /// `worldfs undo` gives back the file the game wrote, not only its chunks.
-pub fn begin_with_files(
+pub(crate) fn begin_with_files(
     journal: Option<&Path>,
     note: &Note,
     collection: &str,

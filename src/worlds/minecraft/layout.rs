@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 /// One dimension's folder, relative to the world.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Dimension {
-    pub namespace: String,
-    pub path: String,
+pub(crate) struct Dimension {
+    pub(crate) namespace: String,
+    pub(crate) path: String,
     /// The folder holding its `region/`, `entities/` and `poi/` ("" for
     /// the overworld of a world before 26.1).
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 impl Dimension {
@@ -24,16 +24,16 @@ impl Dimension {
         Dimension { namespace: namespace.into(), path: path.into(), dir: dir.into() }
     }
     /// Its id, as the game names it (`minecraft:the_nether`).
-    pub fn id(&self) -> String {
+    pub(crate) fn id(&self) -> String {
         format!("{}:{}", self.namespace, self.path)
     }
     /// One of its folders (`region`, `entities`, `poi`), relative to the world.
-    pub fn folder(&self, what: &str) -> PathBuf {
+    pub(crate) fn folder(&self, what: &str) -> PathBuf {
         self.dir.join(what)
     }
     /// The folders of region files it has in `world`: (folder name, path
     /// relative to the world).
-    pub fn region_folders(&self, world: &Path) -> Vec<(&'static str, PathBuf)> {
+    pub(crate) fn region_folders(&self, world: &Path) -> Vec<(&'static str, PathBuf)> {
         let all = ["region", "entities", "poi"].map(|w| (w, self.folder(w)));
         all.into_iter().filter(|(_, f)| world.join(f).is_dir()).collect()
     }
@@ -44,21 +44,21 @@ const NEW_OVERWORLD: &str = "dimensions/minecraft/overworld";
 
 /// A world's dimensions and players' folder.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
-    pub overworld: Dimension,
+pub(crate) struct Layout {
+    pub(crate) overworld: Dimension,
     /// The other dimensions with a folder of region files, by id.
-    pub others: Vec<Dimension>,
+    pub(crate) others: Vec<Dimension>,
     /// The folder of the players' files (`playerdata` or `players/data`).
-    pub players: PathBuf,
+    pub(crate) players: PathBuf,
 }
 
 impl Layout {
     /// Every dimension, the overworld first.
-    pub fn all(&self) -> impl Iterator<Item = &Dimension> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Dimension> {
         std::iter::once(&self.overworld).chain(&self.others)
     }
     /// The dimension of an id (`minecraft:the_nether`).
-    pub fn dimension(&self, id: &str) -> Option<&Dimension> {
+    pub(crate) fn dimension(&self, id: &str) -> Option<&Dimension> {
         self.all().find(|d| d.id() == id)
     }
 }
@@ -75,7 +75,7 @@ fn id_part(name: &str) -> bool {
 }
 
 /// The layout of the world at `world`.
-pub fn of(world: &Path) -> Layout {
+pub(crate) fn of(world: &Path) -> Layout {
     let new = world.join(NEW_OVERWORLD).join("region").is_dir();
     let overworld = Dimension::new("minecraft", "overworld", if new { NEW_OVERWORLD } else { "" });
     let mut others = Vec::new();
@@ -114,12 +114,12 @@ fn read_names(dir: &Path) -> Vec<String> {
 /// Whether a directory is a Java world: `level.dat` and the overworld's
 /// `region/` (at the root before 26.1, in
 /// `dimensions/minecraft/overworld/` from 26.1).
-pub fn is_java_world(dir: &Path) -> bool {
+pub(crate) fn is_java_world(dir: &Path) -> bool {
     dir.join("level.dat").is_file() && (dir.join("region").is_dir() || dir.join(NEW_OVERWORLD).join("region").is_dir())
 }
 
 /// What a directory lacks to be a Java world, in words (None: nothing).
-pub fn missing(dir: &Path) -> Option<String> {
+pub(crate) fn missing(dir: &Path) -> Option<String> {
     let level = dir.join("level.dat").is_file();
     let region = dir.join("region").is_dir() || dir.join(NEW_OVERWORLD).join("region").is_dir();
     let what = match (level, region) {

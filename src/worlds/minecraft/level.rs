@@ -34,9 +34,9 @@ pub fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// A whole gzip NBT file: its root's name and compound.
-pub struct NbtFile {
+pub(crate) struct NbtFile {
     name: String,
-    pub root: Compound,
+    pub(crate) root: Compound,
 }
 
 impl NbtFile {
@@ -61,7 +61,7 @@ fn utf8(content: &[u8]) -> DocResult<&str> {
 }
 
 /// `level.dat`: the mount's root, with `level`.
-pub struct LevelDoc(NbtFile);
+pub(crate) struct LevelDoc(NbtFile);
 
 impl Document for LevelDoc {
     const NAME: &'static str = "minecraft";

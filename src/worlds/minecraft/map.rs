@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// A Java world's map (`MNT/map/`): its chunks seen from above. The map's z
 /// grows northwards, so a chunk's rows are turned: map z = -1 - world z.
-pub struct MinecraftTops(pub Arc<Regions>);
+pub(crate) struct MinecraftTops(pub(crate) Arc<Regions>);
 
 impl TopSource for MinecraftTops {
     type Columns = Vec<(i64, i64)>;

@@ -12,27 +12,27 @@
 //! SNBT and region files are the codecs `codec::nbt`, `codec::snbt` and
 //! `codec::region`; sections are drawn with `view::layers`.
 
-pub mod block;
-pub mod check;
+pub(crate) mod block;
+pub(crate) mod check;
 pub mod chunk;
-pub mod chunk_dir;
-pub mod dimensions;
-pub mod entities;
-pub mod find;
-pub mod heightmap;
-pub mod items;
-pub mod journal;
-pub mod layout;
-pub mod legacy;
+pub(crate) mod chunk_dir;
+pub(crate) mod dimensions;
+pub(crate) mod entities;
+pub(crate) mod find;
+pub(crate) mod heightmap;
+pub(crate) mod items;
+pub(crate) mod journal;
+pub(crate) mod layout;
+pub(crate) mod legacy;
 pub mod level;
-pub mod map;
+pub(crate) mod map;
 pub mod poi;
 pub mod regions;
-pub mod registry;
+pub(crate) mod registry;
 pub mod section;
-pub mod sign;
-pub mod top;
-pub mod undo;
+pub(crate) mod sign;
+pub(crate) mod top;
+pub(crate) mod undo;
 
 use crate::documents::doc_tree::write_atomically;
 use crate::documents::files_tree::{FilesTree, Home, Stored};
@@ -45,12 +45,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The kind's name (`-t minecraft`).
-pub const NAME: &str = "minecraft";
+pub(crate) const NAME: &str = "minecraft";
 
 /// Whether a directory is a Java world: `level.dat` and the overworld's
 /// `region/` (`layout.rs`: at the root, or from 26.1 in
 /// `dimensions/minecraft/overworld/`).
-pub fn is_java_world(dir: &Path) -> bool {
+pub(crate) fn is_java_world(dir: &Path) -> bool {
     layout::is_java_world(dir)
 }
 
@@ -64,9 +64,9 @@ const POI_TAG: u64 = 7;
 const DIMENSIONS_TAG: u64 = 8;
 
 /// What the trees of every dimension share.
-pub struct Trees {
+pub(crate) struct Trees {
     /// The undo journal (None: not kept).
-    pub journal: Option<PathBuf>,
+    pub(crate) journal: Option<PathBuf>,
 }
 
 /// The trees of dimension `dim` of the world at `world`: `chunks/`,
@@ -74,7 +74,7 @@ pub struct Trees {
 /// it has them; tree `tag`'s inodes are `base(tag)` with its own numbers.
 /// The overworld's chunks are journaled as `journal::CHUNKS`, another
 /// dimension's as [`journal::chunks_of`] its id.
-pub fn dimension_trees(
+pub(crate) fn dimension_trees(
     world: &Path,
     dim: &layout::Dimension,
     base: impl Fn(u64) -> u64,
@@ -114,7 +114,7 @@ pub fn dimension_trees(
 
 /// The world at `dir` as one tree: the overworld's trees at the root,
 /// every other dimension's under `dimensions/` (`dimensions.rs`).
-pub fn open_world_tree(
+pub(crate) fn open_world_tree(
     dir: &Path,
     opts: Options,
     services: Arc<Services>,
@@ -271,7 +271,7 @@ impl Home<LevelDoc> for LevelHome {
 /// Replace a whole NBT file (a player's, level.dat) that still holds `old`
 /// with `new`, journaled as `(collection, name, what)`; a file changed on
 /// disk since it was read is refused.
-pub fn replace_file(
+pub(crate) fn replace_file(
     path: &Path,
     old: &[u8],
     new: &[u8],
@@ -285,7 +285,7 @@ pub fn replace_file(
 }
 
 /// [`replace_file`] without its journal entry.
-pub fn swap_file(path: &Path, old: &[u8], new: &[u8]) -> Result<()> {
+pub(crate) fn swap_file(path: &Path, old: &[u8], new: &[u8]) -> Result<()> {
     if std::fs::read(path).ok().as_deref() != Some(old) {
         return Err(FsError::stale(format!("{} changed on disk meanwhile; read it again", path.display())));
     }
@@ -293,7 +293,7 @@ pub fn swap_file(path: &Path, old: &[u8], new: &[u8]) -> Result<()> {
 }
 
 /// A player's file in `playerdata/` by its UUID (None: not a UUID's form).
-pub fn player_file(playerdata: &Path, name: &str) -> Option<PathBuf> {
+pub(crate) fn player_file(playerdata: &Path, name: &str) -> Option<PathBuf> {
     let ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     ok.then(|| playerdata.join(format!("{name}.dat")))
 }

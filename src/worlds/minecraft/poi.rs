@@ -74,8 +74,8 @@ impl Document for PoiChunkDoc {
 }
 
 /// `poi/` of a dimension: each chunk's points of interest a directory `X,Z`.
-pub struct PoiHome {
-    pub regions: std::sync::Arc<Regions>,
+pub(crate) struct PoiHome {
+    pub(crate) regions: std::sync::Arc<Regions>,
 }
 
 impl Home<PoiChunkDoc> for PoiHome {

@@ -30,13 +30,13 @@ use worldfs_store::journal::Fingerprint;
 
 /// What identifies one version of a region file (and its chunk's `.mcc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FileStamp {
+pub(crate) struct FileStamp {
     ino: u64,
     size: u64,
     mtime_ns: i128,
 }
 
-pub fn stamp_of(path: &Path) -> Option<FileStamp> {
+pub(crate) fn stamp_of(path: &Path) -> Option<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok()?;
     Some(FileStamp {
@@ -54,10 +54,10 @@ pub fn stamp_of(path: &Path) -> Option<FileStamp> {
 /// a tool sets it back, so a chunk cached by the file's stamp could be
 /// shown as it was for as long as the mount runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChunkStamp(u64);
+pub(crate) struct ChunkStamp(u64);
 
 /// One chunk as its region file holds it.
-pub enum ChunkBytes {
+pub(crate) enum ChunkBytes {
     /// Its NBT, decompressed.
     Nbt(Vec<u8>),
     /// It cannot be read: why (naming the file and the chunk).
@@ -66,15 +66,15 @@ pub enum ChunkBytes {
 
 /// A chunk read from its region file: its bytes there (its sectors, as
 /// far as they are in the file), what they hold, and its stamp.
-pub struct Loaded {
-    pub raw: Vec<u8>,
-    pub chunk: ChunkBytes,
-    pub stamp: ChunkStamp,
+pub(crate) struct Loaded {
+    pub(crate) raw: Vec<u8>,
+    pub(crate) chunk: ChunkBytes,
+    pub(crate) stamp: ChunkStamp,
 }
 
 /// A Java world's region files, shared by `chunks/` and `block/`.
 pub struct Regions {
-    pub world: PathBuf,
+    pub(crate) world: PathBuf,
     /// The folder of the region files in the world: `region` (chunks),
     /// `entities` (1.17+ entity chunks), `poi`, or those of another
     /// dimension or layout (`DIM-1/region`,
@@ -84,13 +84,13 @@ pub struct Regions {
     /// overworld's).
     collection: String,
     /// One change at a time (a change rewrites a whole region file).
-    pub lock: Mutex<()>,
+    pub(crate) lock: Mutex<()>,
     /// The undo journal (None: not kept).
-    pub journal: Option<PathBuf>,
+    pub(crate) journal: Option<PathBuf>,
 }
 
 /// Chunk coordinates from an item name `X,Z`.
-pub fn parse_name(name: &str) -> Option<(i64, i64)> {
+pub(crate) fn parse_name(name: &str) -> Option<(i64, i64)> {
     let (x, z) = name.split_once(',')?;
     let (x, z): (i64, i64) = (x.parse().ok()?, z.parse().ok()?);
     (format!("{x},{z}") == name).then_some((x, z))
@@ -101,7 +101,7 @@ pub fn parse_name(name: &str) -> Option<(i64, i64)> {
 /// it cannot be read. A chunk whose sectors another entry holds too is
 /// read when its NBT says it is this chunk (the other entry is the wrong
 /// one), and not otherwise (whose data it is cannot be told).
-pub fn chunk_from(path: &Path, at: &Located, sectors: &[u8], (x, z): (i64, i64)) -> ChunkBytes {
+pub(crate) fn chunk_from(path: &Path, at: &Located, sectors: &[u8], (x, z): (i64, i64)) -> ChunkBytes {
     let bad = ChunkBytes::Bad;
     if let Some(problem) = &at.problem {
         return bad(problem.clone());
@@ -130,7 +130,7 @@ pub fn chunk_from(path: &Path, at: &Located, sectors: &[u8], (x, z): (i64, i64))
 
 /// "shares sectors A to B with chunk X,Z": chunk (x, z)'s entry `at` and
 /// the chunks whose sectors overlap its own.
-pub fn shared_sectors(at: &Located, (x, z): (i64, i64)) -> String {
+pub(crate) fn shared_sectors(at: &Located, (x, z): (i64, i64)) -> String {
     let (rx, rz) = (x.div_euclid(32), z.div_euclid(32));
     let others: Vec<String> = at
         .shares_with
@@ -154,7 +154,7 @@ fn position_of(bytes: &[u8]) -> Option<(i64, i64)> {
 }
 
 /// Region coordinates from `X.Z` (of `r.X.Z.mca`).
-pub fn region_xz(name: &str) -> Option<(i64, i64)> {
+pub(crate) fn region_xz(name: &str) -> Option<(i64, i64)> {
     let (x, z) = name.split_once('.')?;
     let (x, z): (i64, i64) = (x.parse().ok()?, z.parse().ok()?);
     (format!("{x}.{z}") == name).then_some((x, z))
@@ -166,13 +166,13 @@ impl Regions {
         Regions { world: world.to_path_buf(), folder, collection, lock: Default::default(), journal }
     }
     /// The same, its chunks journaled as `collection`.
-    pub fn with_collection(self, collection: String) -> Regions {
+    pub(crate) fn with_collection(self, collection: String) -> Regions {
         Regions { collection, ..self }
     }
-    pub fn dir(&self) -> PathBuf {
+    pub(crate) fn dir(&self) -> PathBuf {
         self.world.join(&self.folder)
     }
-    pub fn file_of(&self, x: i64, z: i64) -> PathBuf {
+    pub(crate) fn file_of(&self, x: i64, z: i64) -> PathBuf {
         self.dir().join(format!("r.{}.{}.mca", x.div_euclid(32), z.div_euclid(32)))
     }
     fn index(x: i64, z: i64) -> usize {
@@ -182,7 +182,7 @@ impl Regions {
     /// The names of the chunks the region files' headers list, sorted by
     /// (x, z): each entry, also one that is wrong (it is shown as such). A
     /// region file that cannot be read at all is left out and logged.
-    pub fn chunk_names(&self) -> std::result::Result<Vec<String>, String> {
+    pub(crate) fn chunk_names(&self) -> std::result::Result<Vec<String>, String> {
         let dir = self.dir();
         let mut out = Vec::new();
         for e in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
@@ -210,7 +210,7 @@ impl Regions {
     /// Chunk (x, z) as its region file holds it, read without the rest of
     /// the file (its header and its sectors). None: no entry lists it. Err:
     /// the region file cannot be read at all.
-    pub fn load(&self, x: i64, z: i64) -> std::result::Result<Option<Loaded>, String> {
+    pub(crate) fn load(&self, x: i64, z: i64) -> std::result::Result<Option<Loaded>, String> {
         let path = self.file_of(x, z);
         let Some((at, raw)) = read_place(&path, Self::index(x, z)).map_err(|e| format!("{}: {e}", path.display()))?
         else {
@@ -222,7 +222,7 @@ impl Regions {
 
     /// The stamp of chunk (x, z) as [`Regions::load`] would give it, from
     /// its header entry and its bytes (nothing decompressed).
-    pub fn stamp(&self, x: i64, z: i64) -> std::result::Result<Option<ChunkStamp>, String> {
+    pub(crate) fn stamp(&self, x: i64, z: i64) -> std::result::Result<Option<ChunkStamp>, String> {
         let path = self.file_of(x, z);
         let place = read_place(&path, Self::index(x, z)).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(place.map(|(at, raw)| chunk_stamp(&path, &at, &raw, (x, z))))
@@ -241,7 +241,7 @@ impl Regions {
     /// The stored NBT bytes of the chunks of the region file holding chunk
     /// (x, z) for which `want(x, z)`, the file read once (a map tile's
     /// chunks); a chunk that cannot be read is left out and logged.
-    pub fn region_chunks(
+    pub(crate) fn region_chunks(
         &self,
         x: i64,
         z: i64,
@@ -288,39 +288,24 @@ impl Regions {
         Ok(())
     }
 
-    /// Chunk (x, z)'s NBT becomes `new` if it is still `old`, written at
-    /// once and not journaled (the caller journals it).
-    pub fn replace_chunk(&self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
-        let mut rewrite = self.rewrite(x, z)?;
-        rewrite.put(x, z, old, new)?;
-        rewrite.commit()
-    }
-
     /// A rewrite of the region file holding chunk (x, z), read whole.
-    pub fn rewrite(&self, x: i64, z: i64) -> Result<Rewrite> {
+    pub(crate) fn rewrite(&self, x: i64, z: i64) -> Result<Rewrite> {
         let path = self.file_of(x, z);
         let before = std::fs::read(&path)
             .map_err(|e| FsError::io(format!("{}: {e}; the region file is unchanged", path.display())))?;
         let name = format!("{}/r.{}.{}.mca", self.folder.display(), x.div_euclid(32), z.div_euclid(32));
         Ok(Rewrite { path, name, after: before.clone(), before, mcc: Vec::new() })
     }
-
-    /// The region file named `name` in the journal (`region/r.X.Z.mca`).
-    pub fn file_named(&self, name: &str) -> Option<PathBuf> {
-        let (folder, file) = name.rsplit_once('/')?;
-        let xz = file.strip_prefix("r.")?.strip_suffix(".mca")?;
-        (Path::new(folder) == self.folder && region_xz(xz).is_some()).then(|| self.dir().join(file))
-    }
 }
 
 /// A rewrite of one region file in the making: the bytes read, the bytes
 /// to write, and the `.mcc` files to write (Some) or remove (None) with it.
-pub struct Rewrite {
-    pub path: PathBuf,
+pub(crate) struct Rewrite {
+    pub(crate) path: PathBuf,
     /// Its path in the world, as the journal names it (`region/r.X.Z.mca`).
-    pub name: String,
-    pub before: Vec<u8>,
-    pub after: Vec<u8>,
+    pub(crate) name: String,
+    pub(crate) before: Vec<u8>,
+    pub(crate) after: Vec<u8>,
     mcc: Vec<(PathBuf, Option<Vec<u8>>)>,
 }
 
@@ -328,7 +313,7 @@ impl Rewrite {
     /// Chunk (x, z)'s NBT becomes `new`, if it is still `old` (ESTALE if
     /// not; EIO if it cannot be read), compressed as it was and stamped
     /// with the time now; every other byte of the file is kept.
-    pub fn put(&mut self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
+    pub(crate) fn put(&mut self, x: i64, z: i64, old: &[u8], new: &[u8]) -> Result<()> {
         let io = |e: String| FsError::io(format!("{}: {e}; the region file is unchanged", self.path.display()));
         let i = Regions::index(x, z);
         let all = region::located(&self.after, self.after.len());
@@ -359,14 +344,14 @@ impl Rewrite {
 
     /// What the journal keeps of it: the file's name, the patch that turns
     /// the new bytes back into the old, the fingerprint of the new bytes.
-    pub fn patch(&self) -> (String, Vec<u8>, Fingerprint) {
+    pub(crate) fn patch(&self) -> (String, Vec<u8>, Fingerprint) {
         (self.name.clone(), filepatch::diff(&self.before, &self.after), Fingerprint::of(&self.after))
     }
 
     /// Write it: the new `.mcc` files first, then the region file (a
     /// temporary file, fsync, rename), then remove the `.mcc` files its
     /// chunks no longer use.
-    pub fn commit(&self) -> Result<()> {
+    pub(crate) fn commit(&self) -> Result<()> {
         for (mcc, data) in &self.mcc {
             if let Some(data) = data {
                 write_atomically(mcc, data)?;
@@ -418,7 +403,7 @@ fn read_place(path: &Path, i: usize) -> std::io::Result<Option<(Located, Vec<u8>
 /// `write_atomically`) that a crashed worldfs left in `dir`: those whose
 /// process is gone or is no worldfs. A live daemon's are left alone (it may
 /// be about to rename one). Returns the files removed.
-pub fn remove_stale_temps(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn remove_stale_temps(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut removed = Vec::new();
     for e in rd.filter_map(|e| e.ok()) {
@@ -456,7 +441,7 @@ fn read_head(path: &Path) -> std::io::Result<(Vec<u8>, usize)> {
 /// only write a timestamp into it, which cannot tell a running game. A BSD
 /// `flock` on it (flock(1), a server's wrapper script) refuses it too:
 /// Linux keeps those apart from fcntl locks, so it is tried for as well.
-pub fn check_session_lock(world: &Path) -> Result<()> {
+pub(crate) fn check_session_lock(world: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
     let path = world.join("session.lock");
     let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open(&path) else { return Ok(()) };
@@ -510,10 +495,10 @@ fn flock_holder(ino: u64) -> Option<u32> {
 const UNREADABLE: &[u8] = b"\xffworldfs: a chunk that cannot be read\n";
 
 /// `chunks/` of a Java world: each chunk a directory `X,Z`.
-pub struct ChunkHome {
-    pub regions: std::sync::Arc<Regions>,
+pub(crate) struct ChunkHome {
+    pub(crate) regions: std::sync::Arc<Regions>,
     /// Write even while session.lock is held (`-o force`).
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 impl Home<ChunkDir> for ChunkHome {
@@ -586,8 +571,8 @@ impl Home<ChunkDir> for ChunkHome {
 }
 
 /// `entities/` of a 1.17+ world: each entity chunk a directory `X,Z`.
-pub struct EntityHome {
-    pub regions: std::sync::Arc<Regions>,
+pub(crate) struct EntityHome {
+    pub(crate) regions: std::sync::Arc<Regions>,
 }
 
 impl Home<EntityChunkDoc> for EntityHome {

@@ -15,7 +15,8 @@ use worldfs_codec::minecraft::nbt::Tag;
 const TABLE: &str = include_str!("registry.txt");
 
 /// The first DataVersion the table has a registry for (1.13).
-pub const FIRST_DATA_VERSION: i64 = 1519;
+#[cfg(test)]
+pub(crate) const FIRST_DATA_VERSION: i64 = 1519;
 
 /// A block's shape over some registries: (first, last, its property set).
 type Shape = (usize, usize, Option<usize>);
@@ -129,7 +130,7 @@ fn vanilla_path(name: &str) -> Option<&str> {
 /// compound with `Name` and optional `Properties`): its name, each
 /// property and each value. A property left out is the game's default,
 /// as when it loads it. Err: what is wrong, naming the version.
-pub fn check_block(state: &Tag, data_version: i64) -> Result<(), String> {
+pub(crate) fn check_block(state: &Tag, data_version: i64) -> Result<(), String> {
     let Some(r) = registry_of(data_version) else { return Ok(()) };
     let Tag::Compound(c) = state else { return Err("a block state is a compound".into()) };
     let name = c.string("Name").ok_or("a block state without a Name")?;
@@ -171,7 +172,7 @@ pub fn check_block(state: &Tag, data_version: i64) -> Result<(), String> {
 }
 
 /// Whether the game of `data_version` knows item `id`. Err: why not.
-pub fn check_item(id: &str, data_version: i64) -> Result<(), String> {
+pub(crate) fn check_item(id: &str, data_version: i64) -> Result<(), String> {
     let Some(r) = registry_of(data_version) else { return Ok(()) };
     let Some(path) = vanilla_path(id) else { return Ok(()) };
     let spans = table().items.get(path).map(Vec::as_slice).unwrap_or_default();

@@ -7,25 +7,25 @@
 use worldfs_codec::minecraft::nbt::{Compound, List, Tag};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Packing {
+pub(crate) enum Packing {
     Spanning,
     Padded,
 }
 
 /// Bits an index needs for a palette of `len` (at least `min`).
-pub fn bits_for(len: usize, min: u8) -> u8 {
+pub(crate) fn bits_for(len: usize, min: u8) -> u8 {
     let need = (usize::BITS - len.saturating_sub(1).leading_zeros()) as u8;
     need.max(min)
 }
 
-pub fn longs_needed(n: usize, bits: u8, p: Packing) -> usize {
+pub(crate) fn longs_needed(n: usize, bits: u8, p: Packing) -> usize {
     match p {
         Packing::Spanning => (n * bits as usize).div_ceil(64),
         Packing::Padded => n.div_ceil(64 / bits as usize),
     }
 }
 
-pub fn unpack(longs: &[i64], bits: u8, n: usize, p: Packing) -> Vec<u32> {
+pub(crate) fn unpack(longs: &[i64], bits: u8, n: usize, p: Packing) -> Vec<u32> {
     let (b, mask) = (bits as usize, (1u64 << bits) - 1);
     (0..n)
         .map(|i| match p {
@@ -45,7 +45,7 @@ pub fn unpack(longs: &[i64], bits: u8, n: usize, p: Packing) -> Vec<u32> {
         .collect()
 }
 
-pub fn pack(values: &[u32], bits: u8, p: Packing) -> Vec<i64> {
+pub(crate) fn pack(values: &[u32], bits: u8, p: Packing) -> Vec<i64> {
     let b = bits as usize;
     let mut longs = vec![0u64; longs_needed(values.len(), bits, p)];
     for (i, &v) in values.iter().enumerate() {
@@ -69,25 +69,25 @@ pub fn pack(values: &[u32], bits: u8, p: Packing) -> Vec<i64> {
 
 /// A container: its palette and one index per entry.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Container {
-    pub palette: Vec<Tag>,
-    pub indices: Vec<u32>,
+pub(crate) struct Container {
+    pub(crate) palette: Vec<Tag>,
+    pub(crate) indices: Vec<u32>,
 }
 
 /// The shape of one kind of container.
 #[derive(Clone, Copy, Debug)]
-pub struct Shape {
-    pub n: usize,
-    pub min_bits: u8,
-    pub packing: Packing,
+pub(crate) struct Shape {
+    pub(crate) n: usize,
+    pub(crate) min_bits: u8,
+    pub(crate) packing: Packing,
     /// A one-entry palette stores no data (1.18+).
-    pub single_without_data: bool,
+    pub(crate) single_without_data: bool,
 }
 
 impl Container {
     /// Decode `palette` and `data` (None: absent). The bits are those the
     /// data's length says (the game's), checked against the palette.
-    pub fn decode(palette: &List, data: Option<&[i64]>, shape: Shape) -> Result<Container, String> {
+    pub(crate) fn decode(palette: &List, data: Option<&[i64]>, shape: Shape) -> Result<Container, String> {
         let pal = palette.items.clone();
         if pal.is_empty() {
             return Err("an empty palette".into());
@@ -122,7 +122,7 @@ impl Container {
     }
 
     /// The palette list and the data (None: none stored).
-    pub fn encode(&self, shape: Shape) -> (List, Option<Vec<i64>>) {
+    pub(crate) fn encode(&self, shape: Shape) -> (List, Option<Vec<i64>>) {
         let elem = self.palette.first().map_or(10, Tag::type_id);
         let list = List { elem, items: self.palette.clone() };
         if self.palette.len() == 1 && shape.single_without_data {
@@ -133,13 +133,13 @@ impl Container {
     }
 
     /// The entry at index `i`.
-    pub fn get(&self, i: usize) -> &Tag {
+    pub(crate) fn get(&self, i: usize) -> &Tag {
         &self.palette[self.indices[i] as usize]
     }
 
     /// Set entries to new values: the palette keeps its entries (as the
     /// game's does) and gains the new ones at its end.
-    pub fn set_all(&mut self, values: &[Tag]) {
+    pub(crate) fn set_all(&mut self, values: &[Tag]) {
         for (i, v) in values.iter().enumerate() {
             let k = match self.palette.iter().position(|p| same_state(p, v)) {
                 Some(k) => k,
@@ -157,7 +157,7 @@ impl Container {
 /// A name, key or value the line cannot carry as it is (a control
 /// character, a blank, one of `"\\[],=`) is quoted as in SNBT, so that
 /// every label is one line and reads back as the state it was made from.
-pub fn state_label(t: &Tag) -> String {
+pub(crate) fn state_label(t: &Tag) -> String {
     let Tag::Compound(c) = t else { return format!("?{}", worldfs_codec::minecraft::snbt::tag_inline(t)) };
     let name = c.string("Name").map_or_else(|| "?".to_string(), label_part);
     match c.compound("Properties") {
@@ -177,7 +177,7 @@ pub fn state_label(t: &Tag) -> String {
 
 /// One part of a label: as it is when a legend or palette line carries it
 /// unchanged and unambiguously, else quoted with SNBT's escapes.
-pub fn label_part(s: &str) -> String {
+pub(crate) fn label_part(s: &str) -> String {
     let plain = |c: char| !c.is_control() && !c.is_whitespace() && !"\"\\[],=".contains(c);
     if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { worldfs_codec::minecraft::snbt::quote(s) }
 }
@@ -215,7 +215,7 @@ pub fn parse_state(label: &str) -> Result<Tag, String> {
 }
 
 /// Whether two block states are the same state (properties in any order).
-pub fn same_state(a: &Tag, b: &Tag) -> bool {
+pub(crate) fn same_state(a: &Tag, b: &Tag) -> bool {
     let props = |t: &Tag| -> Option<(String, Vec<(String, Tag)>)> {
         let Tag::Compound(c) = t else { return None };
         let mut p = c.compound("Properties").map(|p| p.0.clone()).unwrap_or_default();

@@ -24,7 +24,7 @@ const NBT_COMPONENTS: i64 = 4325;
 
 /// One side of a sign and where its four messages are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     /// `Text1`..`Text4` (before 1.20).
     Old,
     /// `front_text.messages` (1.20+).
@@ -35,7 +35,7 @@ pub enum Side {
 
 impl Side {
     /// The file that shows this side.
-    pub fn file(self) -> &'static str {
+    pub(crate) fn file(self) -> &'static str {
         match self {
             Side::Old | Side::Front => "text",
             Side::Back => "back_text",
@@ -47,7 +47,7 @@ impl Side {
 }
 
 /// The sides a block entity holds text for (none: it is not a sign).
-pub fn sides(be: &Compound) -> Vec<Side> {
+pub(crate) fn sides(be: &Compound) -> Vec<Side> {
     if (1..=4).all(|i| matches!(be.get(&format!("Text{i}")), Some(Tag::String(_)))) {
         return vec![Side::Old];
     }
@@ -104,7 +104,7 @@ fn nbt_plain(c: &Compound) -> String {
 }
 
 /// The side's lines as shown.
-pub fn render(be: &Compound, side: Side, data_version: i64) -> String {
+pub(crate) fn render(be: &Compound, side: Side, data_version: i64) -> String {
     messages(be, side).iter().map(|m| plain(m, data_version) + "\n").collect()
 }
 
@@ -120,7 +120,7 @@ fn message_of(line: &str, data_version: i64) -> Tag {
 /// Take the side's text back into the block entity: lines shown unchanged
 /// keep their message, others become plain ones. More than four lines, or
 /// a control character in one, are refused naming the line.
-pub fn apply(be: &mut Compound, side: Side, text: &str, data_version: i64) -> Result<(), (usize, String)> {
+pub(crate) fn apply(be: &mut Compound, side: Side, text: &str, data_version: i64) -> Result<(), (usize, String)> {
     let lines: Vec<&str> = text.strip_suffix('\n').unwrap_or(text).split('\n').collect();
     let lines: Vec<&str> = if text.is_empty() { Vec::new() } else { lines };
     if lines.len() > 4 {

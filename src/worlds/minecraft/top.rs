@@ -9,10 +9,10 @@ use crate::view::picture::{self, Colors, NOTHING, Rgba};
 use worldfs_codec::minecraft::nbt::Tag;
 
 /// Each column's top `[z][x]` (z = 0 the north row): its colour and world Y.
-pub type Tops = [[Option<(Rgba, i64)>; 16]; 16];
+pub(crate) type Tops = [[Option<(Rgba, i64)>; 16]; 16];
 
 /// The tops of a chunk's columns from its sections' blocks (by section Y).
-pub fn chunk_tops(mut sections: Vec<(i64, Container)>, colors: &Colors) -> Tops {
+pub(crate) fn chunk_tops(mut sections: Vec<(i64, Container)>, colors: &Colors) -> Tops {
     let mut out: Tops = [[None; 16]; 16];
     let mut left = 256;
     sections.sort_by_key(|(y, _)| std::cmp::Reverse(*y));
@@ -48,7 +48,7 @@ fn name(t: &Tag) -> &[u8] {
 
 /// A column's pixel: its top's colour shaded by its height against sea
 /// level (Y 63).
-pub fn pixel(top: Option<(Rgba, i64)>) -> Rgba {
+pub(crate) fn pixel(top: Option<(Rgba, i64)>) -> Rgba {
     match top {
         Some((c, y)) => picture::shade(c, ((y - 63) / 2) as i32),
         None => NOTHING,
@@ -56,12 +56,12 @@ pub fn pixel(top: Option<(Rgba, i64)>) -> Rgba {
 }
 
 /// Pixels of tops, a row of 16 a z.
-pub fn tops_pixels(tops: &Tops) -> Vec<u8> {
+pub(crate) fn tops_pixels(tops: &Tops) -> Vec<u8> {
     tops.iter().flatten().flat_map(|&top| pixel(top)).collect()
 }
 
 /// A chunk's `top.png`, 16 x 16 pixels, from its sections' blocks.
-pub fn top_png(sections: Vec<(i64, Container)>) -> Vec<u8> {
+pub(crate) fn top_png(sections: Vec<(i64, Container)>) -> Vec<u8> {
     let tops = chunk_tops(sections, picture::minecraft_colors());
     picture::encode_png(16, 16, &tops_pixels(&tops))
 }

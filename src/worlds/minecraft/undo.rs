@@ -25,14 +25,14 @@ use worldfs_store::journal::{FILE_NAME, FilePatch, Fingerprint, Journal};
 type ChunkBack<'a> = (i64, i64, &'a [u8], &'a [u8]);
 
 /// A Java world's journaled files.
-pub struct Records {
+pub(crate) struct Records {
     world: PathBuf,
     regions: Regions,
     layout: Layout,
 }
 
 impl Records {
-    pub fn new(world: &Path) -> Records {
+    pub(crate) fn new(world: &Path) -> Records {
         let journal = Some(world.join(FILE_NAME));
         let layout = super::layout::of(world);
         let regions = Regions::new(world, layout.overworld.folder("region"), journal);
@@ -51,7 +51,7 @@ impl Records {
     }
 
     /// The journal (None: nothing was changed through worldfs yet).
-    pub fn journal(&self) -> Result<Option<Journal>, String> {
+    pub(crate) fn journal(&self) -> Result<Option<Journal>, String> {
         let path = self.world.join(FILE_NAME);
         Journal::open(&path).map_err(|e| format!("{}: {e}", path.display()))
     }
@@ -66,7 +66,7 @@ impl Records {
     }
 
     /// What a journaled record holds now (a chunk's NBT, a file's bytes).
-    pub fn read(&self, collection: &str, name: &str) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn read(&self, collection: &str, name: &str) -> Result<Option<Vec<u8>>, String> {
         if collection == CHUNKS {
             let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
             return self.regions.read_chunk(x, z);
@@ -84,12 +84,12 @@ impl Records {
     }
 
     /// The writes that revert `sel`.
-    pub fn plan(&self, journal: &Journal, sel: Selection) -> Result<Plan, String> {
+    pub(crate) fn plan(&self, journal: &Journal, sel: Selection) -> Result<Plan, String> {
         plan_records(journal, &|c, n| self.read(c, n), sel)
     }
 
     /// Apply a plan: each collection's records in one journal entry.
-    pub fn execute(&self, plan: &Plan, force: bool) -> Result<(), String> {
+    pub(crate) fn execute(&self, plan: &Plan, force: bool) -> Result<(), String> {
         if !force {
             check_session_lock(&self.world).map_err(|e| e.message)?;
         }
@@ -121,22 +121,16 @@ impl Records {
             };
             steps.push((r.name.as_str(), now.as_slice(), back.as_slice()));
         }
-        if collection == CHUNKS {
-            return self.restore_chunks(&steps, plan);
+        // The chunks of every dimension come back as the overworld's do.
+        let dimension = self.regions_of(collection)?;
+        let regions = if collection == CHUNKS { Some(&self.regions) } else { dimension.as_ref() };
+        if let Some(regions) = regions {
+            return self.restore_chunks(regions, collection, &steps, plan);
         }
         let entry =
             journal::begin(self.regions.journal.as_deref(), &plan.note(), collection, &steps).map_err(|e| e.message)?;
-        let dimension = self.regions_of(collection)?;
         for (done, (name, now, back)) in steps.iter().enumerate() {
-            let written = match (collection, &dimension) {
-                (_, Some(regions)) => {
-                    let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
-                    // Chunk by chunk: another dimension's writes journal no file patch.
-                    regions.replace_chunk(x, z, now, back)
-                }
-                _ => swap_file(&self.file_of(collection, name)?, now, back),
-            };
-            if let Err(e) = written {
+            if let Err(e) = swap_file(&self.file_of(collection, name)?, now, back) {
                 if done > 0 {
                     entry.kept(); // the ones written are in the journal
                 }
@@ -151,24 +145,32 @@ impl Records {
         Ok(())
     }
 
-    /// Chunks back, each region file rewritten once: byte for byte when
-    /// its patches allow (see the module's text), else chunk by chunk.
-    fn restore_chunks(&self, steps: &[(&str, &[u8], &[u8])], plan: &Plan) -> Result<(), String> {
+    /// Chunks of `collection` back (those of `regions`: the overworld's or
+    /// another dimension's), each region file rewritten once: byte for
+    /// byte when its patches allow (see the module's text), else chunk by
+    /// chunk; journaled with the patch of each file, as the mount's writes.
+    fn restore_chunks(
+        &self,
+        regions: &Regions,
+        collection: &str,
+        steps: &[(&str, &[u8], &[u8])],
+        plan: &Plan,
+    ) -> Result<(), String> {
         let journal = self.journal()?.ok_or("the undo journal is gone")?;
         let mut by_file: BTreeMap<PathBuf, Vec<ChunkBack>> = BTreeMap::new();
         for (name, now, back) in steps {
             let (x, z) = parse_name(name).ok_or_else(|| format!("the journal names chunk {name:?}"))?;
-            by_file.entry(self.regions.file_of(x, z)).or_default().push((x, z, now, back));
+            by_file.entry(regions.file_of(x, z)).or_default().push((x, z, now, back));
         }
         let mut rewrites = Vec::new();
         for chunks in by_file.values() {
             let (x0, z0) = (chunks[0].0, chunks[0].1);
-            let mut rewrite = self.regions.rewrite(x0, z0).map_err(|e| e.message)?;
-            match self.exactly_as_before(&journal, plan, &rewrite, chunks)? {
+            let mut rewrite = regions.rewrite(x0, z0).map_err(|e| e.message)?;
+            match self.exactly_as_before(&journal, plan, (regions, collection), &rewrite, chunks)? {
                 Some(before) => rewrite.after = before,
                 None => {
                     for &(x, z, now, back) in chunks {
-                        rewrite.put(x, z, now, back).map_err(|e| format!("{CHUNKS}/{x},{z}: {}", e.message))?;
+                        rewrite.put(x, z, now, back).map_err(|e| format!("{collection}/{x},{z}: {}", e.message))?;
                     }
                 }
             }
@@ -176,7 +178,7 @@ impl Records {
         }
         let patches: Vec<(String, Vec<u8>, Fingerprint)> = rewrites.iter().map(Rewrite::patch).collect();
         let files: Vec<_> = patches.iter().map(|(n, p, f)| (n.as_str(), p.as_slice(), *f)).collect();
-        let entry = journal::begin_with_files(self.regions.journal.as_deref(), &plan.note(), CHUNKS, steps, &files)
+        let entry = journal::begin_with_files(regions.journal.as_deref(), &plan.note(), collection, steps, &files)
             .map_err(|e| e.message)?;
         for (done, rewrite) in rewrites.iter().enumerate() {
             if let Err(e) = rewrite.commit() {
@@ -205,6 +207,7 @@ impl Records {
         &self,
         journal: &Journal,
         plan: &Plan,
+        (regions, collection): (&Regions, &str),
         rewrite: &Rewrite,
         chunks: &[ChunkBack],
     ) -> Result<Option<Vec<u8>>, String> {
@@ -212,8 +215,8 @@ impl Records {
         let mut applied = 0;
         for &id in &plan.walked {
             let writes_it = journal.records(id).map_err(|e| e.to_string())?.iter().any(|r| {
-                r.collection == CHUNKS
-                    && parse_name(&r.name).is_some_and(|(x, z)| self.regions.file_of(x, z) == rewrite.path)
+                r.collection == collection
+                    && parse_name(&r.name).is_some_and(|(x, z)| regions.file_of(x, z) == rewrite.path)
             });
             let patches = journal.file_patches(id).map_err(|e| e.to_string())?;
             let mine: Vec<&FilePatch> = patches.iter().filter(|p| p.path == rewrite.name).collect();

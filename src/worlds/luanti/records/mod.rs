@@ -9,7 +9,7 @@
 //! collections are small (players and accounts of one server), so the
 //! numbers are kept for the mount's life.
 
-pub mod views;
+pub(crate) mod views;
 
 use crate::documents::files_tree::{FilesTree, Home, Stored};
 use crate::documents::{Context, DocError};
@@ -36,7 +36,7 @@ pub struct RecordSet<V> {
 }
 
 /// One collection of records as the core's tree.
-pub type RecordsTree<V> = FilesTree<V, RecordSet<V>>;
+pub(crate) type RecordsTree<V> = FilesTree<V, RecordSet<V>>;
 
 /// A record's directory name: its stored name with `%`, `/`, control
 /// bytes and a leading `.` escaped as metadata keys are (the empty name is
@@ -182,7 +182,7 @@ impl<V: RecordView> Home<V> for RecordSet<V> {
 }
 
 /// The record stores of a world that can be opened (for `worldfs undo`).
-pub fn open_stores(
+pub(crate) fn open_stores(
     world: &worldfs_store::world::World,
     read_only: bool,
     journal: bool,
@@ -202,7 +202,7 @@ const TAGS: [u64; 3] = [7, 8, 9];
 /// game), accounts in a database at every use; not auth.txt (read at start,
 /// rewritten whole at every login) nor mod storage (read when the mods
 /// load). Those a live mount changes alongside the server.
-pub fn changes_alongside_server(
+pub(crate) fn changes_alongside_server(
     world: &worldfs_store::world::World,
     collection: worldfs_store::records::Collection,
 ) -> bool {
@@ -234,7 +234,7 @@ pub fn world_tree(
 /// `world_tree`; `live`: the map is changed through a running server
 /// (`store::live`), and so are players and accounts where the engine reads
 /// them again (`changes_alongside_server`).
-pub fn live_world_tree(
+pub(crate) fn live_world_tree(
     map: Arc<dyn Tree>,
     world: &worldfs_store::world::World,
     opts: &Options,
@@ -300,7 +300,7 @@ fn collection_tree(
 
 /// The trees of records given as stores (a snapshot's), each mounted on
 /// its collection's directory, with the tags a world's records use.
-pub fn collection_trees(
+pub(crate) fn collection_trees(
     stores: Vec<(worldfs_store::records::Collection, Box<dyn RecordStore>)>,
     opts: &Options,
     services: &Arc<Services>,

@@ -24,7 +24,7 @@ use worldfs_store::BlockPos;
 use worldfs_store::snapshots::Snapshots;
 
 /// The inode tag of `changed/` inside a snapshot's tree.
-pub const TAG: u64 = 12;
+pub(crate) const TAG: u64 = 12;
 
 const DIR: u64 = 1;
 const AREAS: u64 = 2;
@@ -44,7 +44,7 @@ struct Compared {
     blocks: Arc<Vec<u8>>,
 }
 
-pub struct ChangedTree {
+pub(crate) struct ChangedTree {
     store: PathBuf,
     snapshot: String,
     world: PathBuf,
@@ -54,12 +54,12 @@ pub struct ChangedTree {
 }
 
 impl ChangedTree {
-    pub fn new(store: PathBuf, snapshot: &str, world: PathBuf, opts: &Options) -> ChangedTree {
+    pub(crate) fn new(store: PathBuf, snapshot: &str, world: PathBuf, opts: &Options) -> ChangedTree {
         let opts = Options { read_only: true, ..opts.clone() };
         ChangedTree { store, snapshot: snapshot.into(), world, opts, made: SystemTime::now(), last: Mutex::new(None) }
     }
 
-    pub fn root(&self) -> u64 {
+    pub(crate) fn root(&self) -> u64 {
         ino(DIR)
     }
 

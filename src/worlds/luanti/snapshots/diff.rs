@@ -17,44 +17,44 @@ use worldfs_store::snapshots::{SnapshotInfo, Snapshots, hash_of};
 use worldfs_store::{BlockPos, MapStore};
 
 /// A block whose stored bytes differ (None: absent on that side).
-pub struct BlockChange {
-    pub pos: BlockPos,
-    pub before: Option<Vec<u8>>,
-    pub after: Option<Vec<u8>>,
+pub(crate) struct BlockChange {
+    pub(crate) pos: BlockPos,
+    pub(crate) before: Option<Vec<u8>>,
+    pub(crate) after: Option<Vec<u8>>,
 }
 
 /// A box of nodes, both corners included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeBox {
+pub(crate) struct NodeBox {
     pub min: [i32; 3],
-    pub max: [i32; 3],
+    pub(crate) max: [i32; 3],
 }
 
 impl NodeBox {
-    pub fn new(a: [i32; 3], b: [i32; 3]) -> NodeBox {
+    pub(crate) fn new(a: [i32; 3], b: [i32; 3]) -> NodeBox {
         NodeBox { min: [0, 1, 2].map(|i| a[i].min(b[i])), max: [0, 1, 2].map(|i| a[i].max(b[i])) }
     }
 
-    pub fn contains(&self, p: [i32; 3]) -> bool {
+    pub(crate) fn contains(&self, p: [i32; 3]) -> bool {
         (0..3).all(|i| self.min[i] <= p[i] && p[i] <= self.max[i])
     }
 
     /// Whether any node of block `b` is inside.
-    pub fn touches(&self, b: BlockPos) -> bool {
+    pub(crate) fn touches(&self, b: BlockPos) -> bool {
         let (x, y, z) = b.origin();
         let o = [x, y, z];
         (0..3).all(|i| o[i] <= self.max[i] && self.min[i] <= o[i] + 15)
     }
 
     /// Whether every node of block `b` is inside.
-    pub fn covers(&self, b: BlockPos) -> bool {
+    pub(crate) fn covers(&self, b: BlockPos) -> bool {
         let (x, y, z) = b.origin();
         let o = [x, y, z];
         (0..3).all(|i| self.min[i] <= o[i] && o[i] + 15 <= self.max[i])
     }
 
     /// The blocks it touches.
-    pub fn blocks(&self) -> impl Iterator<Item = BlockPos> + use<> {
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = BlockPos> + use<> {
         let lo = BlockPos::of_node(self.min[0], self.min[1], self.min[2]);
         let hi = BlockPos::of_node(self.max[0], self.max[1], self.max[2]);
         let (lo, hi) = match (lo, hi) {
@@ -65,7 +65,7 @@ impl NodeBox {
             .flat_map(move |x| (lo.y..=hi.y).flat_map(move |y| (lo.z..=hi.z).map(move |z| BlockPos::new(x, y, z))))
     }
 
-    pub fn block_count(&self) -> u64 {
+    pub(crate) fn block_count(&self) -> u64 {
         let n = |i: usize| (self.max[i].div_euclid(16) - self.min[i].div_euclid(16) + 1) as u64;
         n(0) * n(1) * n(2)
     }
@@ -73,7 +73,7 @@ impl NodeBox {
 
 /// The blocks that differ from snapshot `a` to snapshot `b` (either may
 /// be the older).
-pub fn between(store: &Snapshots, a: &SnapshotInfo, b: &SnapshotInfo) -> Result<Vec<BlockChange>, String> {
+pub(crate) fn between(store: &Snapshots, a: &SnapshotInfo, b: &SnapshotInfo) -> Result<Vec<BlockChange>, String> {
     let blob = |id: Option<i64>| id.map(|id| store.blob(id)).transpose();
     store
         .changed_blocks(a.id, b.id)?
@@ -87,7 +87,7 @@ pub fn between(store: &Snapshots, a: &SnapshotInfo, b: &SnapshotInfo) -> Result<
 
 /// The blocks that differ between snapshot `a` and `map` now (read as
 /// one instant, as a snapshot reads it; `scratch` as for that read).
-pub fn since(
+pub(crate) fn since(
     store: &Snapshots,
     a: &SnapshotInfo,
     map: &dyn MapStore,
@@ -126,39 +126,39 @@ pub fn since(
 
 /// How an inventory's items changed: item name -> count now minus then.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct InventoryChange {
-    pub node: [i32; 3],
+pub(crate) struct InventoryChange {
+    pub(crate) node: [i32; 3],
     /// The node holding it ("then, now NAME" when it was replaced).
-    pub node_name: String,
-    pub items: BTreeMap<String, i64>,
+    pub(crate) node_name: String,
+    pub(crate) items: BTreeMap<String, i64>,
 }
 
 /// One area of changed blocks.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct AreaDiff {
+pub(crate) struct AreaDiff {
     /// The box of its changed nodes.
-    pub min: [i32; 3],
-    pub max: [i32; 3],
-    pub blocks: Vec<String>,
-    pub nodes_changed: u64,
+    pub(crate) min: [i32; 3],
+    pub(crate) max: [i32; 3],
+    pub(crate) blocks: Vec<String>,
+    pub(crate) nodes_changed: u64,
     /// Node name -> count now minus then (names whose count changed).
-    pub counts: BTreeMap<String, i64>,
-    pub inventories: Vec<InventoryChange>,
-    pub blocks_added: u32,
-    pub blocks_removed: u32,
+    pub(crate) counts: BTreeMap<String, i64>,
+    pub(crate) inventories: Vec<InventoryChange>,
+    pub(crate) blocks_added: u32,
+    pub(crate) blocks_removed: u32,
 }
 
 /// Everything that changed.
 #[derive(Debug, Default, serde::Serialize)]
-pub struct Diff {
-    pub from: String,
-    pub to: String,
-    pub areas: Vec<AreaDiff>,
+pub(crate) struct Diff {
+    pub(crate) from: String,
+    pub(crate) to: String,
+    pub(crate) areas: Vec<AreaDiff>,
     /// Blocks whose bytes differ without a change of their nodes or
     /// metadata (light, timestamps, objects, timers).
-    pub resaved: u64,
+    pub(crate) resaved: u64,
     /// Blocks that do not decode on one side (position and why).
-    pub undecodable: Vec<String>,
+    pub(crate) undecodable: Vec<String>,
 }
 
 /// Items of an inventory by name (tolerant: lines that are not items are
@@ -297,7 +297,7 @@ fn group(blocks: &BTreeMap<BlockPos, BlockDiff>) -> Vec<Vec<BlockPos>> {
 }
 
 /// The areas `changes` make (inside `area` when given), from `from` to `to`.
-pub fn analyze(changes: &[BlockChange], area: Option<NodeBox>, from: &str, to: &str) -> Diff {
+pub(crate) fn analyze(changes: &[BlockChange], area: Option<NodeBox>, from: &str, to: &str) -> Diff {
     let mut diff = Diff { from: from.into(), to: to.into(), ..Diff::default() };
     let mut blocks = BTreeMap::new();
     let mut sides = HashMap::new();
@@ -360,7 +360,7 @@ fn triple(p: [i32; 3]) -> String {
 
 impl Diff {
     /// The report for people.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut out = format!(
             "{} area(s) changed from {} to {}{}\n",
             self.areas.len(),

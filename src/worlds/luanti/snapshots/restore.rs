@@ -28,12 +28,12 @@ use worldfs_store::{BlockPos, Change, MapStore, Note};
 
 /// Most blocks one restore may change offline (one transaction), and
 /// through a running server (which applies a few blocks a step).
-pub const MAX_BLOCKS: u64 = 4096;
-pub const MAX_LIVE_BLOCKS: u64 = 1024;
+pub(crate) const MAX_BLOCKS: u64 = 4096;
+pub(crate) const MAX_LIVE_BLOCKS: u64 = 1024;
 
 /// The nodes of `now` inside `area` made as in `then` (block `pos`): their
 /// names, param1, param2, metadata and node timers. Pure.
-pub fn merge_area(pos: BlockPos, now: &Block, then: &Block, area: NodeBox) -> Result<Block, String> {
+pub(crate) fn merge_area(pos: BlockPos, now: &Block, then: &Block, area: NodeBox) -> Result<Block, String> {
     let (ox, oy, oz) = pos.origin();
     let inside = |i: usize| {
         let (x, y, z) = index_xyz(i);
@@ -121,12 +121,12 @@ fn too_big(area: NodeBox, n: u64, max: u64, live: bool, how: &str) -> String {
 
 /// What a restore did, for the report.
 #[derive(Debug, Default)]
-pub struct Restored {
-    pub whole: u64,
-    pub by_node: u64,
-    pub removed: u64,
-    pub unchanged: u64,
-    pub notes: Vec<String>,
+pub(crate) struct Restored {
+    pub(crate) whole: u64,
+    pub(crate) by_node: u64,
+    pub(crate) removed: u64,
+    pub(crate) unchanged: u64,
+    pub(crate) notes: Vec<String>,
 }
 
 /// The changes that put `area` back as `snap` holds it.
@@ -188,7 +188,7 @@ fn area_changes(
 }
 
 /// Restore `area` of `world` from snapshot `name` of the store in `dir`.
-pub fn restore_area(world: &Path, dir: &Path, name: &str, area: NodeBox) -> Result<Vec<String>, String> {
+pub(crate) fn restore_area(world: &Path, dir: &Path, name: &str, area: NodeBox) -> Result<Vec<String>, String> {
     let w = World::open(world)?;
     let store = Snapshots::open(dir, false)?;
     let info = store.find(name)?;
@@ -225,7 +225,7 @@ pub fn restore_area(world: &Path, dir: &Path, name: &str, area: NodeBox) -> Resu
 }
 
 /// Restore player `player` of `world` from snapshot `name`.
-pub fn restore_player(world: &Path, dir: &Path, name: &str, player: &str) -> Result<Vec<String>, String> {
+pub(crate) fn restore_player(world: &Path, dir: &Path, name: &str, player: &str) -> Result<Vec<String>, String> {
     use worldfs_store::live::{ServerState, server_state};
     let w = World::open(world)?;
     let store = Snapshots::open(dir, false)?;
