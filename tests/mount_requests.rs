@@ -37,7 +37,7 @@ fn the_stats_file_counts_requests_and_is_not_listed() {
     let after = counters(&m);
     assert!(more(&before, &after, "LOOKUP") >= 2, "{after:?}");
     assert!(more(&before, &after, "READ") >= 1, "{after:?}");
-    assert!(after.contains_key("decode") && after.contains_key("fetch"), "the parts are counted: {after:?}");
+    assert!(more(&before, &after, "decode") + more(&before, &after, "fetch") >= 1, "the parts are counted: {after:?}");
     assert!(!m.ok("ls -a $MNT").contains(".worldfs-stats"), "hidden from listings");
     let (code, _, err) = m.sh("echo x > $MNT/.worldfs-stats");
     assert_ne!(code, 0, "the stats file is not writable: {err}");

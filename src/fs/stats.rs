@@ -195,18 +195,21 @@ impl Stats {
         self.phases[p as usize].get()
     }
 
-    /// The file `MNT/.worldfs-stats`: a line per kind of request that came
-    /// and per part that was done, "NAME COUNT MICROSECONDS" (the total
-    /// time, so that the difference of two readings is the work between).
+    /// The file `MNT/.worldfs-stats`: a line per kind of request and per
+    /// part of the work, "NAME COUNT MICROSECONDS" (the total time, so
+    /// that the difference of two readings is the work between). Every
+    /// line is there, with numbers of a fixed width, so that the text is
+    /// always as long: the kernel learns its size from a GETATTR and cuts
+    /// the READ that follows to it, and the requests between the two
+    /// (that GETATTR's own reply) change the counters; a text that grew
+    /// meanwhile lost its last digits (a total ten times too small).
     pub(crate) fn text(&self) -> String {
         let mut s = format!(
-            "# worldfs: requests since start ({} s): kind, count, total microseconds in the daemon\n",
+            "# worldfs: requests since start ({:>12} s): kind, count, total microseconds in the daemon\n",
             self.started.elapsed().as_secs()
         );
         let mut line = |name: &str, (n, ns): (u64, u64)| {
-            if n > 0 {
-                s.push_str(&format!("{name} {n} {}\n", ns / 1000));
-            }
+            s.push_str(&format!("{name} {n:>20} {:>20}\n", ns / 1000));
         };
         for op in Op::ALL {
             line(op.name(), self.op(op));
@@ -243,7 +246,8 @@ mod tests {
             request(op, Instant::now());
         }
         timed(Phase::Render, || ());
-        let after = parse(&stats().text());
+        let text = stats().text();
+        let after = parse(&text);
         let mut names = std::collections::HashSet::new();
         for op in Op::ALL {
             assert!(names.insert(op.name()), "{op:?} shares its name");
@@ -251,5 +255,10 @@ mod tests {
             assert!(after[op.name()].0 > was, "{op:?} not counted");
         }
         assert!(after["render"].0 > before.get("render").map_or(0, |c| c.0));
+        // Whatever the counters say, the text is as long (a reader's size
+        // from a GETATTR before the counters grew still fits it).
+        STATS.ops[Op::Lookup as usize].add(Duration::from_secs(1 << 30));
+        phase(Phase::Reply, Duration::from_secs(1 << 30));
+        assert_eq!(stats().text().len(), text.len(), "the text's length changed with the counters");
     }
 }

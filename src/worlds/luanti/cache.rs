@@ -24,6 +24,7 @@
 //! for a TTL, so that a walk over `blocks/` costs one query per run of
 //! blocks.
 
+use super::scan::ByBlob;
 use crate::fs::stats::{Phase, timed};
 use crate::view::{self, BlockFile};
 use parking_lot::Mutex;
@@ -67,6 +68,9 @@ pub struct Loaded {
     layers_size: OnceLock<usize>,
     version: OnceLock<u32>,
     rendered_bytes: AtomicUsize,
+    /// Where a decoding made after the block was cached is told (the
+    /// cache's `late`), to be counted against the budget at its next use.
+    late: Option<Arc<Mutex<Vec<BlockPos>>>>,
 }
 
 impl Loaded {
@@ -95,6 +99,7 @@ impl Loaded {
             layers_size: OnceLock::new(),
             version: OnceLock::new(),
             rendered_bytes: AtomicUsize::new(0),
+            late: None,
         }
     }
 
@@ -127,7 +132,45 @@ impl Loaded {
         // It decoded before, and decoding is deterministic.
         let b = Arc::new(timed(Phase::Decode, || Block::decode(&self.blob)).ok()?);
         *slot = Some(b.clone());
+        if let Some(late) = &self.late {
+            late.lock().push(self.pos);
+        }
         Some(b)
+    }
+
+    /// A load of a blob byte for byte like one that decoded before, whose
+    /// `names` was `names` then: not decoded now (`decoded` does it when
+    /// another file is asked for).
+    fn seen_before(serial: u64, pos: BlockPos, blob: Vec<u8>, names: Arc<Vec<u8>>) -> Loaded {
+        let loaded = Loaded {
+            pos,
+            serial,
+            blob,
+            error: None,
+            block: Mutex::new(None),
+            files: Default::default(),
+            nodes_size: OnceLock::new(),
+            layers_size: OnceLock::new(),
+            version: OnceLock::new(),
+            rendered_bytes: AtomicUsize::new(0),
+            late: None,
+        };
+        loaded.keep_rendered(BlockFile::Names, names);
+        loaded
+    }
+
+    /// Keep `content` as the rendering of small file `f`.
+    fn keep_rendered(&self, f: BlockFile, content: Arc<Vec<u8>>) {
+        let len = content.len();
+        if self.files[f.id() as usize - 1].set(content).is_ok() {
+            self.rendered_bytes.fetch_add(len, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the decoding is held now (for tests).
+    #[cfg(test)]
+    fn holds_decoding(&self) -> bool {
+        self.block.lock().is_some()
     }
 
     /// Let the decoding go (it is made again on demand).
@@ -456,6 +499,15 @@ impl Inner {
 
 pub struct BlockCache {
     inner: Mutex<Inner>,
+    /// The `names` of small blobs decoded before, by their bytes (None for
+    /// a blob that does not decode): a walk over a world that repeats
+    /// blobs (air, stone) decodes each once (`load`). Bounded on its own
+    /// (`ByBlob::MAX_BYTES`), besides the budget.
+    names_by_blob: ByBlob<Option<Arc<Vec<u8>>>>,
+    /// Blocks decoded (again) since they were cached: their decodings are
+    /// counted at the next `get`, so that many blocks decoded
+    /// after their load (seen before, or dropped) stay within the budget.
+    late: Arc<Mutex<Vec<BlockPos>>>,
     cap_bytes: usize,
     ttl: Duration,
     /// The last data version read (used again for `ttl / 4`).
@@ -464,7 +516,14 @@ pub struct BlockCache {
 
 impl BlockCache {
     pub fn new(cap_bytes: usize, ttl: Duration) -> BlockCache {
-        BlockCache { inner: Mutex::new(Inner::default()), cap_bytes, ttl, seen: Mutex::new(None) }
+        BlockCache {
+            inner: Mutex::new(Inner::default()),
+            names_by_blob: ByBlob::default(),
+            late: Arc::default(),
+            cap_bytes,
+            ttl,
+            seen: Mutex::new(None),
+        }
     }
 
     /// What blocks read ahead may take, besides the budget.
@@ -502,7 +561,11 @@ impl BlockCache {
     /// would otherwise hide the commit from later reads for the TTL.
     pub fn get(&self, pos: BlockPos, store: &dyn MapStore) -> Result<Option<Arc<Loaded>>, StoreError> {
         let (cached, removals, inserts, ahead) = {
+            let late = std::mem::take(&mut *self.late.lock());
             let mut inner = self.inner.lock();
+            for p in late {
+                inner.account(p);
+            }
             inner.touch(pos);
             let cached =
                 inner.map.get(&pos).map(|s| (s.loaded.clone(), s.checked.elapsed() <= self.ttl, s.data_version));
@@ -575,8 +638,7 @@ impl BlockCache {
     /// Decode and cache a blob read from the store (unless a commit or a
     /// removal since the read began makes it unsafe to).
     fn keep(&self, pos: BlockPos, blob: Vec<u8>, serial: u64, removals: u64, seen: Seen) -> Arc<Loaded> {
-        let block = timed(Phase::Decode, || Block::decode(&blob));
-        let loaded = Arc::new(Loaded::with_serial(serial, pos, blob.clone(), block));
+        let loaded = Arc::new(self.load(pos, blob, serial));
         let mut inner = self.inner.lock();
         let newer = inner.map.get(&pos).map(|s| s.loaded.clone()).filter(|l| l.serial > serial);
         match newer {
@@ -588,6 +650,42 @@ impl BlockCache {
             None => {
                 self.insert_locked(&mut inner, loaded.clone(), seen);
                 loaded
+            }
+        }
+    }
+
+    /// A blob read from the store, decoded with its `names` rendered; or,
+    /// when a blob byte for byte like it decoded before, with the `names`
+    /// it had then and no decoding (names are a function of the blob).
+    fn load(&self, pos: BlockPos, blob: Vec<u8>, serial: u64) -> Loaded {
+        Loaded { late: Some(self.late.clone()), ..self.load_alone(pos, blob, serial) }
+    }
+
+    fn load_alone(&self, pos: BlockPos, blob: Vec<u8>, serial: u64) -> Loaded {
+        let mut decoded = None;
+        let names = self.names_by_blob.of(
+            &blob,
+            |b| {
+                let block = timed(Phase::Decode, || Block::decode(b));
+                let names = block.as_ref().ok().map(|k| Arc::new(render_block_file(pos, k, b, BlockFile::Names)));
+                decoded = Some(block);
+                names
+            },
+            |n| n.as_ref().map_or(0, |n| n.len()),
+        );
+        match (decoded, names) {
+            (Some(block), names) => {
+                let loaded = Loaded::with_serial(serial, pos, blob, block);
+                if let Some(n) = names {
+                    loaded.keep_rendered(BlockFile::Names, n);
+                }
+                loaded
+            }
+            (None, Some(names)) => Loaded::seen_before(serial, pos, blob, names),
+            // Seen before and did not decode: again, for its error.
+            (None, None) => {
+                let block = timed(Phase::Decode, || Block::decode(&blob));
+                Loaded::with_serial(serial, pos, blob, block)
             }
         }
     }
@@ -690,6 +788,46 @@ mod tests {
         assert!(after.decoded().unwrap().is_underground());
         store.apply(&[Change::Delete(p)], &worldfs_store::Note::default()).unwrap();
         assert!(cache.get(p, &store).unwrap().is_none());
+    }
+
+    /// A blob byte for byte like one decoded before gets that one's `names`
+    /// without a decoding; a changed blob (another writer) is decoded, and
+    /// its own names show.
+    #[test]
+    fn a_blob_seen_before_is_not_decoded_again() {
+        let d = tempfile::tempdir().unwrap();
+        let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
+        let mut stone = Block::new_air(29);
+        stone.mapping.push(worldfs_codec::luanti::MappingEntry { id: 1, name: b"default:stone".to_vec() });
+        stone.param0.iter_mut().for_each(|n| *n = 1);
+        let blob = stone.encode().unwrap();
+        let (a, b) = (BlockPos::new(0, 0, 0), BlockPos::new(7, 0, 0));
+        let put = |p, blob: &Vec<u8>| store.apply(&[Change::Put(p, blob.clone())], &worldfs_store::Note::default());
+        put(a, &blob).unwrap();
+        put(b, &blob).unwrap();
+        let cache = BlockCache::new(1 << 20, Duration::ZERO);
+        let first = cache.get(a, &store).unwrap().unwrap();
+        let second = cache.get(b, &store).unwrap().unwrap();
+        assert!(first.holds_decoding(), "the first of a blob is decoded");
+        assert!(!second.holds_decoding(), "the same bytes again: not decoded");
+        let names = second.file(BlockFile::Names).unwrap();
+        assert_eq!(names, first.file(BlockFile::Names).unwrap());
+        assert!(String::from_utf8_lossy(&names).contains("default:stone"), "{names:?}");
+        // Any other file decodes it then, to the same block.
+        assert_eq!(second.file(BlockFile::Param0).unwrap(), first.file(BlockFile::Param0).unwrap());
+        assert!(second.holds_decoding());
+        // Another writer changes b: its new names show (TTL zero).
+        stone.mapping[1].name = b"default:goldblock".to_vec();
+        put(b, &stone.encode().unwrap()).unwrap();
+        let changed = cache.get(b, &store).unwrap().unwrap().file(BlockFile::Names).unwrap();
+        assert!(String::from_utf8_lossy(&changed).contains("default:goldblock"), "{changed:?}");
+        assert_eq!(cache.get(a, &store).unwrap().unwrap().file(BlockFile::Names).unwrap(), names);
+        // A blob that does not decode, twice: its error both times.
+        put(a, &vec![29, 0, 1]).unwrap();
+        for _ in 0..2 {
+            let broken = cache.get(a, &store).unwrap().unwrap();
+            assert!(broken.decode_error().is_some() && broken.file(BlockFile::Names).is_none());
+        }
     }
 
     /// A store whose `get` returns an old blob, after waiting for a signal.
