@@ -361,6 +361,11 @@ impl WorldFs {
         if a.ino == STATS_FILE { Duration::ZERO } else { self.entry_ttl() }
     }
 
+    /// The tree this core serves (examples/fuse_floor.rs renders it).
+    pub fn tree(&self) -> &dyn Tree {
+        self.tree.as_ref()
+    }
+
     /// The text of `MNT/.worldfs-stats`.
     pub(crate) fn stats_text(&self) -> String {
         stats::stats().text() + &self.tree.stats_lines()

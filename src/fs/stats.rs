@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// A kind of FUSE request, named as in the kernel's protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
+pub enum Op {
     Lookup,
     Forget,
     Getattr,
@@ -106,7 +106,7 @@ impl Op {
 
 /// A part of the work of requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Phase {
+pub enum Phase {
     /// Reading blocks from the store (with their neighbours where the
     /// store reads ahead).
     Fetch,
@@ -152,7 +152,7 @@ impl Counter {
     }
 }
 
-pub(crate) struct Stats {
+pub struct Stats {
     ops: [Counter; Op::ALL.len()],
     phases: [Counter; Phase::ALL.len()],
     started: Instant,
@@ -162,12 +162,12 @@ static STATS: std::sync::LazyLock<Stats> =
     std::sync::LazyLock::new(|| Stats { ops: Default::default(), phases: Default::default(), started: Instant::now() });
 
 /// The process's counters.
-pub(crate) fn stats() -> &'static Stats {
+pub fn stats() -> &'static Stats {
     &STATS
 }
 
 /// Count a request of kind `op` that arrived at `since`.
-pub(crate) fn request(op: Op, since: Instant) {
+pub fn request(op: Op, since: Instant) {
     STATS.ops[op as usize].add(since.elapsed());
 }
 
@@ -177,7 +177,7 @@ pub(crate) fn phase(p: Phase, took: Duration) {
 }
 
 /// Run `f`, counting its time as `p`.
-pub(crate) fn timed<T>(p: Phase, f: impl FnOnce() -> T) -> T {
+pub fn timed<T>(p: Phase, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
     let r = f();
     phase(p, t0.elapsed());
@@ -203,7 +203,7 @@ impl Stats {
     /// the READ that follows to it, and the requests between the two
     /// (that GETATTR's own reply) change the counters; a text that grew
     /// meanwhile lost its last digits (a total ten times too small).
-    pub(crate) fn text(&self) -> String {
+    pub fn text(&self) -> String {
         let mut s = format!(
             "# worldfs: requests since start ({:>12} s): kind, count, total microseconds in the daemon\n",
             self.started.elapsed().as_secs()

@@ -65,7 +65,7 @@ struct Shared {
 }
 
 /// The spinners of one mount. Dropping it stops them.
-pub(crate) struct Awake {
+pub struct Awake {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -88,7 +88,7 @@ impl Shared {
 }
 
 impl Awake {
-    pub(crate) fn new() -> Awake {
+    pub fn new() -> Awake {
         Awake::with_window(WINDOW)
     }
 
@@ -121,7 +121,7 @@ impl Awake {
 
     /// A request arrived on this thread's CPU: keep the serving CPUs awake
     /// for the next `WINDOW`.
-    pub(crate) fn touch(&self) {
+    pub fn touch(&self) {
         let s = &self.shared;
         let now = s.now_us();
         s.last.store(now, Ordering::SeqCst);

@@ -3,5 +3,5 @@
 //! between requests ([`awake`]), and the time of day ([`time`]).
 
 pub mod affinity;
-pub(crate) mod awake;
+pub mod awake;
 pub(crate) mod time;

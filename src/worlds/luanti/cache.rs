@@ -826,7 +826,7 @@ mod tests {
         put(a, &vec![29, 0, 1]).unwrap();
         for _ in 0..2 {
             let broken = cache.get(a, &store).unwrap().unwrap();
-            assert!(broken.decode_error().is_some() && broken.file(BlockFile::Names).is_none());
+            assert!(!broken.is_decodable() && broken.file(BlockFile::Names).is_none());
         }
     }
 
