@@ -179,7 +179,8 @@ fn an_undo_in_the_nether_gives_back_its_region_file_byte_for_byte() {
     let region = w.path().join(NETHER).join("region/r.-1.-1.mca");
     let overworld = w.path().join("dimensions/minecraft/overworld/region");
     let overworld_files = |dir: &Path| {
-        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+        let mut files: Vec<_> =
+            std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
         files.sort();
         files
     };
