@@ -73,6 +73,34 @@ fn every_chunk_decodes_and_encodes_back_byte_for_byte() {
     }
 }
 
+/// A chunk of 1.17 or older keeps its data in `Level`, which ChunkDoc
+/// holds apart from the root (issue 41: no `unreachable!` to reach it):
+/// its data is read from there, and written back `Level` is in its place
+/// among the root's entries, between those before and after it.
+#[test]
+fn a_chunk_with_level_between_other_entries_writes_back_in_that_order() {
+    use worldfs_codec::minecraft::nbt::{Compound, List, Tag};
+    let section = Compound(vec![("Y".into(), Tag::Byte(0))]);
+    let level = Compound(vec![
+        ("xPos".into(), Tag::Int(2)),
+        ("zPos".into(), Tag::Int(-3)),
+        ("Sections".into(), Tag::List(List { elem: 10, items: vec![Tag::Compound(section)] })),
+        ("isLightOn".into(), Tag::Byte(1)),
+    ]);
+    let root = Compound(vec![
+        ("DataVersion".into(), Tag::Int(2230)),
+        ("Level".into(), Tag::Compound(level)),
+        ("After".into(), Tag::Int(7)),
+    ]);
+    let bytes = nbt::encode("", &root).unwrap();
+    let doc = ChunkDoc::decode(&bytes, &Default::default()).unwrap();
+    assert_eq!(doc.encode().unwrap(), bytes, "written back unchanged");
+    let paths: Vec<String> = doc.entries().into_iter().map(|e| e.path).collect();
+    assert!(paths.iter().any(|p| p.starts_with("sections/0")), "Level's section is read: {paths:?}");
+    let keys = |b: &[u8]| nbt::decode(b).unwrap().1.0.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(keys(&doc.encode().unwrap()), ["DataVersion", "Level", "After"]);
+}
+
 #[test]
 fn a_changed_block_is_packed_as_the_format_wants() {
     // Each format's chunk: set a block to a state new to its palette, so

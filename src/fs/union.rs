@@ -35,16 +35,13 @@ pub(crate) struct Union {
     shift: u32,
     /// The union's path in the mount ("" at the root, else ending in '/').
     prefix: String,
-    /// More tags a mounted tree hands out: trees it nests below its root
-    /// (a Bedrock world's `dimensions/nether/chunks/`).
-    routes: Vec<(u64, Arc<dyn Tree>)>,
 }
 
 impl Union {
     /// `main` must hand out no inode with a tag of `mounted`, nor list a
     /// root entry of the same name.
     pub(crate) fn new(main: Arc<dyn Tree>, mounted: Vec<Mounted>) -> Union {
-        Union { main, mounted, root: ROOT, shift: 60, prefix: String::new(), routes: Vec::new() }
+        Union { main, mounted, root: ROOT, shift: 60, prefix: String::new() }
     }
 
     /// A union that is itself mounted in another, as directory `prefix`
@@ -53,14 +50,7 @@ impl Union {
     /// shares the bits above `shift + 4`, and the four bits at `shift` are
     /// its tree's tag (0 for `main`). Paths are given with `prefix`.
     pub(crate) fn nested(main: Arc<dyn Tree>, mounted: Vec<Mounted>, root: u64, shift: u32, prefix: String) -> Union {
-        Union { main, mounted, root, shift, prefix, routes: Vec::new() }
-    }
-
-    /// Inodes of `tag` also go to `tree` (a mounted tree that nests another
-    /// tree of that tag under its root, and answers for it).
-    pub(crate) fn route(mut self, tag: u64, tree: Arc<dyn Tree>) -> Union {
-        self.routes.push((tag, tree));
-        self
+        Union { main, mounted, root, shift, prefix }
     }
 
     /// The directory the trees are mounted on.
@@ -70,10 +60,7 @@ impl Union {
 
     fn owner(&self, ino: u64) -> &dyn Tree {
         let tag = (ino >> self.shift) & 0xF;
-        if let Some(m) = self.mounted.iter().find(|m| m.tag == tag) {
-            return m.tree.as_ref();
-        }
-        self.routes.iter().find(|(t, _)| *t == tag).map_or(self.main.as_ref(), |(_, tree)| tree.as_ref())
+        self.mounted.iter().find(|m| m.tag == tag).map_or(self.main.as_ref(), |m| m.tree.as_ref())
     }
 
     fn mount_named(&self, name: &[u8]) -> Option<&Mounted> {

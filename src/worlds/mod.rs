@@ -6,6 +6,7 @@
 //! and undo; [`map_tree`] draws either as a map of picture tiles.
 
 pub mod bedrock;
+pub(crate) mod folders;
 pub mod luanti;
 pub(crate) mod map_tree;
 pub mod minecraft;

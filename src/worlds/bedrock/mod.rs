@@ -5,14 +5,14 @@
 //! `block/X,Y,Z` (`block.rs`), `players/NAME/` (`level.rs`), `find/` and
 //! `names` (`find.rs`), `map/` (`map.rs`). The Java world's parts are
 //! reused where they fit: its section drawing, block entity files, top
-//! pictures, level journal and undo planner. `dims.rs` nests the other
-//! dimensions' chunk trees under `dimensions/`.
+//! pictures, level journal and undo planner; the other dimensions' chunk
+//! trees are nested under `dimensions/` as a Java world's are
+//! (`worlds::folders`).
 
 pub(crate) mod block;
 pub(crate) mod check;
 pub mod chunk;
 pub(crate) mod db;
-pub(crate) mod dims;
 pub(crate) mod find;
 pub(crate) mod items;
 pub(crate) mod level;
@@ -26,6 +26,7 @@ pub(crate) mod undo;
 use crate::documents::files_tree::{FilesTree, Home, Stored};
 use crate::fs::union::{Mounted, Union};
 use crate::fs::{FsError, Options, Result, Services, Tree};
+use crate::worlds::folders::{folder_union, mounted_union};
 use chunk::ChunkDoc;
 use db::Db;
 use std::path::Path;
@@ -47,11 +48,10 @@ const PLAYERS_TAG: u64 = 3;
 const FIND_TAG: u64 = 4;
 const MAP_TAG: u64 = 5;
 const DIMS_TAG: u64 = 6;
-const NETHER_TAG: u64 = 7;
-const END_TAG: u64 = 8;
 
-/// The dimensions under `dimensions/`: name, id, tag.
-pub(crate) const OTHER_DIMENSIONS: [(&str, i32, u64); 2] = [("nether", NETHER, NETHER_TAG), ("end", END, END_TAG)];
+/// The dimensions under `dimensions/`: name, id; each a folder of the
+/// tag of its place (1, 2) with its chunks as tree 1.
+const OTHER_DIMENSIONS: [(&str, i32); 2] = [("nether", NETHER), ("end", END)];
 
 /// Open the world's database as a mount needs it.
 pub(crate) fn open_db(dir: &Path, opts: &Options) -> std::result::Result<Db, String> {
@@ -113,38 +113,39 @@ fn tree_of(
     let level = FilesTree::with_home(0, level_home, opts.clone(), services.clone());
     level.prime("", stored);
     db.chunks().map_err(|e| format!("{}: {}", dir.display(), e.message))?;
-    let chunks = |dim: i32, tag: u64| {
+    let chunks = |dim: i32, base: u64| {
         let home = ChunkHome { db: db.clone(), dim };
-        Arc::new(FilesTree::with_home(tag, home, opts.clone(), services.clone()))
+        Arc::new(FilesTree::with_home_at(base, home, opts.clone(), services.clone()))
     };
-    let over = chunks(OVERWORLD, CHUNKS_TAG);
-    let others: Vec<(&'static str, Arc<dyn Tree>, u64)> = OTHER_DIMENSIONS
-        .iter()
-        .map(|&(name, dim, tag)| {
-            let t = chunks(dim, tag);
-            let root = t.root();
-            (name, t as Arc<dyn Tree>, root)
+    let over = chunks(OVERWORLD, CHUNKS_TAG << 60);
+    // dimensions/NAME/chunks/: the four bits at 56 name the dimension,
+    // those at 52 its trees (its chunks: 1).
+    let dims_base = DIMS_TAG << 60;
+    let dim_mounts = (1..)
+        .zip(OTHER_DIMENSIONS)
+        .map(|(dim_tag, (name, dim))| {
+            let dim_base = dims_base | dim_tag << 56;
+            let t = chunks(dim, dim_base | 1 << 52);
+            let mounted = vec![Mounted { name: "chunks".into(), tag: 1, root: t.root(), tree: t }];
+            mounted_union(name, dim_tag, folder_union(dim_base, 52, format!("dimensions/{name}/"), mounted, &opts))
         })
         .collect();
-    let dims = Arc::new(dims::DimsTree::new(DIMS_TAG, others, opts.clone()));
+    let dims =
+        mounted_union("dimensions", DIMS_TAG, folder_union(dims_base, 56, "dimensions/".into(), dim_mounts, &opts));
     let block = block::BlockTree::new(db.clone(), BLOCK_TAG, opts.clone(), services.clone());
     let find = Arc::new(find::new(db.clone(), FIND_TAG, opts.clone()));
     let map = crate::worlds::map_tree::MapTree::new(MAP_TAG, map::BedrockTops(db.clone()), opts.clone());
     let players = FilesTree::with_home(PLAYERS_TAG, level::PlayerHome { db: db.clone() }, opts.clone(), services);
     let mounted = vec![
         Mounted { name: "chunks".into(), tag: CHUNKS_TAG, root: over.root(), tree: over },
-        Mounted { name: "dimensions".into(), tag: DIMS_TAG, root: dims.root(), tree: dims.clone() },
+        dims,
         Mounted { name: "block".into(), tag: BLOCK_TAG, root: block.root(), tree: Arc::new(block) },
         Mounted { name: "find".into(), tag: FIND_TAG, root: find.root(), tree: find.clone() },
         Mounted { name: "names".into(), tag: FIND_TAG, root: find.names_file(), tree: find },
         Mounted { name: "map".into(), tag: MAP_TAG, root: map.root(), tree: Arc::new(map) },
         Mounted { name: "players".into(), tag: PLAYERS_TAG, root: players.root(), tree: Arc::new(players) },
     ];
-    let mut union = Union::new(Arc::new(level), mounted);
-    for &(_, _, tag) in &OTHER_DIMENSIONS {
-        union = union.route(tag, dims.clone());
-    }
-    Ok(Arc::new(union))
+    Ok(Arc::new(Union::new(Arc::new(level), mounted)))
 }
 
 /// Chunk coordinates from an item name `X,Z`.

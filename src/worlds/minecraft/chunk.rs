@@ -72,8 +72,28 @@ const FIRST_COMPUTING_VERSION: i64 = 1451;
 
 pub struct ChunkDoc {
     root_name: String,
+    /// The root compound, without `Level` when the chunk has one.
     root: Compound,
+    /// The `Level` compound of a chunk of 1.17 or older (where its data
+    /// is) and its place among the root's entries, held apart so that
+    /// the chunk's data is always at hand; None: the data is the root.
+    level: Option<(usize, Compound)>,
     pub(crate) format: Format,
+}
+
+/// A chunk's root compound split into the root without `Level` and
+/// `Level` with its place among the root's entries (None: the root holds
+/// no `Level` compound). `ChunkDoc`'s `encode` puts it back in its place.
+fn split_level(root: Compound) -> (Compound, Option<(usize, Compound)>) {
+    let at = root.0.iter().position(|(k, _)| k == "Level");
+    let (mut rest, mut level) = (Vec::with_capacity(root.0.len()), None);
+    for (i, (key, tag)) in root.0.into_iter().enumerate() {
+        match tag {
+            Tag::Compound(c) if Some(i) == at => level = Some((i, c)),
+            tag => rest.push((key, tag)),
+        }
+    }
+    (Compound(rest), level)
 }
 
 fn is_air(t: &Tag) -> bool {
@@ -88,17 +108,15 @@ fn gone(y: i64) -> String {
 
 impl ChunkDoc {
     fn level(&self) -> &Compound {
-        self.root.compound("Level").unwrap_or(&self.root)
+        match &self.level {
+            Some((_, level)) => level,
+            None => &self.root,
+        }
     }
     fn level_mut(&mut self) -> &mut Compound {
-        if self.root.compound("Level").is_some() {
-            // Checked above; the match keeps the borrow checker content.
-            match self.root.compound_mut("Level") {
-                Some(level) => level,
-                None => unreachable!("Level was just found"),
-            }
-        } else {
-            &mut self.root
+        match &mut self.level {
+            Some((_, level)) => level,
+            None => &mut self.root,
         }
     }
     pub(crate) fn data_version(&self) -> i64 {
@@ -762,11 +780,17 @@ impl Document for ChunkDoc {
             Some(_) if version < 2529 => Format::Spanning,
             Some(_) => Format::Padded,
         };
-        Ok(ChunkDoc { root_name, root, format })
+        let (root, level) = split_level(root);
+        Ok(ChunkDoc { root_name, root, level, format })
     }
 
     fn encode(&self) -> DocResult<Vec<u8>> {
-        nbt::encode(&self.root_name, &self.root).map_err(DocError::new)
+        let Some((at, level)) = &self.level else {
+            return nbt::encode(&self.root_name, &self.root).map_err(DocError::new);
+        };
+        let mut root = self.root.clone();
+        root.0.insert((*at).min(root.0.len()), ("Level".to_string(), Tag::Compound(level.clone())));
+        nbt::encode(&self.root_name, &root).map_err(DocError::new)
     }
 
     fn entries(&self) -> Vec<Entry> {
