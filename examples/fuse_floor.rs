@@ -26,8 +26,8 @@
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyXattr, Request,
+    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyXattr,
+    Request,
 };
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -115,9 +115,7 @@ impl Floor {
             (ROOT, b"rtt") => Some(RTT),
             (ROOT, b".worldfs-stats") => Some(STATS),
             (BLOCKS, _) => self.by_name.get(name).map(|&i| FIRST + 2 * i as u64),
-            (dir, b"names") if dir >= FIRST && (dir - FIRST).is_multiple_of(2) => {
-                self.attr_of(dir).map(|_| dir + 1)
-            }
+            (dir, b"names") if dir >= FIRST && (dir - FIRST).is_multiple_of(2) => self.attr_of(dir).map(|_| dir + 1),
             _ => None,
         }
     }
