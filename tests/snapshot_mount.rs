@@ -123,3 +123,56 @@ fn a_world_without_snapshots_shows_no_snapshots_directory() {
     let m = Mounted::new(world.path(), &["ro"]);
     assert!(!m.ok("ls $MNT").contains("snapshots"));
 }
+
+#[test]
+fn a_store_elsewhere_is_shown_with_the_snapshot_store_option_and_a_dir_without_one_is_refused() {
+    require_fuse!("a_store_elsewhere_is_shown_with_the_snapshot_store_option_and_a_dir_without_one_is_refused");
+    let world = common::demo_world();
+    let w = world.path();
+    let other = tempfile::tempdir().unwrap();
+    let store = other.path().join("store");
+    let take = |name: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldfs"))
+            .args(["snapshot", w.to_str().unwrap(), "--name", name, "--store", store.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    take("elsewhere");
+    let m = Mounted::new(w, &["ro"]);
+    assert!(!m.ok("ls $MNT").contains("snapshots"), "the world has no store of its own");
+    drop(m);
+
+    let m = Mounted::new(w, &["ro", &format!("snapshot_store={}", store.display())]);
+    assert_eq!(m.ok("ls $MNT/snapshots"), "elsewhere\n");
+    assert_eq!(m.ok("cat $MNT/snapshots/elsewhere/node/3,1,3"), m.ok("cat $MNT/node/3,1,3"));
+    m.ok("diff -r $MNT/snapshots/elsewhere/blocks/0,0,0 $MNT/blocks/0,0,0");
+    // A snapshot taken into that store while mounted appears.
+    take("later");
+    let start = std::time::Instant::now();
+    while m.ok("ls $MNT/snapshots") != "elsewhere\nlater\n" {
+        assert!(start.elapsed() < std::time::Duration::from_secs(15), "{}", m.ok("ls $MNT/snapshots"));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    drop(m);
+
+    // A directory holding no store: the mount is refused, saying so.
+    let mnt = tempfile::tempdir().unwrap();
+    let empty = other.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = std::process::Command::new("timeout")
+        .arg("20")
+        .arg(env!("CARGO_BIN_EXE_worldfs"))
+        .args(["mount", w.to_str().unwrap(), mnt.path().to_str().unwrap(), "-f", "-o"])
+        .arg(format!("ro,snapshot_store={}", empty.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit status {:?}: {err}", out.status);
+    assert!(
+        err.contains(&format!("-o snapshot_store={}", empty.display()))
+            && err.contains("no snapshot store here")
+            && err.contains("worldfs snapshot WORLD --store"),
+        "{err}"
+    );
+}

@@ -63,7 +63,9 @@ pub(crate) enum Command {
         /// after their close; fsync still waits for the write), guard_ms=N
         /// (look for a server holding the map at most N ms before a write;
         /// default 500), index_dir=DIR (where the name index is kept;
-        /// default ~/.cache/worldfs), index_ttl=SECONDS (how long the index
+        /// default ~/.cache/worldfs), snapshot_store=DIR (the snapshot
+        /// store `snapshots/` shows, as `snapshot --store DIR`; default
+        /// WORLD/worldfs-snapshots), index_ttl=SECONDS (how long the index
         /// of a map without a change counter is trusted; default 600),
         /// plus_max=N (worlds of at most N blocks are listed with
         /// attributes on every page; default 100000, 0 never),

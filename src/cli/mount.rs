@@ -67,6 +67,12 @@ pub(crate) fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> 
                 m.fs.index_dir =
                     Some(PathBuf::from(v.filter(|v| !v.is_empty()).ok_or("-o index_dir= needs a directory")?))
             }
+            "snapshot_store" => {
+                let dir = v.filter(|v| !v.is_empty()).ok_or("-o snapshot_store= needs a directory")?;
+                // Absolute: the daemon's working directory is not the caller's.
+                let dir = std::path::absolute(dir).map_err(|e| format!("-o snapshot_store={dir}: {e}"))?;
+                m.fs.snapshot_store = Some(dir);
+            }
             "plus_max" => m.fs.plus_max = num(v)?,
             "write_mb" => m.fs.write_buffers = (num(v)?.clamp(1, 1 << 20) as usize) << 20,
             "max_objects_per_block" => {

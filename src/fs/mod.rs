@@ -74,6 +74,9 @@ pub struct Options {
     /// How long a name index of a map without a change counter (not
     /// SQLite) is trusted after it was built.
     pub index_ttl: Duration,
+    /// The snapshot store `snapshots/` shows (None: the world's own,
+    /// `WORLD/worldfs-snapshots`, when it has one).
+    pub snapshot_store: Option<std::path::PathBuf>,
     /// Worlds of at most this many blocks are listed with attributes on
     /// every page (`Tree::plus_everywhere`); 0: never.
     pub plus_max: u64,
@@ -106,6 +109,7 @@ impl Default for Options {
             guard_interval: Duration::from_millis(500),
             index_dir: None,
             index_ttl: Duration::from_secs(600),
+            snapshot_store: None,
             // About 100 MB of kernel inodes and names at most.
             plus_max: 100_000,
             write_buffers: 512 << 20,

@@ -165,7 +165,7 @@ pub(crate) fn open_world_tree(
         crate::fs::union::Mounted { name: "map".into(), tag: MAP_TAG, root: tiles.root(), tree: Arc::new(tiles) };
     let live = map.live;
     let mut more = vec![mount];
-    more.extend(snapshot_tree::mounted(&world, &opts, &services));
+    more.extend(snapshot_tree::mounted(&world, &opts, &services)?);
     Ok(records::live_world_tree(map, &world, &opts, &services, more, live))
 }
 

@@ -30,13 +30,29 @@ pub(crate) const NAME: &str = "snapshots";
 const POLL: Duration = Duration::from_secs(1);
 
 /// `snapshots/`, mounted beside the map, when the world has a snapshot
-/// store. `services`: the mount's, to tell the kernel when the list of
-/// snapshots changed (it keeps a directory's listing until then).
-pub(crate) fn mounted(world: &World, opts: &Options, services: &Arc<Services>) -> Option<Mounted> {
-    let dir = world.dir.join(DIR_NAME);
-    if !Snapshots::file(&dir).is_file() {
-        return None;
-    }
+/// store (or `-o snapshot_store=DIR` names one: then a directory without
+/// a store it reads is refused with the reason). `services`: the mount's,
+/// to tell the kernel when the list of snapshots changed (it keeps a
+/// directory's listing until then).
+pub(crate) fn mounted(
+    world: &World,
+    opts: &Options,
+    services: &Arc<Services>,
+) -> std::result::Result<Option<Mounted>, String> {
+    let dir = match &opts.snapshot_store {
+        Some(dir) => {
+            Snapshots::open_read_only(dir).map_err(|e| {
+                format!(
+                    "-o snapshot_store={}: {e} (take a snapshot there first: worldfs snapshot WORLD --store {})",
+                    dir.display(),
+                    dir.display()
+                )
+            })?;
+            dir.clone()
+        }
+        None if Snapshots::file(&world.dir.join(DIR_NAME)).is_file() => world.dir.join(DIR_NAME),
+        None => return Ok(None),
+    };
     let children = SnapshotChildren {
         dir: dir.clone(),
         world: world.dir.clone(),
@@ -60,7 +76,7 @@ pub(crate) fn mounted(world: &World, opts: &Options, services: &Arc<Services>) -
     if let Err(e) = std::thread::Builder::new().name("worldfs-snapshots".into()).spawn(watch) {
         log::warn!("snapshots/: new snapshots show only after the directory's TTL ({e})");
     }
-    Some(Mounted { name: NAME.into(), tag: TAG, root, tree: nested })
+    Ok(Some(Mounted { name: NAME.into(), tag: TAG, root, tree: nested }))
 }
 
 /// When the store's files last changed (a snapshot taken or pruned: a

@@ -239,6 +239,9 @@ impl Snapshots {
     pub fn open_read_only(dir: &Path) -> Result<Snapshots, String> {
         use rusqlite::OpenFlags;
         let file = Snapshots::file(dir);
+        if !file.is_file() {
+            return Err(format!("{}: no snapshot store here (take one with `worldfs snapshot`)", dir.display()));
+        }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(&file, flags).map_err(sql_error(&file))?;
         conn.busy_timeout(BUSY_WAIT).map_err(sql_error(&file))?;
