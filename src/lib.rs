@@ -12,8 +12,8 @@
 //! - [`transfer`]: nodes moved between map blocks and schematics, pure;
 //! - [`documents`]: worlds kept in one file (schematics, WorldEdit files,
 //!   Teeworlds maps, cubesets, chunk dumps), each a small tree of files;
-//! - [`worlds`]: worlds kept in a directory (Luanti, Minecraft Java), each
-//!   with its own tree, check and undo;
+//! - [`worlds`]: worlds kept in a directory (Luanti, Minecraft Java and
+//!   Bedrock), each with its own tree, check and undo;
 //! - [`open`]: the one place that knows every kind, and picks one for a path;
 //! - [`fuse`] (the thin adapter to the kernel) and [`cli`] on top.
 

@@ -134,23 +134,6 @@ fn a_changed_block_is_packed_as_the_format_wants() {
     }
 }
 
-/// Why the Python reader cannot run here, if it cannot.
-fn oracle_missing() -> Option<String> {
-    let ok = Command::new("python3").args(["-c", "import anvil"]).output().map(|o| o.status.success());
-    (!ok.unwrap_or(false)).then(|| "python3 with anvil-parser2 (pip install anvil-parser2)".to_string())
-}
-
-/// Skip (with the reason) unless FUSE and anvil-parser2 are there.
-macro_rules! require_fuse_and_oracle {
-    ($test:expr) => {
-        require_fuse!($test);
-        if let Some(why) = oracle_missing() {
-            common::skip($test, "python3", &why);
-            return;
-        }
-    };
-}
-
 fn oracle(world: &Path, only: &[&str]) -> Vec<String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/mc_oracle.py");
     let out = Command::new("python3").arg(script).arg(world).args(only).output().unwrap();
@@ -227,7 +210,7 @@ fn check_mount_against_oracle(m: &common::mount::Mounted, lines: &[String]) -> u
 
 #[test]
 fn the_mount_agrees_with_anvil_parser_on_every_section_and_block_entity() {
-    require_fuse_and_oracle!("minecraft::the_mount_agrees_with_anvil_parser");
+    require_fuse_and_mc_oracle!("minecraft::the_mount_agrees_with_anvil_parser");
     let w = world_copy();
     let lines = oracle(w.path(), &[]);
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -265,7 +248,7 @@ fn hashes(lines: &[String]) -> BTreeMap<String, String> {
 
 #[test]
 fn block_and_chest_edits_are_what_anvil_parser_reads_and_nothing_else_changes() {
-    require_fuse_and_oracle!("minecraft::block_and_chest_edits");
+    require_fuse_and_mc_oracle!("minecraft::block_and_chest_edits");
     let w = world_copy();
     let before = oracle(w.path(), &[]);
     let chest =
@@ -400,7 +383,7 @@ fn worldfs(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn undo_takes_back_chunk_and_level_changes_as_anvil_parser_reads_them() {
-    require_fuse_and_oracle!("minecraft::undo_takes_back_chunk_and_level_changes");
+    require_fuse_and_mc_oracle!("minecraft::undo_takes_back_chunk_and_level_changes");
     let w = world_copy();
     let world = w.path().to_str().unwrap();
     let (before, level) = (hashes(&oracle(w.path(), &[])), std::fs::read(w.path().join("level.dat")).unwrap());
@@ -444,7 +427,7 @@ fn undo_takes_back_chunk_and_level_changes_as_anvil_parser_reads_them() {
 
 #[test]
 fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
-    require_fuse_and_oracle!("minecraft::sigkill_during_a_bulk_edit");
+    require_fuse_and_mc_oracle!("minecraft::sigkill_during_a_bulk_edit");
     let w = world_copy();
     let before = hashes(&oracle(w.path(), &[]));
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -506,7 +489,7 @@ fn legacy_table() -> (BTreeMap<String, String>, BTreeMap<String, String>) {
 
 #[test]
 fn a_1_11_world_shows_its_blocks_by_name_as_anvil_parser_reads_their_ids() {
-    require_fuse_and_oracle!("minecraft::a_1_11_world_shows_its_blocks");
+    require_fuse_and_mc_oracle!("minecraft::a_1_11_world_shows_its_blocks");
     let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine"));
     let lines = oracle(d.path(), &[]);
     let (states, names) = legacy_table();
@@ -605,7 +588,7 @@ fn legacy_sections(lines: &[String]) -> BTreeMap<(String, i64), Vec<String>> {
 
 #[test]
 fn a_1_11_world_is_written_as_ids_and_data_that_anvil_parser_and_amulet_read() {
-    require_fuse_and_oracle!("minecraft::a_1_11_world_is_written");
+    require_fuse_and_mc_oracle!("minecraft::a_1_11_world_is_written");
     let amulet = Command::new("python3").args(["-c", "import amulet_nbt"]).output().is_ok_and(|o| o.status.success());
     if !amulet {
         common::skip("minecraft::a_1_11_world_is_written", "python3", "amulet-nbt is missing");
@@ -831,7 +814,7 @@ fn a_1_13_chunk_takes_back_what_it_shows_and_leaves_its_heightmaps_to_the_game()
 /// game (read by amulet-nbt) and every other chunk unchanged.
 #[test]
 fn a_1_13_world_mounts_as_anvil_parser_reads_it_and_an_edit_leaves_heightmaps_to_the_game() {
-    require_fuse_and_oracle!("minecraft::a_1_13_world_mounts");
+    require_fuse_and_mc_oracle!("minecraft::a_1_13_world_mounts");
     let d = common::copy_world(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft/prismarine-1.13"));
     let before = oracle(d.path(), &[]);
     let m = common::mount::Mounted::new(d.path(), &[]);

@@ -10,35 +10,11 @@
 //! mc_oracle.py) reading each dimension's folder.
 
 use crate::common;
+use crate::common::minecraft::data;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
-}
-
-fn oracle_missing() -> Option<String> {
-    let ok = Command::new("python3").args(["-c", "import anvil, amulet_nbt"]).output().map(|o| o.status.success());
-    (!ok.unwrap_or(false)).then(|| "python3 with anvil-parser2 and amulet-nbt (contrib/test.sh)".to_string())
-}
-
-macro_rules! require_oracle {
-    ($test:expr) => {
-        if let Some(why) = oracle_missing() {
-            common::skip($test, "python3", &why);
-            return;
-        }
-    };
-}
-
-macro_rules! require_fuse_and_oracle {
-    ($test:expr) => {
-        require_fuse!($test);
-        require_oracle!($test);
-    };
-}
 
 /// anvil-parser2's lines for the region files of `dir/region`.
 fn oracle(dir: &Path) -> Vec<String> {
@@ -120,7 +96,7 @@ const END: &str = "dimensions/minecraft/the_end/";
 
 #[test]
 fn a_26_1_world_is_checked_and_mounted_with_every_dimension() {
-    require_fuse_and_oracle!("minecraft_dimensions::a_26_1_world");
+    require_fuse_and_mc_oracle!("minecraft_dimensions::a_26_1_world");
     let w = common::copy_world(&data("layout-26"));
     let (ok, report, text) = check_json(w.path());
     assert!(ok, "{text}");
@@ -173,7 +149,7 @@ fn a_26_1_world_is_checked_and_mounted_with_every_dimension() {
 /// journaled no patch of the file.)
 #[test]
 fn an_undo_in_the_nether_gives_back_its_region_file_byte_for_byte() {
-    require_fuse_and_oracle!("minecraft_dimensions::an_undo_in_the_nether_gives_back_its_region_file_byte_for_byte");
+    require_fuse_and_mc_oracle!("minecraft_dimensions::an_undo_in_the_nether_gives_back_its_region_file_byte_for_byte");
     let w = common::copy_world(&data("layout-26"));
     let world = w.path().to_str().unwrap();
     let region = w.path().join(NETHER).join("region/r.-1.-1.mca");
@@ -220,7 +196,7 @@ fn old_layout_world() -> tempfile::TempDir {
 
 #[test]
 fn the_nether_and_the_end_of_the_older_layout_are_mounted_and_checked() {
-    require_fuse_and_oracle!("minecraft_dimensions::the_nether_and_the_end_of_the_older_layout");
+    require_fuse_and_mc_oracle!("minecraft_dimensions::the_nether_and_the_end_of_the_older_layout");
     let w = old_layout_world();
     let (ok, report, text) = check_json(w.path());
     assert!(ok, "{text}");
@@ -269,7 +245,7 @@ fn a_folder_that_is_no_world_says_what_each_kind_lacks() {
 /// directory gives EIO), in either layout, and a bad chunk in the Nether.
 #[test]
 fn check_reports_level_dat_players_and_every_dimension_as_the_mount_refuses_them() {
-    require_fuse_and_oracle!("minecraft_dimensions::check_reports_level_dat_players");
+    require_fuse_and_mc_oracle!("minecraft_dimensions::check_reports_level_dat_players");
     for (name, players) in [("made", "playerdata"), ("layout-26", "players/data")] {
         let w = common::copy_world(&data(name));
         let player = w.path().join(players).join("0000000b-0000-0016-0000-00210000002c.dat");

@@ -6,23 +6,14 @@
 //! amulet-nbt from Querz/NBT's real chunks) and prismarine/ (1.11.2).
 
 use crate::common;
+use crate::common::minecraft::data;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
-}
 
 fn world_copy(name: &str) -> tempfile::TempDir {
     common::copy_world(&data(name))
-}
-
-/// Why amulet-nbt cannot run here, if it cannot.
-fn oracle_missing() -> Option<String> {
-    let ok = Command::new("python3").args(["-c", "import amulet_nbt"]).output().map(|o| o.status.success());
-    (!ok.unwrap_or(false)).then(|| "python3 with amulet-nbt (pip install amulet-nbt)".to_string())
 }
 
 /// The reader's lines, by kind: `sign`, `rest`, `entity`, `heightmap`.
@@ -38,24 +29,13 @@ fn oracle(world: &Path) -> BTreeMap<String, Vec<String>> {
     by_kind
 }
 
-/// Skip (with the reason) unless FUSE and amulet-nbt are there.
-macro_rules! require_fuse_and_oracle {
-    ($test:expr) => {
-        require_fuse!($test);
-        if let Some(why) = oracle_missing() {
-            common::skip($test, "python3", &why);
-            return;
-        }
-    };
-}
-
 const OLD: &str = "chunks/-65,-42/block_entities/-1036,70,-666";
 const STYLED: &str = "chunks/-65,-42/block_entities/-1035,70,-666";
 const NEW: &str = "chunks/-8,-12/block_entities/-120,70,-188";
 
 #[test]
 fn sign_edits_with_echo_and_sed_are_what_amulet_reads_and_nothing_else_changes() {
-    require_fuse_and_oracle!("minecraft_more::sign_edits");
+    require_fuse_and_mc_oracle!("minecraft_more::sign_edits");
     let w = world_copy("made");
     let before = oracle(w.path());
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -106,7 +86,7 @@ fn shown_heights(text: &str, name: &str) -> Vec<i64> {
 
 #[test]
 fn entities_and_heightmaps_are_what_amulet_reads() {
-    require_fuse_and_oracle!("minecraft_more::entities_and_heightmaps");
+    require_fuse_and_mc_oracle!("minecraft_more::entities_and_heightmaps");
     for world in ["made", "prismarine"] {
         let w = world_copy(world);
         let lines = oracle(w.path());
@@ -246,7 +226,7 @@ fn a_mount_removes_temporary_files_no_live_worldfs_owns() {
 /// byte for byte.
 #[test]
 fn a_player_edit_is_read_by_amulet_and_undone() {
-    require_fuse_and_oracle!("minecraft_more::a_player_edit");
+    require_fuse_and_mc_oracle!("minecraft_more::a_player_edit");
     let w = world_copy("made");
     let uuid = "0000000b-0000-0016-0000-00210000002c";
     let file = w.path().join(format!("playerdata/{uuid}.dat"));

@@ -9,30 +9,11 @@
 //! and amulet-nbt.
 
 use crate::common;
+use crate::common::minecraft::data;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
-}
-
-/// Why anvil-parser2 and amulet-nbt cannot run here, if they cannot.
-fn oracle_missing() -> Option<String> {
-    let ok = Command::new("python3").args(["-c", "import anvil, amulet_nbt"]).output().map(|o| o.status.success());
-    (!ok.unwrap_or(false)).then(|| "python3 with anvil-parser2 and amulet-nbt (contrib/test.sh)".to_string())
-}
-
-macro_rules! require_fuse_and_oracle {
-    ($test:expr) => {
-        require_fuse!($test);
-        if let Some(why) = oracle_missing() {
-            common::skip($test, "python3", &why);
-            return;
-        }
-    };
-}
 
 /// anvil-parser2's lines for the world (`section`, `be`, `chunk` ...).
 fn oracle(world: &Path) -> Vec<String> {
@@ -77,7 +58,7 @@ fn refused(m: &common::mount::Mounted, text: &str, file: &str) -> Option<String>
 
 #[test]
 fn unknown_block_states_and_items_are_refused_and_the_world_is_unchanged() {
-    require_fuse_and_oracle!("minecraft_registry::unknown_block_states_and_items_are_refused");
+    require_fuse_and_mc_oracle!("minecraft_registry::unknown_block_states_and_items_are_refused");
     let w = common::copy_world(&data("querz"));
     let before = oracle(w.path());
     let chest = before.iter().find(|l| l.starts_with("be ") && l.contains(" minecraft:chest ")).expect("a chest");
@@ -155,7 +136,7 @@ fn player_items(world: &Path) -> String {
 
 #[test]
 fn an_unknown_item_in_a_players_inventory_or_data_is_refused() {
-    require_fuse_and_oracle!("minecraft_registry::an_unknown_item_in_a_players_inventory");
+    require_fuse_and_mc_oracle!("minecraft_registry::an_unknown_item_in_a_players_inventory");
     let w = common::copy_world(&data("made"));
     let before = player_items(w.path());
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -178,7 +159,7 @@ fn an_unknown_item_in_a_players_inventory_or_data_is_refused() {
 /// never refused, and an edit elsewhere in the section keeps it.
 #[test]
 fn names_a_chunk_already_holds_are_taken_back_as_they_are() {
-    require_fuse_and_oracle!("minecraft_registry::names_a_chunk_already_holds");
+    require_fuse_and_mc_oracle!("minecraft_registry::names_a_chunk_already_holds");
     use worldfs_codec::minecraft::nbt::Tag;
     let w = common::copy_world(&data("querz"));
     // Another program renames one palette entry of chunk 1,3's section 2.

@@ -10,33 +10,14 @@
 //! (tests/scripts/mc_oracle.py), Python, never linked.
 
 use crate::common;
+use crate::common::minecraft::data;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/minecraft").join(name)
-}
-
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts").join(name)
-}
-
-/// Why the Python readers cannot run here, if they cannot.
-fn oracle_missing() -> Option<String> {
-    let ok = Command::new("python3").args(["-c", "import amulet_nbt, anvil"]).output().map(|o| o.status.success());
-    (!ok.unwrap_or(false)).then(|| "python3 with amulet-nbt and anvil-parser2 (contrib/test.sh)".to_string())
-}
-
-macro_rules! require_fuse_and_oracle {
-    ($test:expr) => {
-        require_fuse!($test);
-        if let Some(why) = oracle_missing() {
-            common::skip($test, "python3", &why);
-            return;
-        }
-    };
 }
 
 /// `mc_region_edit.py ARGS`: the other program; the SHA-256 of the NBT it wrote.
@@ -104,7 +85,7 @@ fn name13(i: usize) -> String {
 /// writer's close returned 0 and every diamond block was bedrock again.)
 #[test]
 fn a_section_changed_on_disk_while_open_for_writing_is_refused_with_estale() {
-    require_fuse_and_oracle!("minecraft_robust::a_section_changed_on_disk_while_open_for_writing");
+    require_fuse_and_mc_oracle!("minecraft_robust::a_section_changed_on_disk_while_open_for_writing");
     let w = common::copy_world(&data("prismarine-1.13"));
     let region = w.path().join(R13);
     let m = common::mount::Mounted::new(w.path(), &[]);
@@ -203,7 +184,7 @@ fn damage_header(region: &Path) -> [(usize, usize, usize); 3] {
 /// exited 2 and check counted 0 chunks for the region.)
 #[test]
 fn bad_header_entries_hide_no_good_chunk() {
-    require_fuse_and_oracle!("minecraft_robust::bad_header_entries_hide_no_good_chunk");
+    require_fuse_and_mc_oracle!("minecraft_robust::bad_header_entries_hide_no_good_chunk");
     let w = common::copy_world(&data("prismarine-1.13"));
     let region = w.path().join(R13);
     let original = std::fs::read(&region).unwrap();
@@ -291,7 +272,7 @@ fn break_two_chunks(region: &Path) -> [(usize, usize, usize); 2] {
 /// region file is unchanged".)
 #[test]
 fn a_corrupt_chunk_leaves_names_find_and_other_edits_working() {
-    require_fuse_and_oracle!("minecraft_robust::a_corrupt_chunk_leaves_names_find_and_other_edits_working");
+    require_fuse_and_mc_oracle!("minecraft_robust::a_corrupt_chunk_leaves_names_find_and_other_edits_working");
     let w = common::copy_world(&data("prismarine-1.13"));
     let region = w.path().join(R13);
     let [d, f] = break_two_chunks(&region);
@@ -350,7 +331,7 @@ fn a_corrupt_chunk_leaves_names_find_and_other_edits_working() {
 /// again.)
 #[test]
 fn an_undo_gives_back_the_region_file_byte_for_byte() {
-    require_fuse_and_oracle!("minecraft_robust::an_undo_gives_back_the_region_file_byte_for_byte");
+    require_fuse_and_mc_oracle!("minecraft_robust::an_undo_gives_back_the_region_file_byte_for_byte");
     let w = common::copy_world(&data("prismarine-1.13"));
     let world = w.path().to_str().unwrap();
     let region = w.path().join(R13);
@@ -418,7 +399,7 @@ fn a_bsd_flock_on_session_lock_refuses_writes() {
 /// mount ran: the cache trusted the file's identity, size and time.)
 #[test]
 fn a_chunk_rewritten_in_place_shows_its_new_info_after_the_ttl() {
-    require_fuse_and_oracle!("minecraft_robust::a_chunk_rewritten_in_place_shows_its_new_info_after_the_ttl");
+    require_fuse_and_mc_oracle!("minecraft_robust::a_chunk_rewritten_in_place_shows_its_new_info_after_the_ttl");
     let w = common::copy_world(&data("prismarine-1.13"));
     let region = w.path().join(R13);
     let m = common::mount::Mounted::new(w.path(), &[]);

@@ -53,7 +53,7 @@ pub(crate) fn install(world: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Settle the undo journal's changes a running server applied but had
-/// not saved when they were journaled (`store::live::journal::settle`):
+/// not saved when they were journaled (`worldfs_store::live::settle`):
 /// those a killed server lost are taken out, so that the journal lists
 /// what the map holds.
 pub(crate) fn settle_journal(w: &World) {
@@ -82,7 +82,7 @@ pub(crate) fn server_runs_mod(world: &Path) -> bool {
 /// go back through the server (`LiveStore::revert`: the mod checks that
 /// the game still holds what each undone change left, node by node, and
 /// refuses the undo as a conflict otherwise), the players and accounts as
-/// a live mount changes them (`store::live::records`).
+/// a live mount changes them (`worldfs_store::live::records`).
 pub(crate) fn undo(w: &World, journal: &Journal, sel: Selection, dry_run: bool) -> Result<(), String> {
     worldfs_store::live::check_spool(&w.dir)?;
     let store = LiveStore::new(&w.dir, w.open_store(true, false)?).with_journal(Some(w.journal_path()));

@@ -70,48 +70,58 @@ pub(crate) fn check(world: PathBuf, json: bool, repair: bool) -> Result<bool, St
 
 /// `check` of a Minecraft Java world (`worlds::minecraft::check`).
 fn check_minecraft(world: &Path, json: bool, repair: bool) -> Result<bool, String> {
-    if repair {
-        return Err("--repair is for Luanti worlds' SQLite databases; a Minecraft world has none".into());
-    }
-    let bar = progress(0, "checking");
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} region files, {eta} left")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let report = crate::worlds::minecraft::check::check(world, &|done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
+    let report = minecraft_check(repair, "a Minecraft world", "region files", |progress| {
+        crate::worlds::minecraft::check::check(world, progress)
     })?;
-    bar.finish_and_clear();
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report.json(world)).map_err(|e| e.to_string())?);
-    } else {
-        report.print(world, &mut std::io::stdout()).map_err(|e| e.to_string())?;
-    }
+    print_report(json.then(|| report.json(world)), |out| report.print(world, out))?;
     Ok(report.corrupt.is_empty())
 }
 
 /// `check` of a Minecraft Bedrock world (`worlds::bedrock::check`).
 fn check_bedrock(world: &Path, json: bool, repair: bool) -> Result<bool, String> {
+    let report = minecraft_check(repair, "a Bedrock world", "chunks", |progress| {
+        crate::worlds::bedrock::check::check(world, progress)
+    })?;
+    print_report(json.then(|| report.json(world)), |out| report.print(world, out))?;
+    Ok(report.corrupt.is_empty())
+}
+
+/// Refuses `--repair` (`kind` has no SQLite database), then runs `check`
+/// under a progress bar that counts `counted`.
+fn minecraft_check<R>(
+    repair: bool,
+    kind: &str,
+    counted: &str,
+    check: impl FnOnce(&(dyn Fn(u64, u64) + Sync)) -> Result<R, String>,
+) -> Result<R, String> {
     if repair {
-        return Err("--repair is for Luanti worlds' SQLite databases; a Bedrock world has none".into());
+        return Err(format!("--repair is for Luanti worlds' SQLite databases; {kind} has none"));
     }
     let bar = progress(0, "checking");
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} chunks, {eta} left")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{msg}} {{wide_bar}} {{pos}}/{{len}} {counted}, {{eta}} left"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let report = crate::worlds::bedrock::check::check(world, &|done, total| {
+    let report = check(&|done, total| {
         bar.set_length(total);
         bar.set_position(done);
     })?;
     bar.finish_and_clear();
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report.json(world)).map_err(|e| e.to_string())?);
-    } else {
-        report.print(world, &mut std::io::stdout()).map_err(|e| e.to_string())?;
+    Ok(report)
+}
+
+/// Prints a report: as JSON when given, else as `text` writes it.
+fn print_report(
+    json: Option<serde_json::Value>,
+    text: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), String> {
+    match json {
+        Some(v) => println!("{}", serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?),
+        None => text(&mut std::io::stdout()).map_err(|e| e.to_string())?,
     }
-    Ok(report.corrupt.is_empty())
+    Ok(())
 }
 
 /// `check --repair`: open each of the world's SQLite databases with a hot

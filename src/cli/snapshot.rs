@@ -1,5 +1,5 @@
 //! `worldfs snapshot` (take, list, verify, prune): the command line of
-//! `store::snapshots`.
+//! `worldfs_store::snapshots`.
 
 use crate::worlds::luanti::snapshots::diff::NodeBox;
 use clap::{Args, Subcommand};

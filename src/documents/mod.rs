@@ -1,5 +1,6 @@
 //! Kinds of world kept in one file: a Luanti schematic (`.mts`), a
-//! Teeworlds/DDNet map (`.map`), a Cuberite cubeset, a Minecraft chunk dump.
+//! WorldEdit file (`.we`), a Teeworlds/DDNet map (`.map`), a Cuberite
+//! cubeset, a Minecraft chunk dump.
 //! Each is a [`Document`]: decoded whole, shown as a small tree of files,
 //! edited one file at a time, encoded whole and written back atomically by
 //! the filesystem core. A kind is a module here with its view (structure

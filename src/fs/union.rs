@@ -1,6 +1,8 @@
 //! A tree with other trees mounted on directories of its root: how a Luanti
 //! world shows its map (the main tree) beside `players/`, `auth/` and
-//! `mod_storage/` (each a tree of its own over another database).
+//! `mod_storage/` (each a tree of its own over another database), and a
+//! Minecraft world its `chunks/`, `block/`, `find/`, ... A union can be
+//! mounted in another ([`Union::nested`]: a world's `dimensions/`).
 //!
 //! No numbers are translated: each mounted tree hands out inodes whose top
 //! four bits are its own tag, and its root directory is an inode of that

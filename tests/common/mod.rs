@@ -7,6 +7,8 @@ pub mod leveldb;
 #[macro_use]
 pub mod live;
 #[macro_use]
+pub mod minecraft;
+#[macro_use]
 pub mod mount;
 pub mod pg;
 pub mod redis;

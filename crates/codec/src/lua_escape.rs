@@ -1,5 +1,5 @@
 //! The escapes of Lua's quoted strings, for the two readers of Lua data
-//! (WorldEdit files in `we::lua`, Cuberite cubesets in `cubeset::lua`):
+//! (WorldEdit files in `we::lua`, Cuberite cubesets in `cubeset`):
 //! one table of what a backslash sequence stands for. Pure.
 
 /// Which Lua reads the string: `\x` hex escapes came with Lua 5.2, and

@@ -31,25 +31,23 @@
 pub mod bedrock;
 pub(crate) mod env;
 pub mod lock;
+mod worker;
 
 use super::journal::{self, Fingerprint};
 use super::pos::{KEY_MAX, KEY_MIN};
 use super::{BlockPos, Change, MapStore, Note, Result, StoreError};
-use parking_lot::Mutex;
 use rusty_leveldb::{DB, DBIterator, LdbIterator, Options, WriteBatch};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-
-type Job = Box<dyn FnOnce(&mut Engine) + Send>;
+use worker::Worker;
 
 /// The map in a LevelDB directory, `map.db` (the `leveldb` backend).
 pub struct LevelDbStore {
     dir: PathBuf,
     read_only: bool,
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The database's thread; dropped (the database closed) before the lock.
+    worker: Worker<Engine>,
     /// Bumped by every change (only this process writes while it holds the
     /// lock; a snapshot never changes).
     version: AtomicU64,
@@ -476,66 +474,35 @@ impl LevelDbStore {
         if !dir.join("CURRENT").is_file() {
             return Err(format!("{}: not a LevelDB database (it has no CURRENT file)", dir.display()));
         }
-        let lock_file = dir.join("LOCK");
-        let lock = if read_only {
-            None
-        } else {
-            match lock::take_after_exiting_daemons(&lock_file) {
-                Ok(f) => Some(f),
-                Err(e) if is_held(&e) => {
-                    return Err(format!(
-                        "{} is locked by {}, most likely a running server; LevelDB admits one process at a \
-                         time: stop the server to write, or mount read-only (-o ro) to see the map as it is now",
-                        dir.display(),
-                        lock_holder(&lock_file)
-                    ));
-                }
-                Err(e) => return Err(format!("{}: cannot lock: {e}", lock_file.display())),
+        let lock = match read_only {
+            true => None,
+            false => Some(worker::take_lock(
+                dir,
+                "a running server",
+                "stop the server to write, or mount read-only (-o ro) to see the map as it is now",
+            )?),
+        };
+        let d = dir.to_path_buf();
+        let open = move || {
+            let (db, health) = open_db(&d, read_only)?;
+            Ok(Engine {
+                dir: d,
+                read_only,
+                db: Some(db),
+                broken: String::new(),
+                health,
+                journal: None,
+                settled_later: Vec::new(),
+                cursor: None,
+            })
+        };
+        let end = |engine: &mut Engine| {
+            if engine.journal.is_some() {
+                engine.close();
             }
         };
-        let (jobs, rx) = mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
-        let d = dir.to_path_buf();
-        let thread = std::thread::Builder::new()
-            .name("worldfs-leveldb".into())
-            .spawn(move || {
-                let (db, health) = match open_db(&d, read_only) {
-                    Ok(x) => x,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let mut engine = Engine {
-                    dir: d,
-                    read_only,
-                    db: Some(db),
-                    broken: String::new(),
-                    health,
-                    journal: None,
-                    settled_later: Vec::new(),
-                    cursor: None,
-                };
-                let _ = ready_tx.send(Ok(()));
-                for job in rx {
-                    // A panic in one request must not take the database
-                    // with it; the request sees its reply channel closed.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut engine)));
-                }
-                if engine.journal.is_some() {
-                    engine.close();
-                }
-            })
-            .map_err(|e| format!("cannot start the LevelDB thread: {e}"))?;
-        ready_rx.recv().map_err(|_| format!("{}: the LevelDB thread ended", dir.display()))??;
-        Ok(LevelDbStore {
-            dir: dir.to_path_buf(),
-            read_only,
-            jobs: Mutex::new(Some(jobs)),
-            thread: Some(thread),
-            version: AtomicU64::new(0),
-            lock,
-        })
+        let worker = Worker::start(dir, "worldfs-leveldb", open, end)?;
+        Ok(LevelDbStore { dir: dir.to_path_buf(), read_only, worker, version: AtomicU64::new(0), lock })
     }
 
     /// Open the map for a snapshot: read-only, holding LevelDB's lock while
@@ -581,26 +548,7 @@ impl LevelDbStore {
 
     /// Run `f` on the database thread and wait for its answer.
     fn call<T: Send + 'static>(&self, f: impl FnOnce(&mut Engine) -> T + Send + 'static) -> Result<T> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |e| {
-            let _ = tx.send(f(e));
-        });
-        let sent = self.jobs.lock().as_ref().map(|j| j.send(job).is_ok()).unwrap_or(false);
-        if !sent {
-            return Err(backend(format!("{}: the database thread has ended", self.dir.display())));
-        }
-        rx.recv().map_err(|_| backend(format!("{}: internal error while handling this request", self.dir.display())))
-    }
-}
-
-impl Drop for LevelDbStore {
-    fn drop(&mut self) {
-        // Close the database (its thread ends with the channel) before the
-        // lock goes.
-        self.jobs.lock().take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.worker.call(f)
     }
 }
 

@@ -2,8 +2,10 @@
 //! trait ([`MapStore`]) so that SQLite (both schemas), PostgreSQL, LevelDB,
 //! Redis and a running server ([`live`]) fit the same place; the records
 //! beside the map (players, accounts, mod storage) behind another
-//! ([`records`]). Also worldfs's own files: the undo journal ([`journal`])
-//! and the name index ([`name_index`]). No database client outside this
+//! ([`records`]); a Bedrock world's LevelDB database
+//! (`leveldb::bedrock`, with the `leveldb` feature). Also worldfs's own
+//! files: the undo journal ([`journal`]), the name index ([`name_index`])
+//! and the snapshots ([`snapshots`]). No database client outside this
 //! crate.
 
 #![warn(missing_docs)]

@@ -1,3 +1,7 @@
+//! Mapblock positions ([`BlockPos`]): the legacy integer key the sqlite3,
+//! LevelDB and Redis backends store a block under (PostgreSQL keeps x, y
+//! and z as columns), and the text `X,Y,Z` the mount names blocks by.
+
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,10 +1,11 @@
-//! Cuberite prefab sets (`.cubeset`; seed-formats spec §2) as a
+//! Cuberite's prefab sets (`.cubeset`) as a
 //! [`Document`]: the set's `metadata`, and per piece `size`, `hitbox`,
 //! `legend` (character -> `id:meta`), `layers` (the blocks, one block of
 //! rows per Y level), `connectors` and `metadata`.
 //!
 //! The file is a Lua program; it is read with a strict parser of the
-//! table-constructor subset Cuberite's exports use (`lua.rs`), never run.
+//! table-constructor subset Cuberite's exports use
+//! (`worldfs_codec::cubeset`), never run.
 //! An edit re-emits only the part of the file it concerns (one piece's
 //! table, or the set's `Metadata` table) in GalExport's style, and every
 //! other byte of the file (comments, formatting of the other pieces) is

@@ -1,5 +1,5 @@
 //! A Minecraft Java chunk (the data of a "Chunk Data" packet, 1.9 to 1.12,
-//! or 1.16; `codec.rs`) as a [`Document`]:
+//! or 1.16; `worldfs_codec::minecraft::packet`) as a [`Document`]:
 //!
 //! ```text
 //! info                   version, bit mask, sky light, biomes (read-only)
@@ -16,7 +16,7 @@
 //! The bit mask comes from the `.meta` file beside the dump (the JSON that
 //! minecraft-chunk-dumper writes) or `-o bitmap=N`; `-o version=1.12`
 //! (the default; 1.9 to 1.15 packing) or `1.16` (to `1.16.5`: the block
-//! state names of that version, `states.rs`); `-o sky_light=no` for the
+//! state names of that version, `worldfs_codec::minecraft::states`); `-o sky_light=no` for the
 //! Nether and the End; `-o biomes=no` for a chunk that is not ground-up.
 
 use crate::documents::{Context, DocError, DocResult, Document, Entry};

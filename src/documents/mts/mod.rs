@@ -1,5 +1,6 @@
-//! Luanti schematics (`.mts`): the codec ([`codec`]) and the files a
-//! mounted schematic shows ([`view`]), tied together as a [`Document`].
+//! Luanti schematics (`.mts`): the codec (`worldfs_codec::mts`) and the
+//! files a mounted schematic shows ([`view`]), tied together as a
+//! [`Document`].
 
 pub mod view;
 

@@ -1,6 +1,7 @@
-//! WorldEdit files (`.we`): the Lua-data reader ([`lua`]), the codec
-//! ([`codec`]), the world transfer ([`transfer`]) and the files a mounted
-//! one shows ([`view`]), tied together as a [`Document`].
+//! WorldEdit files (`.we`): the codec and its Lua-data reader
+//! (`worldfs_codec::we`) and the files a mounted one shows ([`view`]),
+//! tied together as a [`Document`]; moving their nodes into and out of a
+//! world is `crate::transfer::we`.
 
 pub mod view;
 

@@ -19,7 +19,7 @@
 //! The document's bytes are the chunk's records (key, value) framed one
 //! after another ([`pack`]); the home writes the records an edit changed
 //! as one batch. Subchunks of versions 1, 8 and 9 are written back with
-//! their palettes re-encoded (`codec::bedrock::subchunk`); older ones are
+//! their palettes re-encoded (`worldfs_codec::bedrock::subchunk`); older ones are
 //! shown and refused on write.
 
 use super::items::{self, Slots};

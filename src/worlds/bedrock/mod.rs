@@ -26,6 +26,7 @@ pub(crate) mod undo;
 use crate::documents::files_tree::{FilesTree, Home, Stored};
 use crate::fs::union::{Mounted, Union};
 use crate::fs::{FsError, Options, Result, Services, Tree};
+use crate::worlds::block_tree::BlockTree;
 use crate::worlds::folders::{folder_union, mounted_union};
 use chunk::ChunkDoc;
 use db::Db;
@@ -132,7 +133,8 @@ fn tree_of(
         .collect();
     let dims =
         mounted_union("dimensions", DIMS_TAG, folder_union(dims_base, 56, "dimensions/".into(), dim_mounts, &opts));
-    let block = block::BlockTree::new(db.clone(), BLOCK_TAG, opts.clone(), services.clone());
+    let blocks = block::BedrockBlocks { db: db.clone() };
+    let block = BlockTree::new(blocks, BLOCK_TAG << 60, opts.clone(), services.clone());
     let find = Arc::new(find::new(db.clone(), FIND_TAG, opts.clone()));
     let map = crate::worlds::map_tree::MapTree::new(MAP_TAG, map::BedrockTops(db.clone()), opts.clone());
     let players = FilesTree::with_home(PLAYERS_TAG, level::PlayerHome { db: db.clone() }, opts.clone(), services);

@@ -3,7 +3,7 @@
 //! `MNT/names`, world-wide renames, the warning about a name found nowhere).
 //!
 //! Built by one scan of every block on all cores, then kept in a file in
-//! the user's cache directory (`store::name_index`), so later mounts use it
+//! the user's cache directory (`worldfs_store::name_index`), so later mounts use it
 //! at once. It describes one version of the map, told by the store's data
 //! version (SQLite's change counter) and a fingerprint: the identity, size
 //! and modification time of the map's files (the WAL included) and a

@@ -1,8 +1,10 @@
 //! A Luanti world directory as a tree of files (the [`Tree`] of a world
 //! mount): every mapblock of the map database a directory of decoded
-//! files, `node/X,Y,Z` for single nodes, and the world's own text files.
+//! files, `node/X,Y,Z` for single nodes, and the world's own text files;
+//! with the world's own check, demo and undo's records.
 //!
 //! * `mod.rs`: the tree's state, node resolution, attributes, lookup.
+//! * `tree.rs`: the `Tree` methods, each a thin translation to nodes.
 //! * `inode.rs`: inode numbers computed from what a file is.
 //! * `table.rs`: numbers for names without a fixed place (world files,
 //!   metadata fields), counted by kernel references.
@@ -11,15 +13,25 @@
 //! * `names.rs` (the namespace side): mkdir/rmdir of blocks and metadata,
 //!   fields as files (create, unlink, rename), which new names are scratch.
 //! * `commit.rs`: a file's new content -> a validated block in the store.
+//! * `limits.rs`: what the engine keeps of a block (refused past it).
 //! * `cache.rs`: loaded blocks under a memory budget.
 //! * `queue.rs`: grouped commits (-o group_ms).
 //! * `serialized.rs`: this process's reads wait for its writes in memory.
 //! * `unwritten.rs`: grouped changes an unmount could not write, kept for
 //!   the next mount.
-//! * `guard.rs`: refusing writes while a server has the map open.
-//! * `index.rs`: the world's index of node names (find/, names, typos).
+//! * `index.rs`: the world's index of node names (find/, names, typos);
+//!   `scan.rs` visits every block for it on all cores.
 //! * `find.rs`: `find/` and `names` in the mount, and world-wide renames.
+//! * `draw.rs`: the world from above, for `map/`.
+//! * `records/`: `players/`, `auth/` and `mod_storage/`.
+//! * `snapshots.rs`, `snapshots/` and `snapshot_tree.rs`: `worldfs
+//!   snapshot`'s snapshots seen from the world, and `MNT/snapshots/`.
+//! * `import_export.rs`: builds moved between the world and schematics.
+//! * `check.rs` (`worldfs check`) and `demo.rs` (`worldfs demo`).
 //! * `store_error.rs`: a store's failures as the core's errors.
+//!
+//! Writes are refused while a server has the map open by
+//! `worldfs_store::guard`.
 
 pub mod cache;
 pub mod check;
@@ -104,7 +116,7 @@ pub struct LuantiTree {
     index: Option<index::NameIndex>,
     /// The server's max_objects_per_block (see `limits`).
     max_objects_per_block: u16,
-    /// Changes go through the running server (`store::live`).
+    /// Changes go through the running server (`worldfs_store::live`).
     live: bool,
 }
 
@@ -303,7 +315,7 @@ impl LuantiTree {
     }
 
     /// A writable mount of a map a server holds (`why`): through the
-    /// server when it runs the worldfs_live mod (`store::live`), else
+    /// server when it runs the worldfs_live mod (`worldfs_store::live`), else
     /// refused with how to make it possible.
     fn open_live(
         world: World,

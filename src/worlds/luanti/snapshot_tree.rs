@@ -3,7 +3,7 @@
 //! own tree as it was then: `blocks/`, `node/`, `find/`, `names`,
 //! `players/`, `auth/`, `mod_storage/`, `map/`, read-only. Each is the
 //! same Luanti tree a mount builds, over the snapshot's read-only stores
-//! (`store::snapshots::{SnapshotMap, SnapshotRecords}`), so every file
+//! (`worldfs_store::snapshots::{SnapshotMap, SnapshotRecords}`), so every file
 //! reads as it did in the world; `fs::nested` gives them inode numbers of
 //! their own.
 

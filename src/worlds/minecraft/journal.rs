@@ -52,7 +52,7 @@ pub(crate) fn begin(
 }
 
 /// [`begin`] with the region files the change rewrites, each with the
-/// patch that turns it back byte for byte (`codec::filepatch`), so that
+/// patch that turns it back byte for byte (`worldfs_codec::filepatch`), so that
 /// `worldfs undo` gives back the file the game wrote, not only its chunks.
 pub(crate) fn begin_with_files(
     journal: Option<&Path>,

@@ -9,8 +9,8 @@
 //! `dimensions/NAMESPACE/PATH/` (`dimensions.rs`); `players/UUID/`
 //! (`level.rs`, over `playerdata/` or `players/data/`). Each part is a
 //! tree of its own, joined by `fs::union` as a Luanti world's are. NBT,
-//! SNBT and region files are the codecs `codec::nbt`, `codec::snbt` and
-//! `codec::region`; sections are drawn with `view::layers`.
+//! SNBT and region files are the codecs `worldfs_codec::minecraft::nbt`,
+//! `::snbt` and `::region`; sections are drawn with `view::layers`.
 
 pub(crate) mod block;
 pub(crate) mod check;
@@ -39,6 +39,7 @@ use crate::documents::files_tree::{FilesTree, Home, Stored};
 use crate::documents::{Context, Document};
 use crate::fs::union::{Mounted, Union};
 use crate::fs::{FsError, Options, Result, Services, Tree};
+use crate::worlds::block_tree::BlockTree;
 use level::{LevelDoc, PlayerDoc};
 use regions::{ChunkHome, FileStamp, Regions, check_session_lock, stamp_of};
 use std::path::{Path, PathBuf};
@@ -88,7 +89,8 @@ pub(crate) fn dimension_trees(
         Arc::new(Regions::new(world, dim.folder("region"), trees.journal.clone()).with_collection(collection));
     let home = ChunkHome { regions: regions.clone(), force: opts.force };
     let chunks = FilesTree::with_home_at(base(CHUNKS_TAG), home, opts.clone(), services.clone());
-    let block = block::BlockTree::new(regions.clone(), base(BLOCK_TAG), opts.clone(), services.clone());
+    let blocks = block::JavaBlocks { regions: regions.clone(), force: opts.force };
+    let block = BlockTree::new(blocks, base(BLOCK_TAG), opts.clone(), services.clone());
     let tops = map::MinecraftTops(regions.clone());
     let map = crate::worlds::map_tree::MapTree::new_at(base(MAP_TAG), tops, opts.clone());
     let find = Arc::new(find::FindTree::new(regions, base(FIND_TAG), opts.clone()));

@@ -10,7 +10,7 @@
 //! fsync of the directory: a crash leaves the old file or the new one. A
 //! chunk too long for the file goes to `c.X.Z.mcc` first. Each write is
 //! journaled with the patch that turns the file back byte for byte
-//! (`codec::filepatch`). Refused while a game holds `session.lock`.
+//! (`worldfs_codec::filepatch`). Refused while a game holds `session.lock`.
 
 use super::chunk::ChunkDoc;
 use super::chunk_dir::ChunkDir;

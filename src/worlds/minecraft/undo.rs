@@ -4,7 +4,7 @@
 //! renamed over the old one). A region file nothing else changed since
 //! the changes undone comes back byte for byte: each change journaled the
 //! patch that turns the file it left back into the file it found
-//! (`codec::filepatch`), and those are applied newest first while the file
+//! (`worldfs_codec::filepatch`), and those are applied newest first while the file
 //! is what each change left; then every chunk of the result must be what
 //! the records say, or the chunks are written back one by one instead. The
 //! revert is journaled in turn, one entry per collection, and refused while

@@ -17,15 +17,14 @@
 //!   fails; a crash in between leaves an entry that `worldfs undo` sees was
 //!   never applied (its keys do not hold what it wrote).
 
-use super::{lock, open_db_with};
+use super::open_db_with;
+use super::worker::{Worker, take_lock};
 use crate::journal::{Pending, RecordStep};
 use crate::{Note, Result, StoreError};
-use parking_lot::Mutex;
 use rusty_leveldb::{Compressor, DB, LdbIterator, Options, WriteBatch};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 
 /// The undo journal's collection of a Bedrock world's keys.
 pub const JOURNAL: &str = "bedrock keys";
@@ -101,8 +100,6 @@ pub struct KeyChange {
     /// What it holds after (None: deleted).
     pub new: Option<Vec<u8>>,
 }
-
-type Job = Box<dyn FnOnce(&mut Engine) + Send>;
 
 struct Engine {
     dir: PathBuf,
@@ -229,8 +226,8 @@ impl Engine {
 pub struct BedrockDb {
     dir: PathBuf,
     read_only: bool,
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The database's thread; dropped (the database closed) before the lock.
+    worker: Worker<Engine>,
     /// Bumped by every write (only this process writes while it holds the
     /// lock; a snapshot never changes).
     version: AtomicU64,
@@ -244,48 +241,25 @@ impl BedrockDb {
         if !dir.join("CURRENT").is_file() {
             return Err(format!("{}: not a LevelDB database (it has no CURRENT file)", dir.display()));
         }
-        let lock = if read_only { None } else { Some(take_lock(dir)?) };
-        let (jobs, rx) = mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let lock = match read_only {
+            true => None,
+            false => Some(take_lock(
+                dir,
+                "the game or Bedrock Dedicated Server with this world open",
+                "close the world to write, or mount read-only (-o ro)",
+            )?),
+        };
         let d = dir.to_path_buf();
-        let thread = std::thread::Builder::new()
-            .name("worldfs-bedrock".into())
-            .spawn(move || {
-                let db = match open_db_with(&d, read_only, mojang) {
-                    Ok((db, _)) => db,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                let mut engine = Engine { dir: d, read_only, db: Some(db), broken: String::new() };
-                let _ = ready_tx.send(Ok(()));
-                for job in rx {
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(&mut engine)));
-                }
-            })
-            .map_err(|e| format!("cannot start the LevelDB thread: {e}"))?;
-        ready_rx.recv().map_err(|_| format!("{}: the LevelDB thread ended", dir.display()))??;
-        Ok(BedrockDb {
-            dir: dir.to_path_buf(),
-            read_only,
-            jobs: Mutex::new(Some(jobs)),
-            thread: Some(thread),
-            version: AtomicU64::new(0),
-            _lock: lock,
-        })
+        let open = move || {
+            let (db, _) = open_db_with(&d, read_only, mojang)?;
+            Ok(Engine { dir: d, read_only, db: Some(db), broken: String::new() })
+        };
+        let worker = Worker::start(dir, "worldfs-bedrock", open, |_| {})?;
+        Ok(BedrockDb { dir: dir.to_path_buf(), read_only, worker, version: AtomicU64::new(0), _lock: lock })
     }
 
     fn call<T: Send + 'static>(&self, f: impl FnOnce(&mut Engine) -> T + Send + 'static) -> Result<T> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        let job: Job = Box::new(move |e| {
-            let _ = tx.send(f(e));
-        });
-        let sent = self.jobs.lock().as_ref().map(|j| j.send(job).is_ok()).unwrap_or(false);
-        if !sent {
-            return Err(backend(format!("{}: the database thread has ended", self.dir.display())));
-        }
-        rx.recv().map_err(|_| backend(format!("{}: internal error while handling this request", self.dir.display())))
+        self.worker.call(f)
     }
 
     /// The database in words, for errors and `check`.
@@ -333,37 +307,6 @@ impl BedrockDb {
     /// Changes with every write through this handle.
     pub fn version(&self) -> u64 {
         self.version.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for BedrockDb {
-    fn drop(&mut self) {
-        self.jobs.lock().take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// LevelDB's lock of `dir`, or why it cannot be had (the game or Bedrock
-/// Dedicated Server holds it while the world is open).
-fn take_lock(dir: &Path) -> std::result::Result<std::fs::File, String> {
-    let lock_file = dir.join("LOCK");
-    match lock::take_after_exiting_daemons(&lock_file) {
-        Ok(f) => Ok(f),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-            let mut who = lock::holder(&lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
-            let openers = if who == "another process" { crate::holders::openers(&lock_file) } else { Vec::new() };
-            if !openers.is_empty() {
-                who = format!("{who} (the file is open in {})", openers.join(", "));
-            }
-            Err(format!(
-                "{} is locked by {who}, most likely the game or Bedrock Dedicated Server with this world open; \
-                 LevelDB admits one process at a time: close the world to write, or mount read-only (-o ro)",
-                dir.display()
-            ))
-        }
-        Err(e) => Err(format!("{}: cannot lock: {e}", lock_file.display())),
     }
 }
 

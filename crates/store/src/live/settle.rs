@@ -51,7 +51,7 @@ pub enum Fate {
 
 /// How long the scan for processes holding the map may take: it reads
 /// /proc, which can wait on a process that is closing a file on this very
-/// mount (see `kinds::luanti::guard`); then the run counts as running.
+/// mount (see `crate::guard`); then the run counts as running.
 const HOLDERS_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether some process holds the map file `map` (a hung server does, a

@@ -232,7 +232,7 @@ pub fn world_tree(
 }
 
 /// `world_tree`; `live`: the map is changed through a running server
-/// (`store::live`), and so are players and accounts where the engine reads
+/// (`worldfs_store::live`), and so are players and accounts where the engine reads
 /// them again (`changes_alongside_server`).
 pub(crate) fn live_world_tree(
     map: Arc<dyn Tree>,

@@ -10,7 +10,7 @@
 //! * On a running server with the worldfs_live mod, every block goes node
 //!   by node (the server keeps what only it manages: a block's objects,
 //!   flags and timestamp), through the server, nobody kicked
-//!   (`store::live`); without the mod, while the server holds the map, it
+//!   (`worldfs_store::live`); without the mod, while the server holds the map, it
 //!   is refused with the reason.
 //! * Every block changed is expected to hold what was read (else the
 //!   change is refused: someone changed it meanwhile).

@@ -1,3 +1,6 @@
+//! The datafile container on small datafiles built here: round trips,
+//! and damaged files refused with their exact errors.
+
 use super::*;
 
 /// A small datafile: two item types (given out of order), three data items.
