@@ -32,7 +32,6 @@ mod core_rename;
 mod core_write_path;
 mod crash_safety;
 mod cubeset;
-mod decode_ahead;
 mod faults;
 mod find_index;
 mod found_by_fuzzing;

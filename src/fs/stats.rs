@@ -119,13 +119,10 @@ pub enum Phase {
     Push,
     /// Writing a reply to the kernel (part of the request's time).
     Reply,
-    /// Loading a block ahead of a walk, on a thread of its own (its fetch
-    /// and decoding are counted in theirs too).
-    Ahead,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 6] = [Phase::Fetch, Phase::Decode, Phase::Render, Phase::Push, Phase::Reply, Phase::Ahead];
+    pub const ALL: [Phase; 5] = [Phase::Fetch, Phase::Decode, Phase::Render, Phase::Push, Phase::Reply];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -134,7 +131,6 @@ impl Phase {
             Phase::Render => "render",
             Phase::Push => "push",
             Phase::Reply => "reply",
-            Phase::Ahead => "ahead",
         }
     }
 }

@@ -21,7 +21,6 @@
 //! * `find.rs`: `find/` and `names` in the mount, and world-wide renames.
 //! * `store_error.rs`: a store's failures as the core's errors.
 
-mod ahead;
 pub mod cache;
 pub mod check;
 mod commit;
@@ -103,8 +102,6 @@ pub struct LuantiTree {
     max_objects_per_block: u16,
     /// Changes go through the running server (`store::live`).
     live: bool,
-    /// Blocks loaded ahead of a walk (`ahead.rs`).
-    ahead: ahead::DecodeAhead,
 }
 
 /// World files with password hashes (never writable through the mount).
@@ -191,7 +188,6 @@ impl LuantiTree {
             mount_time: SystemTime::now(),
             index: None,
             live: false,
-            ahead: ahead::DecodeAhead::default(),
         }
     }
 
@@ -344,7 +340,6 @@ impl LuantiTree {
     /// Start the thread that writes grouped commits when they are due
     /// (nothing to do unless -o group_ms is set).
     fn start_background(self: &Arc<Self>) -> std::result::Result<(), String> {
-        self.start_ahead().map_err(|e| format!("cannot start the thread that loads blocks ahead of a walk: {e}"))?;
         if !self.queue.enabled() {
             return Ok(());
         }
@@ -360,33 +355,6 @@ impl LuantiTree {
             })
             .map(drop)
             .map_err(|e| format!("cannot start the thread that writes grouped commits: {e}"))
-    }
-
-    /// Start the thread that loads blocks ahead of a walk (`ahead.rs`).
-    fn start_ahead(self: &Arc<Self>) -> std::io::Result<()> {
-        let (for_list, for_load) = (Arc::downgrade(self), Arc::downgrade(self));
-        self.ahead.start(
-            move || for_list.upgrade().and_then(|t| t.every_block(ahead::MAX_BLOCKS)),
-            move |pos| for_load.upgrade().map(|t| drop(t.block(pos))).is_some(),
-        )
-    }
-
-    /// Every block of the map in the listing's order, if there are at most `most`.
-    fn every_block(&self, most: u64) -> Option<Vec<BlockPos>> {
-        if self.cached_count() > most {
-            return None;
-        }
-        let mut all = Vec::new();
-        let mut after = None;
-        loop {
-            let page = self.store.list_after(after, 10_000).ok()?;
-            let Some(&last) = page.last() else { return Some(all) };
-            all.extend(page);
-            if all.len() as u64 > most {
-                return None;
-            }
-            after = Some(last);
-        }
     }
 
     pub fn store(&self) -> &dyn MapStore {

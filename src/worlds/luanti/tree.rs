@@ -54,9 +54,6 @@ impl Tree for LuantiTree {
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
         let dir = self.dir_node(parent)?;
         let child = self.child(&dir, name)?;
-        if let Node::BlockDir(pos) | Node::BlockFile(pos, _) = child {
-            self.ahead.looked_up(pos);
-        }
         self.stat(&child)
     }
 
