@@ -11,7 +11,7 @@
 //! as the change left it when the map holds the same content in the
 //! server's serialization (`holds_live_change`).
 
-use crate::journal::{Step, attached, record};
+use crate::journal::{attached, record};
 use crate::{BlockPos, Change, MapStore, Note, Result, StoreError};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -38,7 +38,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS journal.live_after (
 
 /// A block the server applied: its position, bytes before, and bytes the
 /// mount wrote (None: absent).
-pub type Applied = (BlockPos, Option<Vec<u8>>, Option<Vec<u8>>);
+pub type Applied<'a> = (BlockPos, Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// A journaled block the server applied but had not saved yet: its
 /// position, the run that applied it and the request's number (`settle`).
@@ -46,12 +46,11 @@ pub type Unsaved = (BlockPos, String, u64);
 
 /// Journal blocks the server applied, in one entry with `note`; those in
 /// `unsaved` are kept only once the server saved them (`settle`).
-pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied], unsaved: &[Unsaved]) -> Result<()> {
+pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied<'_>], unsaved: &[Unsaved]) -> Result<()> {
     let mut conn = attached(path)?;
     conn.execute_batch(CREATE).map_err(backend)?;
     let tx = conn.transaction().map_err(backend)?;
-    let steps: Vec<Step<'_>> = blocks.iter().map(|(p, before, after)| (*p, before.clone(), after.as_deref())).collect();
-    let id = record(&tx, note, &steps).map_err(backend)?;
+    let id = record(&tx, note, blocks).map_err(backend)?;
     {
         let mut ins = tx
             .prepare_cached(
@@ -301,8 +300,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("j.sqlite");
         let (a, b) = (BlockPos::new(1, 2, 3), BlockPos::new(-1, 0, 0));
-        record_applied(&path, &Note::new("live"), &[(a, Some(vec![1]), Some(vec![2])), (b, Some(vec![5]), None)], &[])
-            .unwrap();
+        record_applied(
+            &path,
+            &Note::new("live"),
+            &[(a, Some(&[1][..]), Some(&[2][..])), (b, Some(&[5][..]), None)],
+            &[],
+        )
+        .unwrap();
         assert_eq!(live_after(&path, a).unwrap(), Some(Some(vec![2])));
         assert_eq!(live_after(&path, b).unwrap(), Some(None), "deleted live");
         assert_eq!(live_after(&path, BlockPos::new(9, 9, 9)).unwrap(), None, "never changed");
