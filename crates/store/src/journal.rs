@@ -133,7 +133,10 @@ pub(super) fn now_ms() -> i64 {
 
 /// One block for `record`: position, bytes before, bytes after (None:
 /// absent).
-pub type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
+pub type Step<'a> = StepOf<'a, Vec<u8>>;
+
+/// A `Step` whose bytes before are any byte buffer (borrowed or owned).
+pub type StepOf<'a, B> = (BlockPos, Option<B>, Option<&'a [u8]>);
 
 /// Record a transaction in the journal attached as `journal`, inside the
 /// caller's transaction.
@@ -141,7 +144,7 @@ pub type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
 pub(crate) fn record<B: AsRef<[u8]>>(
     tx: &rusqlite::Transaction<'_>,
     note: &Note,
-    blocks: &[(BlockPos, Option<B>, Option<&[u8]>)],
+    blocks: &[StepOf<'_, B>],
 ) -> rusqlite::Result<i64> {
     let id = insert_change(tx, note, blocks.len())?;
     let mut ins = tx.prepare_cached(
