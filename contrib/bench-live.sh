@@ -98,6 +98,7 @@ printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms =
 [ -n "${BLOCKS_PER_SAVE:-}" ] && echo "worldfs_live.blocks_per_save = $BLOCKS_PER_SAVE" >> "$T/server.conf"
 [ -n "${BLOCKS_PER_SAVE_MIN:-}" ] && echo "worldfs_live.blocks_per_save_min = $BLOCKS_PER_SAVE_MIN" >> "$T/server.conf"
 [ -n "${BLOCKS_PER_SAVE_MAX:-}" ] && echo "worldfs_live.blocks_per_save_max = $BLOCKS_PER_SAVE_MAX" >> "$T/server.conf"
+[ -n "${MAP_SAVE_INTERVAL:-}" ] && echo "worldfs_live.map_save_interval = $MAP_SAVE_INTERVAL" >> "$T/server.conf"
 HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port 30123 --logfile "$T/server.log" \
     </dev/null >/dev/null 2>&1 &
 SPID=$!

@@ -133,11 +133,19 @@ pub(super) fn now_ms() -> i64 {
 
 /// One block for `record`: position, bytes before, bytes after (None:
 /// absent).
-pub type Step<'a> = (BlockPos, Option<Vec<u8>>, Option<&'a [u8]>);
+pub type Step<'a> = StepOf<'a, Vec<u8>>;
+
+/// A `Step` whose bytes before are any byte buffer (borrowed or owned).
+pub type StepOf<'a, B> = (BlockPos, Option<B>, Option<&'a [u8]>);
 
 /// Record a transaction in the journal attached as `journal`, inside the
 /// caller's transaction.
-pub(crate) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step<'_>]) -> rusqlite::Result<i64> {
+/// (The bytes before may be borrowed: `B` is any byte buffer.)
+pub(crate) fn record<B: AsRef<[u8]>>(
+    tx: &rusqlite::Transaction<'_>,
+    note: &Note,
+    blocks: &[StepOf<'_, B>],
+) -> rusqlite::Result<i64> {
     let id = insert_change(tx, note, blocks.len())?;
     let mut ins = tx.prepare_cached(
         "INSERT INTO journal.blocks (change, seq, x, y, z, before, after_len, after_crc) \
@@ -151,7 +159,7 @@ pub(crate) fn record(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Step
             p.x,
             p.y,
             p.z,
-            before,
+            before.as_ref().map(AsRef::as_ref),
             fp.map(|f| f.len as i64),
             fp.map(|f| f.crc as i64)
         ])?;

@@ -772,8 +772,9 @@ mod tests {
         // what it wrote), one whose batch never was (b is still absent).
         let mut conn = journal::attached(&jp).unwrap();
         let tx = conn.transaction().unwrap();
-        let kept = journal::record(&tx, &Note::new("kept"), &[(a, None, Some(&b"in the map"[..]))]).unwrap();
-        let lost = journal::record(&tx, &Note::new("lost"), &[(b, None, Some(&b"never written"[..]))]).unwrap();
+        let kept = journal::record(&tx, &Note::new("kept"), &[(a, None::<Vec<u8>>, Some(&b"in the map"[..]))]).unwrap();
+        let lost =
+            journal::record(&tx, &Note::new("lost"), &[(b, None::<Vec<u8>>, Some(&b"never written"[..]))]).unwrap();
         for id in [kept, lost] {
             tx.execute("INSERT INTO journal.leveldb_pending (change) VALUES (?1)", [id]).unwrap();
         }

@@ -11,10 +11,11 @@
 //! as the change left it when the map holds the same content in the
 //! server's serialization (`holds_live_change`).
 
-use crate::journal::{Step, attached, record};
+use crate::journal::{attached, record};
 use crate::{BlockPos, Change, MapStore, Note, Result, StoreError};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 use worldfs_codec::luanti::Block;
@@ -38,7 +39,7 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS journal.live_after (
 
 /// A block the server applied: its position, bytes before, and bytes the
 /// mount wrote (None: absent).
-pub type Applied = (BlockPos, Option<Vec<u8>>, Option<Vec<u8>>);
+pub type Applied<'a> = (BlockPos, Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// A journaled block the server applied but had not saved yet: its
 /// position, the run that applied it and the request's number (`settle`).
@@ -46,36 +47,63 @@ pub type Unsaved = (BlockPos, String, u64);
 
 /// Journal blocks the server applied, in one entry with `note`; those in
 /// `unsaved` are kept only once the server saved them (`settle`).
-pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied], unsaved: &[Unsaved]) -> Result<()> {
-    record_many(path, &[Entry { note: note.clone(), blocks: blocks.to_vec(), unsaved: unsaved.to_vec() }])
+pub fn record_applied(path: &Path, note: &Note, blocks: &[Applied<'_>], unsaved: &[Unsaved]) -> Result<()> {
+    record_many(path, &[Entry::borrowed(note.clone(), blocks, unsaved.to_vec())])
 }
 
+/// A block's bytes in an `Entry`: borrowed from the change while its
+/// writer journals it itself, owned while it waits for an other writer's
+/// journal commit (`Entry::into_owned`).
+pub type Bytes<'a> = Option<Cow<'a, [u8]>>;
+
 /// One change the server applied, for `record_many`.
-pub struct Entry {
+pub struct Entry<'a> {
     /// What the change was (`Note`).
     pub note: Note,
-    /// Its blocks, as `record_applied` takes them.
-    pub blocks: Vec<Applied>,
+    /// Its blocks: position, bytes before, bytes the mount wrote.
+    pub blocks: Vec<(BlockPos, Bytes<'a>, Bytes<'a>)>,
     /// Those not saved yet.
     pub unsaved: Vec<Unsaved>,
+}
+
+impl<'a> Entry<'a> {
+    /// An entry borrowing the bytes of `blocks` (no copy of the blobs).
+    pub fn borrowed(note: Note, blocks: &[Applied<'a>], unsaved: Vec<Unsaved>) -> Entry<'a> {
+        let blocks = blocks.iter().map(|(p, b, a)| (*p, b.map(Cow::Borrowed), a.map(Cow::Borrowed))).collect();
+        Entry { note, blocks, unsaved }
+    }
+
+    /// The entry with its own copy of the bytes, to wait in a queue beyond
+    /// the change's lifetime: one change's blocks (a world-wide change
+    /// sends a part at a time), never the whole change.
+    pub fn into_owned(self) -> Entry<'static> {
+        let own = |b: Bytes<'a>| b.map(|b| Cow::Owned(b.into_owned()));
+        let blocks = self.blocks.into_iter().map(|(p, b, a)| (p, own(b), own(a))).collect();
+        Entry { note: self.note, blocks, unsaved: self.unsaved }
+    }
 }
 
 /// Journal several changes, an entry each, in one transaction (the
 /// changes of several writers the server answered in the same step: one
 /// journal commit instead of one each).
-pub fn record_many(path: &Path, entries: &[Entry]) -> Result<()> {
+pub fn record_many(path: &Path, entries: &[Entry<'_>]) -> Result<()> {
     let mut conn = attached(path)?;
     conn.execute_batch(CREATE).map_err(backend)?;
     let tx = conn.transaction().map_err(backend)?;
     for e in entries {
-        record_entry(&tx, &e.note, &e.blocks, &e.unsaved)?;
+        let blocks: Vec<Applied<'_>> = e.blocks.iter().map(|(p, b, a)| (*p, b.as_deref(), a.as_deref())).collect();
+        record_entry(&tx, &e.note, &blocks, &e.unsaved)?;
     }
     tx.commit().map_err(backend)
 }
 
-fn record_entry(tx: &rusqlite::Transaction<'_>, note: &Note, blocks: &[Applied], unsaved: &[Unsaved]) -> Result<()> {
-    let steps: Vec<Step<'_>> = blocks.iter().map(|(p, before, after)| (*p, before.clone(), after.as_deref())).collect();
-    let id = record(tx, note, &steps).map_err(backend)?;
+fn record_entry(
+    tx: &rusqlite::Transaction<'_>,
+    note: &Note,
+    blocks: &[Applied<'_>],
+    unsaved: &[Unsaved],
+) -> Result<()> {
+    let id = record(tx, note, blocks).map_err(backend)?;
     {
         let mut ins = tx
             .prepare_cached(
@@ -325,8 +353,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("j.sqlite");
         let (a, b) = (BlockPos::new(1, 2, 3), BlockPos::new(-1, 0, 0));
-        record_applied(&path, &Note::new("live"), &[(a, Some(vec![1]), Some(vec![2])), (b, Some(vec![5]), None)], &[])
-            .unwrap();
+        record_applied(
+            &path,
+            &Note::new("live"),
+            &[(a, Some(&[1][..]), Some(&[2][..])), (b, Some(&[5][..]), None)],
+            &[],
+        )
+        .unwrap();
         assert_eq!(live_after(&path, a).unwrap(), Some(Some(vec![2])));
         assert_eq!(live_after(&path, b).unwrap(), Some(None), "deleted live");
         assert_eq!(live_after(&path, BlockPos::new(9, 9, 9)).unwrap(), None, "never changed");

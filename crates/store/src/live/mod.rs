@@ -21,6 +21,7 @@ use crate::journal::Fingerprint;
 use crate::{BlockPos, Change, MapStore, Note, Result, StoreError, unmet_expectation};
 use parking_lot::Mutex;
 use spool::Spool;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,6 +60,22 @@ pub const IN_FLIGHT: usize = 4;
 /// How often changes settle the undo journal (`settle_now_and_then`).
 const SETTLE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The most bytes of changed blocks the mount holds to show until the
+/// server saves them (`Shown`), unless `with_shown_bytes` says otherwise:
+/// a big change waits for the server's next map save before it sends
+/// more. The server saves every few seconds, and a save prunes what it
+/// wrote (by the request numbers the mod publishes), so this bounds a live
+/// world-wide change's memory whatever the world's size; it stays above
+/// what the mod's pace lets through in one save interval (1024 blocks of
+/// a few KB at most by default).
+pub const SHOWN_BYTES: usize = 24 << 20;
+
+/// How long a change over its `shown_bytes` waits for a map save at most, in
+/// save intervals, before it goes on anyway (a server that applies
+/// requests but does not save is hung or shutting down; the change is not
+/// failed for the mount's memory).
+const SHOWN_WAIT_INTERVALS: f64 = 4.0;
+
 /// A block as this mount changed it, until the database shows a save.
 struct Shown {
     /// What the mount wrote (None: deleted).
@@ -68,6 +85,31 @@ struct Shown {
     /// The server run that applied it: another run (the server restarted)
     /// or none (it stopped or went silent) no longer has it unless it saved it.
     run: String,
+    /// The request's number in that run: once the run's saves have
+    /// written it, the database shows the change (`prune_saved`).
+    seq: Option<u64>,
+}
+
+/// The blocks shown as written, and the bytes of their blobs.
+#[derive(Default)]
+struct ShownBlocks {
+    blocks: HashMap<BlockPos, Shown>,
+    bytes: usize,
+}
+
+impl ShownBlocks {
+    fn insert(&mut self, pos: BlockPos, s: Shown) {
+        self.bytes += s.blob.as_ref().map_or(0, Vec::len);
+        if let Some(old) = self.blocks.insert(pos, s) {
+            self.bytes -= old.blob.as_ref().map_or(0, Vec::len);
+        }
+    }
+
+    fn remove(&mut self, pos: &BlockPos) {
+        if let Some(old) = self.blocks.remove(pos) {
+            self.bytes -= old.blob.as_ref().map_or(0, Vec::len);
+        }
+    }
 }
 
 /// The map of a world whose running server runs the worldfs_live mod (see
@@ -80,7 +122,7 @@ pub struct LiveStore {
     /// The map database, read-only.
     db: Box<dyn MapStore>,
     spool: Spool,
-    shown: Mutex<HashMap<BlockPos, Shown>>,
+    shown: Mutex<ShownBlocks>,
     /// Changes applied through the server, and overlays dropped (part of
     /// `data_version`).
     applied: AtomicU64,
@@ -96,6 +138,8 @@ pub struct LiveStore {
     settled: Mutex<Option<std::time::Instant>>,
     /// Journal entries waiting for `journal_lock` (`journal_entry`).
     journal_queue: Mutex<JournalQueue>,
+    /// The most bytes `shown` holds before a change waits for a save.
+    shown_bytes: usize,
 }
 
 /// Journal entries waiting to be written, and the outcome of those an
@@ -103,15 +147,16 @@ pub struct LiveStore {
 #[derive(Default)]
 struct JournalQueue {
     next: u64,
-    waiting: Vec<(u64, journal::Entry)>,
+    waiting: Vec<(u64, journal::Entry<'static>)>,
     done: HashMap<u64, Result<()>>,
 }
 
 /// The blocks of one change: their request lines, in order, and the bytes
-/// each held before (for the journal).
-struct Requests {
+/// each held before (for the journal; borrowed from the change's
+/// `Expect`s, read when it has none).
+struct Requests<'c> {
     lines: Vec<(BlockPos, String)>,
-    before: HashMap<BlockPos, Option<Vec<u8>>>,
+    before: HashMap<BlockPos, Option<Cow<'c, [u8]>>>,
 }
 
 fn fingerprint(blob: &Option<Vec<u8>>) -> Option<Fingerprint> {
@@ -129,14 +174,22 @@ impl LiveStore {
             map_file,
             db,
             spool: Spool::new(world),
-            shown: Mutex::new(HashMap::new()),
+            shown: Mutex::new(ShownBlocks::default()),
             applied: AtomicU64::new(0),
             run_seen: Mutex::new(None),
             journal: None,
             journal_lock: Mutex::new(()),
             journal_queue: Mutex::new(JournalQueue::default()),
             settled: Mutex::new(None),
+            shown_bytes: SHOWN_BYTES,
         }
+    }
+
+    /// Hold at most `bytes` of changed blocks the server has not saved
+    /// (see `SHOWN_BYTES`; at least 1 MiB).
+    pub fn with_shown_bytes(mut self, bytes: usize) -> LiveStore {
+        self.shown_bytes = bytes.max(1 << 20);
+        self
     }
 
     /// Journal every change the server applies in the undo journal at
@@ -169,7 +222,7 @@ impl LiveStore {
     /// what the world is).
     fn shown(&self, pos: BlockPos, db: Option<Vec<u8>>) -> Option<Vec<u8>> {
         let mut shown = self.shown.lock();
-        if let Some(s) = shown.get(&pos) {
+        if let Some(s) = shown.blocks.get(&pos) {
             if fingerprint(&db) == s.db_after && self.current_run().as_deref() == Some(s.run.as_str()) {
                 return s.blob.clone();
             }
@@ -181,8 +234,8 @@ impl LiveStore {
 
     /// The request lines of each block `changes` change, in order, or why
     /// the server cannot be given them (then nothing is sent).
-    fn block_requests(&self, changes: &[Change]) -> Result<Requests> {
-        let expected: HashMap<BlockPos, &Option<Vec<u8>>> =
+    fn block_requests<'c>(&self, changes: &'c [Change]) -> Result<Requests<'c>> {
+        let expected: HashMap<BlockPos, &'c Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
         let decode = |pos: BlockPos, blob: &[u8]| {
             Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
@@ -197,14 +250,15 @@ impl LiveStore {
             if matches!(c, Change::Expect(..)) {
                 continue;
             }
-            let old = match expected.get(&pos) {
-                Some(b) => (*b).clone(),
-                None => self.get(pos)?,
+            let old: Option<Cow<'c, [u8]>> = match expected.get(&pos) {
+                Some(b) => b.as_deref().map(Cow::Borrowed),
+                None => self.get(pos)?.map(Cow::Owned),
             };
-            out.before.insert(pos, old.clone());
-            let old = match (c, old) {
-                (_, Some(old)) => decode(pos, &old)?,
-                (_, None) => {
+            let decoded = old.as_deref().map(|o| decode(pos, o)).transpose()?;
+            out.before.insert(pos, old);
+            let old = match decoded {
+                Some(old) => old,
+                None => {
                     return Err(StoreError::Refused(format!(
                         "block {pos} is not stored: new blocks cannot be made while the server runs \
                          (it generates them); stop the server to make it"
@@ -247,6 +301,7 @@ impl LiveStore {
         let (mut next, mut failed) = (0, None);
         while failed.is_none() && (next < batches.len() || !sent.is_empty()) {
             while failed.is_none() && next < batches.len() && sent.len() < IN_FLIGHT {
+                self.make_room();
                 let texts: Vec<&str> = batches[next].iter().map(|(_, t)| t.as_str()).collect();
                 match self.spool.submit(&format!("{}{}end\n", request::HEADER, texts.concat())) {
                     Ok(s) => sent.push_back((batches[next], s)),
@@ -257,7 +312,7 @@ impl LiveStore {
             let Some((batch, s)) = sent.pop_front() else { break };
             match self.spool.wait(&s) {
                 Ok(a) => {
-                    self.show_applied(batch, changes, &a.run);
+                    self.show_applied(batch, changes, &a);
                     applied.extend(batch.iter().map(|(p, _)| (*p, a.clone())));
                 }
                 Err(e) => failed = Some(e),
@@ -266,7 +321,7 @@ impl LiveStore {
         // What is still in the spool: withdrawn, or (taken meanwhile) its answer counted.
         for (batch, s) in sent {
             if let Ok(Some(a)) = self.spool.cancel(&s) {
-                self.show_applied(batch, changes, &a.run);
+                self.show_applied(batch, changes, &a);
                 applied.extend(batch.iter().map(|(p, _)| (*p, a.clone())));
             }
         }
@@ -274,7 +329,7 @@ impl LiveStore {
     }
 
     /// The blocks of a batch the server applied show as written.
-    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, run: &str) {
+    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, a: &spool::Applied) {
         for (pos, _) in batch {
             let blob = match changes.get(pos) {
                 Some(Change::Put(_, b)) => Some(b.clone()),
@@ -282,9 +337,66 @@ impl LiveStore {
                 _ => continue,
             };
             let db_after = fingerprint(&self.db.get(*pos).unwrap_or(None));
-            self.shown.lock().insert(*pos, Shown { blob, db_after, run: run.to_string() });
+            self.shown.lock().insert(*pos, Shown { blob, db_after, run: a.run.clone(), seq: a.seq });
         }
         self.applied.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Forget the shown blocks the database now holds: those of requests
+    /// the server's saves have written (the heartbeat's "saved"), and
+    /// those of a run that no longer runs (the database is what the world
+    /// is then). Gives the bytes still shown.
+    fn prune_saved(&self) -> usize {
+        let run = self.current_run();
+        let saved = match &run {
+            Some(r) => match settle::run_fate(&self.world, r, self.map_file.as_deref(), true) {
+                settle::RunFate::Running { saved } => saved,
+                _ => 0,
+            },
+            None => 0,
+        };
+        let mut shown = self.shown.lock();
+        let gone: Vec<BlockPos> = shown
+            .blocks
+            .iter()
+            .filter(|(_, s)| run.as_deref() != Some(s.run.as_str()) || s.seq.is_some_and(|q| q <= saved))
+            .map(|(p, _)| *p)
+            .collect();
+        for p in &gone {
+            shown.remove(p);
+        }
+        if !gone.is_empty() {
+            self.applied.fetch_add(1, Ordering::SeqCst);
+        }
+        shown.bytes
+    }
+
+    /// Before a batch is sent: while the blocks shown hold over
+    /// `shown_bytes`, wait for the server's next map save to write (and so
+    /// free) some of them, up to `SHOWN_WAIT_INTERVALS` save intervals.
+    fn make_room(&self) {
+        if self.shown.lock().bytes <= self.shown_bytes || self.prune_saved() <= self.shown_bytes {
+            return;
+        }
+        let interval = match server_state(&self.world) {
+            ServerState::Running { save_interval, .. } => save_interval,
+            _ => return,
+        };
+        let start = std::time::Instant::now();
+        let most = std::time::Duration::from_secs_f64(interval.max(0.1) * SHOWN_WAIT_INTERVALS);
+        while start.elapsed() < most {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            *self.run_seen.lock() = None;
+            if self.prune_saved() <= self.shown_bytes {
+                return;
+            }
+        }
+        log::warn!(
+            "the live change holds {} MB of blocks the server has not saved after {:.0} s (its map saves write \
+             them): going on",
+            self.shown.lock().bytes >> 20,
+            most.as_secs_f64()
+        );
     }
 }
 
@@ -304,7 +416,7 @@ impl LiveStore {
         let sent = self.send_batches(&requests.lines, &by_pos, &mut applied);
         let answered = std::time::Instant::now();
         let after = |p: &BlockPos| match by_pos.get(p) {
-            Some(Change::Put(_, b)) => Some(b.clone()),
+            Some(Change::Put(_, b)) => Some(b.as_slice()),
             _ => None,
         };
         // Whether each applied block is in the database: a killed server
@@ -316,22 +428,24 @@ impl LiveStore {
                 let run = runs
                     .entry(a.run.clone())
                     .or_insert_with(|| settle::run_fate(&self.world, &a.run, self.map_file.as_deref(), true));
-                settle::fate(run, a.seq, self.db.as_ref(), *p, after(p).as_deref())
+                settle::fate(run, a.seq, self.db.as_ref(), *p, after(p))
             })
             .collect();
         let kept: Vec<_> = applied.iter().zip(&fates).filter(|(_, f)| **f != settle::Fate::Lost).collect();
         if let Some(path) = &self.journal
             && !kept.is_empty()
         {
-            let steps: Vec<_> =
-                kept.iter().map(|((p, _), _)| (*p, requests.before.get(p).cloned().flatten(), after(p))).collect();
+            let steps: Vec<_> = kept
+                .iter()
+                .map(|((p, _), _)| (*p, requests.before.get(p).and_then(|b| b.as_deref()), after(p)))
+                .collect();
             let unsaved: Vec<_> = kept
                 .iter()
                 .filter(|(_, f)| **f == settle::Fate::Pending)
                 .filter_map(|((p, a), _)| Some((*p, a.run.clone(), a.seq?)))
                 .collect();
             let blocks = steps.len();
-            let recorded = self.journal_entry(path, journal::Entry { note: note.clone(), blocks: steps, unsaved });
+            let recorded = self.journal_entry(path, journal::Entry::borrowed(note.clone(), &steps, unsaved));
             if let Err(e) = recorded {
                 log::warn!("the server applied {blocks} block(s), but the undo journal could not record them: {e}");
             }
@@ -356,13 +470,24 @@ impl LiveStore {
     /// Journal `entry`, with the entries other writers add meanwhile, in
     /// one transaction: changes the server answered in the same step are
     /// journaled in one commit (the thread that gets the journal first
-    /// writes all that wait).
-    fn journal_entry(&self, path: &Path, entry: journal::Entry) -> Result<()> {
+    /// writes all that wait). A writer that gets the journal at once
+    /// writes its entry as it is, borrowed from the change; one that waits
+    /// queues a copy (of one change's blocks, never a whole world-wide
+    /// change: that one is sent a part at a time).
+    fn journal_entry(&self, path: &Path, entry: journal::Entry<'_>) -> Result<()> {
+        if let Some(_one) = self.journal_lock.try_lock() {
+            let (tickets, mut entries): (Vec<u64>, Vec<journal::Entry<'_>>) =
+                std::mem::take(&mut self.journal_queue.lock().waiting).into_iter().unzip();
+            entries.push(entry);
+            let written = journal::record_many(path, &entries);
+            self.journal_done(tickets, None, &written);
+            return written;
+        }
         let ticket = {
             let mut q = self.journal_queue.lock();
             q.next += 1;
             let ticket = q.next;
-            q.waiting.push((ticket, entry));
+            q.waiting.push((ticket, entry.into_owned()));
             ticket
         };
         let _one = self.journal_lock.lock();
@@ -373,13 +498,19 @@ impl LiveStore {
             }
             std::mem::take(&mut q.waiting)
         };
-        let (tickets, entries): (Vec<u64>, Vec<journal::Entry>) = batch.into_iter().unzip();
+        let (tickets, entries): (Vec<u64>, Vec<journal::Entry<'_>>) = batch.into_iter().unzip();
         let written = journal::record_many(path, &entries);
+        self.journal_done(tickets, Some(ticket), &written);
+        written
+    }
+
+    /// Give the writers of `tickets` (but `mine`) the outcome of the
+    /// journal commit that wrote their entries.
+    fn journal_done(&self, tickets: Vec<u64>, mine: Option<u64>, written: &Result<()>) {
         let mut q = self.journal_queue.lock();
-        for t in tickets.into_iter().filter(|t| *t != ticket) {
+        for t in tickets.into_iter().filter(|t| Some(*t) != mine) {
             q.done.insert(t, written.clone());
         }
-        written
     }
 
     /// `settle`, at most every `SETTLE_EVERY`: before each change it read
@@ -537,7 +668,7 @@ impl MapStore for LiveStore {
     }
 
     fn count(&self) -> Result<u64> {
-        let deleted = self.shown.lock().values().filter(|s| s.blob.is_none()).count() as u64;
+        let deleted = self.shown.lock().blocks.values().filter(|s| s.blob.is_none()).count() as u64;
         Ok(self.db.count()?.saturating_sub(deleted))
     }
 

@@ -178,7 +178,8 @@ mod tests {
         let db = MemoryStore::new();
         db.apply(&[Change::Put(a, wa.clone())], &Note::default()).unwrap();
         let undone = {
-            record_applied(&path, &Note::new("first"), &[(c, None, Some(wc.clone()))], &[(c, "r1".into(), 1)]).unwrap();
+            record_applied(&path, &Note::new("first"), &[(c, None, Some(wc.as_slice()))], &[(c, "r1".into(), 1)])
+                .unwrap();
             crate::journal::Journal::open(&path).unwrap().unwrap().changes(None, Some(1)).unwrap()[0].id
         };
         let mut note = Note::new("second");
@@ -186,7 +187,7 @@ mod tests {
         record_applied(
             &path,
             &note,
-            &[(a, None, Some(wa)), (b, None, Some(wb))],
+            &[(a, None, Some(wa.as_slice())), (b, None, Some(wb.as_slice()))],
             &[(a, "r1".into(), 2), (b, "r1".into(), 3)],
         )
         .unwrap();
