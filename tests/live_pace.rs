@@ -257,7 +257,7 @@ fn the_settings_documented_are_the_ones_the_mod_reads() {
         assert!(init.contains(&read), "init.lua does not read {name} with default {default}");
         n += 1;
     }
-    assert_eq!(n, 8);
+    assert_eq!(n, 9);
     assert_eq!(init.matches("core.settings:get(\"worldfs_live.").count(), n, "a setting settingtypes.txt lacks");
 }
 

@@ -80,3 +80,58 @@ fn an_unset_save_interval_stays_unset_and_a_shorter_one_is_kept() {
     assert!(!log.contains("the map is saved every 2 s"), "a longer interval is never set: {log}");
     assert_eq!(conf_lines(world.path(), "server_map_save_interval"), ["server_map_save_interval = 0.5"]);
 }
+
+/// The server's steps a second, as the probe mod counts its globalsteps
+/// on the server's clock over about three seconds.
+fn steps_per_second(server: &live::LiveServer) -> f64 {
+    let count = || {
+        let got = server.ask(&["steps".into()], Duration::from_secs(10));
+        let w: Vec<f64> = got[0].split(' ').skip(1).map(|v| v.parse().unwrap()).collect();
+        (w[0], w[1])
+    };
+    let (n0, t0) = count();
+    std::thread::sleep(Duration::from_secs(3));
+    let (n1, t1) = count();
+    (n1 - n0) / ((t1 - t0) / 1e6)
+}
+
+/// With dedicated_server_step = 0.09 and worldfs_live.server_step = 0.04,
+/// the server steps over 1.6 times as often as with the first alone (2.25
+/// times at best), its log says so, and after its clean shutdown the
+/// config file still says 0.09.
+#[test]
+fn the_mod_shortens_the_server_step_and_the_config_keeps_the_admins() {
+    require_minetestserver!("the_mod_shortens_the_server_step_and_the_config_keeps_the_admins");
+    let world = common::demo_world();
+    let mut server = live::LiveServer::start(world.path(), "dedicated_server_step = 0.09", true);
+    let admins = steps_per_second(&server);
+    assert!(server.stop().success());
+    let conf = "dedicated_server_step = 0.09\nworldfs_live.server_step = 0.04";
+    let mut server = live::LiveServer::start(world.path(), conf, true);
+    let shorter = steps_per_second(&server);
+    assert!(server.stop().success());
+    eprintln!("steps a second: {admins:.1} with a 0.09 s step, {shorter:.1} with worldfs_live.server_step = 0.04");
+    assert!(shorter > 1.6 * admins, "{shorter:.1} steps/s is not 1.6 times {admins:.1}");
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(
+        log.contains("[worldfs_live] the server steps every 0.04 s in this run"),
+        "{}",
+        common::server::tail(&server.log, 30)
+    );
+    assert_eq!(conf_lines(world.path(), "dedicated_server_step"), ["dedicated_server_step = 0.09"]);
+}
+
+/// A dedicated_server_step the admin did not set stays unset after the
+/// clean shutdown; a server_step below 0.04 is raised to 0.04 with a
+/// warning in the server's log.
+#[test]
+fn an_unset_server_step_stays_unset_and_a_too_short_one_is_raised() {
+    require_minetestserver!("an_unset_server_step_stays_unset_and_a_too_short_one_is_raised");
+    let world = common::demo_world();
+    let mut server = live::LiveServer::start(world.path(), "worldfs_live.server_step = 0.01", true);
+    assert!(server.stop().success());
+    let log = std::fs::read_to_string(&server.log).unwrap();
+    assert!(log.contains("worldfs_live.server_step = 0.01 is below 0.04 s"), "{log}");
+    assert!(log.contains("the server steps every 0.04 s in this run"), "{log}");
+    assert_eq!(conf_lines(world.path(), "dedicated_server_step"), Vec::<String>::new());
+}

@@ -36,8 +36,10 @@
 --                   performance.md, "the breakdown of a live close()").
 --   steps.txt       the server's step times over the last two minutes,
 --                   a line per heartbeat: "TIME WORST_DTIME_MS
---                   WORST_WORK_MS REQUESTS" (the longest step, the most
---                   time this mod spent in one step, requests applied).
+--                   WORST_WORK_MS REQUESTS STEPS OVER" (the longest step,
+--                   the most time this mod spent in one step, requests
+--                   applied, the steps in the window and those of them
+--                   over 100 ms).
 --
 -- A request is applied inside one server step, all or nothing: every
 -- precondition is checked before anything changes. Requests are taken
@@ -98,6 +100,31 @@ local EXPIRE = 10
 local pace = dofile(core.get_modpath(core.get_current_modname()) .. "/pace.lua")
 local saves = dofile(core.get_modpath(core.get_current_modname()) .. "/saves.lua")
 local BUDGET = (tonumber(core.settings:get("worldfs_live.step_budget_ms")) or 20) / 1000
+-- A shorter server step, when worldfs_live.server_step asks for one: the
+-- mod takes requests once a step, so a writer that waits for its change
+-- to be applied makes one a step at most (8 writers: 8 / 0.09 s = 89
+-- changes a second). The 5.6.1 dedicated server reads
+-- dedicated_server_step once, when its loop starts (dedicated_server_loop:
+-- `static thread_local const float steplen`), after Server::start loaded
+-- the mods: set here, it holds for the whole run (docs/design.md, "Live
+-- mounts: a shorter server step"). Only ever shortened, and never below
+-- STEP_MIN: the server thread waits up to 30 ms for packets between steps,
+-- so a shorter step would come late and in pairs (a dtime of two steps,
+-- which the mod takes for a late step and serves nothing in). The admin's
+-- value is put back at shutdown, as for map_save_interval below.
+local STEP_MIN = 0.04
+local ADMIN_STEP = core.settings:to_table().dedicated_server_step
+local WANTED_STEP = tonumber(core.settings:get("worldfs_live.server_step")) or 0
+if WANTED_STEP > 0 and WANTED_STEP < STEP_MIN then
+  core.log("warning", string.format("[worldfs_live] worldfs_live.server_step = %g is below %g s, the shortest step "
+    .. "the server keeps: %g s is used", WANTED_STEP, STEP_MIN, STEP_MIN))
+  WANTED_STEP = STEP_MIN
+end
+if WANTED_STEP > 0 and WANTED_STEP < (tonumber(ADMIN_STEP) or 0.09) then
+  core.settings:set("dedicated_server_step", tostring(WANTED_STEP))
+  core.log("action", string.format("[worldfs_live] the server steps every %g s in this run "
+    .. "(worldfs_live.server_step; dedicated_server_step is %s)", WANTED_STEP, ADMIN_STEP or "0.09"))
+end
 local STEP = tonumber(core.settings:get("dedicated_server_step")) or 0.09
 local PACE_LIMITS = pace.limits(tonumber(core.settings:get("worldfs_live.blocks_per_save")) or 128,
   tonumber(core.settings:get("worldfs_live.blocks_per_save_min")) or 16,
@@ -1140,14 +1167,14 @@ end
 
 -- The worst step of each heartbeat window, for steps.txt.
 local steps = {}
-local window = {dtime = 0, work = 0, served = 0}
+local window = {dtime = 0, work = 0, served = 0, steps = 0, over = 0}
 
 local function log_steps()
-  steps[#steps + 1] = string.format("%.3f %.1f %.1f %d", core.get_us_time() / 1e6, window.dtime * 1000,
-    window.work / 1000, window.served)
+  steps[#steps + 1] = string.format("%.3f %.1f %.1f %d %d %d", core.get_us_time() / 1e6, window.dtime * 1000,
+    window.work / 1000, window.served, window.steps, window.over)
   if #steps > STEP_LINES then table.remove(steps, 1) end
   core.safe_file_write(dir .. "/steps.txt", table.concat(steps, "\n") .. "\n")
-  window = {dtime = 0, work = 0, served = 0}
+  window = {dtime = 0, work = 0, served = 0, steps = 0, over = 0}
 end
 
 clean_spool()
@@ -1220,16 +1247,26 @@ core.register_globalstep(function(dtime)
   window.served = window.served + serve_requests(dtime)
   window.work = math.max(window.work, core.get_us_time() - start)
   window.dtime = math.max(window.dtime, dtime)
+  window.steps = window.steps + 1
+  if dtime > 0.1 then window.over = window.over + 1 end
   saves.applied(followed, applied_seq)
 end)
 
-core.register_on_shutdown(function()
-  heartbeat(true)
-  if core.settings:get("server_map_save_interval") ~= ADMIN_SAVE_INTERVAL then
-    if ADMIN_SAVE_INTERVAL then
-      core.settings:set("server_map_save_interval", ADMIN_SAVE_INTERVAL)
+-- A setting the mod changed for the run gets the admin's value (or none)
+-- back: the server writes its settings to minetest.conf at a clean
+-- shutdown.
+local function put_back(key, admin)
+  if core.settings:get(key) ~= admin then
+    if admin then
+      core.settings:set(key, admin)
     else
-      core.settings:remove("server_map_save_interval")
+      core.settings:remove(key)
     end
   end
+end
+
+core.register_on_shutdown(function()
+  heartbeat(true)
+  put_back("dedicated_server_step", ADMIN_STEP)
+  put_back("server_map_save_interval", ADMIN_SAVE_INTERVAL)
 end)
