@@ -41,7 +41,9 @@
 # RENAME_NEW (registered in minetest_game), QUIET, WRITERS, WRITES, BLOCKS_PER_SAVE,
 # BLOCKS_PER_SAVE_MIN, BLOCKS_PER_SAVE_MAX (the mod's pace: where it
 # starts, its floor and its cap, worldfs_live.blocks_per_save[_min|_max];
-# its defaults when unset).
+# its defaults when unset), MAP_SAVE_INTERVAL and SERVER_STEP (the mod's
+# worldfs_live.map_save_interval and worldfs_live.server_step: off when
+# unset). The daemon's peak memory (VmHWM) is printed for each rename.
 # Needs: minetest-server with minetest_game, sqlite3, fuse3.
 set -euo pipefail
 export LC_ALL=C
@@ -62,6 +64,8 @@ mkdir "$MNT"
 cleanup() {
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
     [ -n "${COLLECT:-}" ] && kill "$COLLECT" 2>/dev/null || true
+    # The bench's own daemon (of a temporary copy): unmounted above.
+    [ -n "${DPID:-}" ] && { kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; } || true
     [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null || true
     # Never remove through a mount that is still there.
     if mountpoint -q "$MNT"; then
@@ -72,6 +76,9 @@ cleanup() {
 }
 trap cleanup EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
+# The daemon's peak resident memory since the last reset_peak, in MB.
+reset_peak() { echo 5 > "/proc/$DPID/clear_refs"; }
+peak_mb() { awk '$1 == "VmHWM:" { printf "%.0f", $2 / 1024 }' "/proc/$DPID/status"; }
 mounted() { for _ in $(seq 600); do [ -e "$MNT/README" ] && return; sleep 0.1; done; echo "no mount" >&2; exit 1; }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(load)"
@@ -99,6 +106,8 @@ printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms =
 [ -n "${BLOCKS_PER_SAVE_MIN:-}" ] && echo "worldfs_live.blocks_per_save_min = $BLOCKS_PER_SAVE_MIN" >> "$T/server.conf"
 [ -n "${BLOCKS_PER_SAVE_MAX:-}" ] && echo "worldfs_live.blocks_per_save_max = $BLOCKS_PER_SAVE_MAX" >> "$T/server.conf"
 [ -n "${MAP_SAVE_INTERVAL:-}" ] && echo "worldfs_live.map_save_interval = $MAP_SAVE_INTERVAL" >> "$T/server.conf"
+[ -n "${SERVER_STEP:-}" ] && echo "worldfs_live.server_step = $SERVER_STEP" >> "$T/server.conf"
+echo "server settings: $(grep '^worldfs_live\.' "$T/server.conf" | grep -v log_ms | paste -sd, - | sed 's/,/, /g' || true)"
 HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port 30123 --logfile "$T/server.log" \
     </dev/null >/dev/null 2>&1 &
 SPID=$!
@@ -106,7 +115,10 @@ for _ in $(seq 600); do
     [ -f "$W/worldfs-live/server.json" ] && break
     sleep 0.1
 done
-"$WORLDFS" mount "$W" "$MNT"
+# The daemon in the foreground, in the background: its pid for its peak
+# memory (VmHWM, reset before each rename through /proc/PID/clear_refs).
+"$WORLDFS" mount "$W" "$MNT" -f 2>>"$T/daemon.log" &
+DPID=$!
 mounted
 sleep 1
 # A server that could not start (its port taken) leaves a heartbeat that
@@ -123,10 +135,21 @@ last_step() { tail -1 "$W/worldfs-live/steps.txt" | cut -d' ' -f1; }
 : > "$T/steps.all"
 ( while :; do cat "$W/worldfs-live/steps.txt" >> "$T/steps.all" 2>/dev/null; sleep 20; done ) &
 COLLECT=$!
+# steps_since TIME: the longest step (ms), the mod's most work in one step
+# (ms), requests, half-second windows with a step over 100 ms, windows,
+# steps over 100 ms, steps (the last two: "?" from a mod before they were
+# logged).
 steps_since() {
     cat "$T/steps.all" "$W/worldfs-live/steps.txt" | sort -u -n | awk -v since="$1" '
-        $1 > since { n++; if ($2 > s) s = $2; if ($3 > w) w = $3; r += $4; if ($2 > 100) o++ }
-        END { printf "%.0f %.0f %d %d %d\n", s, w, r, o, n }'
+        $1 > since { n++; if ($2 > s) s = $2; if ($3 > w) w = $3; r += $4; if ($2 > 100) o++
+                     if (NF >= 6) { sn += $5; so += $6 } else old = 1 }
+        END { printf "%.0f %.0f %d %d %d %s %s\n", s, w, r, o, n, old ? "?" : so + 0, old ? "?" : sn + 0 }'
+}
+# The server's steps since TIME, in words.
+steps_said() {
+    local worst _w _r _o _n over steps
+    read -r worst _w _r _o _n over steps < <(steps_since "$1")
+    echo "the server's worst step $worst ms, $over of its $steps steps over 100 ms"
 }
 
 # The parts of one live close(), averaged over the edits: from two
@@ -151,6 +174,7 @@ breakdown() {
 
 if [ "$EDITS" -gt 0 ]; then
     cat "$MNT/.worldfs-stats" > "$T/stats.before"
+    since=$(last_step)
     node=5,3,5
     if [ -n "${LIVE_WORLD:-}" ]; then
         node=$(find "$MNT/blocks" -mindepth 1 -maxdepth 1 -print -quit | sed 's,.*/,,' |
@@ -165,7 +189,7 @@ if [ "$EDITS" -gt 0 ]; then
     done
     sort -n "$T/lat" > "$T/lat.sorted"
     pick() { sed -n "$(( (EDITS * $1 + 99) / 100 ))p" "$T/lat.sorted"; }
-    echo "live edit of node $node, close() to applied, $EDITS edits: median $(( $(pick 50) / 1000 )) ms, p99 $(( $(pick 99) / 1000 )) ms, max $(( $(tail -1 "$T/lat.sorted") / 1000 )) ms (load $(load))"
+    echo "live edit of node $node, close() to applied, $EDITS edits: median $(( $(pick 50) / 1000 )) ms, p99 $(( $(pick 99) / 1000 )) ms, max $(( $(tail -1 "$T/lat.sorted") / 1000 )) ms; $(steps_said "$since") (load $(load))"
     cat "$MNT/.worldfs-stats" > "$T/stats.after"
     breakdown "$T/stats.before" "$T/stats.after" "$T/lat"
 fi
@@ -188,8 +212,8 @@ if [ "$WRITERS" -gt 0 ] && [ "$WRITES" -gt 0 ]; then
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     writers=$(wc -l < "$T/writer.nodes")
     sleep 1
-    read -r step _ requests _ _ < <(steps_since "$since")
-    echo "$writers writers x $WRITES node writes, each to its own block: $(( writers * WRITES )) writes in $ms ms, $(awk -v n=$(( writers * WRITES )) -v ms="$ms" 'BEGIN { printf "%.1f", n * 1000 / ms }') writes/s (goal >= 100/s); $(( $(wc -l < "$MNT/write-errors") - errors_before )) refused; the mod took $requests requests meanwhile, the server's longest step $step ms (load $(load))"
+    read -r step _ requests _ _ over steps < <(steps_since "$since")
+    echo "$writers writers x $WRITES node writes, each to its own block: $(( writers * WRITES )) writes in $ms ms, $(awk -v n=$(( writers * WRITES )) -v ms="$ms" 'BEGIN { printf "%.1f", n * 1000 / ms }') writes/s (goal >= 100/s); $(( $(wc -l < "$MNT/write-errors") - errors_before )) refused; the mod took $requests requests meanwhile in $steps server steps, the server's worst step $step ms, $over steps over 100 ms (load $(load))"
 fi
 
 t0=$(date +%s%N)
@@ -198,17 +222,21 @@ echo "ls find/$RENAME_OLD: $blocks blocks in $(( ($(date +%s%N) - t0) / 1000000 
 sleep 1
 since=$(last_step)
 sleep "$QUIET"
-read -r quiet_step _ quiet_requests quiet_over quiet_windows < <(steps_since "$since")
-echo "baseline, $QUIET s without edits: the server's longest step $quiet_step ms, $quiet_over of $quiet_windows half-second windows with a step over 100 ms ($quiet_requests requests; load $(load))"
+read -r quiet_step _ quiet_requests quiet_over quiet_windows quiet_steps_over quiet_steps < <(steps_since "$since")
+echo "baseline, $QUIET s without edits: the server's longest step $quiet_step ms, $quiet_steps_over of $quiet_steps steps over 100 ms, $quiet_over of $quiet_windows half-second windows with one ($quiet_requests requests; load $(load))"
 
 since=$(last_step)
 log_from=$(wc -l < "$T/server.log")
+reset_peak
+live_base=$(peak_mb)
 t0=$(date +%s%N)
 mv "$MNT/find/$RENAME_OLD" "$MNT/find/$RENAME_NEW"
 live_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+live_peak=$(peak_mb)
 sleep 1.5
-read -r worst_step worst_work requests over windows < <(steps_since "$since")
-echo "live rename of $blocks blocks: $live_ms ms in $requests requests; the server's longest step $worst_step ms, the mod's most work in one step $worst_work ms, $over of $windows half-second windows with a step over 100 ms (load $(load))"
+read -r worst_step worst_work requests over windows steps_over steps < <(steps_since "$since")
+echo "live rename of $blocks blocks: $live_ms ms in $requests requests; the server's longest step $worst_step ms, $steps_over of $steps steps over 100 ms ($over of $windows half-second windows with one), the mod's most work in one step $worst_work ms (load $(load))"
+echo "the daemon's peak memory during the live rename: $live_peak MB (goal <= 100 MB; $live_base MB at its start)"
 # "... took T ms (parse P, check C, apply A)": the mod's time per request.
 tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] a request of .* took \([0-9.]*\) ms (parse \([0-9.]*\), check \([0-9.]*\), apply \([0-9.]*\)).*/\1 \2 \3 \4/p' |
     sort -n | awk '{ t[NR] = $1; p += $2; c += $3; a += $4 }
@@ -227,13 +255,18 @@ tail -n +"$((log_from + 1))" "$T/server.log" | grep '\[worldfs_live\] a request 
     sort -rn | head -3 | cut -d' ' -f2- | sed 's/^/  /' || true
 kill "$COLLECT" 2>/dev/null || true; wait "$COLLECT" 2>/dev/null || true; COLLECT=
 fusermount3 -u "$MNT"
+wait "$DPID" || true; DPID=
 sleep 1
 kill "$SPID"; wait "$SPID" || true; SPID=
 
-"$WORLDFS" mount "$T/offline" "$MNT"
+"$WORLDFS" mount "$T/offline" "$MNT" -f 2>>"$T/daemon.log" &
+DPID=$!
 mounted
 ls "$MNT/find/$RENAME_OLD" > /dev/null
+reset_peak
 t0=$(date +%s%N)
 mv "$MNT/find/$RENAME_OLD" "$MNT/find/$RENAME_NEW"
-echo "offline rename of the same blocks: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+offline_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "offline rename of the same blocks: $offline_ms ms, the daemon's peak $(peak_mb) MB; live/offline $(awk -v l="$live_ms" -v o="$offline_ms" 'BEGIN { printf "%.2f", o > 0 ? l / o : 0 }')x (goal <= 2x quiet, <= 4x at load 7-9)"
 fusermount3 -u "$MNT"
+wait "$DPID" || true; DPID=

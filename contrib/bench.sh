@@ -94,9 +94,12 @@
 #                       median and p99 (200), on its grown demo world; with
 #                       the large world also a live world-wide rename of
 #                       LIVE_RENAME_OLD to LIVE_RENAME_NEW on a copy of it
-#                       (default:obsidian -> default:obsidian_block, both
-#                       in minetest_game) against the same rename offline,
-#                       with the server's worst step time meanwhile
+#                       (default:cobble -> default:mossycobble, both in
+#                       minetest_game: issue 42's) against the same rename
+#                       offline, with the daemon's peak memory and the
+#                       server's worst step and steps over 100 ms meanwhile;
+#                       the mod's settings LIVE_MAP_SAVE_INTERVAL (1 s) and
+#                       LIVE_SERVER_STEP (0.05 s), "" for the server's own
 #   MC_WORLD            the minecraft section: contrib/bench-minecraft.sh on
 #                       this Java world (default: the data directory's
 #                       mc-0x00cl, the public 1.14.4 world 0x00cl/world,
@@ -144,8 +147,10 @@ WALK_PAIRS=${WALK_PAIRS:-3}
 WALK_PAIRS_LARGE=${WALK_PAIRS_LARGE:-1}
 WORLDWIDE_PAIRS=${WORLDWIDE_PAIRS:-3}
 LIVE_EDITS=${LIVE_EDITS:-200}
-LIVE_RENAME_OLD=${LIVE_RENAME_OLD:-default:obsidian}
-LIVE_RENAME_NEW=${LIVE_RENAME_NEW:-default:obsidian_block}
+LIVE_RENAME_OLD=${LIVE_RENAME_OLD:-default:cobble}
+LIVE_RENAME_NEW=${LIVE_RENAME_NEW:-default:mossycobble}
+LIVE_MAP_SAVE_INTERVAL=${LIVE_MAP_SAVE_INTERVAL-1}
+LIVE_SERVER_STEP=${LIVE_SERVER_STEP-0.05}
 
 # Whether a section of figures was asked for.
 want() { [[ " $SECTIONS " == *" $1 "* ]]; }
@@ -787,10 +792,12 @@ live_figures() {
     fi
     echo
     echo "live mounts (contrib/bench-live.sh, a real minetestserver running the worldfs_live mod):"
-    WORLDFS=$WORLDFS "$ROOT/contrib/bench-live.sh" "$LIVE_EDITS" 2>&1 | sed 's/^/  /'
+    WORLDFS=$WORLDFS MAP_SAVE_INTERVAL=$LIVE_MAP_SAVE_INTERVAL SERVER_STEP=$LIVE_SERVER_STEP \
+        "$ROOT/contrib/bench-live.sh" "$LIVE_EDITS" 2>&1 | sed 's/^/  /'
     if [[ $1 != small ]]; then
         echo "  the large world ($LARGE, copied), mv find/$LIVE_RENAME_OLD find/$LIVE_RENAME_NEW:"
         WORLDFS=$WORLDFS LIVE_WORLD=$LARGE RENAME_OLD=$LIVE_RENAME_OLD RENAME_NEW=$LIVE_RENAME_NEW \
+            MAP_SAVE_INTERVAL=$LIVE_MAP_SAVE_INTERVAL SERVER_STEP=$LIVE_SERVER_STEP \
             "$ROOT/contrib/bench-live.sh" 20 2>&1 | sed 's/^/    /'
     fi
 }
