@@ -267,6 +267,6 @@ reset_peak
 t0=$(date +%s%N)
 mv "$MNT/find/$RENAME_OLD" "$MNT/find/$RENAME_NEW"
 offline_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-echo "offline rename of the same blocks: $offline_ms ms, the daemon's peak $(peak_mb) MB; live/offline $(awk -v l="$live_ms" -v o="$offline_ms" 'BEGIN { printf "%.2f", o > 0 ? l / o : 0 }')x (goal <= 2x quiet, <= 4x at load 7-9)"
+echo "offline rename of the same blocks: $offline_ms ms, the daemon's peak $(peak_mb) MB; live/offline $(awk -v l="$live_ms" -v o="$offline_ms" 'BEGIN { printf "%.2f", (o > 0 ? l / o : 0) }')x (goal <= 2x quiet, <= 4x at load 7-9)"
 fusermount3 -u "$MNT"
 wait "$DPID" || true; DPID=
