@@ -274,10 +274,11 @@ pub trait Tree: Send + Sync {
         false
     }
 
-    /// More lines for `MNT/.worldfs-stats` ("NAME COUNT MICROSECONDS"):
-    /// the parts of the tree's own work worth timing.
-    fn stats_lines(&self) -> String {
-        String::new()
+    /// More counters for `MNT/.worldfs-stats`: the parts of the tree's own
+    /// work worth timing, as (name, (count, nanoseconds)). The same names
+    /// at every call (the file keeps its length; the core formats them).
+    fn stats_counters(&self) -> Vec<(&'static str, (u64, u64))> {
+        Vec::new()
     }
 
     /// The kernel dropped `n` references to `ino`.
