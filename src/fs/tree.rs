@@ -114,8 +114,11 @@ pub trait Tree: Send + Sync {
     /// legacy pos schema", "DDNet map, datafile version 4").
     fn describe(&self) -> String;
 
-    /// The text of `MNT/README`.
-    fn readme(&self) -> String;
+    /// The text of `MNT/README`; none by default (a tree mounted below a
+    /// world's root, whose README is the root's).
+    fn readme(&self) -> String {
+        String::new()
+    }
 
     /// The entry `name` of directory `parent`, with its attributes; ENOENT
     /// when there is none. Success means the kernel now holds one more
