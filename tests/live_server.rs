@@ -420,7 +420,12 @@ fn a_world_wide_rename_goes_through_in_batches() {
         assert!(server.node(p).starts_with("default:desert_stone "), "{p:?}: {}", server.node(p));
     }
     assert!(!m.ok("ls $MNT/find").lines().any(|l| l == "default:stone"), "the mount shows the rename at once");
-    std::thread::sleep(Duration::from_secs(1)); // the window of the last request is logged
+    // Until the mod has logged the window of the last request (a window
+    // after it is logged too).
+    common::wait_until("the mod logs the window of the last request", || {
+        let steps = server.steps();
+        steps.iter().rposition(|s| s.3 > 0).is_some_and(|last| last + 1 < steps.len())
+    });
     let steps = server.steps();
     let during: Vec<_> = steps.iter().skip_while(|s| s.3 == 0).collect();
     let requests: u32 = during.iter().map(|s| s.3).sum();
