@@ -653,6 +653,23 @@ PY
 # The walk, as a command run in directory $1 (with blocks/ in it).
 walk_cmd() { echo "cd '$1' && ls blocks | sed 's|\$|/names|' | (cd blocks && xargs -d '\\n' grep -l -- '$GREP_NAME') | wc -l"; }
 
+# cold_and_warm LABEL PREFIX BLOCKS PAIR: the walk on $MNT twice (cold,
+# then warm), each a row; the stats file read before, between and after
+# into $TMPROOT/PREFIX0..2; the time per file of each in COLD and WARM.
+cold_and_warm() {
+    local label=$1 prefix=$2 blocks=$3 pair=$4
+    stats_now >"$TMPROOT/${prefix}0"
+    timed "$(walk_cmd "$MNT")"
+    COLD=$(calc "%.2f" "$WALL * 1e6 / $blocks")
+    stats_now >"$TMPROOT/${prefix}1"
+    row "$label, cold (pair $pair)" "$WALL s" "$COLD us" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" \
+        "$blocks files, matches $OUT"
+    timed "$(walk_cmd "$MNT")"
+    WARM=$(calc "%.2f" "$WALL * 1e6 / $blocks")
+    stats_now >"$TMPROOT/${prefix}2"
+    row "$label, warm (pair $pair)" "$WALL s" "$WARM us" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+}
+
 # walk_vs_tmpfs WORLD LABEL PAIRS
 walk_vs_tmpfs() {
     local src=$1 label=$2 pairs=$3 i n shm blocks list
@@ -680,29 +697,13 @@ walk_vs_tmpfs() {
     local ROUND_TRIP="(no round trip measured)"
     for ((i = 1; i <= pairs; i++)); do
         mount_world ro
-        stats_now >"$TMPROOT/s0"
-        timed "$(walk_cmd "$MNT")"
-        mc=$(calc "%.2f" "$WALL * 1e6 / $blocks")
-        stats_now >"$TMPROOT/s1"
-        row "mount -o ro, cold (pair $i)" "$WALL s" "$mc us" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" \
-            "$blocks files, matches $OUT"
-        timed "$(walk_cmd "$MNT")"
-        mw=$(calc "%.2f" "$WALL * 1e6 / $blocks")
-        stats_now >"$TMPROOT/s2"
-        row "mount -o ro, warm (pair $i)" "$WALL s" "$mw us" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+        cold_and_warm "mount -o ro" s "$blocks" "$i"
+        mc=$COLD mw=$WARM
         stop_daemon
         # The floor: the same files through FUSE with no work behind it.
         mount_floor
-        stats_now >"$TMPROOT/f0"
-        timed "$(walk_cmd "$MNT")"
-        fc=$(calc "%.2f" "$WALL * 1e6 / $blocks")
-        stats_now >"$TMPROOT/f1"
-        row "floor (fuse_floor), cold (pair $i)" "$WALL s" "$fc us" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB" \
-            "$blocks files, matches $OUT"
-        timed "$(walk_cmd "$MNT")"
-        fw=$(calc "%.2f" "$WALL * 1e6 / $blocks")
-        stats_now >"$TMPROOT/f2"
-        row "floor (fuse_floor), warm (pair $i)" "$WALL s" "$fw us" "$CPU"
+        cold_and_warm "floor (fuse_floor)" f "$blocks" "$i"
+        fc=$COLD fw=$WARM
         ((i == pairs)) && round_trip
         stop_daemon
         timed "$(walk_cmd "$shm")"

@@ -25,9 +25,8 @@
 )]
 
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
-    OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyXattr,
-    Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, Generation, INodeNo, KernelConfig, LockOwner, OpenFlags,
+    ReplyAttr, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyXattr, Request,
 };
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -160,19 +159,8 @@ impl Floor {
 
 impl Filesystem for Floor {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // The same flags as worldfs's adapter (src/fuse.rs `init`).
-        let wanted = InitFlags::FUSE_DO_READDIRPLUS
-            | InitFlags::FUSE_READDIRPLUS_AUTO
-            | InitFlags::FUSE_ATOMIC_O_TRUNC
-            | InitFlags::FUSE_PARALLEL_DIROPS
-            | InitFlags::FUSE_AUTO_INVAL_DATA
-            | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
-        let wanted = if self.plus_everywhere { wanted - InitFlags::FUSE_READDIRPLUS_AUTO } else { wanted };
-        if let Err(missing) = config.add_capabilities(wanted) {
-            let _ = config.add_capabilities(wanted - missing);
-        }
-        let _ = config.set_max_background(64);
-        self.local_opendir = config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT);
+        // What worldfs's adapter asks of the kernel.
+        self.local_opendir = worldfs::fuse::negotiate(config, self.plus_everywhere);
         Ok(())
     }
 
@@ -329,19 +317,10 @@ fn main() {
         awake: worldfs::sys::awake::Awake::new(),
         mtime: SystemTime::now(),
     };
-    // The options of `worldfs mount -o ro` (src/cli/mount.rs `fuser_config`).
-    use fuser::MountOption as O;
+    // The options and threads of `worldfs mount -o ro`.
     let mut config = fuser::Config::default();
-    config.mount_options = vec![
-        O::FSName("fuse_floor".into()),
-        O::Subtype("fuse_floor".into()),
-        O::DefaultPermissions,
-        O::NoAtime,
-        O::NoDev,
-        O::NoSuid,
-        O::RO,
-    ];
-    config.n_threads = Some(std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2));
+    config.mount_options = worldfs::fuse::mount_options("fuse_floor", true);
+    config.n_threads = Some(worldfs::fuse::default_threads());
     let session = fuser::Session::new(floor, mountpoint, &config).expect("mounting");
     session.run().expect("serving");
 }

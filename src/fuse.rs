@@ -13,6 +13,53 @@ use std::ffi::OsStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+/// What worldfs asks of the kernel at INIT (the floor example asks the
+/// same): the flags it can have of those it wants, and the background
+/// requests. `plus_everywhere`: READDIRPLUS on every page of a listing.
+/// Whether the kernel answers OPENDIR itself (no OPENDIR requests).
+pub fn negotiate(config: &mut KernelConfig, plus_everywhere: bool) -> bool {
+    // readdirplus (in the kernel's adaptive mode) saves a LOOKUP per
+    // entry for `ls -l`; atomic O_TRUNC brings truncation inside OPEN.
+    let wanted = InitFlags::FUSE_DO_READDIRPLUS
+        | InitFlags::FUSE_READDIRPLUS_AUTO
+        | InitFlags::FUSE_ATOMIC_O_TRUNC
+        | InitFlags::FUSE_PARALLEL_DIROPS
+        // drop cached pages when a file's mtime changes (fs::mtime_of)
+        | InitFlags::FUSE_AUTO_INVAL_DATA
+        // mmap of files opened with FOPEN_DIRECT_IO (kernel 6.6+)
+        | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
+    // Small worlds: READDIRPLUS on every page, not only the first (the
+    // kernel's adaptive mode): a glob over `blocks/*/names` then needs
+    // no LOOKUP of each block directory.
+    let wanted = if plus_everywhere { wanted - InitFlags::FUSE_READDIRPLUS_AUTO } else { wanted };
+    if let Err(missing) = config.add_capabilities(wanted) {
+        let _ = config.add_capabilities(wanted - missing);
+    }
+    let _ = config.set_max_background(64);
+    config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT)
+}
+
+/// The mount options every worldfs mount has (`name`: the file system's
+/// name and subtype in /proc/mounts), read-only or not.
+pub fn mount_options(name: &str, read_only: bool) -> Vec<fuser::MountOption> {
+    use fuser::MountOption as O;
+    vec![
+        O::FSName(name.into()),
+        O::Subtype(name.into()),
+        O::DefaultPermissions,
+        O::NoAtime,
+        O::NoDev,
+        O::NoSuid,
+        if read_only { O::RO } else { O::RW },
+    ]
+}
+
+/// The FUSE threads of a mount that does not say (`-o threads=`): one a
+/// core, at most 4.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2)
+}
+
 pub(crate) struct FuseAdapter {
     fs: Arc<WorldFs>,
     /// Serve each request on its caller's CPU (see `affinity`).
@@ -227,25 +274,7 @@ impl FuseAdapter {
 
 impl Filesystem for FuseAdapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        // readdirplus (in the kernel's adaptive mode) saves a LOOKUP per
-        // entry for `ls -l`; atomic O_TRUNC brings truncation inside OPEN.
-        let wanted = InitFlags::FUSE_DO_READDIRPLUS
-            | InitFlags::FUSE_READDIRPLUS_AUTO
-            | InitFlags::FUSE_ATOMIC_O_TRUNC
-            | InitFlags::FUSE_PARALLEL_DIROPS
-            // drop cached pages when a file's mtime changes (fs::mtime_of)
-            | InitFlags::FUSE_AUTO_INVAL_DATA
-            // mmap of files opened with FOPEN_DIRECT_IO (kernel 6.6+)
-            | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
-        // Small worlds: READDIRPLUS on every page, not only the first (the
-        // kernel's adaptive mode): a glob over `blocks/*/names` then needs
-        // no LOOKUP of each block directory.
-        let wanted = if self.fs.plus_everywhere() { wanted - InitFlags::FUSE_READDIRPLUS_AUTO } else { wanted };
-        if let Err(missing) = config.add_capabilities(wanted) {
-            let _ = config.add_capabilities(wanted - missing);
-        }
-        let _ = config.set_max_background(64);
-        self.local_opendir = config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT);
+        self.local_opendir = negotiate(config, self.fs.plus_everywhere());
         Ok(())
     }
 

@@ -22,11 +22,10 @@ fn set_world_mt(world: &std::path::Path, extra: &str) {
 fn a_postgresql_world_is_edited_through_the_mount_and_the_server_sees_it() {
     require_fuse!("a_postgresql_world_is_edited_through_the_mount_and_the_server_sees_it");
     require_minetestserver!("a_postgresql_world_is_edited_through_the_mount_and_the_server_sees_it");
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("a_postgresql_world_is_edited_through_the_mount_and_the_server_sees_it", "pg", &why);
+    let Some(pg) = common::pg::start_or_skip("a_postgresql_world_is_edited_through_the_mount_and_the_server_sees_it")
+    else {
         return;
-    }
-    let pg = common::pg::Pg::start();
+    };
     pg.create_db("mt");
     let world = common::demo_world();
     let w = world.path();
@@ -274,15 +273,11 @@ fn refused_mount(world: &std::path::Path) -> (Option<i32>, String) {
 #[test]
 fn two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing() {
     require_fuse!("two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing");
-    if let Some(why) = common::pg::unavailable() {
-        common::skip(
-            "two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing",
-            "pg",
-            &why,
-        );
+    let Some(pg) = common::pg::start_or_skip(
+        "two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks_writing",
+    ) else {
         return;
-    }
-    let pg = common::pg::Pg::start();
+    };
     let (world, _) = pg_world(&pg);
     let w = world.path();
     // Another client (as a Luanti server keeps while it runs): a writable
@@ -312,11 +307,11 @@ fn two_mounts_of_one_postgresql_world_see_each_other_and_a_running_server_blocks
 #[test]
 fn killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() {
     require_fuse!("killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed");
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed", "pg", &why);
+    let Some(pg) =
+        common::pg::start_or_skip("killing_postgresql_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed")
+    else {
         return;
-    }
-    let pg = common::pg::Pg::start();
+    };
     let (world, all) = pg_world(&pg);
     let m = Mounted::new(world.path(), &[]);
     let log = edit_while(&m, || pg.stop(), || pg.restart());

@@ -192,11 +192,7 @@ fn undo_of_a_player_edit_restores_its_dates_on_sqlite() {
 fn undo_of_a_player_edit_restores_its_dates_on_postgresql() {
     let test = "undo_of_a_player_edit_restores_its_dates_on_postgresql";
     require_fuse!(test);
-    if let Some(why) = common::pg::unavailable() {
-        common::skip(test, "pg", &why);
-        return;
-    }
-    let pg = common::pg::Pg::start();
+    let Some(pg) = common::pg::start_or_skip(test) else { return };
     pg.create_db("mt");
     let world = common::demo_world();
     let mt = std::fs::read_to_string(world.path().join("world.mt")).unwrap();

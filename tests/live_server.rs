@@ -420,7 +420,12 @@ fn a_world_wide_rename_goes_through_in_batches() {
         assert!(server.node(p).starts_with("default:desert_stone "), "{p:?}: {}", server.node(p));
     }
     assert!(!m.ok("ls $MNT/find").lines().any(|l| l == "default:stone"), "the mount shows the rename at once");
-    std::thread::sleep(Duration::from_secs(1)); // the window of the last request is logged
+    // Until the mod has logged the window of the last request (a window
+    // after it is logged too).
+    common::wait_until("the mod logs the window of the last request", || {
+        let steps = server.steps();
+        steps.iter().rposition(|s| s.3 > 0).is_some_and(|last| last + 1 < steps.len())
+    });
     let steps = server.steps();
     let during: Vec<_> = steps.iter().skip_while(|s| s.3 == 0).collect();
     let requests: u32 = during.iter().map(|s| s.3).sum();
@@ -494,18 +499,9 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
 fn a_postgresql_map_is_live() {
     require_fuse!("a_postgresql_map_is_live");
     require_minetestserver!("a_postgresql_map_is_live");
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("a_postgresql_map_is_live", "pg", &why);
-        return;
-    }
-    let pg = common::pg::Pg::start();
-    pg.create_db("mt");
-    let world = common::demo_world();
+    let Some(pg) = common::pg::start_or_skip("a_postgresql_map_is_live") else { return };
+    let world = common::pg::demo_world_on(&pg);
     let w = world.path();
-    let mt = std::fs::read_to_string(w.join("world.mt")).unwrap();
-    std::fs::write(w.join("world.mt"), format!("{mt}pgsql_connection = {}\n", pg.conninfo("mt"))).unwrap();
-    common::server::migrate(w, "--migrate", "postgresql");
-    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
     let (mut server, m) = live::start(w, "");
     assert!(m.log_text().contains("postgresql"), "{}", m.log_text());
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");

@@ -431,7 +431,9 @@ fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
     let w = world_copy();
     let before = hashes(&oracle(w.path(), &[]));
     let m = common::mount::Mounted::new(w.path(), &[]);
-    let log = m.dir.path().join("edits.log");
+    // Kept apart: the mount's own directory goes with it.
+    let (logs, mnt) = (tempfile::tempdir().unwrap(), m.mnt.clone());
+    let log = logs.path().join("edits.log");
     // Many `sed -i` over every section's blocks, air to glass and back.
     let script = "i=0; while true; do for f in \"$MNT\"/chunks/*/sections/*/blocks; do \
                   if [ $((i % 2)) = 0 ]; then sed -i 's/ minecraft:air$/ minecraft:glass/' \"$f\"; \
@@ -464,12 +466,53 @@ fn sigkill_during_a_bulk_edit_leaves_every_chunk_readable_and_undoable() {
     for (key, bytes) in all_chunks(w.path()) {
         ChunkDoc::decode(&bytes, &Default::default()).unwrap_or_else(|e| panic!("chunk {key}: {e}"));
     }
+    logged_edits_are_kept(&after, &mnt, &std::fs::read_to_string(&log).unwrap());
     // The journal knows every change that landed: undo brings the world back.
     let (ok, list) = worldfs(&["undo", w.path().to_str().unwrap(), "--all"]);
     assert!(ok && list.matches("write chunks/").count() >= 10, "{list}");
     let (ok, out) = worldfs(&["undo", w.path().to_str().unwrap(), "--since", "1970-01-01"]);
     assert!(ok, "{out}");
     assert_eq!(hashes(&oracle(w.path(), &[])), before, "undo after the crash: every chunk as it was");
+}
+
+/// Every edit `log` lists (a `sed -i` of a section's blocks that
+/// returned success, one line each, its path under the mount `mnt` of the
+/// killed daemon) is in the world, as the independent reader reads it
+/// (`after`: its lines): a section edited an odd number of times holds no
+/// air (its last edit turned air into glass), an even number of times no
+/// glass. One section may be an edit further: the one whose `sed -i` the
+/// kill cut short.
+fn logged_edits_are_kept(after: &[String], mnt: &Path, log: &str) {
+    let mut edits: BTreeMap<String, usize> = BTreeMap::new();
+    for line in log.lines() {
+        let rel = Path::new(line).strip_prefix(mnt).unwrap_or_else(|_| panic!("{line}: not under {}", mnt.display()));
+        // chunks/X,Z/sections/Y/blocks -> "X,Z Y", as the reader names a section.
+        let parts: Vec<&str> = rel.to_str().unwrap().split('/').collect();
+        *edits.entry(format!("{} {}", parts[1], parts[3])).or_default() += 1;
+    }
+    assert!(edits.len() >= 10, "too few sections edited to tell: {edits:?}");
+    let sections: BTreeMap<String, Vec<&str>> = after
+        .iter()
+        .filter_map(|l| {
+            let mut f = l.splitn(4, ' ');
+            (f.next()? == "section").then_some(())?;
+            Some((format!("{} {}", f.next()?, f.next()?), f.next()?.split(' ').collect()))
+        })
+        .collect();
+    let mut further = Vec::new();
+    for (section, n) in &edits {
+        let labels =
+            sections.get(section).unwrap_or_else(|| panic!("section {section}: the reader has no such section"));
+        let has = |name: &str| labels.contains(&name);
+        let (gone, other) =
+            if n % 2 == 1 { ("minecraft:air", "minecraft:glass") } else { ("minecraft:glass", "minecraft:air") };
+        if has(gone) {
+            // The next edit's state: all its blocks turned back.
+            assert!(!has(other), "section {section}: {n} logged edits, and neither state: lost in part");
+            further.push(section.clone());
+        }
+    }
+    assert!(further.len() <= 1, "sections without their last logged edit: {further:?} (of {} edited)", edits.len());
 }
 
 /// `legacy_blocks.txt` read here on its own: (id, data) to the label.

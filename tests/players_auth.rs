@@ -248,11 +248,9 @@ fn no_player_edit_while_a_server_has_the_world_open() {
 fn players_and_accounts_in_postgresql_round_trip_through_the_server() {
     require_fuse!("players_and_accounts_in_postgresql_round_trip_through_the_server");
     require_minetestserver!("players_and_accounts_in_postgresql_round_trip_through_the_server");
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("players_and_accounts_in_postgresql_round_trip_through_the_server", "pg", &why);
+    let Some(pg) = common::pg::start_or_skip("players_and_accounts_in_postgresql_round_trip_through_the_server") else {
         return;
-    }
-    let pg = common::pg::Pg::start();
+    };
     pg.create_db("mt");
     let w = files_world();
     let conn = pg.conninfo("mt");

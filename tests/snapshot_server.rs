@@ -136,19 +136,12 @@ fn snapshots_of_a_running_sqlite_server_never_hold_a_save_in_part() {
 #[test]
 fn snapshots_of_a_running_postgresql_server_never_hold_a_save_in_part() {
     require_minetestserver!("snapshots_of_a_running_postgresql_server_never_hold_a_save_in_part");
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("snapshots_of_a_running_postgresql_server_never_hold_a_save_in_part", "pg", &why);
+    let Some(pg) = common::pg::start_or_skip("snapshots_of_a_running_postgresql_server_never_hold_a_save_in_part")
+    else {
         return;
-    }
-    let pg = common::pg::Pg::start();
-    pg.create_db("mt");
-    let world = common::demo_world();
+    };
+    let world = common::pg::demo_world_on(&pg);
     let w = world.path();
-    let mut mt = std::fs::read_to_string(w.join("world.mt")).unwrap();
-    mt.push_str(&format!("pgsql_connection = {}\n", pg.conninfo("mt")));
-    std::fs::write(w.join("world.mt"), mt).unwrap();
-    common::server::migrate(w, "--migrate", "postgresql");
-    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
     let counters = snapshots_while_counting(w, 10, &[], || {});
     assert_one_value_each(&counters);
     let list = ok(&["snapshot", "list", w.to_str().unwrap(), "--json"]);
@@ -232,19 +225,9 @@ fn a_griefer_is_listed_by_diff_and_the_house_restored_on_the_running_server() {
 fn on_postgresql_too_a_griefer_is_listed_and_the_house_restored_on_the_running_server() {
     let name = "on_postgresql_too_a_griefer_is_listed_and_the_house_restored_on_the_running_server";
     require_minetestserver!(name);
-    if let Some(why) = common::pg::unavailable() {
-        common::skip(name, "pg", &why);
-        return;
-    }
-    let pg = common::pg::Pg::start();
-    pg.create_db("mt");
-    let world = common::demo_world();
+    let Some(pg) = common::pg::start_or_skip(name) else { return };
+    let world = common::pg::demo_world_on(&pg);
     let w = world.path();
-    let mut mt = std::fs::read_to_string(w.join("world.mt")).unwrap();
-    mt.push_str(&format!("pgsql_connection = {}\n", pg.conninfo("mt")));
-    std::fs::write(w.join("world.mt"), mt).unwrap();
-    common::server::migrate(w, "--migrate", "postgresql");
-    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
     grief_diff_restore_undo(w);
     // The snapshot was PostgreSQL's map, read in one transaction.
     let list = ok(&["snapshot", "list", w.to_str().unwrap(), "--json"]);

@@ -349,11 +349,10 @@ fn a_sqlite_writer_committing_during_snapshots_is_never_seen_in_part() {
 
 #[test]
 fn a_postgresql_writer_committing_during_snapshots_is_never_seen_in_part() {
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("a_postgresql_writer_committing_during_snapshots_is_never_seen_in_part", "pg", &why);
+    let Some(pg) = common::pg::start_or_skip("a_postgresql_writer_committing_during_snapshots_is_never_seen_in_part")
+    else {
         return;
-    }
-    let pg = common::pg::Pg::start();
+    };
     pg.create_db("mt");
     pg.sql(
         "mt",

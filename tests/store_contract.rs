@@ -186,12 +186,8 @@ fn pg_blocks(pg: &common::pg::Pg, db: &str, column: &str) {
 
 #[test]
 fn postgresql_int4_and_smallint() {
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("postgresql_int4_and_smallint", "pg", &why);
-        return;
-    }
     use worldfs_store::postgres::PgStore;
-    let pg = common::pg::Pg::start();
+    let Some(pg) = common::pg::start_or_skip("postgresql_int4_and_smallint") else { return };
     for (db, column) in [("mt_int", "INT"), ("mt_small", "SMALLINT")] {
         pg_blocks(&pg, db, column);
         let d = tempfile::tempdir().unwrap();
@@ -216,12 +212,11 @@ fn postgresql_int4_and_smallint() {
 /// from a whole-world scan on almost every write).
 #[test]
 fn postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum() {
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum", "pg", &why);
-        return;
-    }
     use worldfs_store::postgres::PgStore;
-    let pg = common::pg::Pg::start();
+    let Some(pg) = common::pg::start_or_skip("postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum")
+    else {
+        return;
+    };
     pg_blocks(&pg, "mt", "INT");
     // No autovacuum: its ANALYZE is a commit (of statistics), at a time
     // of its own choosing.
@@ -251,12 +246,10 @@ fn postgresql_data_version_moves_with_commits_not_with_reads_or_vacuum() {
 
 #[test]
 fn postgresql_lost_connection_writes_nothing_and_reconnects() {
-    if let Some(why) = common::pg::unavailable() {
-        common::skip("postgresql_lost_connection_writes_nothing_and_reconnects", "pg", &why);
-        return;
-    }
     use worldfs_store::postgres::PgStore;
-    let pg = common::pg::Pg::start();
+    let Some(pg) = common::pg::start_or_skip("postgresql_lost_connection_writes_nothing_and_reconnects") else {
+        return;
+    };
     pg_blocks(&pg, "mt", "INT");
     let d = tempfile::tempdir().unwrap();
     let j = d.path().join(worldfs_store::journal::FILE_NAME);

@@ -164,11 +164,7 @@ fn a_one_block_write_on_sqlite_reads_only_its_block() {
 #[test]
 fn a_one_block_write_on_postgresql_reads_only_its_block() {
     let test = "a_one_block_write_on_postgresql_reads_only_its_block";
-    if let Some(why) = common::pg::unavailable() {
-        common::skip(test, "pg", &why);
-        return;
-    }
-    let pg = common::pg::Pg::start();
+    let Some(pg) = common::pg::start_or_skip(test) else { return };
     pg.create_db("mt");
     pg.sql(
         "mt",

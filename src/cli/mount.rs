@@ -91,10 +91,6 @@ pub(crate) fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> 
 }
 
 /// The FUSE threads of a mount: one a CPU, four at most.
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(2)
-}
-
 /// The FUSE threads of a mount whose commits wait for a running server
 /// (`live`): a thread a writer waiting for the server's next step, so that
 /// the changes of that many files and processes are applied in one step
@@ -103,23 +99,15 @@ const LIVE_THREADS: usize = 32;
 
 /// The FUSE threads `m` asks for, for the mount `fs`.
 fn threads_for(m: &MountOpts, fs: &WorldFs) -> usize {
-    m.threads.unwrap_or_else(|| if fs.commits_wait_for_server() { LIVE_THREADS } else { default_threads() })
+    m.threads
+        .unwrap_or_else(|| if fs.commits_wait_for_server() { LIVE_THREADS } else { crate::fuse::default_threads() })
 }
 
 fn fuser_config(m: &MountOpts, threads: usize) -> fuser::Config {
-    use fuser::MountOption as O;
     let mut c = fuser::Config::default();
-    c.mount_options = vec![
-        O::FSName("worldfs".into()),
-        O::Subtype("worldfs".into()),
-        O::DefaultPermissions,
-        O::NoAtime,
-        O::NoDev,
-        O::NoSuid,
-        if m.fs.read_only { O::RO } else { O::RW },
-    ];
+    c.mount_options = crate::fuse::mount_options("worldfs", m.fs.read_only);
     if m.auto_unmount {
-        c.mount_options.push(O::AutoUnmount);
+        c.mount_options.push(fuser::MountOption::AutoUnmount);
     }
     c.acl = if m.allow_other {
         fuser::SessionACL::All

@@ -372,7 +372,7 @@ impl WorldFs {
 
     /// The text of `MNT/.worldfs-stats`.
     pub(crate) fn stats_text(&self) -> String {
-        stats::stats().text() + &self.tree.stats_lines()
+        stats::stats().text_with(&self.tree.stats_counters())
     }
 
     /// How long the kernel may keep these attributes: a file's size changes

@@ -181,10 +181,6 @@ impl Tree for Nested {
         self.children.describe()
     }
 
-    fn readme(&self) -> String {
-        String::new()
-    }
-
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
         if parent == self.root() {
             let name = std::str::from_utf8(name).map_err(|_| FsError::not_found())?;

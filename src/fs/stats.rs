@@ -204,6 +204,12 @@ impl Stats {
     /// (that GETATTR's own reply) change the counters; a text that grew
     /// meanwhile lost its last digits (a total ten times too small).
     pub fn text(&self) -> String {
+        self.text_with(&[])
+    }
+
+    /// `text` and then a line for each of the tree's own counters
+    /// (`extra`: name, (count, nanoseconds)), as fixed-width as the rest.
+    pub fn text_with(&self, extra: &[(&str, (u64, u64))]) -> String {
         let mut s = format!(
             "# worldfs: requests since start ({:>12} s): kind, count, total microseconds in the daemon\n",
             self.started.elapsed().as_secs()
@@ -216,6 +222,9 @@ impl Stats {
         }
         for p in Phase::ALL {
             line(p.name(), self.phase(p));
+        }
+        for &(name, counts) in extra {
+            line(name, counts);
         }
         s
     }
@@ -260,5 +269,21 @@ mod tests {
         STATS.ops[Op::Lookup as usize].add(Duration::from_secs(1 << 30));
         phase(Phase::Reply, Duration::from_secs(1 << 30));
         assert_eq!(stats().text().len(), text.len(), "the text's length changed with the counters");
+    }
+
+    /// The tree's own counters (a live mount's `live-*`) get lines as
+    /// fixed-width as the core's: the text's length does not move when
+    /// they grow from nothing to the most they can hold.
+    #[test]
+    fn the_trees_counters_keep_the_length_fixed() {
+        let none = [("live-change", (0, 0)), ("live-step", (0, 0))];
+        let most = [("live-change", (u64::MAX / 2, u64::MAX / 2)), ("live-step", (7, 1_500_000))];
+        let (before, after) = (stats().text_with(&none), stats().text_with(&most));
+        assert_eq!(before.len(), after.len(), "{before}\n{after}");
+        assert!(after.ends_with(&format!("live-step {:>20} {:>20}\n", 7, 1_500)), "{after}");
+        // Each line of the tree's is as wide as the core's line of a name as long.
+        let width = |name: &str, text: &str| text.lines().find(|l| l.starts_with(&format!("{name} "))).map(str::len);
+        assert_eq!(width("live-step", &after), width("LOOKUP", &after).map(|w| w - "LOOKUP".len() + "live-step".len()));
+        assert_eq!(parse(&after)["live-step"], (7, 1_500));
     }
 }

@@ -114,8 +114,11 @@ pub trait Tree: Send + Sync {
     /// legacy pos schema", "DDNet map, datafile version 4").
     fn describe(&self) -> String;
 
-    /// The text of `MNT/README`.
-    fn readme(&self) -> String;
+    /// The text of `MNT/README`; none by default (a tree mounted below a
+    /// world's root, whose README is the root's).
+    fn readme(&self) -> String {
+        String::new()
+    }
 
     /// The entry `name` of directory `parent`, with its attributes; ENOENT
     /// when there is none. Success means the kernel now holds one more
@@ -274,10 +277,11 @@ pub trait Tree: Send + Sync {
         false
     }
 
-    /// More lines for `MNT/.worldfs-stats` ("NAME COUNT MICROSECONDS"):
-    /// the parts of the tree's own work worth timing.
-    fn stats_lines(&self) -> String {
-        String::new()
+    /// More counters for `MNT/.worldfs-stats`: the parts of the tree's own
+    /// work worth timing, as (name, (count, nanoseconds)). The same names
+    /// at every call (the file keeps its length; the core formats them).
+    fn stats_counters(&self) -> Vec<(&'static str, (u64, u64))> {
+        Vec::new()
     }
 
     /// The kernel dropped `n` references to `ino`.

@@ -246,8 +246,8 @@ impl Tree for Union {
         self.main.plus_everywhere()
     }
 
-    fn stats_lines(&self) -> String {
-        self.main.stats_lines()
+    fn stats_counters(&self) -> Vec<(&'static str, (u64, u64))> {
+        self.main.stats_counters()
     }
 
     fn commits_wait_for_server(&self) -> bool {

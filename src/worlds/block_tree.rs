@@ -103,9 +103,6 @@ impl<B: Blocks> Tree for BlockTree<B> {
     fn describe(&self) -> String {
         self.blocks.describe()
     }
-    fn readme(&self) -> String {
-        String::new()
-    }
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
         if parent != self.root() {
             return Err(FsError::not_dir());

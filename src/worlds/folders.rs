@@ -26,9 +26,6 @@ impl Tree for Folder {
     fn describe(&self) -> String {
         self.what.clone()
     }
-    fn readme(&self) -> String {
-        String::new()
-    }
     fn lookup(&self, _parent: u64, _name: &[u8]) -> Result<Attr> {
         Err(FsError::not_found())
     }

@@ -248,10 +248,6 @@ impl<S: TopSource> Tree for MapTree<S> {
         "map tiles".into()
     }
 
-    fn readme(&self) -> String {
-        String::new()
-    }
-
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
         let name = std::str::from_utf8(name).map_err(|_| FsError::not_found())?;
         let child = match self.node(parent)? {

@@ -32,6 +32,31 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+/// A fresh PostgreSQL server for `test`, or None when none can be started
+/// here (then skipped, with why: `super::skip`, which fails the test when
+/// WORLDFS_REQUIRE names pg).
+pub fn start_or_skip(test: &str) -> Option<Pg> {
+    if let Some(why) = unavailable() {
+        super::skip(test, "pg", &why);
+        return None;
+    }
+    Some(Pg::start())
+}
+
+/// A demo world whose map is in database `mt` of `pg` (`backend =
+/// postgresql`, filled by the real server's own `--migrate`), its
+/// map.sqlite moved aside so nothing reads it.
+pub fn demo_world_on(pg: &Pg) -> tempfile::TempDir {
+    pg.create_db("mt");
+    let world = super::demo_world();
+    let w = world.path();
+    let mt = std::fs::read_to_string(w.join("world.mt")).unwrap();
+    std::fs::write(w.join("world.mt"), format!("{mt}pgsql_connection = {}\n", pg.conninfo("mt"))).unwrap();
+    super::server::migrate(w, "--migrate", "postgresql");
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    world
+}
+
 fn as_owner(cmd: &Path) -> Command {
     if super::is_root() {
         let mut c = Command::new("runuser");

@@ -78,24 +78,8 @@ fn create_sql(db: &str) -> String {
     )
 }
 
-/// Length and CRC-32 of a blob: enough to tell whether a block still holds
-/// what a journaled change wrote.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fingerprint {
-    /// Length in bytes.
-    pub len: u64,
-    /// CRC-32 (zlib's).
-    pub crc: u32,
-}
-
-impl Fingerprint {
-    /// The fingerprint of `data`.
-    pub fn of(data: &[u8]) -> Fingerprint {
-        let mut c = flate2::Crc::new();
-        c.update(data);
-        Fingerprint { len: data.len() as u64, crc: c.sum() }
-    }
-}
+/// Defined at the crate's root, which names it in its conflict messages.
+pub use crate::Fingerprint;
 
 /// One journaled transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]

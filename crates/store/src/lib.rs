@@ -56,6 +56,25 @@ impl Change {
     }
 }
 
+/// Length and CRC-32 of a blob: enough to tell whether a block still holds
+/// what a journaled change wrote (the journal keeps one for each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    /// Length in bytes.
+    pub len: u64,
+    /// CRC-32 (zlib's).
+    pub crc: u32,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `data`.
+    pub fn of(data: &[u8]) -> Fingerprint {
+        let mut c = flate2::Crc::new();
+        c.update(data);
+        Fingerprint { len: data.len() as u64, crc: c.sum() }
+    }
+}
+
 /// The expectations of a transaction that do not hold, given a way to read
 /// a block inside it (for stores to share).
 pub fn unmet_expectation(
@@ -68,7 +87,7 @@ pub fn unmet_expectation(
             if now != *want {
                 let said = |b: &Option<Vec<u8>>| match b {
                     None => "absent".to_string(),
-                    Some(b) => format!("{} bytes, CRC-32 {:08x}", b.len(), journal::Fingerprint::of(b).crc),
+                    Some(b) => format!("{} bytes, CRC-32 {:08x}", b.len(), Fingerprint::of(b).crc),
                 };
                 return Ok(Some(StoreError::Conflict(format!(
                     "block {p} was changed by someone else since it was read (it was {}, it is now {}); \

@@ -84,10 +84,21 @@ impl Loaded {
     }
 
     fn with_serial(serial: u64, pos: BlockPos, blob: Vec<u8>, block: Result<Block, DecodeError>) -> Loaded {
-        let (block, error) = match block {
-            Ok(b) => (Some(Arc::new(b)), None),
-            Err(e) => (None, Some(e)),
-        };
+        match block {
+            Ok(b) => Loaded::from_parts(serial, pos, blob, Some(Arc::new(b)), None),
+            Err(e) => Loaded::from_parts(serial, pos, blob, None, Some(e)),
+        }
+    }
+
+    /// The one constructor: a load with its decoding (`block`) or why it
+    /// does not decode (`error`); neither when the decoding is left for later.
+    fn from_parts(
+        serial: u64,
+        pos: BlockPos,
+        blob: Vec<u8>,
+        block: Option<Arc<Block>>,
+        error: Option<DecodeError>,
+    ) -> Loaded {
         Loaded {
             pos,
             serial,
@@ -142,19 +153,7 @@ impl Loaded {
     /// `names` was `names` then: not decoded now (`decoded` does it when
     /// another file is asked for).
     fn seen_before(serial: u64, pos: BlockPos, blob: Vec<u8>, names: Arc<Vec<u8>>) -> Loaded {
-        let loaded = Loaded {
-            pos,
-            serial,
-            blob,
-            error: None,
-            block: Mutex::new(None),
-            files: Default::default(),
-            nodes_size: OnceLock::new(),
-            layers_size: OnceLock::new(),
-            version: OnceLock::new(),
-            rendered_bytes: AtomicUsize::new(0),
-            late: None,
-        };
+        let loaded = Loaded::from_parts(serial, pos, blob, None, None);
         loaded.keep_rendered(BlockFile::Names, names);
         loaded
     }
@@ -896,11 +895,17 @@ mod tests {
         assert!(cache.peek(p).is_none());
     }
 
-    /// A store that counts its block reads and can hide its data version.
+    /// A store over SQLite that counts its calls: block reads (`gets`: each
+    /// `get`, and each `get_near`) and data versions asked (`versions_read`).
+    /// It can hide its data version (`versions`), and answer `get_near`
+    /// with a page of neighbours in one call as a database server does
+    /// (`near`).
     struct Counting {
         inner: SqliteStore,
         gets: AtomicUsize,
+        versions_read: AtomicUsize,
         versions: bool,
+        near: bool,
     }
 
     impl MapStore for Counting {
@@ -910,6 +915,14 @@ mod tests {
         fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>, StoreError> {
             self.gets.fetch_add(1, Ordering::SeqCst);
             self.inner.get(pos)
+        }
+        fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
+            if !self.near {
+                return Ok(self.get(pos)?.map(|blob| vec![(pos, blob)]).unwrap_or_default());
+            }
+            self.gets.fetch_add(1, Ordering::SeqCst);
+            let before = self.inner.list_after(None, usize::MAX)?.into_iter().rfind(|p| *p < pos);
+            self.inner.scan_after(before, limit)
         }
         fn list_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<BlockPos>, StoreError> {
             self.inner.list_after(a, n)
@@ -927,16 +940,18 @@ mod tests {
             false
         }
         fn data_version(&self) -> Option<u64> {
+            self.versions_read.fetch_add(1, Ordering::SeqCst);
             if self.versions { self.inner.data_version() } else { None }
         }
     }
 
+    /// A `Counting` store of `blocks` air blocks along x.
     fn counting(d: &tempfile::TempDir, blocks: i16, versions: bool) -> Counting {
         let store = SqliteStore::create(&d.path().join("map.sqlite"), Schema::Legacy).unwrap();
         let blob = Block::new_air(29).encode().unwrap();
         let changes: Vec<Change> = (0..blocks).map(|i| Change::Put(BlockPos::new(i, 0, 0), blob.clone())).collect();
         store.apply(&changes, &worldfs_store::Note::default()).unwrap();
-        Counting { inner: store, gets: AtomicUsize::new(0), versions }
+        Counting { inner: store, gets: AtomicUsize::new(0), versions_read: AtomicUsize::new(0), versions, near: false }
     }
 
     /// Decodings take a quarter of the budget; the blobs and small files
@@ -1003,63 +1018,20 @@ mod tests {
         assert_eq!(store.gets.load(Ordering::SeqCst), 3);
     }
 
-    /// Like a database server: `get_near` answers a page of neighbours in
-    /// one call; every call to the store is counted.
-    struct Server {
-        inner: SqliteStore,
-        calls: AtomicUsize,
-        versions: AtomicUsize,
-    }
-
-    impl MapStore for Server {
-        fn describe(&self) -> String {
-            "server".into()
-        }
-        fn get(&self, pos: BlockPos) -> Result<Option<Vec<u8>>, StoreError> {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            self.inner.get(pos)
-        }
-        fn get_near(&self, pos: BlockPos, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            let before = self.inner.list_after(None, usize::MAX)?.into_iter().rfind(|p| *p < pos);
-            self.inner.scan_after(before, limit)
-        }
-        fn list_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<BlockPos>, StoreError> {
-            self.inner.list_after(a, n)
-        }
-        fn scan_after(&self, a: Option<BlockPos>, n: usize) -> Result<Vec<(BlockPos, Vec<u8>)>, StoreError> {
-            self.inner.scan_after(a, n)
-        }
-        fn apply(&self, c: &[Change], n: &worldfs_store::Note) -> Result<(), StoreError> {
-            self.inner.apply(c, n)
-        }
-        fn count(&self) -> Result<u64, StoreError> {
-            self.inner.count()
-        }
-        fn is_read_only(&self) -> bool {
-            false
-        }
-        fn data_version(&self) -> Option<u64> {
-            self.versions.fetch_add(1, Ordering::SeqCst);
-            self.inner.data_version()
-        }
-    }
-
     /// A walk reads runs of neighbours in one call each and the data
     /// version once for many blocks; a commit or a removal of a block read
     /// ahead is never hidden by the copy read ahead.
     #[test]
     fn a_walk_reads_neighbours_together_and_commits_win_over_them() {
         let d = tempfile::tempdir().unwrap();
-        let inner = counting(&d, 300, true).inner;
-        let store = Server { inner, calls: AtomicUsize::new(0), versions: AtomicUsize::new(0) };
+        let store = Counting { near: true, ..counting(&d, 300, true) };
         let cache = BlockCache::new(8 << 20, Duration::from_secs(60));
         for i in 0..200 {
             cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
         }
-        let calls = store.calls.load(Ordering::SeqCst);
+        let calls = store.gets.load(Ordering::SeqCst);
         assert!(calls <= 200 / (NEAR_BLOCKS / 2) + 1, "{calls} store calls for 200 blocks");
-        assert!(store.versions.load(Ordering::SeqCst) <= calls, "a data version per call at most");
+        assert!(store.versions_read.load(Ordering::SeqCst) <= calls, "a data version per call at most");
         // Block 250 waits read ahead; a commit of it wins over that copy.
         cache.get(BlockPos::new(230, 0, 0), &store).unwrap().unwrap();
         let p = BlockPos::new(250, 0, 0);
@@ -1076,11 +1048,11 @@ mod tests {
         assert!(cache.get(q, &store).unwrap().is_none());
         // Without a TTL nothing read ahead is used.
         let cache = BlockCache::new(8 << 20, Duration::ZERO);
-        let before = store.calls.load(Ordering::SeqCst);
+        let before = store.gets.load(Ordering::SeqCst);
         for i in 0..10 {
             cache.get(BlockPos::new(i, 0, 0), &store).unwrap().unwrap();
         }
-        assert_eq!(store.calls.load(Ordering::SeqCst) - before, 10);
+        assert_eq!(store.gets.load(Ordering::SeqCst) - before, 10);
     }
 
     /// A walk over many more tiny blocks than fit: the budget bounds the

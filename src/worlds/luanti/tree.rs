@@ -184,9 +184,9 @@ impl Tree for LuantiTree {
         self.live
     }
 
-    fn stats_lines(&self) -> String {
+    fn stats_counters(&self) -> Vec<(&'static str, (u64, u64))> {
         // The parts of a change through the server (docs/performance.md).
-        if self.live { worldfs_store::live::timing::text() } else { String::new() }
+        if self.live { worldfs_store::live::timing::counters() } else { Vec::new() }
     }
 
     fn plus_everywhere(&self) -> bool {

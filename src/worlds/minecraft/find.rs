@@ -183,9 +183,6 @@ impl<N: NameSource> Tree for FindTree<N> {
     fn describe(&self) -> String {
         "find/ and names of the region files".into()
     }
-    fn readme(&self) -> String {
-        String::new()
-    }
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
         let name = std::str::from_utf8(name).map_err(|_| FsError::not_found())?;
         let names = self.names()?;

@@ -290,6 +290,22 @@ impl<'a> RawIds<'a> {
     }
 }
 
+/// What `stored` makes of a blob's ids as stored, or for the old formats
+/// (split into parts) what `legacy` makes of the whole decoded block: an
+/// error exactly when [`Block::decode`] fails.
+fn with_ids<T>(
+    blob: &[u8],
+    legacy: impl FnOnce(Block) -> T,
+    stored: impl FnOnce(RawIds<'_>) -> T,
+) -> Result<T, DecodeError> {
+    match split(blob)? {
+        Parts::Whole(body) => Ok(stored(RawIds::of(&body)?)),
+        Parts::Split { head, nodes, meta, tail_at, .. } => {
+            Ok(legacy(Block::decode_legacy(blob, head, &nodes, &meta, tail_at)?))
+        }
+    }
+}
+
 /// A block's name-id mapping and its nodes' content ids, read as
 /// [`Block::decode`] reads them (an error exactly when it fails) without
 /// copying light, param2, metadata, objects or timers out: what pictures
@@ -305,20 +321,18 @@ impl NodeIds {
     /// Reads the mapping and ids of a blob; an error exactly when
     /// [`Block::decode`] fails.
     pub fn of(blob: &[u8]) -> Result<NodeIds, DecodeError> {
-        let body = match split(blob)? {
-            Parts::Whole(body) => body,
-            Parts::Split { head, nodes, meta, tail_at, .. } => {
-                let b = Block::decode_legacy(blob, head, &nodes, &meta, tail_at)?;
-                return Ok(NodeIds { mapping: b.mapping, param0: b.param0 });
-            }
-        };
-        let ids = RawIds::of(&body)?;
-        let param0 = if ids.cw == 2 {
-            ids.raw0.as_chunks::<2>().0.iter().map(|&p| u16::from_be_bytes(p)).collect()
-        } else {
-            ids.narrow_ids().collect()
-        };
-        Ok(NodeIds { mapping: ids.mapping, param0 })
+        with_ids(
+            blob,
+            |b| NodeIds { mapping: b.mapping, param0: b.param0 },
+            |ids| {
+                let param0 = if ids.cw == 2 {
+                    ids.raw0.as_chunks::<2>().0.iter().map(|&p| u16::from_be_bytes(p)).collect()
+                } else {
+                    ids.narrow_ids().collect()
+                };
+                NodeIds { mapping: ids.mapping, param0 }
+            },
+        )
     }
 }
 
@@ -335,17 +349,15 @@ pub struct NodeCounts {
 impl NodeCounts {
     /// Read the counts of a blob; an error exactly when `Block::decode` fails.
     pub fn of(blob: &[u8]) -> Result<NodeCounts, DecodeError> {
-        let body = match split(blob)? {
-            Parts::Whole(body) => body,
-            Parts::Split { head, nodes, meta, tail_at, .. } => {
-                let b = Block::decode_legacy(blob, head, &nodes, &meta, tail_at)?;
-                return Ok(NodeCounts { by_id: count_runs(b.param0.iter().copied()), mapping: b.mapping });
-            }
-        };
-        let ids = RawIds::of(&body)?;
-        // Counted straight from the stored bytes (no id array built).
-        let by_id = if ids.cw == 2 { count_runs_be(ids.raw0) } else { count_runs(ids.narrow_ids()) };
-        Ok(NodeCounts { mapping: ids.mapping, by_id })
+        with_ids(
+            blob,
+            |b| NodeCounts { by_id: count_runs(b.param0.iter().copied()), mapping: b.mapping },
+            |ids| {
+                // Counted straight from the stored bytes (no id array built).
+                let by_id = if ids.cw == 2 { count_runs_be(ids.raw0) } else { count_runs(ids.narrow_ids()) };
+                NodeCounts { mapping: ids.mapping, by_id }
+            },
+        )
     }
 }
 

@@ -111,10 +111,6 @@ impl Tree for ChangedTree {
         format!("changes since snapshot {}", self.snapshot)
     }
 
-    fn readme(&self) -> String {
-        String::new()
-    }
-
     fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
         let file = match (parent & ((1 << 60) - 1), name) {
             (DIR, b"areas") => AREAS,
