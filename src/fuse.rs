@@ -22,11 +22,27 @@ pub(crate) struct FuseAdapter {
     /// The kernel opens directories itself when OPENDIR answers ENOSYS
     /// (Linux 5.1+; told at INIT).
     local_opendir: bool,
+    /// Called once when the session has ended (the kernel let go of the
+    /// mount and every serving thread has stopped).
+    on_end: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl FuseAdapter {
     pub(crate) fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
-        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::sys::awake::Awake::new), local_opendir: false }
+        FuseAdapter {
+            fs,
+            follow_cpu,
+            awake: spin.then(crate::sys::awake::Awake::new),
+            local_opendir: false,
+            on_end: None,
+        }
+    }
+
+    /// Call `f` when the session ends (fuser's `destroy`, after its last
+    /// serving thread stopped).
+    pub(crate) fn on_end(mut self, f: impl FnOnce() + Send + Sync + 'static) -> FuseAdapter {
+        self.on_end = Some(Box::new(f));
+        self
     }
 }
 
@@ -247,6 +263,12 @@ impl Filesystem for FuseAdapter {
         let _ = config.set_max_background(64);
         self.local_opendir = config.capabilities().contains(InitFlags::FUSE_NO_OPENDIR_SUPPORT);
         Ok(())
+    }
+
+    fn destroy(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            f();
+        }
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
