@@ -694,12 +694,12 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
         },
         &mut |_| {},
     )?;
-    append(&mut acc)?;
+    // What is still held goes to `finish` as each name's last piece.
     let mut rows: Vec<NameRow> = acc
         .into_iter()
         .zip(names.all())
         .filter(|(a, _)| a.blocks > 0)
-        .map(|(a, name)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: Vec::new() })
+        .map(|(a, name)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: a.postings.bytes })
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     out.finish(stamp, &rows).map_err(|e| e.to_string())?;
