@@ -780,12 +780,14 @@ impl BlobNames {
         }
     }
 
-    /// Heap bytes held besides the blob (for the memo's bound).
-    fn heap(&self) -> usize {
-        match self {
-            BlobNames::Many(many) => many.len() * 8 + 16,
-            _ => 0,
-        }
+    /// Bytes held besides the blob, for the memo's bound: its own size
+    /// (kept in the memo's table) and what it points to.
+    fn held(&self) -> usize {
+        std::mem::size_of::<BlobNames>()
+            + match self {
+                BlobNames::Many(many) => many.len() * 8 + 16,
+                _ => 0,
+            }
     }
 }
 
@@ -810,7 +812,7 @@ type Hit = (u32, u32, BlockPos);
 fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)], seen: &ByBlob<BlobNames>, names: &BuildNames) -> Vec<Hit> {
     let mut hits = Vec::with_capacity(blocks.len() * 2);
     for (pos, blob) in blocks {
-        let of_blob = seen.of(blob, |b| blob_names(b, names), BlobNames::heap);
+        let of_blob = seen.of(blob, |b| blob_names(b, names), BlobNames::held);
         hits.extend(of_blob.as_slice().iter().map(|&(id, n)| (id, n, *pos)));
     }
     hits
