@@ -714,7 +714,10 @@ type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// The names a build met, numbered in the order first met. Names are
 /// looked up here once per distinct blob decoded, never per block.
 #[derive(Default)]
-struct BuildNames(Mutex<(FastMap<Vec<u8>, u32>, Vec<Vec<u8>>)>);
+struct BuildNames(Mutex<NumbersMet>);
+
+/// Numbers by name and names by number, of one build.
+type NumbersMet = (FastMap<Vec<u8>, u32>, Vec<Vec<u8>>);
 
 impl BuildNames {
     /// The numbers of `names` (with their node counts; a name the block's
