@@ -937,6 +937,24 @@ mod tests {
         assert!(seen.held() > 0 && seen.held() < 4096, "two blobs kept: {}", seen.held());
     }
 
+    /// A name a block's mapping lists under two ids is one hit of that
+    /// block, with the nodes of both ids (it was listed twice).
+    #[test]
+    fn a_name_mapped_twice_in_a_block_is_one_hit_with_both_counts() {
+        let mut b = block(&["default:stone", "default:chest"]);
+        b.mapping.push(MappingEntry { id: 3, name: b"default:stone".to_vec() });
+        b.param0[2] = 3;
+        b.param0[3] = 3;
+        let pos = BlockPos::new(4, 5, 6);
+        let (seen, names) = (ByBlob::default(), BuildNames::default());
+        let hits = names_in_slice(&[(pos, b.encode().unwrap())], &seen, &names);
+        let all = names.all();
+        let stone = all.iter().position(|n| n == b"default:stone").unwrap() as u32;
+        let stones: Vec<&Hit> = hits.iter().filter(|h| h.0 == stone).collect();
+        assert_eq!(stones, vec![&(stone, 3, pos)], "one hit, nodes of ids 1 and 3");
+        assert_eq!(hits.len(), 3, "air, stone, chest: {hits:?}");
+    }
+
     #[test]
     fn built_loaded_kept_current_and_rebuilt_after_outside_changes() {
         let d = tempfile::tempdir().unwrap();
