@@ -69,11 +69,27 @@ pub(crate) struct FuseAdapter {
     /// The kernel opens directories itself when OPENDIR answers ENOSYS
     /// (Linux 5.1+; told at INIT).
     local_opendir: bool,
+    /// Called once when the session has ended (the kernel let go of the
+    /// mount and every serving thread has stopped).
+    on_end: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl FuseAdapter {
     pub(crate) fn new(fs: Arc<WorldFs>, follow_cpu: bool, spin: bool) -> FuseAdapter {
-        FuseAdapter { fs, follow_cpu, awake: spin.then(crate::sys::awake::Awake::new), local_opendir: false }
+        FuseAdapter {
+            fs,
+            follow_cpu,
+            awake: spin.then(crate::sys::awake::Awake::new),
+            local_opendir: false,
+            on_end: None,
+        }
+    }
+
+    /// Call `f` when the session ends (fuser's `destroy`, after its last
+    /// serving thread stopped).
+    pub(crate) fn on_end(mut self, f: impl FnOnce() + Send + Sync + 'static) -> FuseAdapter {
+        self.on_end = Some(Box::new(f));
+        self
     }
 }
 
@@ -276,6 +292,12 @@ impl Filesystem for FuseAdapter {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         self.local_opendir = negotiate(config, self.fs.plus_everywhere());
         Ok(())
+    }
+
+    fn destroy(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            f();
+        }
     }
 
     fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {

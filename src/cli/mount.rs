@@ -120,7 +120,14 @@ fn fuser_config(m: &MountOpts, threads: usize) -> fuser::Config {
     c
 }
 
-/// Block SIGINT/SIGTERM in every thread, to be waited for in the main one.
+/// The signal the session thread sends the waiting main thread when the
+/// session ended (a real-time one: nothing else sends it).
+fn end_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 1
+}
+
+/// Block SIGINT/SIGTERM/SIGHUP and `end_signal` in every thread, to be
+/// waited for in the main one.
 fn block_signals() -> libc::sigset_t {
     // SAFETY: a zeroed sigset_t is valid storage that sigemptyset then
     // initialises; every pointer is to that local set, or null where the
@@ -131,6 +138,7 @@ fn block_signals() -> libc::sigset_t {
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::sigaddset(&mut set, end_signal());
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         set
     }
@@ -171,7 +179,21 @@ fn serve(
             return Err(e);
         }
     };
-    let adapter = crate::fuse::FuseAdapter::new(fs.clone(), m.cpu_follow, m.spin);
+    // The main thread learns of the session's end at once, not at its next
+    // look (up to 200 ms later: a script's `umount; mount` waited for it).
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // SAFETY: pthread_self has no preconditions.
+    let main_thread = unsafe { libc::pthread_self() };
+    let adapter = crate::fuse::FuseAdapter::new(fs.clone(), m.cpu_follow, m.spin).on_end({
+        let ended = ended.clone();
+        move || {
+            ended.store(true, std::sync::atomic::Ordering::SeqCst);
+            // SAFETY: the main thread waits in this function until the
+            // session thread (which calls this) has ended, so it is alive;
+            // the signal is blocked there and taken by sigtimedwait.
+            unsafe { libc::pthread_kill(main_thread, end_signal()) };
+        }
+    });
     let session = match fuser::Session::new(adapter, mountpoint, &fuser_config(m, threads_for(m, &fs))) {
         Ok(s) => s,
         Err(e) => {
@@ -190,7 +212,7 @@ fn serve(
     ready(Ok(()));
     let mut signalled = false;
     loop {
-        if bg.guard.is_finished() {
+        if bg.guard.is_finished() || ended.load(std::sync::atomic::Ordering::SeqCst) {
             // Unmounted (from outside, or detached after a signal and the
             // last open file closed).
             worldfs_store::holders::mark_exiting();
@@ -204,7 +226,7 @@ fn serve(
         // SAFETY: both pointers are to locals that outlive the call (no
         // siginfo wanted).
         let sig = unsafe { libc::sigtimedwait(&signals, std::ptr::null_mut(), &timeout) };
-        if sig <= 0 {
+        if sig <= 0 || sig == end_signal() {
             continue;
         }
         if signalled {

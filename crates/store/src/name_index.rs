@@ -120,10 +120,7 @@ impl IndexFile {
 
     /// Replace the whole index (one transaction; overrides are dropped).
     pub fn replace(&self, stamp: &Stamp, names: &[NameRow]) -> Result<()> {
-        let mut build = self.begin_build()?;
-        let pieces: Vec<(&[u8], &[u8])> = names.iter().map(|n| (n.name.as_slice(), n.postings.as_slice())).collect();
-        build.append(&pieces)?;
-        build.finish(stamp, names)
+        self.begin_build()?.finish(stamp, names)
     }
 
     /// Start building the whole index again: block lists are appended in
@@ -244,9 +241,10 @@ impl IndexBuild<'_> {
         tx.commit().map_err(backend)
     }
 
-    /// Replace the index with `names` (their `postings` are ignored: each
-    /// name's are its pieces joined in order), in one transaction. Memory:
-    /// one piece at a time.
+    /// Replace the index with `names`, in one transaction: each name's
+    /// block list is its pieces joined in order, then its `postings` (the
+    /// last piece, still in memory: written once, not into the pieces and
+    /// back). Memory: one piece at a time besides `names`.
     pub fn finish(self, stamp: &Stamp, names: &[NameRow]) -> Result<()> {
         let mut c = self.file.conn.lock();
         let tx = c.transaction().map_err(backend)?;
@@ -263,7 +261,7 @@ impl IndexBuild<'_> {
             let mut pieces =
                 tx.prepare("SELECT bytes FROM temp.pieces WHERE name = ?1 ORDER BY seq").map_err(backend)?;
             for n in names {
-                let length = self.lengths.get(&n.name).copied().unwrap_or(0);
+                let length = self.lengths.get(&n.name).copied().unwrap_or(0) + n.postings.len() as u64;
                 ins.execute(params![n.name, n.blocks as i64, n.nodes as i64, length as i64]).map_err(backend)?;
                 let mut blob = tx
                     .blob_open(rusqlite::MAIN_DB, "names", "postings", tx.last_insert_rowid(), false)
@@ -274,6 +272,9 @@ impl IndexBuild<'_> {
                     let bytes = row.get_ref(0).map_err(backend)?.as_blob().map_err(|e| backend(e.into()))?;
                     blob.write_at(bytes, at).map_err(backend)?;
                     at += bytes.len();
+                }
+                if !n.postings.is_empty() {
+                    blob.write_at(&n.postings, at).map_err(backend)?;
                 }
             }
         }

@@ -645,36 +645,45 @@ fn build(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp) -> Result<Vec<Na
 
 /// `build`, appending whenever more than `most` bytes are held.
 fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: usize) -> Result<Vec<NameInfo>, String> {
+    #[derive(Default)]
     struct Acc {
         blocks: u64,
         nodes: u64,
         postings: Postings,
     }
-    let mut acc: FastMap<Vec<u8>, Acc> = FastMap::default();
+    // By name number (`BuildNames`): no name hashed or copied per block.
+    let mut acc: Vec<Acc> = Vec::new();
     let seen = ByBlob::default();
+    let names = BuildNames::default();
     let mut out = file.begin_build().map_err(|e| e.to_string())?;
     let mut held = 0usize;
     // Appends what every name holds; each keeps its last position, so its
     // deltas run on across pieces and the pieces join into one list.
-    let mut append = |acc: &mut FastMap<Vec<u8>, Acc>| -> Result<(), String> {
-        let pieces: Vec<(Vec<u8>, Vec<u8>)> = acc
+    let mut append = |acc: &mut Vec<Acc>| -> Result<(), String> {
+        let all = names.all();
+        let pieces: Vec<(&[u8], Vec<u8>)> = acc
             .iter_mut()
-            .filter(|(_, a)| !a.postings.bytes.is_empty())
-            .map(|(n, a)| (n.clone(), std::mem::take(&mut a.postings.bytes)))
+            .zip(&all)
+            .filter(|(a, _)| !a.postings.bytes.is_empty())
+            .map(|(a, n)| (n.as_slice(), std::mem::take(&mut a.postings.bytes)))
             .collect();
-        let refs: Vec<(&[u8], &[u8])> = pieces.iter().map(|(n, b)| (n.as_slice(), b.as_slice())).collect();
+        let refs: Vec<(&[u8], &[u8])> = pieces.iter().map(|(n, b)| (*n, b.as_slice())).collect();
         out.append(&refs).map_err(|e| e.to_string())
     };
     crate::worlds::luanti::scan::scan(
         store,
-        |blocks| names_in_slice(blocks, &seen),
+        |blocks| names_in_slice(blocks, &seen, &names),
         |part| {
-            for (name, (nodes, positions)) in part {
-                let a = acc.entry(name).or_insert_with(|| Acc { blocks: 0, nodes: 0, postings: Postings::default() });
-                a.blocks += positions.len() as u64;
-                a.nodes += nodes;
+            for (id, nodes, pos) in part {
+                let id = id as usize;
+                if id >= acc.len() {
+                    acc.resize_with(id + 1, Acc::default);
+                }
+                let a = &mut acc[id];
+                a.blocks += 1;
+                a.nodes += nodes as u64;
                 let before = a.postings.bytes.len();
-                positions.into_iter().for_each(|p| a.postings.push(p));
+                a.postings.push(pos);
                 held += a.postings.bytes.len() - before;
             }
             if held > most {
@@ -685,59 +694,131 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
         },
         &mut |_| {},
     )?;
-    append(&mut acc)?;
+    // What is still held goes to `finish` as each name's last piece.
     let mut rows: Vec<NameRow> = acc
         .into_iter()
-        .map(|(name, a)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: Vec::new() })
+        .zip(names.all())
+        .filter(|(a, _)| a.blocks > 0)
+        .map(|(a, name)| NameRow { name, blocks: a.blocks, nodes: a.nodes, postings: a.postings.bytes })
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     out.finish(stamp, &rows).map_err(|e| e.to_string())?;
     Ok(rows.into_iter().map(info).collect())
 }
 
-/// A table hashed fast: the build hashes every name of every block (a
-/// names table per slice, then the build's), where SipHash, with the
-/// blobs' hashing, took 5 to 7 % of a profile of the build (perf, 2.8M-block world).
+/// A table hashed fast: the build hashes the names of every distinct blob
+/// (`BuildNames`) and every blob (the memo), where SipHash took 5 to 7 %
+/// of a profile of the build (perf, 2.8M-block world).
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// The names of one blob with their node counts (None: it does not decode).
-type BlobNames = Option<Arc<[(Vec<u8>, u32)]>>;
+/// The names a build met, numbered in the order first met. Names are
+/// looked up here once per distinct blob decoded, never per block.
+#[derive(Default)]
+struct BuildNames(Mutex<NumbersMet>);
 
-fn blob_names(blob: &[u8]) -> BlobNames {
-    let NodeCounts { mapping, by_id: mut per_id } = NodeCounts::of(blob).ok()?;
-    let names: Vec<(Vec<u8>, u32)> = mapping
+/// Numbers by name and names by number, of one build.
+type NumbersMet = (FastMap<Vec<u8>, u32>, Vec<Vec<u8>>);
+
+impl BuildNames {
+    /// The numbers of `names` (with their node counts; a name the block's
+    /// mapping holds twice is counted once, with both counts).
+    fn numbered(&self, names: Vec<(Vec<u8>, u32)>) -> Vec<(u32, u32)> {
+        let mut t = self.0.lock();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(names.len());
+        for (name, n) in names {
+            let id = match t.0.get(name.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    let id = t.1.len() as u32;
+                    t.1.push(name.clone());
+                    t.0.insert(name, id);
+                    id
+                }
+            };
+            match out.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, k)) => *k += n,
+                None => out.push((id, n)),
+            }
+        }
+        out
+    }
+
+    /// Every name met so far, by number.
+    fn all(&self) -> Vec<Vec<u8>> {
+        self.0.lock().1.clone()
+    }
+}
+
+/// How many names of a blob are kept in place (`BlobNames::Few`).
+const FEW: usize = 4;
+
+/// The names of one blob as (name number, node count). Up to `FEW` are
+/// kept in place: the memo hands a copy to every block whose blob repeats
+/// it, and an `Arc`'s shared counter, bumped by every thread for every
+/// block of air, cost more than the copy.
+#[derive(Clone)]
+enum BlobNames {
+    /// The blob does not decode.
+    Bad,
+    Few(u8, [(u32, u32); FEW]),
+    Many(Arc<[(u32, u32)]>),
+}
+
+impl BlobNames {
+    fn of(numbered: Vec<(u32, u32)>) -> BlobNames {
+        if numbered.len() <= FEW {
+            let mut few = [(0, 0); FEW];
+            few[..numbered.len()].copy_from_slice(&numbered);
+            BlobNames::Few(numbered.len() as u8, few)
+        } else {
+            BlobNames::Many(numbered.into())
+        }
+    }
+
+    fn as_slice(&self) -> &[(u32, u32)] {
+        match self {
+            BlobNames::Bad => &[],
+            BlobNames::Few(n, few) => &few[..*n as usize],
+            BlobNames::Many(many) => many,
+        }
+    }
+
+    /// Bytes held besides the blob, for the memo's bound: its own size
+    /// (kept in the memo's table) and what it points to.
+    fn held(&self) -> usize {
+        std::mem::size_of::<BlobNames>()
+            + match self {
+                BlobNames::Many(many) => many.len() * 8 + 16,
+                _ => 0,
+            }
+    }
+}
+
+fn blob_names(blob: &[u8], names: &BuildNames) -> BlobNames {
+    let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { return BlobNames::Bad };
+    let counted: Vec<(Vec<u8>, u32)> = mapping
         .into_iter()
         .filter_map(|m| {
             let n = per_id.get_mut(m.id as usize).filter(|n| **n > 0)?;
             Some((m.name, std::mem::take(n)))
         })
         .collect();
-    Some(names.into())
+    BlobNames::of(names.numbered(counted))
 }
 
-/// The names of a slice of blocks with their node counts and blocks (names
-/// hashed and copied once per slice, not per block; run on every core). A
-/// blob seen before (`seen`) is not read again: its names are a function
-/// of its bytes.
-fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)], seen: &ByBlob<BlobNames>) -> FastMap<Vec<u8>, (u64, Vec<BlockPos>)> {
-    let mut by_name: FastMap<Vec<u8>, (u64, Vec<BlockPos>)> = FastMap::default();
-    let size = |v: &BlobNames| v.as_ref().map_or(0, |n| n.iter().map(|(name, _)| name.len() + 32).sum());
+/// One block holding one name: (name number, its nodes there, the block).
+type Hit = (u32, u32, BlockPos);
+
+/// The names of a slice of blocks (run on every core), one `Hit` per
+/// block and name, in the blocks' order. A blob seen before (`seen`) is
+/// not read again: its names are a function of its bytes.
+fn names_in_slice(blocks: &[(BlockPos, Vec<u8>)], seen: &ByBlob<BlobNames>, names: &BuildNames) -> Vec<Hit> {
+    let mut hits = Vec::with_capacity(blocks.len() * 2);
     for (pos, blob) in blocks {
-        let Some(names) = seen.of(blob, blob_names, size) else { continue };
-        for (name, n) in names.iter() {
-            let n = *n as u64;
-            match by_name.get_mut(name.as_slice()) {
-                Some(e) => {
-                    e.0 += n;
-                    e.1.push(*pos);
-                }
-                None => {
-                    by_name.insert(name.clone(), (n, vec![*pos]));
-                }
-            }
-        }
+        let of_blob = seen.of(blob, |b| blob_names(b, names), BlobNames::held);
+        hits.extend(of_blob.as_slice().iter().map(|&(id, n)| (id, n, *pos)));
     }
-    by_name
+    hits
 }
 
 #[cfg(test)]
@@ -842,12 +923,36 @@ mod tests {
         let blocks: Vec<(BlockPos, Vec<u8>)> = (0..3000i16)
             .map(|i| (BlockPos::new(i % 60, i / 60, 0), if i % 100 == 7 { chest.clone() } else { stone.clone() }))
             .collect();
-        let seen = ByBlob::default();
-        let got = names_in_slice(&blocks, &seen);
-        assert_eq!(got[b"default:chest".as_slice()].1.len(), 30);
-        assert_eq!(got[b"default:stone".as_slice()].1.len(), 3000);
-        assert_eq!(got[b"default:stone".as_slice()].0, 3000);
+        let (seen, names) = (ByBlob::default(), BuildNames::default());
+        let got = names_in_slice(&blocks, &seen, &names);
+        let all = names.all();
+        let id = |n: &str| all.iter().position(|m| m == n.as_bytes()).unwrap() as u32;
+        let with = |n: &str| got.iter().filter(|h| h.0 == id(n)).collect::<Vec<_>>();
+        let chests: Vec<BlockPos> = with("default:chest").iter().map(|h| h.2).collect();
+        let want: Vec<BlockPos> = blocks.iter().filter(|(_, b)| *b == chest).map(|(p, _)| *p).collect();
+        assert_eq!(chests, want, "every block with the repeated blob, in order");
+        assert_eq!(with("default:stone").len(), 3000);
+        assert_eq!(with("default:stone").iter().map(|h| h.1 as u64).sum::<u64>(), 3000);
+        assert_eq!(all.len(), 3, "air, stone, chest: {all:?}");
         assert!(seen.held() > 0 && seen.held() < 4096, "two blobs kept: {}", seen.held());
+    }
+
+    /// A name a block's mapping lists under two ids is one hit of that
+    /// block, with the nodes of both ids (it was listed twice).
+    #[test]
+    fn a_name_mapped_twice_in_a_block_is_one_hit_with_both_counts() {
+        let mut b = block(&["default:stone", "default:chest"]);
+        b.mapping.push(MappingEntry { id: 3, name: b"default:stone".to_vec() });
+        b.param0[2] = 3;
+        b.param0[3] = 3;
+        let pos = BlockPos::new(4, 5, 6);
+        let (seen, names) = (ByBlob::default(), BuildNames::default());
+        let hits = names_in_slice(&[(pos, b.encode().unwrap())], &seen, &names);
+        let all = names.all();
+        let stone = all.iter().position(|n| n == b"default:stone").unwrap() as u32;
+        let stones: Vec<&Hit> = hits.iter().filter(|h| h.0 == stone).collect();
+        assert_eq!(stones, vec![&(stone, 3, pos)], "one hit, nodes of ids 1 and 3");
+        assert_eq!(hits.len(), 3, "air, stone, chest: {hits:?}");
     }
 
     #[test]
