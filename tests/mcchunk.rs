@@ -58,8 +58,8 @@ fn every_dump_round_trips_and_every_file_applies_to_itself() {
         }
         assert_eq!(d.encode().unwrap(), bytes, "{}: a file applied to itself changed the chunk", s.dump.display());
     }
-    // The counts of seed-formats.md §4.2: the 1.9 capture's 177 lava
-    // blocks all have block light 15 read as plain nibbles.
+    // The 1.9 capture's 177 lava blocks all have block light 15 when
+    // the light is read as plain nibbles (as the client reads it).
     let all = samples();
     let c = Chunk::decode(&std::fs::read(&all[0].dump).unwrap(), all[0].shape).unwrap();
     let (mut lava, mut lit) = (0, 0);
@@ -121,9 +121,8 @@ fn same(a: &[String], b: &[String], what: &str) {
 
 /// Where prismarine-chunk looks for light value `i`: it reads the 2048
 /// bytes as 256 big-endian longs holding 16 nibbles each from the low bits,
-/// not as the plain nibble array the client uses (seed-formats spec §4:
-/// 177 of 177 lava blocks of the 1.9 capture have light 15 only when read
-/// as nibbles). Comparing through this order checks the bytes, which is
+/// not as the plain nibble array the client uses (177 of 177 lava blocks of
+/// the 1.9 capture have light 15 only when read as nibbles: the test above). Comparing through this order checks the bytes, which is
 /// what worldfs writes.
 fn prismarine_light_index(i: usize) -> usize {
     let (long, j) = (i / 16, i % 16);

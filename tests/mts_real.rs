@@ -50,7 +50,8 @@ fn every_file_of_every_sample_applies_to_itself() {
     }
 }
 
-/// Facts from seed-formats.md §1.2, checked through the views.
+/// Facts found in the real samples (their sizes, names and counts),
+/// checked through the views.
 #[test]
 fn samples_show_what_the_spec_found() {
     let samples = samples();
