@@ -108,7 +108,7 @@ printf 'server_announce = false\nbind_address = 127.0.0.1\nworldfs_live.log_ms =
 [ -n "${MAP_SAVE_INTERVAL:-}" ] && echo "worldfs_live.map_save_interval = $MAP_SAVE_INTERVAL" >> "$T/server.conf"
 [ -n "${SERVER_STEP:-}" ] && echo "worldfs_live.server_step = $SERVER_STEP" >> "$T/server.conf"
 echo "server settings: $(grep '^worldfs_live\.' "$T/server.conf" | grep -v log_ms | paste -sd, - | sed 's/,/, /g' || true)"
-HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port 30123 --logfile "$T/server.log" \
+HOME=$T "$SERVER" --world "$W" --config "$T/server.conf" --port "${PORT:-30123}" --logfile "$T/server.log" \
     </dev/null >/dev/null 2>&1 &
 SPID=$!
 for _ in $(seq 600); do
