@@ -43,7 +43,8 @@
 # starts, its floor and its cap, worldfs_live.blocks_per_save[_min|_max];
 # its defaults when unset), MAP_SAVE_INTERVAL and SERVER_STEP (the mod's
 # worldfs_live.map_save_interval and worldfs_live.server_step: off when
-# unset). The daemon's peak memory (VmHWM) is printed for each rename.
+# unset), PORT (the server's UDP port, 30123). The daemon's peak memory
+# (VmHWM) is printed for each rename.
 # Needs: minetest-server with minetest_game, sqlite3, fuse3.
 set -euo pipefail
 export LC_ALL=C
