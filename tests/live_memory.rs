@@ -84,9 +84,9 @@ fn peak(pid: u32) -> u64 {
 
 /// A live rename of 4,096 blocks whose blobs hold 34 MB, with map saves
 /// every second, on a mount with an 8 MiB cache: the daemon's peak grows
-/// by well under the blobs it changed (the offline rename holds a part of
-/// them at a time, half the cache; the live one also holds the changed
-/// blocks until the server saves them, at most as much again), every
+/// by well under the blobs it changed (a live rename holds a part of them
+/// at a time, a quarter of the cache, and the changed blocks until the
+/// server saves them, at most as much again), every
 /// block is renamed in the game and the database, and a block the rename
 /// changed reads back renamed right after it.
 #[test]
@@ -98,7 +98,7 @@ fn a_live_world_wide_rename_holds_a_bounded_part_of_what_it_changes() {
     let conf =
         "server_map_save_interval = 1\nworldfs_live.blocks_per_save = 1024\nworldfs_live.blocks_per_save_max = 8192";
     let mut server = live::LiveServer::start(world.path(), conf, true);
-    // A cache of 8 MiB: parts of 4 MiB of blobs, and 4 MiB of changed
+    // A cache of 8 MiB: parts of 2 MiB of blobs, and 2 MiB of changed
     // blocks held until the server saves them.
     let m = common::mount::Mounted::new(world.path(), &["cache_mb=8"]);
     assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
