@@ -47,8 +47,8 @@ pub const BATCH_BYTES: usize = 64 * 1024;
 /// 0.6 ms a request of one at load 8), so four go in a request too: one
 /// a request, the spool's `IN_FLIGHT` requests a step made the most a
 /// rename could go, about 44 blocks a second, whatever the mod's pace.
-fn batch_cost(text: &str) -> usize {
-    text.len().max(BATCH_BYTES / 4)
+fn batch_cost(bytes: usize) -> usize {
+    bytes.max(BATCH_BYTES / 4)
 }
 
 /// How many batches of one change may wait in the spool at once, so that
@@ -155,12 +155,69 @@ struct JournalQueue {
     done: HashMap<u64, Result<()>>,
 }
 
+/// The most bytes of request text one change holds at once. A block's
+/// lines can be many times its blob (a node line is about 95 bytes, so a
+/// block with 500 renamed nodes among others is 47 KB of text for a blob of
+/// 1-2 KB): a world-wide rename on the 2.8M-block world held 800 MB of
+/// them. Every block's text is made (and checked) before anything is sent,
+/// but only the first blocks' up to this bound are kept; the others' is
+/// made again when their batch goes.
+const TEXT_HELD: usize = 4 << 20;
+
+/// The request lines of one block: their size and inventory slots (for
+/// the batches), and the text itself unless it was dropped to bound the
+/// change's memory (`TEXT_HELD`): then it is made again when sent.
+struct Line {
+    pos: BlockPos,
+    bytes: usize,
+    slots: usize,
+    text: Option<String>,
+}
+
+impl Line {
+    fn new(pos: BlockPos, text: String) -> Line {
+        Line { pos, bytes: text.len(), slots: request::inventory_slots(&text), text: Some(text) }
+    }
+}
+
 /// The blocks of one change: their request lines, in order, and the bytes
-/// each held before (for the journal; borrowed from the change's
-/// `Expect`s, read when it has none).
+/// each held before (for the journal and for lines made again; borrowed
+/// from the change's `Expect`s, read when it has none).
 struct Requests<'c> {
-    lines: Vec<(BlockPos, String)>,
+    lines: Vec<Line>,
     before: HashMap<BlockPos, Option<Cow<'c, [u8]>>>,
+}
+
+impl Requests<'_> {
+    /// The text of `line`: kept, or made again from the bytes the block
+    /// held before and `change` (as `block_requests` made it first).
+    fn text<'l>(&self, line: &'l Line, change: Option<&&Change>) -> Result<Cow<'l, str>> {
+        if let Some(t) = &line.text {
+            return Ok(Cow::Borrowed(t));
+        }
+        let (pos, old) = (line.pos, self.before.get(&line.pos).and_then(|b| b.as_deref()));
+        let (Some(change), Some(old)) = (change, old) else {
+            return Err(StoreError::Backend(format!("block {pos}: its request lines cannot be made again")));
+        };
+        block_text(change, &decode_block(pos, old)?).map(Cow::Owned)
+    }
+}
+
+fn decode_block(pos: BlockPos, blob: &[u8]) -> Result<Block> {
+    Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
+}
+
+/// The request lines of a `Put` or `Delete` of a block that held `old`.
+fn block_text(change: &Change, old: &Block) -> Result<String> {
+    let pos = change.pos();
+    let mut text = String::new();
+    match change {
+        Change::Put(_, blob) => {
+            request::block_change(&mut text, pos, old, &decode_block(pos, blob)?).map_err(StoreError::Refused)?
+        }
+        _ => request::block_delete(&mut text, pos, old),
+    }
+    Ok(text)
 }
 
 fn fingerprint(blob: &Option<Vec<u8>>) -> Option<Fingerprint> {
@@ -237,18 +294,18 @@ impl LiveStore {
     }
 
     /// The request lines of each block `changes` change, in order, or why
-    /// the server cannot be given them (then nothing is sent).
+    /// the server cannot be given them (then nothing is sent). Every
+    /// block's lines are made and checked here; only the first
+    /// `TEXT_HELD` bytes of them are kept.
     fn block_requests<'c>(&self, changes: &'c [Change]) -> Result<Requests<'c>> {
         let expected: HashMap<BlockPos, &'c Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
-        let decode = |pos: BlockPos, blob: &[u8]| {
-            Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
-        };
         let mut out = Requests { lines: Vec::new(), before: HashMap::new() };
         let limits = match server_state(&self.world) {
             ServerState::Running { limits, .. } => limits,
             _ => spool::Limits::default(),
         };
+        let mut held = 0;
         for c in changes {
             let pos = c.pos();
             if matches!(c, Change::Expect(..)) {
@@ -258,40 +315,37 @@ impl LiveStore {
                 Some(b) => b.as_deref().map(Cow::Borrowed),
                 None => self.get(pos)?.map(Cow::Owned),
             };
-            let decoded = old.as_deref().map(|o| decode(pos, o)).transpose()?;
+            let decoded = old.as_deref().map(|o| decode_block(pos, o)).transpose()?;
             out.before.insert(pos, old);
-            let old = match decoded {
-                Some(old) => old,
-                None => {
-                    return Err(StoreError::Refused(format!(
-                        "block {pos} is not stored: new blocks cannot be made while the server runs \
-                         (it generates them); stop the server to make it"
-                    )));
-                }
+            let Some(old) = decoded else {
+                return Err(StoreError::Refused(format!(
+                    "block {pos} is not stored: new blocks cannot be made while the server runs \
+                     (it generates them); stop the server to make it"
+                )));
             };
-            let mut text = String::new();
-            match c {
-                Change::Put(_, blob) => {
-                    request::block_change(&mut text, pos, &old, &decode(pos, blob)?).map_err(StoreError::Refused)?
-                }
-                _ => request::block_delete(&mut text, pos, &old),
-            }
+            let text = block_text(c, &old)?;
             if let Some(why) = limits.refusal(&format!("block {pos}"), &format!("{}{text}end\n", request::HEADER)) {
                 return Err(StoreError::Refused(why));
             }
-            out.lines.push((pos, text));
+            let mut line = Line::new(pos, text);
+            held += line.bytes;
+            if held > TEXT_HELD {
+                line.text = None;
+            }
+            out.lines.push(line);
         }
         Ok(out)
     }
 
     /// The blocks' request lines, in batches of about `BATCH_BYTES`, with
-    /// up to `IN_FLIGHT` batches in the spool at once; the blocks of every
-    /// batch the server applied then show as written, and go to `applied`
-    /// with what the server said of their request. Stops at the first
-    /// batch that is not applied (withdrawing those not taken yet).
+    /// up to `IN_FLIGHT` batches in the spool at once (the text of each
+    /// made when it goes, if not kept); the blocks of every batch the
+    /// server applied then show as written, and go to `applied` with what
+    /// the server said of their request. Stops at the first batch that is
+    /// not applied (withdrawing those not taken yet).
     fn send_batches(
         &self,
-        blocks: &[(BlockPos, String)],
+        requests: &Requests<'_>,
         changes: &HashMap<BlockPos, &Change>,
         applied: &mut Vec<(BlockPos, spool::Applied)>,
     ) -> Result<()> {
@@ -300,14 +354,14 @@ impl LiveStore {
             _ => spool::Limits::default().inventory_slots,
         };
         let batches: Vec<_> =
-            batches(blocks, max_slots).into_iter().filter(|b| b.iter().any(|(_, t)| !t.is_empty())).collect();
-        let mut sent: std::collections::VecDeque<(&[(BlockPos, String)], spool::Sent)> = Default::default();
+            batches(&requests.lines, max_slots).into_iter().filter(|b| b.iter().any(|l| l.bytes > 0)).collect();
+        let mut sent: std::collections::VecDeque<(&[Line], spool::Sent)> = Default::default();
         let (mut next, mut failed) = (0, None);
         while failed.is_none() && (next < batches.len() || !sent.is_empty()) {
             while failed.is_none() && next < batches.len() && sent.len() < IN_FLIGHT {
                 self.make_room();
-                let texts: Vec<&str> = batches[next].iter().map(|(_, t)| t.as_str()).collect();
-                match self.spool.submit(&format!("{}{}end\n", request::HEADER, texts.concat())) {
+                let submitted = self.batch_text(requests, batches[next], changes).and_then(|t| self.spool.submit(&t));
+                match submitted {
                     Ok(s) => sent.push_back((batches[next], s)),
                     Err(e) => failed = Some(e),
                 }
@@ -317,7 +371,7 @@ impl LiveStore {
             match self.spool.wait(&s) {
                 Ok(a) => {
                     self.show_applied(batch, changes, &a);
-                    applied.extend(batch.iter().map(|(p, _)| (*p, a.clone())));
+                    applied.extend(batch.iter().map(|l| (l.pos, a.clone())));
                 }
                 Err(e) => failed = Some(e),
             }
@@ -326,15 +380,31 @@ impl LiveStore {
         for (batch, s) in sent {
             if let Ok(Some(a)) = self.spool.cancel(&s) {
                 self.show_applied(batch, changes, &a);
-                applied.extend(batch.iter().map(|(p, _)| (*p, a.clone())));
+                applied.extend(batch.iter().map(|l| (l.pos, a.clone())));
             }
         }
         failed.map_or(Ok(()), Err)
     }
 
+    /// The request of one batch: its blocks' lines (kept or made again).
+    fn batch_text(
+        &self,
+        requests: &Requests<'_>,
+        batch: &[Line],
+        changes: &HashMap<BlockPos, &Change>,
+    ) -> Result<String> {
+        let mut text = String::from(request::HEADER);
+        for line in batch {
+            text.push_str(&requests.text(line, changes.get(&line.pos))?);
+        }
+        text.push_str("end\n");
+        Ok(text)
+    }
+
     /// The blocks of a batch the server applied show as written.
-    fn show_applied(&self, batch: &[(BlockPos, String)], changes: &HashMap<BlockPos, &Change>, a: &spool::Applied) {
-        for (pos, _) in batch {
+    fn show_applied(&self, batch: &[Line], changes: &HashMap<BlockPos, &Change>, a: &spool::Applied) {
+        for line in batch {
+            let pos = &line.pos;
             let blob = match changes.get(pos) {
                 Some(Change::Put(_, b)) => Some(b.clone()),
                 Some(Change::Delete(_)) => None,
@@ -417,7 +487,7 @@ impl LiveStore {
         let by_pos: HashMap<BlockPos, &Change> =
             changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
         let mut applied = Vec::new();
-        let sent = self.send_batches(&requests.lines, &by_pos, &mut applied);
+        let sent = self.send_batches(&requests, &by_pos, &mut applied);
         let answered = std::time::Instant::now();
         let after = |p: &BlockPos| match by_pos.get(p) {
             Some(Change::Put(_, b)) => Some(b.as_slice()),
@@ -557,16 +627,16 @@ impl LiveStore {
 /// block each, see `batch_cost`), in order, each setting inventory lists
 /// of at most `max_slots` slots in all unless one block alone does (the
 /// mod's limit: `spool::Limits`).
-fn batches(blocks: &[(BlockPos, String)], max_slots: usize) -> Vec<&[(BlockPos, String)]> {
+fn batches(blocks: &[Line], max_slots: usize) -> Vec<&[Line]> {
     let mut out = Vec::new();
     let (mut start, mut cost, mut slots) = (0, 0, 0);
-    for (i, (_, text)) in blocks.iter().enumerate() {
-        let more = request::inventory_slots(text);
-        if i > start && (cost + batch_cost(text) > BATCH_BYTES || slots + more > max_slots) {
+    for (i, line) in blocks.iter().enumerate() {
+        let more = line.slots;
+        if i > start && (cost + batch_cost(line.bytes) > BATCH_BYTES || slots + more > max_slots) {
             out.push(&blocks[start..i]);
             (start, cost, slots) = (i, 0, 0);
         }
-        cost += batch_cost(text);
+        cost += batch_cost(line.bytes);
         slots += more;
     }
     if start < blocks.len() {
@@ -697,24 +767,26 @@ mod tests {
     /// four at most; a block bigger than a batch goes alone.
     #[test]
     fn blocks_go_four_a_batch_at_most() {
-        let small = |x: i16| (BlockPos::new(x, 0, 0), format!("node {x} 0 0 61 0 0 62 0 0\n"));
-        let whole = |x: i16| (BlockPos::new(x, 0, 0), format!("{}{x} 0 0\nbold 1\nbnew 2\n", request::WHOLE_BLOCK));
+        let small = |x: i16| Line::new(BlockPos::new(x, 0, 0), format!("node {x} 0 0 61 0 0 62 0 0\n"));
+        let whole =
+            |x: i16| Line::new(BlockPos::new(x, 0, 0), format!("{}{x} 0 0\nbold 1\nbnew 2\n", request::WHOLE_BLOCK));
         let blocks = vec![small(0), small(1), whole(2), whole(3), small(4), small(5)];
         let sizes: Vec<usize> = batches(&blocks, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 2]);
         let wholes: Vec<_> = (0..6).map(whole).collect();
         let sizes: Vec<usize> = batches(&wholes, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 2], "whole blocks too");
-        let big = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES + 1));
+        let big = |x: i16| Line::new(BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES + 1));
         let sizes: Vec<usize> = batches(&[small(0), big(1), small(2)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [1, 1, 1], "a block over a batch alone");
         let smalls: Vec<_> = (0..9).map(small).collect();
         let sizes: Vec<usize> = batches(&smalls, 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [4, 4, 1], "at most four blocks a batch");
-        let half = |x: i16| (BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES / 2));
+        let half = |x: i16| Line::new(BlockPos::new(x, 0, 0), "x".repeat(BATCH_BYTES / 2));
         let sizes: Vec<usize> = batches(&[half(8), small(0), half(9)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [2, 1], "node lines count by their bytes");
-        let chest = |x: i16| (BlockPos::new(x, 0, 0), format!("meta {x} 0 0\nnew list 6d61696e 3000 0\nendmeta\n"));
+        let chest =
+            |x: i16| Line::new(BlockPos::new(x, 0, 0), format!("meta {x} 0 0\nnew list 6d61696e 3000 0\nendmeta\n"));
         let sizes: Vec<usize> =
             batches(&[chest(0), chest(1), small(2), chest(3)], 4096).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [1, 2, 1], "inventory slots within the mod's limit a batch");
