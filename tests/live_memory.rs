@@ -82,6 +82,16 @@ fn peak(pid: u32) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
 }
 
+/// How long shell command `cmd` took on mount `m`, and the daemon's peak
+/// resident memory just before it (the peak reset) and after it.
+fn peak_during(m: &common::mount::Mounted, cmd: &str) -> (std::time::Duration, u64, u64) {
+    std::fs::write(format!("/proc/{}/clear_refs", m.pid()), "5").unwrap();
+    let before = peak(m.pid());
+    let start = std::time::Instant::now();
+    m.ok(cmd);
+    (start.elapsed(), before, peak(m.pid()))
+}
+
 /// A live rename of 4,096 blocks whose blobs hold 34 MB, with map saves
 /// every second, on a mount with an 8 MiB cache: the daemon's peak grows
 /// by well under the blobs it changed (a live rename holds a part of them
@@ -104,12 +114,7 @@ fn a_live_world_wide_rename_holds_a_bounded_part_of_what_it_changes() {
     assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
     assert!(m.ok("ls $MNT/find").lines().any(|l| l == "default:stone"));
     // The peak from here on (the scan that built find/ peaked higher).
-    std::fs::write(format!("/proc/{}/clear_refs", m.pid()), "5").unwrap();
-    let before = peak(m.pid());
-    let start = std::time::Instant::now();
-    m.ok("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
-    let took = start.elapsed();
-    let after = peak(m.pid());
+    let (took, before, after) = peak_during(&m, "mv $MNT/find/default:stone $MNT/find/default:desert_stone");
     eprintln!(
         "live rename of {} blocks ({:.1} MB of blobs) in {:.1} s: the daemon's peak {:.1} MB before, {:.1} MB after",
         blocks.len(),
@@ -156,12 +161,7 @@ fn a_live_rename_by_node_lines_holds_a_bounded_part_of_its_request_text() {
     let m = common::mount::Mounted::new(world.path(), &["cache_mb=8"]);
     assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
     assert!(m.ok("ls $MNT/find").lines().any(|l| l == "default:cobble"));
-    std::fs::write(format!("/proc/{}/clear_refs", m.pid()), "5").unwrap();
-    let before = peak(m.pid());
-    let start = std::time::Instant::now();
-    m.ok("mv $MNT/find/default:cobble $MNT/find/default:mossycobble");
-    let took = start.elapsed();
-    let after = peak(m.pid());
+    let (took, before, after) = peak_during(&m, "mv $MNT/find/default:cobble $MNT/find/default:mossycobble");
     eprintln!(
         "live rename of {} blocks by node lines ({:.1} MB of request text) in {:.1} s: the daemon's peak {:.1} MB \
          before, {:.1} MB after",

@@ -65,20 +65,20 @@ fn an_unset_save_interval_stays_unset_and_a_shorter_one_is_kept() {
     require_fuse!("an_unset_save_interval_stays_unset_and_a_shorter_one_is_kept");
     require_minetestserver!("an_unset_save_interval_stays_unset_and_a_shorter_one_is_kept");
     let world = common::demo_world();
-    let mut server = live::LiveServer::start(world.path(), "worldfs_live.map_save_interval = 1", true);
-    assert!(server.stop().success());
+    let log = started_and_stopped(world.path(), "worldfs_live.map_save_interval = 1");
     assert_eq!(conf_lines(world.path(), "server_map_save_interval"), Vec::<String>::new());
-    let log = std::fs::read_to_string(&server.log).unwrap();
     assert!(log.contains("the map is saved every 1 s in this run"), "{log}");
-    let mut server = live::LiveServer::start(
-        world.path(),
-        "server_map_save_interval = 0.5\nworldfs_live.map_save_interval = 2",
-        true,
-    );
-    assert!(server.stop().success());
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = started_and_stopped(world.path(), "server_map_save_interval = 0.5\nworldfs_live.map_save_interval = 2");
     assert!(!log.contains("the map is saved every 2 s"), "a longer interval is never set: {log}");
     assert_eq!(conf_lines(world.path(), "server_map_save_interval"), ["server_map_save_interval = 0.5"]);
+}
+
+/// The log of a server run on `world` with `conf` that started and
+/// stopped cleanly.
+fn started_and_stopped(world: &std::path::Path, conf: &str) -> String {
+    let mut server = live::LiveServer::start(world, conf, true);
+    assert!(server.stop().success());
+    std::fs::read_to_string(&server.log).unwrap()
 }
 
 /// The server's steps a second, as the probe mod counts its globalsteps
@@ -128,9 +128,7 @@ fn the_mod_shortens_the_server_step_and_the_config_keeps_the_admins() {
 fn an_unset_server_step_stays_unset_and_a_too_short_one_is_raised() {
     require_minetestserver!("an_unset_server_step_stays_unset_and_a_too_short_one_is_raised");
     let world = common::demo_world();
-    let mut server = live::LiveServer::start(world.path(), "worldfs_live.server_step = 0.01", true);
-    assert!(server.stop().success());
-    let log = std::fs::read_to_string(&server.log).unwrap();
+    let log = started_and_stopped(world.path(), "worldfs_live.server_step = 0.01");
     assert!(log.contains("worldfs_live.server_step = 0.01 is below 0.04 s"), "{log}");
     assert!(log.contains("the server steps every 0.04 s in this run"), "{log}");
     assert_eq!(conf_lines(world.path(), "dedicated_server_step"), Vec::<String>::new());

@@ -6,8 +6,7 @@
 //! may say, how the change is written) is the tree's [`Blocks`].
 
 use crate::fs::{Access, Attr, DirEntry, FsError, Inval, Kind, NewName, Options, Result, Services, Tree};
-use parking_lot::Mutex;
-use std::collections::HashMap;
+use crate::worlds::names_by_inode::NamesByInode;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -53,12 +52,12 @@ pub(crate) struct BlockTree<B> {
     opts: Options,
     services: Arc<Services>,
     /// Names handed out, by inode and by name.
-    names: Mutex<(HashMap<u64, String>, HashMap<String, u64>)>,
+    names: NamesByInode,
 }
 
 impl<B: Blocks> BlockTree<B> {
     pub(crate) fn new(blocks: B, base: u64, opts: Options, services: Arc<Services>) -> BlockTree<B> {
-        BlockTree { blocks, base, opts, services, names: Mutex::new((HashMap::new(), HashMap::new())) }
+        BlockTree { blocks, base, opts, services, names: NamesByInode::new(base, 2) }
     }
 
     pub(crate) fn root(&self) -> u64 {
@@ -66,18 +65,11 @@ impl<B: Blocks> BlockTree<B> {
     }
 
     fn ino_of(&self, name: &str) -> u64 {
-        let mut n = self.names.lock();
-        if let Some(i) = n.1.get(name) {
-            return *i;
-        }
-        let ino = self.base | (n.0.len() as u64 + 2);
-        n.0.insert(ino, name.to_string());
-        n.1.insert(name.to_string(), ino);
-        ino
+        self.names.ino_of(name)
     }
 
     fn name_of(&self, ino: u64) -> Result<String> {
-        self.names.lock().0.get(&ino).cloned().ok_or_else(FsError::not_found)
+        self.names.name_of(ino)
     }
 
     /// The place a name `X,Y,Z` names, written as the tree writes it.

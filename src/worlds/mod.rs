@@ -14,4 +14,5 @@ pub(crate) mod folders;
 pub mod luanti;
 pub(crate) mod map_tree;
 pub mod minecraft;
+pub(crate) mod names_by_inode;
 pub(crate) mod undo;

@@ -20,8 +20,9 @@ use super::chunk::ChunkDoc;
 use super::regions::{FileStamp, Regions, stamp_of};
 use crate::documents::{Context, Document};
 use crate::fs::{Access, Attr, DirEntry, FsError, Kind, NewName, Options, Result, Tree, list_numbered};
+use crate::worlds::names_by_inode::NamesByInode;
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -51,7 +52,7 @@ pub(crate) struct FindTree<N: NameSource = RegionNames> {
     opts: Options,
     built: Mutex<Option<Built<N::Stamp>>>,
     /// Paths handed out (`ID` or `ID/X,Z`), by inode and by path.
-    inodes: Mutex<(HashMap<u64, String>, HashMap<String, u64>)>,
+    inodes: NamesByInode,
 }
 
 /// A Java world's region files as the index's source.
@@ -124,7 +125,7 @@ impl FindTree<RegionNames> {
 impl<N: NameSource> FindTree<N> {
     /// The tree over `source`, its inodes `base` | n.
     pub(crate) fn with_source(source: N, base: u64, opts: Options) -> FindTree<N> {
-        FindTree { source, base, opts, built: Mutex::new(None), inodes: Default::default() }
+        FindTree { source, base, opts, built: Mutex::new(None), inodes: NamesByInode::new(base, 3) }
     }
     /// `find/`.
     pub(crate) fn root(&self) -> u64 {
@@ -148,18 +149,11 @@ impl<N: NameSource> FindTree<N> {
     }
 
     fn ino_of(&self, path: &str) -> u64 {
-        let mut n = self.inodes.lock();
-        if let Some(i) = n.1.get(path) {
-            return *i;
-        }
-        let ino = self.base | (n.0.len() as u64 + 3);
-        n.0.insert(ino, path.to_string());
-        n.1.insert(path.to_string(), ino);
-        ino
+        self.inodes.ino_of(path)
     }
 
     fn path_of(&self, ino: u64) -> Result<String> {
-        self.inodes.lock().0.get(&ino).cloned().ok_or_else(FsError::not_found)
+        self.inodes.name_of(ino)
     }
 
     fn names_text(&self) -> Result<Vec<u8>> {
