@@ -40,7 +40,7 @@ use rusty_leveldb::{DB, DBIterator, LdbIterator, Options, WriteBatch};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use worker::Worker;
+use worker::{Worker, is_held, lock_holder};
 
 /// The map in a LevelDB directory, `map.db` (the `leveldb` backend).
 pub struct LevelDbStore {
@@ -445,23 +445,6 @@ fn journal_err(e: rusqlite::Error) -> StoreError {
         return StoreError::Full(format!("undo journal: {e}"));
     }
     StoreError::Backend(format!("undo journal: {e}"))
-}
-
-/// Whether taking a lock failed because another process holds it.
-fn is_held(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES))
-}
-
-/// Who holds LevelDB's `LOCK` file, in words.
-fn lock_holder(lock_file: &Path) -> String {
-    let mut who = lock::holder(lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
-    // An open-file-description lock names no process: say who has the
-    // file open.
-    let openers = if who == "another process" { crate::holders::openers(lock_file) } else { Vec::new() };
-    if !openers.is_empty() {
-        who = format!("{who} (the file is open in {})", openers.join(", "));
-    }
-    who
 }
 
 impl LevelDbStore {

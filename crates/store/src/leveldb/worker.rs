@@ -87,14 +87,8 @@ pub(crate) fn take_lock(dir: &Path, holder: &str, advice: &str) -> std::result::
     let lock_file = dir.join("LOCK");
     match lock::take_after_exiting_daemons(&lock_file) {
         Ok(f) => Ok(f),
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => {
-            let mut who = lock::holder(&lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
-            // An open-file-description lock names no process: say who has
-            // the file open.
-            let openers = if who == "another process" { crate::holders::openers(&lock_file) } else { Vec::new() };
-            if !openers.is_empty() {
-                who = format!("{who} (the file is open in {})", openers.join(", "));
-            }
+        Err(e) if is_held(&e) => {
+            let who = lock_holder(&lock_file);
             Err(format!(
                 "{} is locked by {who}, most likely {holder}; LevelDB admits one process at a time: {advice}",
                 dir.display()
@@ -102,4 +96,21 @@ pub(crate) fn take_lock(dir: &Path, holder: &str, advice: &str) -> std::result::
         }
         Err(e) => Err(format!("{}: cannot lock: {e}", lock_file.display())),
     }
+}
+
+/// Whether taking a lock failed because another process holds it.
+pub(crate) fn is_held(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES))
+}
+
+/// Who holds LevelDB's `LOCK` file, in words.
+pub(crate) fn lock_holder(lock_file: &Path) -> String {
+    let mut who = lock::holder(lock_file).ok().flatten().unwrap_or_else(|| "another process".into());
+    // An open-file-description lock names no process: say who has the
+    // file open.
+    let openers = if who == "another process" { crate::holders::openers(lock_file) } else { Vec::new() };
+    if !openers.is_empty() {
+        who = format!("{who} (the file is open in {})", openers.join(", "));
+    }
+    who
 }
