@@ -41,6 +41,7 @@ mod hot_journal;
 mod index_identity;
 mod kinds_mount;
 mod last_doors;
+mod live_direct;
 mod live_memory;
 mod live_pace;
 mod live_players;

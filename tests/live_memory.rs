@@ -49,7 +49,7 @@ fn add_big_blocks(world: &std::path::Path, n: i16) -> (Vec<BlockPos>, usize) {
 /// node), written before the server starts; gives their positions and the
 /// bytes of request text renaming `default:cobble` to
 /// `default:mossycobble` in them makes.
-fn add_cobbled_blocks(world: &std::path::Path, n: i16) -> (Vec<BlockPos>, usize) {
+pub(crate) fn add_cobbled_blocks(world: &std::path::Path, n: i16) -> (Vec<BlockPos>, usize) {
     use worldfs_codec::luanti::MappingEntry;
     let store = SqliteStore::open(&world.join("map.sqlite"), false).unwrap();
     let (mut placed, mut text) = (Vec::new(), String::new());

@@ -3,7 +3,10 @@
 //! "Live mounts"). The real server (Debian's 5.6.1, headless) is the
 //! oracle: a probe mod answers what the game has right after close()
 //! returns, and the map database has it after the server's clean shutdown.
-//! One server process per test; it never restarts.
+//! One server process per test; it never restarts. The tests of a
+//! world-wide change sent in batches mount with `-o through_server`: else
+//! the blocks the server does not hold are written to the database by the
+//! mount (tests/live_direct.rs).
 
 use crate::common;
 
@@ -228,7 +231,8 @@ fn stored_names(world: &std::path::Path, pos: BlockPos) -> Vec<String> {
 fn sigkill_of_the_server_mid_request_leaves_no_half_applied_block() {
     require_fuse!("sigkill_of_the_server_mid_request_leaves_no_half_applied_block");
     require_minetestserver!("sigkill_of_the_server_mid_request_leaves_no_half_applied_block");
-    let (world, mut server, m) = live::demo("");
+    let world = common::demo_world();
+    let (mut server, m) = live::start_with(world.path(), "", &["through_server"]);
     // Stopped while the mount hands over the first request (within the 3 s
     // a heartbeat stays fresh), let go, and killed as soon as it took it.
     server.signal(libc::SIGSTOP);
@@ -334,7 +338,7 @@ fn stale_reply_and_request_files_are_cleaned_up() {
 
 /// Blocks of the demo's kind (stone below y = -4) at y = -3 around the
 /// demo: `n` by `n` of them, written before the server starts.
-fn add_stone_blocks(world: &std::path::Path, n: i16) -> Vec<BlockPos> {
+pub(crate) fn add_stone_blocks(world: &std::path::Path, n: i16) -> Vec<BlockPos> {
     let store = SqliteStore::open(&world.join("map.sqlite"), false).unwrap();
     let mut changes = Vec::new();
     let mut placed = Vec::new();
@@ -371,7 +375,7 @@ fn a_world_wide_rename_is_paced_by_the_map_saves() {
     blocks.extend(worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0));
     let conf = "debug_log_level = info\nserver_map_save_interval = 1\nworldfs_live.blocks_per_save = 8\n\
                 worldfs_live.blocks_per_save_max = 16\nworldfs_live.blocks_per_save_min = 4";
-    let (mut server, m) = live::start(world.path(), conf);
+    let (mut server, m) = live::start_with(world.path(), conf, &["through_server"]);
     m.ok("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
     assert_eq!(m.refusals(), "");
     m.unmount();
@@ -403,7 +407,7 @@ fn a_world_wide_rename_goes_through_in_batches() {
     let world = common::demo_world();
     let mut blocks = add_stone_blocks(world.path(), 20);
     blocks.extend(worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0));
-    let (mut server, m) = live::start(world.path(), "");
+    let (mut server, m) = live::start_with(world.path(), "", &["through_server"]);
     let start = std::time::Instant::now();
     let (code, _, err) = m.sh("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
     let took = start.elapsed();
@@ -462,7 +466,7 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
     let world = common::demo_world();
     let added = add_stone_blocks(world.path(), 7);
     // No save while the test runs: the database keeps the block as read.
-    let (server, m) = live::start(world.path(), "server_map_save_interval = 600");
+    let (server, m) = live::start_with(world.path(), "server_map_save_interval = 600", &["through_server"]);
     // Block 3,-3,3 comes last in the key order the rename follows.
     assert_eq!(server.ask(&["set 53 -40 53 default:dirt".into()], Duration::from_secs(10)), ["set 53 -40 53"]);
     let (code, _, err) = m.sh("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
@@ -710,7 +714,7 @@ fn a_server_killed_mid_rename_is_told_and_journaled_as_the_database_holds() {
     blocks.extend(worldfs::worlds::luanti::demo::demo_positions().into_iter().filter(|p| p.y < 0));
     let conf = "server_map_save_interval = 1\nworldfs_live.blocks_per_save = 8\nworldfs_live.blocks_per_save_min = 8\n\
                 worldfs_live.blocks_per_save_max = 16";
-    let (mut server, m) = live::start(w, conf);
+    let (mut server, m) = live::start_with(w, conf, &["through_server"]);
     let mv = spawn_sh(&m, "mv $MNT/find/default:stone $MNT/find/default:desert_stone");
     // A save that wrote renamed blocks, after some were saved already.
     let start = std::time::Instant::now();

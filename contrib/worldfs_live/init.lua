@@ -77,6 +77,21 @@
 --                           database (the server reads it at the join).
 --   release NAME            the hold above ends
 --   timed                   the answer says how long the request took
+--   held BX BY BZ           which of these blocks the server holds in memory
+--                           (alone in its request, one line a block): the
+--                           answer is "held" and the held ones, "BX,BY,BZ"
+--                           words on the same line. The mount wrote those
+--                           blocks to the database itself first (a big
+--                           change, while the server held none of them):
+--                           the server loads a block, and saves one, only
+--                           inside a step, so a block not held when this
+--                           step asks is read from the database with the
+--                           mount's change when the server next needs it.
+--   written                 the request's blocks may already hold what it
+--                           sets (the mount wrote them to the database, and
+--                           the server loaded them since): a node or whole
+--                           block that already holds the new names passes
+--                           the check
 --   privs NAME GRANTED REVOKED  an account's privileges were changed in the
 --                           database (comma-separated, in hex): the grant
 --                           and revoke callbacks run and a player in the
@@ -179,6 +194,8 @@ local MAX_SLOTS = tonumber(core.settings:get("worldfs_live.max_inventory_slots")
 -- The blocks one request may change (the mount sends four at most): each
 -- is loaded, from the database when the server does not hold it.
 local MAX_BLOCKS = 16
+-- The blocks one "held" request may ask of (the mount asks of 4096 at most).
+local MAX_HELD = 8192
 -- Who this server run is (see server.json above).
 local RUN = string.format("%d-%d", os.time(), core.get_us_time())
 
@@ -368,6 +385,7 @@ local function over_limits(req)
     for _, b in ipairs(list) do add(b.block.x .. "," .. b.block.y .. "," .. b.block.z) end
   end
   if n > MAX_BLOCKS then return "it changes " .. n .. " blocks, over the " .. MAX_BLOCKS .. " a request may" end
+  if #req.held > MAX_HELD then return "it asks of " .. #req.held .. " blocks, over the " .. MAX_HELD .. " it may" end
   local slots = 0
   for _, meta in ipairs(req.metas) do
     for _, l in ipairs(meta.new.lists) do slots = slots + l.size end
@@ -386,7 +404,7 @@ local function parse(text)
   local lines, trailing = split_lines(text)
   if trailing or lines[#lines] ~= "end" then fail("invalid", "the request is cut short (no end line)") end
   local req = {nodes = {}, metas = {}, timers = {}, deletes = {}, blocks = {}, players = {}, releases = {},
-    privs = {}}
+    privs = {}, held = {}}
   local meta, del, blk, player
   for i = 2, #lines - 1 do
     local w = words(lines[i])
@@ -433,6 +451,11 @@ local function parse(text)
       del.names[int(w[2], 0, 65535, "id")] = unhex(w[3])
     elseif k == "timed" then
       req.timed = true
+    elseif k == "held" then
+      req.held[#req.held + 1] = {x = int(w[2], -2048, 2047, "bx"), y = int(w[3], -2048, 2047, "by"),
+        z = int(w[4], -2048, 2047, "bz")}
+    elseif k == "written" then
+      req.written = true
     elseif k == "dids" and del then
       if #w ~= 4097 then fail("invalid", "dids needs 4096 ids") end
       del.ids = w
@@ -450,6 +473,9 @@ local function parse(text)
   -- as the mount sends them, a refused request cannot have acted.
   if #req.releases + #req.privs > 0 and (#req.releases + #req.privs > 1 or others + #req.players > 0) then
     fail("invalid", "a release or privs line comes alone in its request")
+  end
+  if #req.held > 0 and others + #req.players + #req.releases + #req.privs > 0 then
+    fail("invalid", "held lines come alone in their request")
   end
   local too_much = over_limits(req)
   if too_much then fail("invalid", "the request is too big for one server step: " .. too_much) end
@@ -522,7 +548,9 @@ local function check_nodes(req, read)
       local i = area:indexp(n.pos)
       local name = core.get_name_from_content_id(data[i])
       local same = name == n.old.name and p2[i] == n.old.param2 and (p1[i] == n.old.param1 or light_param1(name))
-      if not same then
+      local done = req.written and name == n.new.name and p2[i] == n.new.param2
+        and (p1[i] == n.new.param1 or light_param1(name))
+      if not same and not done then
         local why = name == "ignore" and "could not be loaded" or ("is now " .. name .. " " .. p1[i] .. " " .. p2[i]
           .. " in the game, not " .. n.old.name .. " " .. n.old.param1 .. " " .. n.old.param2 .. " as the mount showed")
         fail("stale", "node " .. pos_text(n.pos) .. " " .. why)
@@ -701,11 +729,11 @@ local function check_blocks(req, read)
     local r = read_whole(blk)
     read[blk] = r
     local data, index = r.data, r.index
-    local old = block_cids(blk, "old")
-    blk.old_cids, blk.new_cids = old, block_cids(blk, "new")
+    local old, new = block_cids(blk, "old"), block_cids(blk, "new")
+    blk.old_cids, blk.new_cids = old, new
     for i = 0, 4095 do
       local now = data[index(i)]
-      if now ~= old[i + 1] then
+      if now ~= old[i + 1] and not (req.written and now == new[i + 1]) then
         local p = {x = minp.x + i % 16, y = minp.y + math.floor(i / 16) % 16, z = minp.z + math.floor(i / 256)}
         fail("stale", "node " .. pos_text(p) .. " is now " .. core.get_name_from_content_id(now) .. " in the game, not "
           .. block_name(blk, "old", i) .. " as the mount showed")
@@ -975,6 +1003,18 @@ local function forget_saved()
   end
 end
 
+-- The answer to "held" lines: "held" and those of the blocks the server
+-- holds in memory (core.get_node_or_nil gives nil for a block it does not).
+local function held_blocks(blocks)
+  local out = {"held"}
+  for _, b in ipairs(blocks) do
+    if core.get_node_or_nil({x = b.x * 16, y = b.y * 16, z = b.z * 16}) then
+      out[#out + 1] = b.x .. "," .. b.y .. "," .. b.z
+    end
+  end
+  return table.concat(out, " ")
+end
+
 local function handle(text, timing)
   local t0 = core.get_us_time()
   local req = parse(text)
@@ -982,6 +1022,7 @@ local function handle(text, timing)
   for _, name in ipairs(req.releases) do holds[name] = nil end
   for _, c in ipairs(req.privs) do privs_changed(c) end
   if req.players[1] then return handle_player(req.players[1]) end
+  if req.held[1] then return held_blocks(req.held) end
   -- Neither changes the map: no number (see applied_seq).
   if #req.releases + #req.privs > 0 then return end
   local t1 = core.get_us_time()
@@ -1034,6 +1075,7 @@ local function heartbeat(stopped, starting)
     max_request_bytes = MAX_BYTES,
     max_inventory_slots = MAX_SLOTS,
     timed_replies = true,
+    held_query = true,
   }))
 end
 

@@ -55,6 +55,7 @@ pub(crate) fn parse_mount_options(list: &[String]) -> Result<MountOpts, String> 
             "allow_root" => m.allow_root = true,
             "auto_unmount" => m.auto_unmount = true,
             "nojournal" => m.fs.journal = false,
+            "through_server" => m.fs.live_direct = false,
             "group_ms" => m.fs.group_commit = Duration::from_millis(num(v)?.min(60_000)),
             "ttl" => m.fs.ttl = Duration::from_secs(num(v)?),
             "entry_ttl" => m.fs.entry_ttl = Duration::from_secs(num(v)?),

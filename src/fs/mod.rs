@@ -87,6 +87,10 @@ pub struct Options {
     /// The server's `max_objects_per_block` (None: its minetest.conf
     /// beside the worlds directory, else the engine's default 256).
     pub max_objects_per_block: Option<u16>,
+    /// On a live mount, write the blocks of a big change the server does
+    /// not hold to the database (`-o through_server` turns it off: every
+    /// block goes through the server).
+    pub live_direct: bool,
 }
 
 impl Default for Options {
@@ -114,6 +118,7 @@ impl Default for Options {
             plus_max: 100_000,
             write_buffers: 512 << 20,
             max_objects_per_block: None,
+            live_direct: true,
         }
     }
 }

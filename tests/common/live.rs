@@ -32,8 +32,15 @@ pub fn worldfs(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
 /// `conf`) and a live mount of it (its log says changes go through the
 /// server).
 pub fn start(world: &Path, conf: &str) -> (LiveServer, super::mount::Mounted) {
+    start_with(world, conf, &[])
+}
+
+/// As `start`, the mount with options `opts` (`through_server`: the
+/// blocks of a big change all go through the server, none written to the
+/// database by the mount).
+pub fn start_with(world: &Path, conf: &str, opts: &[&str]) -> (LiveServer, super::mount::Mounted) {
     let server = LiveServer::start(world, conf, true);
-    let m = super::mount::Mounted::new(world, &[]);
+    let m = super::mount::Mounted::new(world, opts);
     assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
     (server, m)
 }

@@ -233,11 +233,10 @@ pub fn import(world: &Path, file: &Path, at: [i32; 3], opts: &ImportOptions) -> 
 /// checks every node it replaces), else the database, refused while
 /// another process has it open.
 fn import_store(w: &worldfs_store::world::World) -> Result<Box<dyn worldfs_store::MapStore>, String> {
-    use worldfs_store::live::{LiveStore, ServerState, check_spool, server_state};
+    use worldfs_store::live::{ServerState, check_spool, server_state};
     if let ServerState::Running { .. } = server_state(&w.dir) {
         check_spool(&w.dir)?;
-        let db = w.open_store(true, false)?;
-        return Ok(Box::new(LiveStore::new(&w.dir, db).with_journal(Some(w.journal_path()))));
+        return Ok(Box::new(w.open_live_store(Some(w.journal_path()), true)?));
     }
     let who = worldfs_store::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() {

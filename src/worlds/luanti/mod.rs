@@ -342,15 +342,13 @@ impl LuantiTree {
                  the server to mount this one"
             ));
         }
-        let db = world.open_store(true, false)?;
         let journal = opts.journal.then(|| world.journal_path());
         // The changed blocks the server has not saved yet: as much as one
         // part of a world-wide rename holds (`find.rs`, `part_budget`: a
         // quarter of the cache each on a live mount, so that both stay
         // within what an offline part holds).
-        let store = worldfs_store::live::LiveStore::new(&world.dir, db)
-            .with_journal(journal)
-            .with_shown_bytes((opts.cache_bytes / 4).max(64 << 10));
+        let store =
+            world.open_live_store(journal, opts.live_direct)?.with_shown_bytes((opts.cache_bytes / 4).max(64 << 10));
         let mut tree = LuantiTree::new(world, Box::new(store), opts, services).with_index();
         // The server holds the map by design: the guard would refuse every write.
         tree.guard = worldfs_store::guard::ServerGuard::new(tree.world.map_path(), false);

@@ -10,6 +10,7 @@
 //! database's copy of it changes (the server saved it, with this change
 //! and any made in the game since); then the database is shown again.
 
+pub mod direct;
 pub mod journal;
 pub mod records;
 pub mod request;
@@ -144,6 +145,12 @@ pub struct LiveStore {
     journal_queue: Mutex<JournalQueue>,
     /// The most bytes `shown` holds before a change waits for a save.
     shown_bytes: usize,
+    /// The map database opened for writing, when the server shares it
+    /// (not LevelDB): the blocks of a big change the server does not hold
+    /// are written there (`direct.rs`).
+    direct: Option<Box<dyn MapStore>>,
+    /// From how many such blocks a change is written so (`direct::DIRECT_FROM`).
+    direct_from: usize,
 }
 
 /// Journal entries waiting to be written, and the outcome of those an
@@ -171,12 +178,20 @@ struct Line {
     pos: BlockPos,
     bytes: usize,
     slots: usize,
+    /// Whether the lines change nodes only (`request::only_nodes`).
+    nodes_only: bool,
     text: Option<String>,
 }
 
 impl Line {
     fn new(pos: BlockPos, text: String) -> Line {
-        Line { pos, bytes: text.len(), slots: request::inventory_slots(&text), text: Some(text) }
+        Line {
+            pos,
+            bytes: text.len(),
+            slots: request::inventory_slots(&text),
+            nodes_only: request::only_nodes(&text),
+            text: Some(text),
+        }
     }
 }
 
@@ -186,6 +201,9 @@ impl Line {
 struct Requests<'c> {
     lines: Vec<Line>,
     before: HashMap<BlockPos, Option<Cow<'c, [u8]>>>,
+    /// Blocks of the change were written to the database directly
+    /// (`direct.rs`): the requests say so (`request::WRITTEN`).
+    written: bool,
 }
 
 impl Requests<'_> {
@@ -220,6 +238,14 @@ fn block_text(change: &Change, old: &Block) -> Result<String> {
     Ok(text)
 }
 
+/// What `changes` writes at `pos` (None: a deletion).
+fn new_blob<'c>(changes: &HashMap<BlockPos, &'c Change>, pos: &BlockPos) -> Option<&'c [u8]> {
+    match changes.get(pos) {
+        Some(Change::Put(_, b)) => Some(b.as_slice()),
+        _ => None,
+    }
+}
+
 fn fingerprint(blob: &Option<Vec<u8>>) -> Option<Fingerprint> {
     blob.as_deref().map(Fingerprint::of)
 }
@@ -243,7 +269,18 @@ impl LiveStore {
             journal_queue: Mutex::new(JournalQueue::default()),
             settled: Mutex::new(None),
             shown_bytes: SHOWN_BYTES,
+            direct: None,
+            direct_from: direct::DIRECT_FROM,
         }
+    }
+
+    /// Write the blocks of a big change the server does not hold to
+    /// `store`, the map database opened for writing (`direct.rs`), from
+    /// `from` blocks a change (`direct::DIRECT_FROM` unless a test says).
+    pub fn with_direct(mut self, store: Box<dyn MapStore>, from: usize) -> LiveStore {
+        self.direct = Some(store);
+        self.direct_from = from.max(1);
+        self
     }
 
     /// Hold at most `bytes` of changed blocks the server has not saved
@@ -300,7 +337,7 @@ impl LiveStore {
     fn block_requests<'c>(&self, changes: &'c [Change]) -> Result<Requests<'c>> {
         let expected: HashMap<BlockPos, &'c Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
-        let mut out = Requests { lines: Vec::new(), before: HashMap::new() };
+        let mut out = Requests { lines: Vec::new(), before: HashMap::new(), written: false };
         let limits = match server_state(&self.world) {
             ServerState::Running { limits, .. } => limits,
             _ => spool::Limits::default(),
@@ -394,6 +431,9 @@ impl LiveStore {
         changes: &HashMap<BlockPos, &Change>,
     ) -> Result<String> {
         let mut text = String::from(request::HEADER);
+        if requests.written {
+            text.push_str(request::WRITTEN);
+        }
         for line in batch {
             text.push_str(&requests.text(line, changes.get(&line.pos))?);
         }
@@ -477,67 +517,91 @@ impl LiveStore {
 impl LiveStore {
     /// `changes` through the server: each `Expect` gives the bytes the
     /// request's old values come from (else what the mount shows), which
-    /// the mod checks against the game. Journaled when applied, as far as
-    /// it was applied.
+    /// the mod checks against the game. The blocks of a big change the
+    /// server does not hold are written to the database first
+    /// (`direct.rs`). Journaled as far as it was applied.
     fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
         let start = std::time::Instant::now();
         self.settle_now_and_then();
-        let requests = self.block_requests(changes)?;
+        let mut requests = self.block_requests(changes)?;
         timing::add(timing::Part::Build, start.elapsed());
+        let total = requests.lines.len();
         let by_pos: HashMap<BlockPos, &Change> =
             changes.iter().filter(|c| !matches!(c, Change::Expect(..))).map(|c| (c.pos(), c)).collect();
-        let mut applied = Vec::new();
-        let sent = self.send_batches(&requests, &by_pos, &mut applied);
-        let answered = std::time::Instant::now();
-        let after = |p: &BlockPos| match by_pos.get(p) {
-            Some(Change::Put(_, b)) => Some(b.as_slice()),
-            _ => None,
+        let (direct, direct_failed) = match self.write_directly(&mut requests, &by_pos, note) {
+            Ok(kept) => (kept, None),
+            Err((kept, e)) => (kept, Some(e)),
         };
-        // Whether each applied block is in the database: a killed server
-        // lost what its saves had not written.
+        let mut applied = Vec::new();
+        let sent = match direct_failed {
+            Some(e) => Err(e),
+            None => self.send_batches(&requests, &by_pos, &mut applied),
+        };
+        let answered = std::time::Instant::now();
+        let fates = self.fates(&applied, &by_pos);
+        self.journal_change(note, &requests, &by_pos, &direct, &applied, &fates);
+        let count = |f: settle::Fate| fates.iter().filter(|x| **x == f).count();
+        timing::add(timing::Part::After, answered.elapsed());
+        match sent {
+            Ok(()) => Ok(()),
+            Err(e) if applied.is_empty() && direct.is_empty() => Err(e),
+            Err(e) => Err(partly_applied(
+                e,
+                Outcome {
+                    kept: count(settle::Fate::Kept) + direct.len(),
+                    pending: count(settle::Fate::Pending),
+                    lost: count(settle::Fate::Lost),
+                    total,
+                },
+            )),
+        }
+    }
+
+    /// Whether each block the server applied is in the database: a killed
+    /// server lost what its saves had not written.
+    fn fates(&self, applied: &[(BlockPos, spool::Applied)], changes: &HashMap<BlockPos, &Change>) -> Vec<settle::Fate> {
         let mut runs = HashMap::new();
-        let fates: Vec<settle::Fate> = applied
+        applied
             .iter()
             .map(|(p, a)| {
                 let run = runs
                     .entry(a.run.clone())
                     .or_insert_with(|| settle::run_fate(&self.world, &a.run, self.map_file.as_deref(), true));
-                settle::fate(run, a.seq, self.db.as_ref(), *p, after(p))
+                settle::fate(run, a.seq, self.db.as_ref(), *p, new_blob(changes, p))
             })
+            .collect()
+    }
+
+    /// The undo journal's entry of a change: the blocks written directly
+    /// (in the database) and those the server applied and did not lose.
+    fn journal_change(
+        &self,
+        note: &Note,
+        requests: &Requests<'_>,
+        changes: &HashMap<BlockPos, &Change>,
+        direct: &[BlockPos],
+        applied: &[(BlockPos, spool::Applied)],
+        fates: &[settle::Fate],
+    ) {
+        let Some(path) = &self.journal else { return };
+        let kept: Vec<_> = applied.iter().zip(fates).filter(|(_, f)| **f != settle::Fate::Lost).collect();
+        let before = |p: &BlockPos| requests.before.get(p).and_then(|b| b.as_deref());
+        let steps: Vec<_> = direct
+            .iter()
+            .chain(kept.iter().map(|((p, _), _)| p))
+            .map(|p| (*p, before(p), new_blob(changes, p)))
             .collect();
-        let kept: Vec<_> = applied.iter().zip(&fates).filter(|(_, f)| **f != settle::Fate::Lost).collect();
-        if let Some(path) = &self.journal
-            && !kept.is_empty()
-        {
-            let steps: Vec<_> = kept
-                .iter()
-                .map(|((p, _), _)| (*p, requests.before.get(p).and_then(|b| b.as_deref()), after(p)))
-                .collect();
-            let unsaved: Vec<_> = kept
-                .iter()
-                .filter(|(_, f)| **f == settle::Fate::Pending)
-                .filter_map(|((p, a), _)| Some((*p, a.run.clone(), a.seq?)))
-                .collect();
-            let blocks = steps.len();
-            let recorded = self.journal_entry(path, journal::Entry::borrowed(note.clone(), &steps, unsaved));
-            if let Err(e) = recorded {
-                log::warn!("the server applied {blocks} block(s), but the undo journal could not record them: {e}");
-            }
+        if steps.is_empty() {
+            return;
         }
-        let count = |f: settle::Fate| fates.iter().filter(|x| **x == f).count();
-        timing::add(timing::Part::After, answered.elapsed());
-        match sent {
-            Ok(()) => Ok(()),
-            Err(e) if applied.is_empty() => Err(e),
-            Err(e) => Err(partly_applied(
-                e,
-                Outcome {
-                    kept: count(settle::Fate::Kept),
-                    pending: count(settle::Fate::Pending),
-                    lost: count(settle::Fate::Lost),
-                    total: requests.lines.len(),
-                },
-            )),
+        let unsaved: Vec<_> = kept
+            .iter()
+            .filter(|(_, f)| **f == settle::Fate::Pending)
+            .filter_map(|((p, a), _)| Some((*p, a.run.clone(), a.seq?)))
+            .collect();
+        let blocks = steps.len();
+        if let Err(e) = self.journal_entry(path, journal::Entry::borrowed(note.clone(), &steps, unsaved)) {
+            log::warn!("{blocks} block(s) were changed, but the undo journal could not record them: {e}");
         }
     }
 

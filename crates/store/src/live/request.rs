@@ -17,6 +17,31 @@ use worldfs_codec::luanti::player::Player;
 /// The first line of every request.
 pub const HEADER: &str = "worldfs-live 1\n";
 
+/// The line that lets a request's nodes already hold what it sets: its
+/// blocks were written to the database by the mount, and the server may
+/// have loaded them since (`LiveStore`'s direct writes).
+pub const WRITTEN: &str = "written\n";
+
+/// The request asking which of `blocks` the server holds in memory.
+pub fn held_request(blocks: &[BlockPos]) -> String {
+    let mut out = String::from(HEADER);
+    for b in blocks {
+        let _ = writeln!(out, "held {} {} {}", b.x, b.y, b.z);
+    }
+    out.push_str("end\n");
+    out
+}
+
+/// Whether a block's request lines change its nodes only (node lines, or
+/// the block whole): no metadata, timer or deletion, which the mount may
+/// then write to the database itself (see `WRITTEN`).
+pub fn only_nodes(lines: &str) -> bool {
+    lines.lines().all(|l| {
+        let word = l.split(' ').next().unwrap_or_default();
+        matches!(word, "node" | "block" | "bname" | "bold" | "bnew")
+    })
+}
+
 fn hex(s: &[u8]) -> String {
     if s.is_empty() {
         return "-".into();

@@ -6,7 +6,7 @@
 //! a timeout) is never applied.
 
 use super::timing::{self, Part};
-use crate::{Result, StoreError};
+use crate::{BlockPos, Result, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -57,6 +57,9 @@ pub enum ServerState {
         /// Whether the mod says how long a request took when asked
         /// (`timing`; older mods do not).
         timed: bool,
+        /// Whether the mod answers which blocks the server holds (`held`;
+        /// older mods do not).
+        held_query: bool,
     },
 }
 
@@ -142,6 +145,9 @@ pub(super) struct Heartbeat {
     /// Whether a request may ask for its timing (older mods: no).
     #[serde(default)]
     timed_replies: bool,
+    /// Whether the mod answers "held" requests (older mods: no).
+    #[serde(default)]
+    held_query: bool,
 }
 
 /// A heartbeat file and how old it is.
@@ -178,6 +184,7 @@ pub fn server_state(world: &Path) -> ServerState {
                 run: h.run,
                 limits,
                 timed: h.timed_replies,
+                held_query: h.held_query,
             }
         }
         // Another protocol, or a file cut short: not a server we can talk to.
@@ -241,6 +248,16 @@ impl Sent {
     }
 }
 
+/// How many blocks one "held" request asks of (the mod takes 8192).
+const HELD_AT_ONCE: usize = 4096;
+
+/// "BX,BY,BZ" as the mod names a block.
+fn parse_block(w: &str) -> Option<BlockPos> {
+    let mut it = w.split(',').map(|n| n.parse::<i16>().ok());
+    let pos = BlockPos::new(it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(pos)
+}
+
 /// The request side of the spool of one world.
 pub struct Spool {
     world: PathBuf,
@@ -284,7 +301,7 @@ fn reply_error(reply: &str) -> Result<()> {
     match kind {
         // "offline": a player request for a player not in the game (see
         // `LiveRecords`); the server then holds the player's joins.
-        "ok" | "offline" => Ok(()),
+        "ok" | "offline" | "held" => Ok(()),
         "stale" => Err(StoreError::Conflict(format!(
             "the running server refused the change: {why}; nothing written: read it again and redo the change"
         ))),
@@ -367,6 +384,30 @@ impl Spool {
     pub fn ask(&self, text: &str) -> Result<String> {
         let sent = self.submit(text)?;
         self.wait_answer(&sent)
+    }
+
+    /// Which of `blocks` the server holds in memory now (the mod's answer
+    /// to "held" lines, given in one of its steps: see
+    /// contrib/worldfs_live/init.lua). Asked of `HELD_AT_ONCE` blocks a
+    /// request, all submitted before the first answer is read.
+    pub fn held(&self, blocks: &[BlockPos]) -> Result<Vec<BlockPos>> {
+        let mut sent = Vec::new();
+        for part in blocks.chunks(HELD_AT_ONCE) {
+            sent.push(self.submit(&super::request::held_request(part))?);
+        }
+        let mut held = Vec::new();
+        for s in &sent {
+            let reply = self.wait_answer(s)?;
+            let words = reply.strip_prefix("held").ok_or_else(|| {
+                StoreError::Backend(format!("the server answered {reply:?} when asked which blocks it holds"))
+            })?;
+            for w in words.split_whitespace() {
+                held.push(parse_block(w).ok_or_else(|| {
+                    StoreError::Backend(format!("the server named a block it holds as {w:?}, not BX,BY,BZ"))
+                })?);
+            }
+        }
+        Ok(held)
     }
 
     /// Take back a submitted request nobody will wait for: None when it
@@ -460,6 +501,7 @@ mod tests {
                 run: "1795732290-42".into(),
                 limits: Limits::default(),
                 timed: false,
+                held_query: false,
             }
         );
         beat(d.path(), r#"{"protocol":2.0,"save_interval":5.3,"stopped":false,"time":1.0,"version":"9"}"#);

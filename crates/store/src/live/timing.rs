@@ -19,6 +19,9 @@ pub enum Part {
     Change,
     /// Settling the undo journal and making the request's text.
     Build,
+    /// Writing the blocks of a big change the server does not hold to the
+    /// database (`direct.rs`), until the question which it holds.
+    Direct,
     /// Writing the request file and renaming it into the spool.
     Spool,
     /// From the rename until the mod's step began taking requests: the
@@ -38,14 +41,24 @@ pub enum Part {
 
 impl Part {
     /// Every part, in the order of a change.
-    pub const ALL: [Part; 8] =
-        [Part::Change, Part::Build, Part::Spool, Part::Step, Part::Queue, Part::Apply, Part::Reply, Part::After];
+    pub const ALL: [Part; 9] = [
+        Part::Change,
+        Part::Build,
+        Part::Direct,
+        Part::Spool,
+        Part::Step,
+        Part::Queue,
+        Part::Apply,
+        Part::Reply,
+        Part::After,
+    ];
 
     /// Its name in `MNT/.worldfs-stats`.
     pub fn name(self) -> &'static str {
         match self {
             Part::Change => "live-change",
             Part::Build => "live-build",
+            Part::Direct => "live-direct",
             Part::Spool => "live-spool",
             Part::Step => "live-step",
             Part::Queue => "live-queue",
@@ -62,7 +75,7 @@ struct Counter {
 }
 
 static COUNTERS: [Counter; Part::ALL.len()] =
-    [const { Counter { count: AtomicU64::new(0), nanos: AtomicU64::new(0) } }; 8];
+    [const { Counter { count: AtomicU64::new(0), nanos: AtomicU64::new(0) } }; Part::ALL.len()];
 
 /// Count `took` as part `p`.
 pub fn add(p: Part, took: Duration) {

@@ -86,6 +86,28 @@ impl World {
         backends::open_map(&place, read_only, journal_path.as_deref())
     }
 
+    /// The map of this world while its server runs the worldfs_live mod:
+    /// read from the database, changed through the server
+    /// (`live::LiveStore`), journaled at `journal`. With `direct`, big
+    /// changes write the blocks the server does not hold to the database
+    /// themselves (`live::direct`), unless the map is in LevelDB (the
+    /// server holds it alone) or cannot be opened for writing here (then
+    /// every change goes through the server).
+    pub fn open_live_store(&self, journal: Option<PathBuf>, direct: bool) -> Result<crate::live::LiveStore, String> {
+        let db = self.open_store(true, false)?;
+        let store = crate::live::LiveStore::new(&self.dir, db).with_journal(journal);
+        if !direct || self.backend() == "leveldb" {
+            return Ok(store);
+        }
+        match self.open_store(false, false) {
+            Ok(writable) => Ok(store.with_direct(writable, crate::live::direct::DIRECT_FROM)),
+            Err(e) => {
+                log::warn!("the map cannot be opened for writing here ({e}): every change goes through the server");
+                Ok(store)
+            }
+        }
+    }
+
     /// Open the map to take a snapshot of it, read-only. A LevelDB map is
     /// locked while it is read (one instant); one a running server holds
     /// is refused with the reason, unless `partial_ok` (then read as its

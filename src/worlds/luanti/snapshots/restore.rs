@@ -71,11 +71,10 @@ pub(crate) fn merge_area(pos: BlockPos, now: &Block, then: &Block, area: NodeBox
 
 /// The map a restore writes, and whether it goes through the server.
 fn target(w: &World) -> Result<(Box<dyn MapStore>, bool), String> {
-    use worldfs_store::live::{LiveStore, ServerState, check_spool, server_state};
+    use worldfs_store::live::{ServerState, check_spool, server_state};
     if let ServerState::Running { .. } = server_state(&w.dir) {
         check_spool(&w.dir)?;
-        let db = w.open_store(true, false)?;
-        return Ok((Box::new(LiveStore::new(&w.dir, db).with_journal(Some(w.journal_path()))), true));
+        return Ok((Box::new(w.open_live_store(Some(w.journal_path()), true)?), true));
     }
     let who = worldfs_store::holders::openers_after_daemons_exit(&w.map_path());
     if !who.is_empty() {
