@@ -69,6 +69,30 @@ pub fn block_change(out: &mut String, pos: BlockPos, old: &Block, new: &Block) -
     Ok(())
 }
 
+/// Whether `block_change` of `old` into `new` gives node lines only (see
+/// `only_nodes`), found without making them; refused as `block_change`
+/// refuses it.
+pub fn nodes_only_change(pos: BlockPos, old: &Block, new: &Block) -> Result<bool, String> {
+    unchanged_outside_nodes(pos, old, new)?;
+    for b in [old, new] {
+        if b.param0.len() < 4096 {
+            return Err(format!("block {pos}: fewer than 4096 nodes"));
+        }
+        let mut ids: Vec<u16> = b.param0.clone();
+        ids.sort_unstable();
+        ids.dedup();
+        if let Some(id) = ids.iter().find(|id| b.name_of(**id).is_none()) {
+            return Err(format!("block {pos}: content id {id} has no name"));
+        }
+    }
+    fn entries(b: &Block) -> BTreeMap<u16, &MetaEntry> {
+        b.metadata.entries.iter().map(|e| (e.pos, e)).collect()
+    }
+    let timers =
+        |b: &Block| -> BTreeMap<u16, (i32, i32)> { b.timers.iter().map(|t| (t.pos, (t.timeout, t.elapsed))).collect() };
+    Ok(entries(old) == entries(new) && timers(old) == timers(new))
+}
+
 /// What only the server manages (or what the mod cannot set yet) must be
 /// as it was: refused with the reason otherwise, so nothing is silently
 /// dropped.
@@ -481,5 +505,30 @@ mod tests {
         assert_eq!(lines[0], "delete -1 2 3");
         assert_eq!(lines[1], format!("dname 0 {}", hex(b"air")));
         assert_eq!(lines[3].split(' ').count(), 4097);
+    }
+
+    /// `nodes_only_change` says what the lines `block_change` makes would
+    /// say (`only_nodes`), and refuses what it refuses.
+    #[test]
+    fn a_nodes_only_change_is_known_without_its_lines() {
+        let pos = BlockPos::new(1, 2, 3);
+        let old = stone_block();
+        let mut renamed = old.clone();
+        renamed.param0[7] = 1;
+        let mut timed = renamed.clone();
+        timed.timers.push(worldfs_codec::luanti::objects::NodeTimer { pos: 7, timeout: 1000, elapsed: 0 });
+        for (new, nodes_only) in [(&renamed, true), (&timed, false), (&old, true)] {
+            let mut text = String::new();
+            block_change(&mut text, pos, &old, new).unwrap();
+            assert_eq!(only_nodes(&text), nodes_only, "{text}");
+            assert_eq!(nodes_only_change(pos, &old, new), Ok(nodes_only));
+        }
+        let mut stamped = renamed.clone();
+        stamped.timestamp = old.timestamp.wrapping_add(1);
+        assert!(nodes_only_change(pos, &old, &stamped).unwrap_err().contains("its timestamp"));
+        let mut nameless = renamed.clone();
+        nameless.param0[9] = 77;
+        assert!(nodes_only_change(pos, &old, &nameless).unwrap_err().contains("content id 77 has no name"));
+        assert!(held_request(&[pos, BlockPos::new(-1, 0, 2047)]).contains("held 1 2 3\nheld -1 0 2047\nend\n"));
     }
 }

@@ -557,4 +557,14 @@ mod tests {
         let e = Spool::new(d.path()).send("worldfs-live 1\nend\n").unwrap_err();
         assert!(matches!(&e, StoreError::Unreachable(m) if m.contains("does not run the worldfs_live mod")), "{e}");
     }
+
+    /// Blocks as the mod names them in a "held" answer.
+    #[test]
+    fn held_blocks_are_read_as_the_mod_names_them() {
+        assert_eq!(parse_block("1,-2,2047"), Some(BlockPos::new(1, -2, 2047)));
+        for bad in ["1,2", "1,2,3,4", "a,2,3", "", "1,,3", "99999,0,0"] {
+            assert_eq!(parse_block(bad), None, "{bad:?}");
+        }
+        assert!(reply_error("held 1,2,3 4,5,6\n").is_ok());
+    }
 }
