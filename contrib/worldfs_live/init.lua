@@ -78,7 +78,9 @@
 --   release NAME            the hold above ends
 --   timed                   the answer says how long the request took
 --   held BX BY BZ           which of these blocks the server holds in memory
---                           (alone in its request, one line a block): the
+--                           (alone in its request, one line a block, in a
+--                           file requests/ID.held: answered in every step,
+--                           whatever the pace, as it changes nothing): the
 --                           answer is "held" and the held ones, "BX,BY,BZ"
 --                           words on the same line. The mount wrote those
 --                           blocks to the database itself first (a big
@@ -1110,7 +1112,7 @@ end
 
 -- `step_start`: when this step began taking requests (see "timed").
 local function serve_one(name, step_start)
-  local id = name:match("^([%w_%-]+)%.req$")
+  local id = name:match("^([%w_%-]+)%.req$") or name:match("^([%w_%-]+)%.held$")
   if not id then return end
   local path = requests .. "/" .. name
   if expired(id) then
@@ -1163,12 +1165,26 @@ local function waiting()
   return false
 end
 
+-- "held" questions (ID.held files) change nothing: answered in every
+-- step, whatever the pace, within the step budget (a mount that wrote
+-- blocks waits for the answer).
+local function serve_questions()
+  local start = core.get_us_time()
+  for _, name in ipairs(core.get_dir_list(requests, false) or {}) do
+    if name:match("%.held$") then
+      serve_one(name, start)
+      if core.get_us_time() - start >= BUDGET * 1e6 then break end
+    end
+  end
+end
+
 local function serve_requests(dtime)
   allowance = math.min(math.max(8, paced.blocks / 8), allowance + dtime * paced.blocks / PACE_INTERVAL)
   forget_saved()
   if not room(dtime) then
     if allowance <= 0 and not seen.held and waiting() then seen.held = true end
     served_before = 0
+    serve_questions()
     return 0
   end
   local names = core.get_dir_list(requests, false) or {}

@@ -336,6 +336,12 @@ impl Spool {
     /// several requests may be in the spool at once, and the mod applies
     /// as many as fit in a step.
     pub fn submit(&self, text: &str) -> Result<Sent> {
+        self.submit_as(text, "req")
+    }
+
+    /// `submit`, the request file's name ending in `.SUFFIX`: "held" for a
+    /// question the mod answers in every step, whatever its pace.
+    fn submit_as(&self, text: &str, suffix: &str) -> Result<Sent> {
         let state = server_state(&self.world);
         let ServerState::Running { run, limits, timed, .. } = state else {
             return Err(StoreError::Unreachable(format!("{}; nothing written", state.why_not())));
@@ -345,7 +351,7 @@ impl Spool {
         }
         let start = Instant::now();
         let id = self.next_id();
-        let request = self.requests().join(format!("{id}.req"));
+        let request = self.requests().join(format!("{id}.{suffix}"));
         let tmp = self.requests().join(format!(".{id}.tmp"));
         let io = |e: std::io::Error, p: &Path| StoreError::Backend(format!("{}: {e}", p.display()));
         let text = match text.strip_prefix(super::request::HEADER) {
@@ -393,7 +399,7 @@ impl Spool {
     pub fn held(&self, blocks: &[BlockPos]) -> Result<Vec<BlockPos>> {
         let mut sent = Vec::new();
         for part in blocks.chunks(HELD_AT_ONCE) {
-            sent.push(self.submit(&super::request::held_request(part))?);
+            sent.push(self.submit_as(&super::request::held_request(part), "held")?);
         }
         let mut held = Vec::new();
         for s in &sent {
