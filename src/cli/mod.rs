@@ -72,7 +72,10 @@ pub(crate) enum Command {
         /// write_mb=MIB (what all files being written and scratch files
         /// may hold in memory together; default 512),
         /// max_objects_per_block=N (the server's setting; default: its
-        /// minetest.conf beside the worlds directory, else 256).
+        /// minetest.conf beside the worlds directory, else 256),
+        /// through_server (on a live mount, every block of a big change
+        /// goes through the server; by default the mount writes those the
+        /// server does not hold to the database itself).
         #[arg(short = 'o', value_name = "OPTIONS")]
         options: Vec<String>,
         /// Stay in the foreground (do not daemonize).
