@@ -118,7 +118,8 @@ for _ in $(seq 600); do
 done
 # The daemon in the foreground, in the background: its pid for its peak
 # memory (VmHWM, reset before each rename through /proc/PID/clear_refs).
-"$WORLDFS" mount "$W" "$MNT" -f 2>>"$T/daemon.log" &
+# At info: the daemon logs how long a rename took and each index build.
+RUST_LOG=${RUST_LOG:-info} "$WORLDFS" mount "$W" "$MNT" -f 2>>"$T/daemon.log" &
 DPID=$!
 mounted
 sleep 1
@@ -230,6 +231,7 @@ since=$(last_step)
 log_from=$(wc -l < "$T/server.log")
 reset_peak
 live_base=$(peak_mb)
+daemon_from=$(wc -l < "$T/daemon.log")
 t0=$(date +%s%N)
 mv "$MNT/find/$RENAME_OLD" "$MNT/find/$RENAME_NEW"
 live_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -237,6 +239,11 @@ live_peak=$(peak_mb)
 sleep 1.5
 read -r worst_step worst_work requests over windows steps_over steps < <(steps_since "$since")
 echo "live rename of $blocks blocks: $live_ms ms in $requests requests; the server's longest step $worst_step ms, $steps_over of $steps steps over 100 ms ($over of $windows half-second windows with one), the mod's most work in one step $worst_work ms (load $(load))"
+# mv looks its names up first: a name index the server's saves made stale
+# since the `ls` above is built again then (what the daemon logs).
+rename_s=$(tail -n +$((daemon_from + 1)) "$T/daemon.log" | sed -n 's/.*: renamed .* in \([0-9.]*\) s, .*/\1/p' | tail -1)
+rebuilt=$(tail -n +$((daemon_from + 1)) "$T/daemon.log" | grep -c 'name index: .* built in' || true)
+echo "  of which the rename itself ${rename_s:-?} s (the daemon's log); the name index was built again $rebuilt time(s) during the mv (the server's saves had changed the map since the ls)"
 echo "the daemon's peak memory during the live rename: $live_peak MB (goal <= 100 MB; $live_base MB at its start)"
 # "... took T ms (parse P, check C, apply A)": the mod's time per request.
 tail -n +"$((log_from + 1))" "$T/server.log" | sed -n 's/.*\[worldfs_live\] a request of .* took \([0-9.]*\) ms (parse \([0-9.]*\), check \([0-9.]*\), apply \([0-9.]*\)).*/\1 \2 \3 \4/p' |

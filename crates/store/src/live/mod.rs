@@ -230,6 +230,21 @@ impl Requests<'_> {
     }
 }
 
+/// `text` as the line of block `pos`, refused when it is over the server's
+/// `limits`; its text kept while what the change keeps (`held`) is within
+/// `TEXT_HELD`.
+fn checked_line(limits: &spool::Limits, pos: BlockPos, text: String, held: &mut usize) -> Result<Line> {
+    if let Some(why) = limits.refusal(&format!("block {pos}"), &format!("{}{text}end\n", request::HEADER)) {
+        return Err(StoreError::Refused(why));
+    }
+    let mut line = Line::new(pos, text);
+    *held += line.bytes;
+    if *held > TEXT_HELD {
+        line.text = None;
+    }
+    Ok(line)
+}
+
 fn decode_block(pos: BlockPos, blob: &[u8]) -> Result<Block> {
     Block::decode(blob).map_err(|e| StoreError::Backend(format!("block {pos} does not decode: {e}")))
 }
@@ -352,10 +367,7 @@ impl LiveStore {
         let expected: HashMap<BlockPos, &'c Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
         let mut out = Requests { lines: Vec::new(), before: HashMap::new(), written: false };
-        let limits = match server_state(&self.world) {
-            ServerState::Running { limits, .. } => limits,
-            _ => spool::Limits::default(),
-        };
+        let limits = self.limits();
         let puts = changes.iter().filter(|c| matches!(c, Change::Put(..))).count();
         let direct = self.direct.is_some() && puts >= self.direct_from;
         let mut held = 0;
@@ -383,28 +395,24 @@ impl LiveStore {
                 out.lines.push(Line::later(pos));
                 continue;
             }
-            let text = block_text(c, &old)?;
-            if let Some(why) = limits.refusal(&format!("block {pos}"), &format!("{}{text}end\n", request::HEADER)) {
-                return Err(StoreError::Refused(why));
-            }
-            let mut line = Line::new(pos, text);
-            held += line.bytes;
-            if held > TEXT_HELD {
-                line.text = None;
-            }
-            out.lines.push(line);
+            out.lines.push(checked_line(&limits, pos, block_text(c, &old)?, &mut held)?);
         }
         Ok(out)
+    }
+
+    /// The running server's limits (the mod's defaults when none runs).
+    fn limits(&self) -> spool::Limits {
+        match server_state(&self.world) {
+            ServerState::Running { limits, .. } => limits,
+            _ => spool::Limits::default(),
+        }
     }
 
     /// The lines `block_requests` left to make (`Line::later`), made, as
     /// far as `TEXT_HELD` allows kept, and checked against the server's
     /// limits.
     fn make_later_lines(&self, requests: &mut Requests<'_>, changes: &HashMap<BlockPos, &Change>) -> Result<()> {
-        let limits = match server_state(&self.world) {
-            ServerState::Running { limits, .. } => limits,
-            _ => spool::Limits::default(),
-        };
+        let limits = self.limits();
         let mut held: usize = requests.lines.iter().filter_map(|l| l.text.as_ref()).map(String::len).sum();
         for i in 0..requests.lines.len() {
             if requests.lines[i].made {
@@ -412,15 +420,7 @@ impl LiveStore {
             }
             let pos = requests.lines[i].pos;
             let text = requests.text(&requests.lines[i], changes.get(&pos))?.into_owned();
-            if let Some(why) = limits.refusal(&format!("block {pos}"), &format!("{}{text}end\n", request::HEADER)) {
-                return Err(StoreError::Refused(why));
-            }
-            let mut line = Line::new(pos, text);
-            held += line.bytes;
-            if held > TEXT_HELD {
-                line.text = None;
-            }
-            requests.lines[i] = line;
+            requests.lines[i] = checked_line(&limits, pos, text, &mut held)?;
         }
         Ok(())
     }
@@ -437,10 +437,7 @@ impl LiveStore {
         changes: &HashMap<BlockPos, &Change>,
         applied: &mut Vec<(BlockPos, spool::Applied)>,
     ) -> Result<()> {
-        let max_slots = match server_state(&self.world) {
-            ServerState::Running { limits, .. } => limits.inventory_slots,
-            _ => spool::Limits::default().inventory_slots,
-        };
+        let max_slots = self.limits().inventory_slots;
         let batches: Vec<_> =
             batches(&requests.lines, max_slots).into_iter().filter(|b| b.iter().any(|l| l.bytes > 0)).collect();
         let mut sent: std::collections::VecDeque<(&[Line], spool::Sent)> = Default::default();
