@@ -317,6 +317,7 @@ impl Filesystem for FuseAdapter {
                         mtime: SystemTime::UNIX_EPOCH,
                         uid: 0,
                         gid: 0,
+                        provisional: false,
                     });
                     attr.ino = INodeNo(0);
                     reply.entry(&self.fs.ttl(), &attr, Generation(0));

@@ -272,3 +272,22 @@ fn a_world_wide_rename_on_a_small_budget_goes_in_parts_and_undo_takes_all_back()
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(all_blocks(world.path()) == before, "undo of {n} parts did not restore every block");
 }
+
+/// A plain `ls` of the root of a fresh mount lists `names` without
+/// building the name index (its size needs all of it: 1.5 s on the
+/// 2.8M-block world): the daemon logs no build; then `stat` gives its
+/// real size and `cat` all of its text.
+#[test]
+fn listing_the_root_does_not_build_the_name_index() {
+    require_fuse!("listing_the_root_does_not_build_the_name_index");
+    let world = common::demo_world();
+    let m = common::mount::Mounted::new(world.path(), &["ro"]);
+    let listed = m.ok("ls $MNT");
+    assert!(listed.lines().any(|l| l == "names"), "{listed}");
+    assert!(!m.log_text().contains("names built"), "{}", m.log_text());
+    let size: usize = m.ok("stat -c %s $MNT/names").trim().parse().unwrap();
+    let text = m.ok("cat $MNT/names");
+    assert_eq!(text.len(), size, "{text}");
+    assert!(text.contains("default:stone"), "{text}");
+    assert!(m.log_text().contains("names built"), "{}", m.log_text());
+}

@@ -156,6 +156,10 @@ pub struct Attr {
     pub mtime: SystemTime,
     pub(crate) uid: u32,
     pub(crate) gid: u32,
+    /// A stand-in: the size is not known without work (an index over the
+    /// whole world) that a listing should not cost. Given with a TTL of
+    /// zero, so the kernel asks again (LOOKUP, GETATTR) before it uses it.
+    pub(crate) provisional: bool,
 }
 
 impl Attr {
@@ -184,6 +188,7 @@ impl Attr {
             mtime,
             uid: opts.uid,
             gid: opts.gid,
+            provisional: false,
         }
     }
 }
@@ -387,7 +392,7 @@ impl WorldFs {
     /// Called for every reply that hands attributes to the kernel.
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
-            _ if a.ino == STATS_FILE => Duration::ZERO,
+            _ if a.ino == STATS_FILE || a.provisional => Duration::ZERO,
             Kind::Dir => self.entry_ttl(),
             Kind::File if !is_core(a.ino) && self.tree.watched(a.ino) && self.watch.hand_out(a.ino) => self.entry_ttl(),
             Kind::File | Kind::Symlink => self.ttl(),

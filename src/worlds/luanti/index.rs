@@ -420,6 +420,12 @@ impl NameIndex {
         self.proven(store, &self.state.lock())
     }
 
+    /// Whether the index was made (built or loaded) in this process: until
+    /// then a listing gives the `names` file a provisional size.
+    pub(crate) fn is_made(&self) -> bool {
+        self.state.lock().valid
+    }
+
     /// How many scans of every block built the index so far.
     #[cfg(test)]
     pub(crate) fn builds(&self) -> u64 {
