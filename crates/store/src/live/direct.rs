@@ -110,26 +110,22 @@ impl LiveStore {
     /// (else the server changed them since: they go through it, which
     /// checks each node against the game).
     fn unchanged_since_read(&self, requests: &Requests<'_>, blocks: &[BlockPos]) -> Result<Vec<BlockPos>> {
-        let now = self.db.get_many(blocks)?;
-        Ok(blocks
-            .iter()
-            .zip(now)
-            .filter(|(p, b)| requests.before.get(p).and_then(|x| x.as_deref()) == b.as_deref())
-            .map(|(p, _)| *p)
-            .collect())
+        self.holding(blocks, |p| requests.before.get(p).and_then(|x| x.as_deref()))
     }
 
     /// Those of `blocks` the database holds as the change made them.
     fn holding_change(&self, blocks: &[BlockPos], changes: &HashMap<BlockPos, &Change>) -> Result<Vec<BlockPos>> {
+        self.holding(blocks, |p| match changes.get(p) {
+            Some(Change::Put(_, new)) => Some(new.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// Those of `blocks` whose bytes in the database are `want`'s (a block
+    /// `want` gives None for must be absent).
+    fn holding<'w>(&self, blocks: &[BlockPos], want: impl Fn(&BlockPos) -> Option<&'w [u8]>) -> Result<Vec<BlockPos>> {
         let now = self.db.get_many(blocks)?;
-        Ok(blocks
-            .iter()
-            .zip(now)
-            .filter(
-                |(p, b)| matches!(changes.get(p), Some(Change::Put(_, new)) if b.as_deref() == Some(new.as_slice())),
-            )
-            .map(|(p, _)| *p)
-            .collect())
+        Ok(blocks.iter().zip(now).filter(|(p, b)| want(p) == b.as_deref()).map(|(p, _)| *p).collect())
     }
 }
 
