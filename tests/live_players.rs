@@ -204,8 +204,10 @@ fn an_online_players_inventory_hp_position_and_privileges_change_in_the_game() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // Until the server's save wrote bob (before it, players/bob does not exist).
     common::wait_until("the mount shows where bob landed", || {
-        m.ok("cat $MNT/players/bob/position").starts_with("20 0.5 20")
+        let (code, out, _) = m.sh("cat $MNT/players/bob/position");
+        code == 0 && out.starts_with("20 0.5 20")
     });
 
     m.ok("vim -es -c '/^List main/+2s/^Empty$/Item default:apple 7/' -c wq $MNT/players/bob/inventory");
