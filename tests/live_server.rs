@@ -498,7 +498,10 @@ fn a_batch_refused_mid_way_leaves_the_earlier_batches_applied() {
 /// A PostgreSQL map (a throwaway server on loopback; the engine's own
 /// migration fills it) is live as a sqlite3 one: a node edit through the
 /// mount is in the game when close() returns, reads back at once, and is
-/// in the database after the server's clean shutdown.
+/// in the database after the server's clean shutdown; a rename of stone
+/// in 16 added blocks and the demo's is written to the database by the
+/// mount (the server holds none of them) and is in the game and the
+/// database.
 #[test]
 fn a_postgresql_map_is_live() {
     require_fuse!("a_postgresql_map_is_live");
@@ -506,6 +509,16 @@ fn a_postgresql_map_is_live() {
     let Some(pg) = common::pg::start_or_skip("a_postgresql_map_is_live") else { return };
     let world = common::pg::demo_world_on(&pg);
     let w = world.path();
+    // 16 blocks of stone more, so that a rename of stone is big enough to
+    // be written to the database by the mount (tests/live_direct.rs).
+    let added: Vec<BlockPos> = (-2..2).flat_map(|x| (-2..2).map(move |z| BlockPos::new(x, -3, z))).collect();
+    let puts: Vec<worldfs_store::Change> = added
+        .iter()
+        .map(|p| worldfs_store::Change::Put(*p, worldfs::worlds::luanti::demo::demo_block(*p).encode().unwrap()))
+        .collect();
+    let pg_map = worldfs_store::postgres::PgStore::open(&pg.conninfo("mt"), false).unwrap();
+    pg_map.apply(&puts, &worldfs_store::Note::default()).unwrap();
+    drop(pg_map);
     let (mut server, m) = live::start(w, "");
     assert!(m.log_text().contains("postgresql"), "{}", m.log_text());
     m.ok("echo 'default:mese' > $MNT/node/5,3,5");
@@ -513,10 +526,18 @@ fn a_postgresql_map_is_live() {
     assert!(m.ok("cat $MNT/node/5,3,5").starts_with("default:mese "), "the mount shows it at once");
     m.ok("mv $MNT/find/default:dirt $MNT/find/default:sand");
     assert!(server.node([5, -1, 5]).starts_with("default:sand "), "{}", server.node([5, -1, 5]));
+    m.ok("mv $MNT/find/default:stone $MNT/find/default:desert_stone");
+    let stats = worldfs::fs::stats::parse(&m.ok("cat $MNT/.worldfs-stats"));
+    assert!(stats.get("live-direct").is_some_and(|c| c.0 >= 1), "no direct write: {stats:?}");
+    assert!(server.node([-20, -40, -20]).starts_with("default:desert_stone "), "{}", server.node([-20, -40, -20]));
     assert_eq!(m.refusals(), "");
     m.unmount();
     assert!(server.stop().success());
     let store = worldfs_store::postgres::PgStore::open(&pg.conninfo("mt"), true).unwrap();
+    for pos in &added {
+        let b = Block::decode(&store.get(*pos).unwrap().unwrap()).unwrap();
+        assert!(!b.mapping.iter().any(|e| e.name == b"default:stone"), "{pos} keeps stone");
+    }
     let b = Block::decode(&store.get(BlockPos::new(0, 0, 0)).unwrap().unwrap()).unwrap();
     assert_eq!(stored_name(&b, [5, 3, 5]), "default:mese");
     let b = Block::decode(&store.get(BlockPos::new(0, -1, 0)).unwrap().unwrap()).unwrap();
