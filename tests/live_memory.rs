@@ -92,6 +92,27 @@ fn peak_during(m: &common::mount::Mounted, cmd: &str) -> (std::time::Duration, u
     (start.elapsed(), before, peak(m.pid()))
 }
 
+/// The real server of `world` (settings `conf`), a live mount of it with an
+/// 8 MiB cache and `-o through_server` (these bounds are the server path's:
+/// else the mount writes the blocks the server does not hold itself,
+/// tests/live_direct.rs), and `mv find/OLD find/NEW` on it: how long it
+/// took, the daemon's peak before and after it.
+fn live_rename_peak(
+    world: &std::path::Path,
+    conf: &str,
+    old: &str,
+    new: &str,
+) -> (live::LiveServer, common::mount::Mounted, std::time::Duration, u64, u64) {
+    let server = live::LiveServer::start(world, conf, true);
+    let m = common::mount::Mounted::new(world, &["cache_mb=8", "through_server"]);
+    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
+    assert!(m.ok("ls $MNT/find").lines().any(|l| l == old));
+    // The peak from here on (the scan that built find/ peaked higher).
+    let (took, before, after) = peak_during(&m, &format!("mv $MNT/find/{old} $MNT/find/{new}"));
+    assert_eq!(m.refusals(), "");
+    (server, m, took, before, after)
+}
+
 /// A live rename of 4,096 blocks whose blobs hold 34 MB, with map saves
 /// every second, on a mount with an 8 MiB cache: the daemon's peak grows
 /// by well under the blobs it changed (a live rename holds a part of them
@@ -107,14 +128,10 @@ fn a_live_world_wide_rename_holds_a_bounded_part_of_what_it_changes() {
     let (blocks, bytes) = add_big_blocks(world.path(), 64);
     let conf =
         "server_map_save_interval = 1\nworldfs_live.blocks_per_save = 1024\nworldfs_live.blocks_per_save_max = 8192";
-    let mut server = live::LiveServer::start(world.path(), conf, true);
     // A cache of 8 MiB: parts of 2 MiB of blobs, and 2 MiB of changed
     // blocks held until the server saves them.
-    let m = common::mount::Mounted::new(world.path(), &["cache_mb=8"]);
-    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
-    assert!(m.ok("ls $MNT/find").lines().any(|l| l == "default:stone"));
-    // The peak from here on (the scan that built find/ peaked higher).
-    let (took, before, after) = peak_during(&m, "mv $MNT/find/default:stone $MNT/find/default:desert_stone");
+    let (mut server, m, took, before, after) =
+        live_rename_peak(world.path(), conf, "default:stone", "default:desert_stone");
     eprintln!(
         "live rename of {} blocks ({:.1} MB of blobs) in {:.1} s: the daemon's peak {:.1} MB before, {:.1} MB after",
         blocks.len(),
@@ -123,7 +140,6 @@ fn a_live_world_wide_rename_holds_a_bounded_part_of_what_it_changes() {
         before as f64 / 1e6,
         after as f64 / 1e6
     );
-    assert_eq!(m.refusals(), "");
     let last = blocks.last().unwrap();
     let names = m.ok(&format!("cat $MNT/blocks/{},{},{}/names", last.x, last.y, last.z));
     assert!(names.contains("default:desert_stone") && !names.contains("default:stone\n"), "{names}");
@@ -157,11 +173,8 @@ fn a_live_rename_by_node_lines_holds_a_bounded_part_of_its_request_text() {
     let (blocks, text) = add_cobbled_blocks(world.path(), 48);
     let conf = "server_map_save_interval = 1\nworldfs_live.blocks_per_save = 1024\n\
                 worldfs_live.blocks_per_save_max = 8192\nworldfs_live.server_step = 0.05";
-    let mut server = live::LiveServer::start(world.path(), conf, true);
-    let m = common::mount::Mounted::new(world.path(), &["cache_mb=8"]);
-    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
-    assert!(m.ok("ls $MNT/find").lines().any(|l| l == "default:cobble"));
-    let (took, before, after) = peak_during(&m, "mv $MNT/find/default:cobble $MNT/find/default:mossycobble");
+    let (mut server, m, took, before, after) =
+        live_rename_peak(world.path(), conf, "default:cobble", "default:mossycobble");
     eprintln!(
         "live rename of {} blocks by node lines ({:.1} MB of request text) in {:.1} s: the daemon's peak {:.1} MB \
          before, {:.1} MB after",
@@ -171,7 +184,6 @@ fn a_live_rename_by_node_lines_holds_a_bounded_part_of_its_request_text() {
         before as f64 / 1e6,
         after as f64 / 1e6
     );
-    assert_eq!(m.refusals(), "");
     let last = blocks.last().unwrap();
     assert!(server.node([16 * i32::from(last.x), -112, 16 * i32::from(last.z)]).starts_with("default:mossycobble "));
     let grew = after.saturating_sub(before) as usize;
