@@ -257,6 +257,23 @@ pub trait MapStore: Send + Sync {
         None
     }
 
+    /// Where the map's writes stand now, to ask later which blocks were
+    /// written since (`written_since`). None: the store cannot tell.
+    fn write_mark(&self) -> Result<Option<WriteMark>> {
+        Ok(None)
+    }
+
+    /// The blocks written (added or replaced) since `mark`, with their
+    /// bytes, how many blocks the map holds, and the mark now, read as one
+    /// instant. None when the store cannot tell (it keeps no order of
+    /// writes, or the mark's row is gone in a way that could hide a write)
+    /// or more than `most` blocks were written: the caller reads every block
+    /// instead. Deleted blocks are not listed: the count tells of them.
+    fn written_since(&self, mark: &WriteMark, most: usize) -> Result<Option<Written>> {
+        let _ = (mark, most);
+        Ok(None)
+    }
+
     /// Whether `apply` hands the change to another process that applies
     /// it (a running server: `live::LiveStore`) instead of writing the
     /// database here: such applies of different blocks may run at once
@@ -291,6 +308,30 @@ pub trait MapStore: Send + Sync {
         let _ = scratch;
         read_by_pages(self, each)
     }
+}
+
+/// A point in a map's writes (`MapStore::write_mark`): the last row
+/// written, the block it holds and a checksum of its key and bytes, by
+/// which a store tells that row still holds what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteMark {
+    /// The store's number of the row (SQLite's row id; 0: none).
+    pub row: i64,
+    /// The block that row holds.
+    pub block: Option<BlockPos>,
+    /// A checksum of the row's key and bytes.
+    pub check: u32,
+}
+
+/// What `MapStore::written_since` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Every block written since the mark, with its bytes now.
+    pub blocks: Vec<(BlockPos, Vec<u8>)>,
+    /// How many blocks the map holds now.
+    pub count: u64,
+    /// The mark now.
+    pub mark: WriteMark,
 }
 
 /// A check run inside every write (`MapStore::set_write_gate`).
@@ -333,6 +374,12 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
         (**self).last_commit_versions()
+    }
+    fn write_mark(&self) -> Result<Option<WriteMark>> {
+        (**self).write_mark()
+    }
+    fn written_since(&self, mark: &WriteMark, most: usize) -> Result<Option<Written>> {
+        (**self).written_since(mark, most)
     }
     fn applies_through_server(&self) -> bool {
         (**self).applies_through_server()

@@ -872,6 +872,20 @@ impl MapStore for LiveStore {
     fn data_version(&self) -> Option<u64> {
         self.db.data_version().map(|v| v.wrapping_add(self.applied.load(Ordering::SeqCst)))
     }
+
+    fn write_mark(&self) -> Result<Option<crate::WriteMark>> {
+        self.db.write_mark()
+    }
+
+    /// The database's, as this mount shows them (its changes the server
+    /// has not saved yet in their place), counted as `count` does.
+    fn written_since(&self, mark: &crate::WriteMark, most: usize) -> Result<Option<crate::Written>> {
+        let Some(mut w) = self.db.written_since(mark, most)? else { return Ok(None) };
+        w.blocks = w.blocks.into_iter().filter_map(|(p, b)| Some((p, self.shown(p, Some(b))?))).collect();
+        let deleted = self.shown.lock().blocks.values().filter(|s| s.blob.is_none()).count() as u64;
+        w.count = w.count.saturating_sub(deleted);
+        Ok(Some(w))
+    }
 }
 
 #[cfg(test)]
