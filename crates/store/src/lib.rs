@@ -263,14 +263,16 @@ pub trait MapStore: Send + Sync {
         Ok(None)
     }
 
-    /// The blocks written (added or replaced) since `mark`, with their
-    /// bytes, how many blocks the map holds, and the mark now, read as one
-    /// instant. None when the store cannot tell (it keeps no order of
-    /// writes, or the mark's row is gone in a way that could hide a write)
-    /// or more than `most` blocks were written: the caller reads every block
-    /// instead. Deleted blocks are not listed: the count tells of them.
-    fn written_since(&self, mark: &WriteMark, most: usize) -> Result<Option<Written>> {
-        let _ = (mark, most);
+    /// One page of the blocks written (added or replaced) since `mark`:
+    /// those written after row `after` (at first the mark's own), at most
+    /// `limit`, in the order written, each with its row and bytes. A page
+    /// shorter than `limit` is the last and tells how the map stands as of
+    /// it (`Written::end`). Deleted blocks are not listed: the count tells
+    /// of them. None: the store keeps no order of writes. Each page is one
+    /// short read (a server's save waits for none); `each_written_since`
+    /// reads them all.
+    fn written_after(&self, mark: &WriteMark, after: i64, limit: usize) -> Result<Option<Written>> {
+        let _ = (mark, after, limit);
         Ok(None)
     }
 
@@ -323,15 +325,64 @@ pub struct WriteMark {
     pub check: u32,
 }
 
-/// What `MapStore::written_since` found.
+/// A block written since a mark: its row, position and bytes now.
+pub type WrittenBlock = (i64, BlockPos, Vec<u8>);
+
+/// A page of `MapStore::written_after`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Written {
-    /// Every block written since the mark, with its bytes now.
-    pub blocks: Vec<(BlockPos, Vec<u8>)>,
-    /// How many blocks the map holds now.
+    /// Blocks written after the row asked for, in the order written: (row,
+    /// block, its bytes now).
+    pub blocks: Vec<WrittenBlock>,
+    /// On the last page: the map as of it.
+    pub end: Option<WrittenEnd>,
+}
+
+/// How the map stands as of the last page of `MapStore::written_after`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenEnd {
+    /// How many blocks the map holds.
     pub count: u64,
     /// The mark now.
     pub mark: WriteMark,
+    /// Whether the mark's row still holds what it did; None: it is gone.
+    pub mark_row_kept: Option<bool>,
+}
+
+/// Every block written since `mark`, a page at a time to `each` (a block
+/// written twice may come twice: the later is what it holds), and how many
+/// blocks the map holds and its mark as of the last page. None when the
+/// store cannot tell, when more than `most` were written, and when a row
+/// at or below the mark may have been given again: every write gives its
+/// row a number above all others (SQLite's REPLACE picks the new row id
+/// before it deletes the old row), so that happens only if the mark's row
+/// was deleted while it was the last. The mark's row must thus still hold
+/// what it did, or its block must have been written again since.
+pub fn each_written_since(
+    store: &dyn MapStore,
+    mark: &WriteMark,
+    most: usize,
+    each: &mut dyn FnMut(&[WrittenBlock]),
+) -> Result<Option<(u64, WriteMark)>> {
+    const PAGE: usize = 1000;
+    let (mut after, mut seen, mut mark_block_again) = (mark.row, 0usize, false);
+    loop {
+        let Some(page) = store.written_after(mark, after, PAGE)? else { return Ok(None) };
+        seen += page.blocks.len();
+        if seen > most {
+            return Ok(None);
+        }
+        mark_block_again |= page.blocks.iter().any(|(_, p, _)| Some(*p) == mark.block);
+        after = page.blocks.last().map_or(after, |b| b.0);
+        each(&page.blocks);
+        if let Some(end) = page.end {
+            let kept = match end.mark_row_kept {
+                Some(kept) => kept,
+                None => mark.row == 0 || mark_block_again,
+            };
+            return Ok(kept.then_some((end.count, end.mark)));
+        }
+    }
 }
 
 /// A check run inside every write (`MapStore::set_write_gate`).
@@ -378,8 +429,8 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     fn write_mark(&self) -> Result<Option<WriteMark>> {
         (**self).write_mark()
     }
-    fn written_since(&self, mark: &WriteMark, most: usize) -> Result<Option<Written>> {
-        (**self).written_since(mark, most)
+    fn written_after(&self, mark: &WriteMark, after: i64, limit: usize) -> Result<Option<Written>> {
+        (**self).written_after(mark, after, limit)
     }
     fn applies_through_server(&self) -> bool {
         (**self).applies_through_server()

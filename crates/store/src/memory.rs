@@ -182,17 +182,21 @@ impl MapStore for MemoryStore {
         Ok(Some(super::WriteMark { row: self.written.lock().1, block: None, check: 0 }))
     }
 
-    fn written_since(&self, mark: &super::WriteMark, most: usize) -> Result<Option<super::Written>> {
+    /// A model that never gives a number twice: the mark's row is always kept.
+    fn written_after(&self, mark: &super::WriteMark, after: i64, limit: usize) -> Result<Option<super::Written>> {
         let blocks = self.blocks.lock();
         let w = self.written.lock();
-        let since: Vec<BlockPos> = w.0.iter().filter(|(_, n)| **n > mark.row).map(|(p, _)| *p).collect();
-        if since.len() > most {
-            return Ok(None);
-        }
+        let mut since: Vec<(i64, BlockPos)> = w.0.iter().filter(|(_, n)| **n > after).map(|(p, n)| (*n, *p)).collect();
+        since.sort_unstable();
+        let last = since.len() < limit;
+        since.truncate(limit);
         Ok(Some(super::Written {
-            blocks: since.iter().map(|p| (*p, blocks.get(p).cloned().unwrap_or_default())).collect(),
-            count: blocks.len() as u64,
-            mark: super::WriteMark { row: w.1, block: None, check: 0 },
+            blocks: since.iter().map(|(n, p)| (*n, *p, blocks.get(p).cloned().unwrap_or_default())).collect(),
+            end: last.then(|| super::WrittenEnd {
+                count: blocks.len() as u64,
+                mark: super::WriteMark { row: w.1, block: None, check: 0 },
+                mark_row_kept: Some(mark.row <= w.1),
+            }),
         }))
     }
 }

@@ -225,15 +225,20 @@ impl SqliteStore {
     }
 
     fn row_pos(&self, row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<BlockPos>> {
+        self.row_pos_at(row, 0)
+    }
+
+    /// The block of a row whose key starts at column `first`.
+    fn row_pos_at(&self, row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Option<BlockPos>> {
         Ok(match self.schema {
             Schema::Legacy => {
-                let Some(key) = column_int(row, 0)? else { return Ok(None) };
+                let Some(key) = column_int(row, first)? else { return Ok(None) };
                 let p = BlockPos::from_legacy_key(key);
                 (p.legacy_key() == key).then_some(p)
             }
             Schema::Split => {
-                let (Some(x), Some(y), Some(z)) = (column_int(row, 0)?, column_int(row, 1)?, column_int(row, 2)?)
-                else {
+                let col = |i: usize| column_int(row, first + i);
+                let (Some(x), Some(y), Some(z)) = (col(0)?, col(1)?, col(2)?) else {
                     return Ok(None);
                 };
                 let c = |v: i64| i16::try_from(v).ok();
@@ -282,44 +287,36 @@ impl SqliteStore {
         }
     }
 
-    /// `written_since` inside one read transaction. Every write gives its
-    /// row an id above every row's then, so the rows above the mark are
-    /// every block written since, unless a row id at or below the mark
-    /// was given again: possible only after the mark's row was deleted
-    /// while it was the last (not replaced: a REPLACE picks the new id
-    /// before it deletes). So the mark's row must still be there unchanged,
-    /// or its block must be among the rows written since.
-    fn written_in(&self, conn: &Connection, mark: &super::WriteMark, most: usize) -> Result<Option<super::Written>> {
-        let now = self.mark_in(conn)?;
-        if now.row < mark.row {
-            return Ok(None);
-        }
-        let since: i64 = conn
-            .query_row("SELECT count(*) FROM blocks WHERE rowid > ?1", params![mark.row], |r| r.get(0))
-            .map_err(backend)?;
-        if since as u64 > most as u64 {
-            return Ok(None);
-        }
-        let sql = format!("{} WHERE rowid > ?1", self.select_rows_sql());
+    /// A page of `written_after`, in one read transaction.
+    fn written_in(
+        &self,
+        conn: &Connection,
+        mark: &super::WriteMark,
+        after: i64,
+        limit: usize,
+    ) -> Result<super::Written> {
+        let sql = format!(
+            "{} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            self.select_rows_sql().replacen("SELECT ", "SELECT rowid, ", 1)
+        );
         let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
-        let mut rows = stmt.query(params![mark.row]).map_err(backend)?;
-        let mut blocks = Vec::with_capacity(since as usize);
+        let mut rows = stmt.query(params![after, limit as i64]).map_err(backend)?;
+        let (mut blocks, mut read) = (Vec::new(), 0usize);
         while let Some(r) = rows.next().map_err(backend)? {
-            if let Some(p) = self.row_pos(r).map_err(backend)? {
-                blocks.push((p, column_bytes(r, self.data_column()).map_err(backend)?.unwrap_or_default()));
+            read += 1;
+            let row: i64 = r.get(0).map_err(backend)?;
+            let pos = self.row_pos_at(r, 1).map_err(backend)?;
+            if let Some(p) = pos {
+                blocks.push((row, p, column_bytes(r, self.data_column() + 1).map_err(backend)?.unwrap_or_default()));
             }
         }
-        let mark_row_kept = match self.row_check(conn, mark.row)? {
-            Some((_, check)) => check == mark.check,
-            // Gone: safe only if it was replaced (a REPLACE, or our UPDATE),
-            // which wrote its block again above the mark.
-            None => mark.row == 0 || mark.block.is_some_and(|b| blocks.iter().any(|(p, _)| *p == b)),
-        };
-        if !mark_row_kept {
-            return Ok(None);
+        if read == limit {
+            return Ok(super::Written { blocks, end: None });
         }
+        let mark_row_kept = self.row_check(conn, mark.row)?.map(|(_, check)| check == mark.check);
         let count: i64 = conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get(0)).map_err(backend)?;
-        Ok(Some(super::Written { blocks, count: count as u64, mark: now }))
+        let end = super::WrittenEnd { count: count as u64, mark: self.mark_in(conn)?, mark_row_kept };
+        Ok(super::Written { blocks, end: Some(end) })
     }
 
     fn query_after<T>(
@@ -579,11 +576,11 @@ impl MapStore for SqliteStore {
         self.reading(|conn| self.mark_in(conn).map(Some))
     }
 
-    fn written_since(&self, mark: &super::WriteMark, most: usize) -> Result<Option<super::Written>> {
+    fn written_after(&self, mark: &super::WriteMark, after: i64, limit: usize) -> Result<Option<super::Written>> {
         if !self.rowids {
             return Ok(None);
         }
-        self.reading(|conn| self.written_in(conn, mark, most))
+        self.reading(|conn| self.written_in(conn, mark, after, limit).map(Some))
     }
 
     fn count(&self) -> Result<u64> {
@@ -813,13 +810,16 @@ mod tests {
     fn blocks_written_since_a_mark_by_us_and_by_the_server() {
         let (a, b, c, n) =
             (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0), BlockPos::new(3, 0, 0), BlockPos::new(-4, 5, 6));
-        let since = |st: &SqliteStore, m: &crate::WriteMark| {
-            st.written_since(m, 100).unwrap().map(|w| {
-                let mut got: Vec<(BlockPos, Vec<u8>)> = w.blocks;
-                got.sort_by_key(|(p, _)| p.packed());
-                (got, w.count)
+        let since_most = |st: &SqliteStore, m: &crate::WriteMark, most: usize| {
+            let mut got: Vec<(BlockPos, Vec<u8>)> = Vec::new();
+            let end = crate::each_written_since(st, m, most, &mut |page| {
+                got.extend(page.iter().map(|(_, p, b)| (*p, b.clone())))
             })
+            .unwrap();
+            got.sort_by_key(|(p, _)| p.packed());
+            end.map(|(count, _)| (got, count))
         };
+        let since = |st: &SqliteStore, m: &crate::WriteMark| since_most(st, m, 100);
         for (d, st) in both() {
             let put = |p: BlockPos, v: u8| st.apply(&[Change::Put(p, vec![29, v])], &Note::default()).unwrap();
             [a, b, c].into_iter().for_each(|p| put(p, 1));
@@ -833,7 +833,7 @@ mod tests {
             let m1 = st.write_mark().unwrap().unwrap();
             put(a, 4);
             assert_eq!(since(&st, &m1), Some((vec![(a, vec![29, 4])], 4)));
-            assert_eq!(st.written_since(&m0, 2).unwrap(), None, "more than asked for");
+            assert_eq!(since_most(&st, &m0, 2), None, "more than asked for");
             // The last row replaced by the server: its block is among the written.
             let m2 = st.write_mark().unwrap().unwrap();
             assert_eq!(m2.block, Some(a));

@@ -100,9 +100,14 @@ impl MapStore for Serialized {
         self.inner.write_mark()
     }
 
-    fn written_since(&self, mark: &worldfs_store::WriteMark, most: usize) -> Result<Option<worldfs_store::Written>> {
+    fn written_after(
+        &self,
+        mark: &worldfs_store::WriteMark,
+        after: i64,
+        limit: usize,
+    ) -> Result<Option<worldfs_store::Written>> {
         let _r = self.read();
-        self.inner.written_since(mark, most)
+        self.inner.written_after(mark, after, limit)
     }
 
     fn applies_through_server(&self) -> bool {

@@ -879,11 +879,13 @@ impl MapStore for LiveStore {
 
     /// The database's, as this mount shows them (its changes the server
     /// has not saved yet in their place), counted as `count` does.
-    fn written_since(&self, mark: &crate::WriteMark, most: usize) -> Result<Option<crate::Written>> {
-        let Some(mut w) = self.db.written_since(mark, most)? else { return Ok(None) };
-        w.blocks = w.blocks.into_iter().filter_map(|(p, b)| Some((p, self.shown(p, Some(b))?))).collect();
-        let deleted = self.shown.lock().blocks.values().filter(|s| s.blob.is_none()).count() as u64;
-        w.count = w.count.saturating_sub(deleted);
+    fn written_after(&self, mark: &crate::WriteMark, after: i64, limit: usize) -> Result<Option<crate::Written>> {
+        let Some(mut w) = self.db.written_after(mark, after, limit)? else { return Ok(None) };
+        w.blocks = w.blocks.into_iter().filter_map(|(r, p, b)| Some((r, p, self.shown(p, Some(b))?))).collect();
+        if let Some(end) = &mut w.end {
+            let deleted = self.shown.lock().blocks.values().filter(|s| s.blob.is_none()).count() as u64;
+            end.count = end.count.saturating_sub(deleted);
+        }
         Ok(Some(w))
     }
 }
