@@ -108,12 +108,25 @@ pub struct Note {
     pub what: String,
     /// Journal entries this transaction reverts (for `worldfs undo`).
     pub reverts: Vec<i64>,
+    /// The writer's word that every `Put` changes node types only, from
+    /// the bytes its `Expect` gives (a rename in `find/`: the same nodes,
+    /// params, metadata, timers and block fields): a store that must know
+    /// (a live mount's writes beside the server) need not decode each
+    /// block to learn it.
+    pub nodes_only: bool,
 }
 
 impl Note {
     /// A note saying `what`, reverting nothing.
     pub fn new(what: impl Into<String>) -> Note {
-        Note { what: what.into(), reverts: Vec::new() }
+        Note { what: what.into(), reverts: Vec::new(), nodes_only: false }
+    }
+
+    /// This note with the writer's word that its change is of node types
+    /// only (`Note::nodes_only`).
+    pub fn of_nodes_only(mut self) -> Note {
+        self.nodes_only = true;
+        self
     }
 }
 

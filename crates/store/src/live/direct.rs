@@ -63,8 +63,9 @@ impl LiveStore {
             return Ok(Vec::new());
         }
         let start = std::time::Instant::now();
-        let unchanged = self.unchanged_since_read(requests, &candidates).map_err(|e| (Vec::new(), e))?;
-        let written = write_blocks(direct.as_ref(), requests, changes, &unchanged, note);
+        // Not read first: `apply` just compared every block with what the
+        // mount showed, and each transaction expects that again.
+        let written = write_blocks(direct.as_ref(), requests, changes, &candidates, note);
         if written.is_empty() {
             return Ok(Vec::new());
         }
@@ -104,13 +105,6 @@ impl LiveStore {
             .filter(|l| !shown.blocks.contains_key(&l.pos))
             .map(|l| l.pos)
             .collect()
-    }
-
-    /// Those of `blocks` the database holds as the mount showed them
-    /// (else the server changed them since: they go through it, which
-    /// checks each node against the game).
-    fn unchanged_since_read(&self, requests: &Requests<'_>, blocks: &[BlockPos]) -> Result<Vec<BlockPos>> {
-        self.holding(blocks, |p| requests.before.get(p).and_then(|x| x.as_deref()))
     }
 
     /// Those of `blocks` the database holds as the change made them.

@@ -363,7 +363,7 @@ impl LiveStore {
     /// only for those that go through the server after all
     /// (`make_later_lines`): most are not (on the 2.8M-block world their
     /// text took 11.7 s of a 13 s rename).
-    fn block_requests<'c>(&self, changes: &'c [Change]) -> Result<Requests<'c>> {
+    fn block_requests<'c>(&self, changes: &'c [Change], note: &Note) -> Result<Requests<'c>> {
         let expected: HashMap<BlockPos, &'c Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
         let mut out = Requests { lines: Vec::new(), before: HashMap::new(), written: false };
@@ -380,14 +380,23 @@ impl LiveStore {
                 Some(b) => b.as_deref().map(Cow::Borrowed),
                 None => self.get(pos)?.map(Cow::Owned),
             };
-            let decoded = old.as_deref().map(|o| decode_block(pos, o)).transpose()?;
-            out.before.insert(pos, old);
-            let Some(old) = decoded else {
+            let Some(old_bytes) = old.as_deref() else {
                 return Err(StoreError::Refused(format!(
                     "block {pos} is not stored: new blocks cannot be made while the server runs \
                      (it generates them); stop the server to make it"
                 )));
             };
+            // A rename's blocks (the writer's word, `Note::nodes_only`) are
+            // not decoded here: those that go through the server after all
+            // are when their lines are made.
+            if direct && note.nodes_only && expected.contains_key(&pos) && matches!(c, Change::Put(..)) {
+                out.before.insert(pos, old);
+                out.lines.push(Line::later(pos));
+                continue;
+            }
+            let old_block = decode_block(pos, old_bytes)?;
+            out.before.insert(pos, old);
+            let old = old_block;
             if direct
                 && let Change::Put(_, blob) = c
                 && request::nodes_only_change(pos, &old, &decode_block(pos, blob)?).map_err(StoreError::Refused)?
@@ -571,7 +580,7 @@ impl LiveStore {
     fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
         let start = std::time::Instant::now();
         self.settle_now_and_then();
-        let mut requests = self.block_requests(changes)?;
+        let mut requests = self.block_requests(changes, note)?;
         timing::add(timing::Part::Build, start.elapsed());
         let total = requests.lines.len();
         let by_pos: HashMap<BlockPos, &Change> =
