@@ -127,6 +127,48 @@ fn decode_postings(data: &[u8]) -> Vec<(BlockPos, u32)> {
     out
 }
 
+/// What was written since a mark (`NameIndex::refresh`): each block's
+/// names now (by packed position), how many blocks the map holds, the mark
+/// and the data version as of then.
+struct Since {
+    now: HashMap<u64, Counts>,
+    count: u64,
+    mark: WriteMark,
+    version: Option<u64>,
+}
+
+/// The blocks written since `mark`, read again until the data version stood
+/// still while they were read (at most three times): then the version
+/// describes what was read exactly. Else the version from before the last
+/// reading, which is older than what was read: the next use reads again.
+/// None when the store cannot tell (`worldfs_store::each_written_since`).
+fn written_since(store: &dyn MapStore, mut mark: WriteMark) -> Option<Since> {
+    let mut now: HashMap<u64, Counts> = HashMap::new();
+    let (mut count, mut version) = (0, None);
+    for _ in 0..3 {
+        let before = store.data_version();
+        let most = REFRESH_MOST.saturating_sub(now.len());
+        let end = worldfs_store::each_written_since(store, &mark, most, &mut |page| {
+            for ((_, p, _), counts) in page.iter().zip(counts_in_parallel(page)) {
+                now.insert(p.packed(), counts);
+            }
+        });
+        (count, mark) = match end {
+            Ok(Some(end)) => end,
+            Ok(None) => return None,
+            Err(e) => {
+                log::info!("name index: the blocks written since it was made cannot be read ({e})");
+                return None;
+            }
+        };
+        version = before;
+        if store.data_version() == before {
+            break;
+        }
+    }
+    Some(Since { now, count, mark, version })
+}
+
 /// `decode_postings` without a list: each block (packed) and its nodes to `f`.
 fn each_posting(data: &[u8], mut f: impl FnMut(u64, u32)) {
     let (mut at, mut last) = (0usize, 0i64);
@@ -486,22 +528,10 @@ impl NameIndex {
         }
         let Some(mark) = st.mark else { return false };
         let t = Instant::now();
-        let version = store.data_version();
-        let mut now: HashMap<u64, Counts> = HashMap::new();
-        let end = worldfs_store::each_written_since(store, &mark, REFRESH_MOST, &mut |page| {
-            for ((_, p, _), counts) in page.iter().zip(counts_in_parallel(page)) {
-                now.insert(p.packed(), counts);
-            }
-        });
-        let (count, mark_now) = match end {
-            Ok(Some(end)) => end,
-            Ok(None) => return false,
-            Err(e) => {
-                log::info!("name index: the blocks written since it was made cannot be read ({e})");
-                return false;
-            }
-        };
-        if now.is_empty() {
+        let Some(Since { now, count, mark: mark_now, version }) = written_since(store, mark) else { return false };
+        // The map moved, yet nothing shows: a change in place by a tool that
+        // is not the server (nor worldfs), or a deletion alone.
+        if now.is_empty() && version != st.version {
             return false;
         }
         let Some(mut then) = self.counts_then(&now) else { return false };
@@ -538,6 +568,9 @@ impl NameIndex {
     /// it read, which others may have written since the lists were made.
     fn counts_then(&self, blocks: &HashMap<u64, Counts>) -> Option<HashMap<u64, Counts>> {
         let mut then: HashMap<u64, Counts> = HashMap::new();
+        if blocks.is_empty() {
+            return Some(then);
+        }
         let r = self.file.each_postings(&mut |name, postings| {
             each_posting(postings, |p, n| {
                 if blocks.contains_key(&p) {
