@@ -409,6 +409,21 @@ impl LiveStore {
         Ok(out)
     }
 
+    /// `unmet_expectation` with the blocks read a slice of the change at a
+    /// time (`get_many`), not one by one.
+    fn unmet(&self, changes: &[Change]) -> Result<Option<StoreError>> {
+        for slice in changes.chunks(2048) {
+            let expected: Vec<BlockPos> =
+                slice.iter().filter(|c| matches!(c, Change::Expect(..))).map(Change::pos).collect();
+            let now: HashMap<BlockPos, Option<Vec<u8>>> =
+                expected.iter().copied().zip(self.db.get_many(&expected)?).collect();
+            if let Some(e) = unmet_expectation(slice, |p| Ok(self.shown(p, now.get(&p).cloned().flatten())))? {
+                return Ok(Some(e));
+            }
+        }
+        Ok(None)
+    }
+
     /// The running server's limits (the mod's defaults when none runs).
     fn limits(&self) -> spool::Limits {
         match server_state(&self.world) {
@@ -857,7 +872,7 @@ impl MapStore for LiveStore {
 
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
         let start = std::time::Instant::now();
-        if let Some(e) = unmet_expectation(changes, |p| self.get(p))? {
+        if let Some(e) = self.unmet(changes)? {
             return Err(e);
         }
         let r = self.send(changes, note);
