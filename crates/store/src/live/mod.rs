@@ -100,7 +100,17 @@ struct Shown {
 struct ShownBlocks {
     blocks: HashMap<BlockPos, Shown>,
     bytes: usize,
+    /// Blocks whose change was lost (the run that applied it ended before
+    /// it saved them): they show the database again although no row was
+    /// written, and `written_after` tells so; `lost_too_many` once more
+    /// than `LOST_MOST` were.
+    lost: Vec<BlockPos>,
+    lost_too_many: bool,
 }
+
+/// How many lost blocks `ShownBlocks` lists before it only knows that
+/// there were many (then `written_after` cannot tell what changed).
+const LOST_MOST: usize = 10_000;
 
 impl ShownBlocks {
     fn insert(&mut self, pos: BlockPos, s: Shown) {
@@ -113,6 +123,16 @@ impl ShownBlocks {
     fn remove(&mut self, pos: &BlockPos) {
         if let Some(old) = self.blocks.remove(pos) {
             self.bytes -= old.blob.as_ref().map_or(0, Vec::len);
+        }
+    }
+
+    /// Forget a block whose change its server run lost.
+    fn lose(&mut self, pos: &BlockPos) {
+        self.remove(pos);
+        self.lost.push(*pos);
+        if self.lost.len() > LOST_MOST {
+            self.lost.clear();
+            self.lost_too_many = true;
         }
     }
 }
@@ -345,10 +365,15 @@ impl LiveStore {
     fn shown(&self, pos: BlockPos, db: Option<Vec<u8>>) -> Option<Vec<u8>> {
         let mut shown = self.shown.lock();
         if let Some(s) = shown.blocks.get(&pos) {
-            if fingerprint(&db) == s.db_after && self.current_run().as_deref() == Some(s.run.as_str()) {
+            let unwritten = fingerprint(&db) == s.db_after;
+            if unwritten && self.current_run().as_deref() == Some(s.run.as_str()) {
                 return s.blob.clone();
             }
-            shown.remove(&pos);
+            // Written since: the server saved it (a row the index reads).
+            match unwritten {
+                true => shown.lose(&pos),
+                false => shown.remove(&pos),
+            }
             self.applied.fetch_add(1, Ordering::SeqCst);
         }
         db
@@ -542,14 +567,18 @@ impl LiveStore {
             None => 0,
         };
         let mut shown = self.shown.lock();
-        let gone: Vec<BlockPos> = shown
+        let gone: Vec<(BlockPos, bool)> = shown
             .blocks
             .iter()
-            .filter(|(_, s)| run.as_deref() != Some(s.run.as_str()) || s.seq.is_some_and(|q| q <= saved))
-            .map(|(p, _)| *p)
+            .map(|(p, s)| (*p, run.as_deref() != Some(s.run.as_str()), s.seq.is_some_and(|q| q <= saved)))
+            .filter(|(_, ended, saved)| *ended || *saved)
+            .map(|(p, ended, saved)| (p, ended && !saved))
             .collect();
-        for p in &gone {
-            shown.remove(p);
+        for (p, lost) in &gone {
+            match lost {
+                true => shown.lose(p),
+                false => shown.remove(p),
+            }
         }
         if !gone.is_empty() {
             self.applied.fetch_add(1, Ordering::SeqCst);
@@ -903,12 +932,25 @@ impl MapStore for LiveStore {
 
     /// The database's, as this mount shows them (its changes the server
     /// has not saved yet in their place), counted as `count` does.
+    /// The last page also lists the blocks whose change the server lost
+    /// (`ShownBlocks::lost`): they show the database again, no row written.
     fn written_after(&self, mark: &crate::WriteMark, after: i64, limit: usize) -> Result<Option<crate::Written>> {
         let Some(mut w) = self.db.written_after(mark, after, limit)? else { return Ok(None) };
         w.blocks = w.blocks.into_iter().filter_map(|(r, p, b)| Some((r, p, self.shown(p, Some(b))?))).collect();
         if let Some(end) = &mut w.end {
-            let deleted = self.shown.lock().blocks.values().filter(|s| s.blob.is_none()).count() as u64;
-            end.count = end.count.saturating_sub(deleted);
+            self.prune_saved();
+            let (lost, too_many) = {
+                let mut shown = self.shown.lock();
+                let deleted = shown.blocks.values().filter(|s| s.blob.is_none()).count() as u64;
+                end.count = end.count.saturating_sub(deleted);
+                (std::mem::take(&mut shown.lost), std::mem::take(&mut shown.lost_too_many))
+            };
+            if too_many {
+                return Ok(None);
+            }
+            for (p, b) in lost.iter().zip(self.db.get_many(&lost)?) {
+                w.blocks.extend(b.and_then(|b| Some((0, *p, self.shown(*p, Some(b))?))));
+            }
         }
         Ok(Some(w))
     }
