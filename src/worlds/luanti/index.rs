@@ -621,6 +621,17 @@ impl NameIndex {
         self.proven(store, &self.state.lock())
     }
 
+    /// A number that changes whenever what the index says changes (checked
+    /// against the map as every use is): the `find/` directories' mtime.
+    /// Not made yet: 0, without making it (a listing of the root must not
+    /// build it).
+    pub(crate) fn generation(&self, store: &dyn MapStore) -> Result<u64, String> {
+        if !self.is_made() {
+            return Ok(0);
+        }
+        self.current(store, |st| st.generation)
+    }
+
     /// Whether the index was made (built or loaded) in this process: until
     /// then a listing gives the `names` file a provisional size.
     pub(crate) fn is_made(&self) -> bool {

@@ -536,6 +536,10 @@ impl LuantiTree {
     fn stat(&self, node: &Node) -> Result<Attr> {
         if Self::is_dir(node) {
             self.check_dir(node)?;
+            if let (Node::FindDir | Node::FindName(_), Some(index)) = (node, &self.index) {
+                let generation = index.generation(self.store.as_ref()).map_err(FsError::io)?;
+                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, generation as u32) });
+            }
             return Ok(self.attr(node, Kind::Dir, 0, 0));
         }
         if let Node::FindLink(..) = node {
