@@ -64,6 +64,8 @@ W=$T/world MNT=$T/mnt
 mkdir "$MNT"
 cleanup() {
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
+    # DAEMON_LOG=FILE keeps the daemon's log (at info) there.
+    [ -n "${DAEMON_LOG:-}" ] && cp "$T/daemon.log" "$DAEMON_LOG" 2>/dev/null || true
     [ -n "${COLLECT:-}" ] && kill "$COLLECT" 2>/dev/null || true
     # The bench's own daemon (of a temporary copy): unmounted above.
     [ -n "${DPID:-}" ] && { kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; } || true

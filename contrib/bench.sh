@@ -668,7 +668,20 @@ cold_and_warm() {
     WARM=$(calc "%.2f" "$WALL * 1e6 / $blocks")
     stats_now >"$TMPROOT/${prefix}2"
     row "$label, warm (pair $pair)" "$WALL s" "$WARM us" "$CPU" "daemon $(mb "$(proc_kb "$DPID" VmHWM)") MB"
+    # A warm re-read: the tmpfs side's files read once more, then again at
+    # once (on a large world the second pass above comes minutes after the
+    # first, and this machine's kernel may have dropped the pages between).
+    timed "$(sample_cmd "$MNT")"
+    stats_now >"$TMPROOT/${prefix}3"
+    timed "$(sample_cmd "$MNT")"
+    REREAD=$(calc "%.2f" "$WALL * 1e6 / $(wc -l <"$TMPROOT/sample")")
+    stats_now >"$TMPROOT/${prefix}4"
+    row "$label, re-read (pair $pair)" "$WALL s" "$REREAD us" "$CPU" "" "the tmpfs side's $(wc -l <"$TMPROOT/sample") files, read again at once"
 }
+
+# The walk over the tmpfs side's files only (the list in $TMPROOT/sample),
+# in directory $1.
+sample_cmd() { echo "cd '$1/blocks' && xargs -d '\\n' grep -l -- '$GREP_NAME' <'$TMPROOT/sample' | wc -l"; }
 
 # walk_vs_tmpfs WORLD LABEL PAIRS
 walk_vs_tmpfs() {
@@ -693,12 +706,12 @@ walk_vs_tmpfs() {
     stop_daemon
     n=$(find "$shm/blocks" -type f | wc -l)
     row "what" "wall" "per file" "CPU s" "peak RSS"
-    local ratios_cold=() ratios_warm=() ratios_floor=() ratios_over=() mc mw fc fw t
+    local ratios_cold=() ratios_warm=() ratios_reread=() ratios_floor=() ratios_over=() mc mw mr fc fw t
     local ROUND_TRIP="(no round trip measured)"
     for ((i = 1; i <= pairs; i++)); do
         mount_world ro
         cold_and_warm "mount -o ro" s "$blocks" "$i"
-        mc=$COLD mw=$WARM
+        mc=$COLD mw=$WARM mr=$REREAD
         stop_daemon
         # The floor: the same files through FUSE with no work behind it.
         mount_floor
@@ -709,7 +722,8 @@ walk_vs_tmpfs() {
         timed "$(walk_cmd "$shm")"
         t=$(calc "%.2f" "$WALL * 1e6 / $n")
         row "tmpfs (pair $i)" "$WALL s" "$t us" "$CPU" "$(mb "$RSS") MB" \
-            "$n files; per file: mount/tmpfs cold $(calc "%.2f" "$mc / $t")x, warm $(calc "%.2f" "$mw / $t")x; floor/tmpfs cold $(calc "%.2f" "$fc / $t")x, warm $(calc "%.2f" "$fw / $t")x"
+            "$n files; per file: mount/tmpfs cold $(calc "%.2f" "$mc / $t")x, warm $(calc "%.2f" "$mw / $t")x, re-read $(calc "%.2f" "$mr / $t")x; floor/tmpfs cold $(calc "%.2f" "$fc / $t")x, warm $(calc "%.2f" "$fw / $t")x"
+        ratios_reread+=("$(calc "%.3f" "$mr / $t")")
         ratios_cold+=("$(calc "%.3f" "$mc / $t")")
         ratios_warm+=("$(calc "%.3f" "$mw / $t")")
         ratios_floor+=("$(calc "%.3f" "$fc / $t")")
@@ -717,11 +731,12 @@ walk_vs_tmpfs() {
     done
     echo "  cold: $(stats_per_file "$TMPROOT/s0" "$TMPROOT/s1" "$blocks")"
     echo "  warm: $(stats_per_file "$TMPROOT/s1" "$TMPROOT/s2" "$blocks")"
+    echo "  re-read: $(stats_per_file "$TMPROOT/s3" "$TMPROOT/s4" "$(wc -l <"$TMPROOT/sample")")"
     echo "  floor cold: $(stats_per_file "$TMPROOT/f0" "$TMPROOT/f1" "$blocks")"
     echo "  floor warm: $(stats_per_file "$TMPROOT/f1" "$TMPROOT/f2" "$blocks")"
     echo "  $ROUND_TRIP"
     echo "  mount/tmpfs per file, median of $pairs pairs: cold $(printf '%s\n' "${ratios_cold[@]}" | median)x," \
-        "warm $(printf '%s\n' "${ratios_warm[@]}" | median)x (goal: cold <= $4x, warm <= 2x)"
+        "warm $(printf '%s\n' "${ratios_warm[@]}" | median)x, re-read $(printf '%s\n' "${ratios_reread[@]}" | median)x (goal: cold <= $4x, a warm re-read <= 2x)"
     echo "  floor/tmpfs cold $(printf '%s\n' "${ratios_floor[@]}" | median)x (what FUSE itself costs);" \
         "mount/floor cold $(printf '%s\n' "${ratios_over[@]}" | median)x (what worldfs adds)"
     fig "$label" walk_cold_ratio "$(printf '%s\n' "${ratios_cold[@]}" | median)"

@@ -318,6 +318,7 @@ impl Filesystem for FuseAdapter {
                         uid: 0,
                         gid: 0,
                         provisional: false,
+                        listing_moves: false,
                     });
                     attr.ino = INodeNo(0);
                     reply.entry(&self.fs.ttl(), &attr, Generation(0));

@@ -119,3 +119,62 @@ fn a_conflict_in_a_held_block_refuses_that_block_alone() {
     assert!(server.node([53, -40, 53]).starts_with("default:dirt "), "the game keeps its change");
     assert!(server.node([40, -40, 56]).starts_with("default:desert_stone "), "a block beside it is renamed");
 }
+
+/// The name index of a live mount between the server's saves: a node the
+/// game sets (and the server saves) shows in `find/` within the TTL, the
+/// name the game took out is gone, and a world-wide rename of the new name
+/// reaches it, all from the blocks the server wrote since the index was
+/// built (src/worlds/luanti/index.rs, `refresh`): the index is built once.
+#[test]
+fn a_live_find_shows_what_the_server_saved_without_building_the_index_again() {
+    require_fuse!("a_live_find_shows_what_the_server_saved_without_building_the_index_again");
+    require_minetestserver!("a_live_find_shows_what_the_server_saved_without_building_the_index_again");
+    let world = common::demo_world();
+    let mut server = live::LiveServer::start(world.path(), "server_map_save_interval = 1", true);
+    let m = common::mount::Mounted::new(world.path(), &["ttl=1"]);
+    assert!(m.log_text().contains("changes go through the server"), "{}", m.log_text());
+    let names = m.ok("ls $MNT/find");
+    assert!(!names.lines().any(|l| l == "default:goldblock"), "{names}");
+    let p = [5, 3, 5];
+    let before = server.node(p);
+    let block = BlockPos::new(0, 0, 0);
+    assert_eq!(m.ok("ls $MNT/find/default:goldblock 2>/dev/null || true"), "");
+    let said = server.ask(&["set 5 3 5 default:goldblock".into()], std::time::Duration::from_secs(10));
+    assert_eq!(said, ["set 5 3 5"]);
+    // Saved within a second or two; then shown within the TTL.
+    let start = std::time::Instant::now();
+    let listed = loop {
+        let (_, out, _) = m.sh("ls $MNT/find/default:goldblock 2>/dev/null");
+        if !out.trim().is_empty() || start.elapsed() > std::time::Duration::from_secs(15) {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(listed.trim(), "0,0,0", "the game's goldblock in find/");
+    assert!(has(&stored(world.path(), block), b"default:goldblock"), "saved by the server");
+    // The same block renamed world-wide, from the index as refreshed.
+    m.ok("mv $MNT/find/default:goldblock $MNT/find/default:diamondblock");
+    assert_eq!(m.refusals(), "");
+    assert!(server.node(p).starts_with("default:diamondblock "), "renamed in the game: {}", server.node(p));
+    assert_eq!(m.ok("ls $MNT/find/default:diamondblock").trim(), "0,0,0");
+    // The game puts back what was there: the name is gone from the listing
+    // once saved (a name looked up before may stay in the kernel's cache).
+    let name = before.split(' ').next().unwrap_or_default().to_string();
+    let said = server.ask(&[format!("set 5 3 5 {name}")], std::time::Duration::from_secs(10));
+    assert_eq!(said, ["set 5 3 5"]);
+    let start = std::time::Instant::now();
+    while m.ok("ls $MNT/find").lines().any(|l| l == "default:diamondblock") {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(15),
+            "default:diamondblock still in find/:\n{}",
+            m.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(m.ok("ls $MNT/find/default:diamondblock 2>/dev/null || true").trim(), "", "no block holds it");
+    let log = m.log_text();
+    assert_eq!(log.matches("names built in").count(), 1, "the index was built again:\n{log}");
+    assert!(log.contains("taken in"), "no refresh:\n{log}");
+    m.unmount();
+    assert!(server.stop().success());
+}

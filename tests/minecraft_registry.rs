@@ -180,7 +180,7 @@ fn names_a_chunk_already_holds_are_taken_back_as_they_are() {
     };
     entry.insert("Name", Tag::String("minecraft:old_stone".into()));
     let new = worldfs_codec::minecraft::nbt::encode(&name, &root).unwrap();
-    let note = worldfs_store::Note { what: "another program".into(), reverts: Vec::new() };
+    let note = worldfs_store::Note::new("another program");
     regions.write_chunk(1, 3, &old, &new, &note).unwrap();
     let before = oracle(w.path());
     let odd = before.iter().find(|l| l.starts_with("section 1,3 2 ")).unwrap();

@@ -160,6 +160,11 @@ pub struct Attr {
     /// whole world) that a listing should not cost. Given with a TTL of
     /// zero, so the kernel asks again (LOOKUP, GETATTR) before it uses it.
     pub(crate) provisional: bool,
+    /// A directory whose listing others may change (`find/`, by a running
+    /// server's saves): kept for the TTL only, its mtime moving with the
+    /// listing, since the kernel keeps listings (it opens directories
+    /// itself) until a directory's mtime changes.
+    pub(crate) listing_moves: bool,
 }
 
 impl Attr {
@@ -189,6 +194,7 @@ impl Attr {
             uid: opts.uid,
             gid: opts.gid,
             provisional: false,
+            listing_moves: false,
         }
     }
 }
@@ -393,6 +399,7 @@ impl WorldFs {
     pub fn attr_ttl(&self, a: &Attr) -> Duration {
         match a.kind {
             _ if a.ino == STATS_FILE || a.provisional => Duration::ZERO,
+            Kind::Dir if a.listing_moves => self.ttl(),
             Kind::Dir => self.entry_ttl(),
             Kind::File if !is_core(a.ino) && self.tree.watched(a.ino) && self.watch.hand_out(a.ino) => self.entry_ttl(),
             Kind::File | Kind::Symlink => self.ttl(),

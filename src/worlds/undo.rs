@@ -60,7 +60,7 @@ pub(crate) type RecordReader<'a> = &'a dyn Fn(&str, &str) -> Result<Option<Vec<u
 
 impl Plan {
     pub(crate) fn note(&self) -> Note {
-        Note { what: self.what.clone(), reverts: self.reverts.iter().map(|c| c.id).collect() }
+        Note { what: self.what.clone(), reverts: self.reverts.iter().map(|c| c.id).collect(), nodes_only: false }
     }
 }
 

@@ -108,12 +108,25 @@ pub struct Note {
     pub what: String,
     /// Journal entries this transaction reverts (for `worldfs undo`).
     pub reverts: Vec<i64>,
+    /// The writer's word that every `Put` changes node types only, from
+    /// the bytes its `Expect` gives (a rename in `find/`: the same nodes,
+    /// params, metadata, timers and block fields): a store that must know
+    /// (a live mount's writes beside the server) need not decode each
+    /// block to learn it.
+    pub nodes_only: bool,
 }
 
 impl Note {
     /// A note saying `what`, reverting nothing.
     pub fn new(what: impl Into<String>) -> Note {
-        Note { what: what.into(), reverts: Vec::new() }
+        Note { what: what.into(), reverts: Vec::new(), nodes_only: false }
+    }
+
+    /// This note with the writer's word that its change is of node types
+    /// only (`Note::nodes_only`).
+    pub fn of_nodes_only(mut self) -> Note {
+        self.nodes_only = true;
+        self
     }
 }
 
@@ -257,6 +270,25 @@ pub trait MapStore: Send + Sync {
         None
     }
 
+    /// Where the map's writes stand now, to ask later which blocks were
+    /// written since (`written_since`). None: the store cannot tell.
+    fn write_mark(&self) -> Result<Option<WriteMark>> {
+        Ok(None)
+    }
+
+    /// One page of the blocks written (added or replaced) since `mark`:
+    /// those written after row `after` (at first the mark's own), at most
+    /// `limit`, in the order written, each with its row and bytes. A page
+    /// shorter than `limit` is the last and tells how the map stands as of
+    /// it (`Written::end`). Deleted blocks are not listed: the count tells
+    /// of them. None: the store keeps no order of writes. Each page is one
+    /// short read (a server's save waits for none); `each_written_since`
+    /// reads them all.
+    fn written_after(&self, mark: &WriteMark, after: i64, limit: usize) -> Result<Option<Written>> {
+        let _ = (mark, after, limit);
+        Ok(None)
+    }
+
     /// Whether `apply` hands the change to another process that applies
     /// it (a running server: `live::LiveStore`) instead of writing the
     /// database here: such applies of different blocks may run at once
@@ -290,6 +322,79 @@ pub trait MapStore: Send + Sync {
     ) -> Result<Consistency> {
         let _ = scratch;
         read_by_pages(self, each)
+    }
+}
+
+/// A point in a map's writes (`MapStore::write_mark`): the last row
+/// written, the block it holds and a checksum of its key and bytes, by
+/// which a store tells that row still holds what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteMark {
+    /// The store's number of the row (SQLite's row id; 0: none).
+    pub row: i64,
+    /// The block that row holds.
+    pub block: Option<BlockPos>,
+    /// A checksum of the row's key and bytes.
+    pub check: u32,
+}
+
+/// A block written since a mark: its row, position and bytes now.
+pub type WrittenBlock = (i64, BlockPos, Vec<u8>);
+
+/// A page of `MapStore::written_after`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// Blocks written after the row asked for, in the order written: (row,
+    /// block, its bytes now).
+    pub blocks: Vec<WrittenBlock>,
+    /// On the last page: the map as of it.
+    pub end: Option<WrittenEnd>,
+}
+
+/// How the map stands as of the last page of `MapStore::written_after`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenEnd {
+    /// How many blocks the map holds.
+    pub count: u64,
+    /// The mark now.
+    pub mark: WriteMark,
+    /// Whether the mark's row still holds what it did; None: it is gone.
+    pub mark_row_kept: Option<bool>,
+}
+
+/// Every block written since `mark`, a page at a time to `each` (a block
+/// written twice may come twice: the later is what it holds), and how many
+/// blocks the map holds and its mark as of the last page. None when the
+/// store cannot tell, when more than `most` were written, and when a row
+/// at or below the mark may have been given again: every write gives its
+/// row a number above all others (SQLite's REPLACE picks the new row id
+/// before it deletes the old row), so that happens only if the mark's row
+/// was deleted while it was the last. The mark's row must thus still hold
+/// what it did, or its block must have been written again since.
+pub fn each_written_since(
+    store: &dyn MapStore,
+    mark: &WriteMark,
+    most: usize,
+    each: &mut dyn FnMut(&[WrittenBlock]),
+) -> Result<Option<(u64, WriteMark)>> {
+    const PAGE: usize = 1000;
+    let (mut after, mut seen, mut mark_block_again) = (mark.row, 0usize, false);
+    loop {
+        let Some(page) = store.written_after(mark, after, PAGE)? else { return Ok(None) };
+        seen += page.blocks.len();
+        if seen > most {
+            return Ok(None);
+        }
+        mark_block_again |= page.blocks.iter().any(|(_, p, _)| Some(*p) == mark.block);
+        after = page.blocks.last().map_or(after, |b| b.0);
+        each(&page.blocks);
+        if let Some(end) = page.end {
+            let kept = match end.mark_row_kept {
+                Some(kept) => kept,
+                None => mark.row == 0 || mark_block_again,
+            };
+            return Ok(kept.then_some((end.count, end.mark)));
+        }
     }
 }
 
@@ -333,6 +438,12 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
         (**self).last_commit_versions()
+    }
+    fn write_mark(&self) -> Result<Option<WriteMark>> {
+        (**self).write_mark()
+    }
+    fn written_after(&self, mark: &WriteMark, after: i64, limit: usize) -> Result<Option<Written>> {
+        (**self).written_after(mark, after, limit)
     }
     fn applies_through_server(&self) -> bool {
         (**self).applies_through_server()

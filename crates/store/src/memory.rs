@@ -29,6 +29,9 @@ pub struct MemoryStore {
     fail: Mutex<Option<FailRule>>,
     version: std::sync::atomic::AtomicU64,
     read_only: bool,
+    /// When each block was last written (`MapStore::written_since`), and
+    /// the last number given.
+    written: Mutex<(std::collections::HashMap<BlockPos, i64>, i64)>,
 }
 
 impl MemoryStore {
@@ -79,7 +82,29 @@ impl MemoryStore {
     /// A change made by "another process": not journaled, no failure rule.
     pub fn put_behind_the_back(&self, pos: BlockPos, blob: Vec<u8>) {
         self.blocks.lock().insert(pos, blob);
+        self.mark_written(pos);
         self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A change by another process that rewrites the block in place,
+    /// unseen by `written_since` (as SQLite's plain UPDATE by another tool).
+    pub fn update_in_place_behind_the_back(&self, pos: BlockPos, blob: Vec<u8>) {
+        self.blocks.lock().insert(pos, blob);
+        self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// A block deleted by another process.
+    pub fn delete_behind_the_back(&self, pos: BlockPos) {
+        self.blocks.lock().remove(&pos);
+        self.written.lock().0.remove(&pos);
+        self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn mark_written(&self, pos: BlockPos) {
+        let mut w = self.written.lock();
+        w.1 += 1;
+        let n = w.1;
+        w.0.insert(pos, n);
     }
 
     fn after(&self, after: Option<BlockPos>, limit: usize) -> Vec<(BlockPos, Vec<u8>)> {
@@ -125,8 +150,14 @@ impl MapStore for MemoryStore {
         let mut before = Vec::new();
         for c in changes {
             match c {
-                Change::Put(p, b) => before.push((*p, blocks.insert(*p, b.clone()))),
-                Change::Delete(p) => before.push((*p, blocks.remove(p))),
+                Change::Put(p, b) => {
+                    before.push((*p, blocks.insert(*p, b.clone())));
+                    self.mark_written(*p);
+                }
+                Change::Delete(p) => {
+                    before.push((*p, blocks.remove(p)));
+                    self.written.lock().0.remove(p);
+                }
                 Change::Expect(..) => {}
             }
         }
@@ -145,6 +176,28 @@ impl MapStore for MemoryStore {
 
     fn data_version(&self) -> Option<u64> {
         Some(self.version.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    fn write_mark(&self) -> Result<Option<super::WriteMark>> {
+        Ok(Some(super::WriteMark { row: self.written.lock().1, block: None, check: 0 }))
+    }
+
+    /// A model that never gives a number twice: the mark's row is always kept.
+    fn written_after(&self, mark: &super::WriteMark, after: i64, limit: usize) -> Result<Option<super::Written>> {
+        let blocks = self.blocks.lock();
+        let w = self.written.lock();
+        let mut since: Vec<(i64, BlockPos)> = w.0.iter().filter(|(_, n)| **n > after).map(|(p, n)| (*n, *p)).collect();
+        since.sort_unstable();
+        let last = since.len() < limit;
+        since.truncate(limit);
+        Ok(Some(super::Written {
+            blocks: since.iter().map(|(n, p)| (*n, *p, blocks.get(p).cloned().unwrap_or_default())).collect(),
+            end: last.then(|| super::WrittenEnd {
+                count: blocks.len() as u64,
+                mark: super::WriteMark { row: w.1, block: None, check: 0 },
+                mark_row_kept: Some(mark.row <= w.1),
+            }),
+        }))
     }
 }
 

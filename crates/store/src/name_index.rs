@@ -61,8 +61,10 @@ pub struct IndexFile {
 /// into its row piece by piece (SQLite's blob I/O needs a row id); the
 /// pieces wait in a temporary table (a file of SQLite's own, deleted with
 /// the connection, so the index file does not keep their pages) until the
-/// build ends.
-const SCHEMA_VERSION: i64 = 2;
+/// build ends. Version 3: each block in a list carries the name's node
+/// count there (the lists are opaque here; the version tells old files
+/// apart, which are dropped and built again).
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS stamp (one INTEGER PRIMARY KEY CHECK (one = 1), map TEXT NOT NULL,
@@ -176,6 +178,33 @@ impl IndexFile {
         c.query_row("SELECT postings FROM names WHERE name = ?1", params![name], |r| r.get(0))
             .optional()
             .map_err(backend)
+    }
+
+    /// Every name's block list, one name at a time, to `each`.
+    pub fn each_postings(&self, each: &mut dyn FnMut(&[u8], &[u8])) -> Result<()> {
+        let c = self.conn.lock();
+        let mut st = c.prepare("SELECT name, postings FROM names").map_err(backend)?;
+        let mut rows = st.query([]).map_err(backend)?;
+        while let Some(r) = rows.next().map_err(backend)? {
+            let name = r.get_ref(0).map_err(backend)?.as_blob().map_err(|e| backend(e.into()))?;
+            let postings = r.get_ref(1).map_err(backend)?.as_blob().map_err(|e| backend(e.into()))?;
+            each(name, postings);
+        }
+        Ok(())
+    }
+
+    /// Forget the overrides of these blocks (packed positions): the
+    /// block lists describe them again.
+    pub fn drop_overrides(&self, packed: &[u64]) -> Result<()> {
+        let mut c = self.conn.lock();
+        let tx = c.transaction().map_err(backend)?;
+        {
+            let mut del = tx.prepare("DELETE FROM overrides WHERE packed = ?1").map_err(backend)?;
+            for p in packed {
+                del.execute(params![*p as i64]).map_err(backend)?;
+            }
+        }
+        tx.commit().map_err(backend)
     }
 
     /// Every block changed since the build.

@@ -3,7 +3,10 @@
 //! primary key (x, z, y). The schema is detected by looking for a `z`
 //! column, as the engine does. Extra columns and triggers added by other
 //! tools are left alone: writes UPDATE the data column in place and only
-//! INSERT rows that do not exist.
+//! INSERT rows that do not exist. An UPDATE also gives the row a new row id
+//! above all others, as the engine's REPLACE does, so that a reader can
+//! find every block written since a point by its row id
+//! (`MapStore::written_since`).
 
 mod consistent;
 
@@ -14,6 +17,9 @@ use super::{BlockPos, Change, MapStore, Note, Result, StoreError, journal};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// How many blocks `get_many` reads in one read transaction.
+const GET_MANY_CHUNK: usize = 256;
 
 /// Which of the two `blocks` tables a `map.sqlite` has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +53,10 @@ pub struct SqliteStore {
     /// Checked inside every write, under an exclusive lock
     /// (`MapStore::set_write_gate`).
     gate: Option<super::WriteGate>,
+    /// Whether `blocks` has row ids (not a WITHOUT ROWID table): then every
+    /// write gives the row a new id above all others (the engine's REPLACE
+    /// does, and so do our writes), which is how `written_since` finds them.
+    rowids: bool,
 }
 
 fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
@@ -71,10 +81,12 @@ impl SqliteStore {
             identity: Vec::new(),
             header: None,
             gate: None,
+            rowids: false,
         };
         let conn = store.connect()?;
         store.header = std::fs::File::open(path).ok();
         store.schema = detect_schema(&conn).map_err(|e| hot_journal_explained(path, read_only, e))?;
+        store.rowids = conn.prepare("SELECT rowid FROM blocks LIMIT 1").is_ok();
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         store.identity.push((path.to_path_buf(), id));
         store.pool.add(conn);
@@ -216,15 +228,20 @@ impl SqliteStore {
     }
 
     fn row_pos(&self, row: &rusqlite::Row<'_>) -> rusqlite::Result<Option<BlockPos>> {
+        self.row_pos_at(row, 0)
+    }
+
+    /// The block of a row whose key starts at column `first`.
+    fn row_pos_at(&self, row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Option<BlockPos>> {
         Ok(match self.schema {
             Schema::Legacy => {
-                let Some(key) = column_int(row, 0)? else { return Ok(None) };
+                let Some(key) = column_int(row, first)? else { return Ok(None) };
                 let p = BlockPos::from_legacy_key(key);
                 (p.legacy_key() == key).then_some(p)
             }
             Schema::Split => {
-                let (Some(x), Some(y), Some(z)) = (column_int(row, 0)?, column_int(row, 1)?, column_int(row, 2)?)
-                else {
+                let col = |i: usize| column_int(row, first + i);
+                let (Some(x), Some(y), Some(z)) = (col(0)?, col(1)?, col(2)?) else {
                     return Ok(None);
                 };
                 let c = |v: i64| i16::try_from(v).ok();
@@ -234,6 +251,75 @@ impl SqliteStore {
                 }
             }
         })
+    }
+
+    /// The last row written, its block and its checksum (`WriteMark`), in
+    /// `conn`'s transaction.
+    fn mark_in(&self, conn: &Connection) -> Result<super::WriteMark> {
+        let row: i64 =
+            conn.query_row("SELECT coalesce(max(rowid), 0) FROM blocks", [], |r| r.get(0)).map_err(backend)?;
+        let (block, check) = self.row_check(conn, row)?.unwrap_or((None, 0));
+        Ok(super::WriteMark { row, block, check })
+    }
+
+    /// Row `row`'s block and a checksum of its key and bytes; None if there
+    /// is no such row.
+    fn row_check(&self, conn: &Connection, row: i64) -> Result<Option<(Option<BlockPos>, u32)>> {
+        let sql = format!("{} WHERE rowid = ?1", self.select_rows_sql());
+        let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+        let mut rows = stmt.query(params![row]).map_err(backend)?;
+        let Some(r) = rows.next().map_err(backend)? else { return Ok(None) };
+        let block = self.row_pos(r).map_err(backend)?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&block.map_or(u64::MAX, |p| p.packed()).to_le_bytes());
+        crc.update(&column_bytes(r, self.data_column()).map_err(backend)?.unwrap_or_default());
+        Ok(Some((block, crc.sum())))
+    }
+
+    fn select_rows_sql(&self) -> &'static str {
+        match self.schema {
+            Schema::Legacy => "SELECT pos, data FROM blocks",
+            Schema::Split => "SELECT x, y, z, data FROM blocks",
+        }
+    }
+
+    fn data_column(&self) -> usize {
+        match self.schema {
+            Schema::Legacy => 1,
+            Schema::Split => 3,
+        }
+    }
+
+    /// A page of `written_after`, in one read transaction.
+    fn written_in(
+        &self,
+        conn: &Connection,
+        mark: &super::WriteMark,
+        after: i64,
+        limit: usize,
+    ) -> Result<super::Written> {
+        let sql = format!(
+            "{} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2",
+            self.select_rows_sql().replacen("SELECT ", "SELECT rowid, ", 1)
+        );
+        let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+        let mut rows = stmt.query(params![after, limit as i64]).map_err(backend)?;
+        let (mut blocks, mut read) = (Vec::new(), 0usize);
+        while let Some(r) = rows.next().map_err(backend)? {
+            read += 1;
+            let row: i64 = r.get(0).map_err(backend)?;
+            let pos = self.row_pos_at(r, 1).map_err(backend)?;
+            if let Some(p) = pos {
+                blocks.push((row, p, column_bytes(r, self.data_column() + 1).map_err(backend)?.unwrap_or_default()));
+            }
+        }
+        if read == limit {
+            return Ok(super::Written { blocks, end: None });
+        }
+        let mark_row_kept = self.row_check(conn, mark.row)?.map(|(_, check)| check == mark.check);
+        let count: i64 = conn.query_row("SELECT count(*) FROM blocks", [], |r| r.get(0)).map_err(backend)?;
+        let end = super::WrittenEnd { count: count as u64, mark: self.mark_in(conn)?, mark_row_kept };
+        Ok(super::Written { blocks, end: Some(end) })
     }
 
     fn query_after<T>(
@@ -355,6 +441,21 @@ impl MapStore for SqliteStore {
         self.reading(|conn| self.get_in(conn, pos))
     }
 
+    /// A few hundred blocks a read (one connection and transaction taken
+    /// for them all, yet short enough that a server's save waits little).
+    fn get_many(&self, positions: &[BlockPos]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out = Vec::with_capacity(positions.len());
+        for chunk in positions.chunks(GET_MANY_CHUNK) {
+            self.reading(|conn| {
+                for p in chunk {
+                    out.push(self.get_in(conn, *p)?);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    }
+
     fn contains(&self, pos: BlockPos) -> Result<bool> {
         self.reading(|conn| {
             let n: Option<i64> = match self.schema {
@@ -439,7 +540,11 @@ impl MapStore for SqliteStore {
                     match (change, self.schema) {
                         (Change::Put(p, data), Schema::Legacy) => {
                             let n = tx
-                                .prepare_cached("UPDATE blocks SET data = ?1 WHERE pos = ?2")
+                                .prepare_cached(if self.rowids {
+                                    "UPDATE blocks SET data = ?1, rowid = (SELECT max(rowid) FROM blocks) + 1 WHERE pos = ?2"
+                                } else {
+                                    "UPDATE blocks SET data = ?1 WHERE pos = ?2"
+                                })
                                 .and_then(|mut s| s.execute(params![data, p.legacy_key()]))
                                 .map_err(backend)?;
                             if n == 0 {
@@ -450,7 +555,12 @@ impl MapStore for SqliteStore {
                         }
                         (Change::Put(p, data), Schema::Split) => {
                             let n = tx
-                                .prepare_cached("UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4")
+                                .prepare_cached(if self.rowids {
+                                    "UPDATE blocks SET data = ?1, rowid = (SELECT max(rowid) FROM blocks) + 1 \
+                                     WHERE x = ?2 AND y = ?3 AND z = ?4"
+                                } else {
+                                    "UPDATE blocks SET data = ?1 WHERE x = ?2 AND y = ?3 AND z = ?4"
+                                })
                                 .and_then(|mut s| s.execute(params![data, p.x, p.y, p.z]))
                                 .map_err(backend)?;
                             if n == 0 {
@@ -475,6 +585,20 @@ impl MapStore for SqliteStore {
                 tx.commit().map_err(backend)
             },
         )
+    }
+
+    fn write_mark(&self) -> Result<Option<super::WriteMark>> {
+        if !self.rowids {
+            return Ok(None);
+        }
+        self.reading(|conn| self.mark_in(conn).map(Some))
+    }
+
+    fn written_after(&self, mark: &super::WriteMark, after: i64, limit: usize) -> Result<Option<super::Written>> {
+        if !self.rowids {
+            return Ok(None);
+        }
+        self.reading(|conn| self.written_in(conn, mark, after, limit).map(Some))
     }
 
     fn count(&self) -> Result<u64> {
@@ -685,6 +809,82 @@ mod tests {
             other.execute_batch("BEGIN; SELECT count(*) FROM blocks; COMMIT;").unwrap();
             assert_eq!(st.data_version(), Some(v2));
         }
+    }
+
+    /// What the engine does to save a block (`REPLACE INTO`), from another connection.
+    fn save_as_the_server(d: &tempfile::TempDir, st: &SqliteStore, p: BlockPos, data: &[u8]) {
+        let other = Connection::open(d.path().join("map.sqlite")).unwrap();
+        match st.schema() {
+            Schema::Legacy => {
+                other.execute("REPLACE INTO blocks (pos, data) VALUES (?1, ?2)", params![p.legacy_key(), data])
+            }
+            Schema::Split => other
+                .execute("REPLACE INTO blocks (x, y, z, data) VALUES (?1, ?2, ?3, ?4)", params![p.x, p.y, p.z, data]),
+        }
+        .unwrap();
+    }
+
+    #[test]
+    fn blocks_written_since_a_mark_by_us_and_by_the_server() {
+        let (a, b, c, n) =
+            (BlockPos::new(1, 0, 0), BlockPos::new(2, 0, 0), BlockPos::new(3, 0, 0), BlockPos::new(-4, 5, 6));
+        let since_most = |st: &SqliteStore, m: &crate::WriteMark, most: usize| {
+            let mut got: Vec<(BlockPos, Vec<u8>)> = Vec::new();
+            let end = crate::each_written_since(st, m, most, &mut |page| {
+                got.extend(page.iter().map(|(_, p, b)| (*p, b.clone())))
+            })
+            .unwrap();
+            got.sort_by_key(|(p, _)| p.packed());
+            end.map(|(count, _)| (got, count))
+        };
+        let since = |st: &SqliteStore, m: &crate::WriteMark| since_most(st, m, 100);
+        for (d, st) in both() {
+            let put = |p: BlockPos, v: u8| st.apply(&[Change::Put(p, vec![29, v])], &Note::default()).unwrap();
+            [a, b, c].into_iter().for_each(|p| put(p, 1));
+            let m0 = st.write_mark().unwrap().expect("a table with row ids");
+            assert_eq!(since(&st, &m0), Some((vec![], 3)));
+            // The server saves b again and a new block n.
+            save_as_the_server(&d, &st, b, &[29, 2]);
+            save_as_the_server(&d, &st, n, &[29, 3]);
+            assert_eq!(since(&st, &m0), Some((vec![(n, vec![29, 3]), (b, vec![29, 2])], 4)));
+            // Ours are seen too (another mount's index needs them).
+            let m1 = st.write_mark().unwrap().unwrap();
+            put(a, 4);
+            assert_eq!(since(&st, &m1), Some((vec![(a, vec![29, 4])], 4)));
+            assert_eq!(since_most(&st, &m0, 2), None, "more than asked for");
+            // The last row replaced by the server: its block is among the written.
+            let m2 = st.write_mark().unwrap().unwrap();
+            assert_eq!(m2.block, Some(a));
+            save_as_the_server(&d, &st, a, &[29, 5]);
+            assert_eq!(since(&st, &m2), Some((vec![(a, vec![29, 5])], 4)));
+            // The last row deleted: a row id at or below the mark may be given
+            // again, so nothing can be told.
+            let m3 = st.write_mark().unwrap().unwrap();
+            let other = Connection::open(d.path().join("map.sqlite")).unwrap();
+            let key = |p: BlockPos| match st.schema() {
+                Schema::Legacy => format!("pos = {}", p.legacy_key()),
+                Schema::Split => format!("x = {} AND y = {} AND z = {}", p.x, p.y, p.z),
+            };
+            other.execute(&format!("DELETE FROM blocks WHERE {}", key(a)), []).unwrap();
+            assert_eq!(since(&st, &m3), None);
+            save_as_the_server(&d, &st, a, &[29, 6]);
+            assert_eq!(since(&st, &m3), None, "a row id given again");
+            // A deletion elsewhere is told by the count alone.
+            let m4 = st.write_mark().unwrap().unwrap();
+            other.execute(&format!("DELETE FROM blocks WHERE {}", key(c)), []).unwrap();
+            assert_eq!(since(&st, &m4), Some((vec![], 3)));
+        }
+        // A table without row ids cannot tell.
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("map.sqlite");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE blocks (pos INT PRIMARY KEY, data BLOB) WITHOUT ROWID")
+            .unwrap();
+        let st = SqliteStore::open(&path, false).unwrap();
+        st.apply(&[Change::Put(a, vec![29, 1])], &Note::default()).unwrap();
+        assert_eq!(st.get(a).unwrap(), Some(vec![29, 1]));
+        assert_eq!(st.write_mark().unwrap(), None);
     }
 
     #[test]

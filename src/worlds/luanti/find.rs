@@ -305,7 +305,8 @@ impl LuantiTree {
             changes.push(Change::Expect(pos, Some(old)));
             changes.push(Change::Put(pos, new));
         }
-        self.apply_changes(&changes, &Note::new(what.to_string()))?;
+        // Only mapping names changed (`rename_in_block`).
+        self.apply_changes(&changes, &Note::new(what.to_string()).of_nodes_only())?;
         Ok((done, bytes))
     }
 

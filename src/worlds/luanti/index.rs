@@ -20,6 +20,18 @@
 //! the map still has); otherwise a world-wide rename builds it afresh
 //! first. Builds decode each distinct small blob once (`scan::ByBlob`).
 //!
+//! On a live mount the server saves every few seconds, which would make
+//! every use a build. There the index is brought up to date by the blocks
+//! written since it was made instead (`refresh`): SQLite gives every row
+//! written (the engine's REPLACE, our UPDATE) a row id above all others,
+//! so the rows above the mark are what changed; each becomes an override,
+//! its names then read from the block lists (which carry each block's node
+//! counts for this). Deletions do not show as rows: the map's count must
+//! match what the index holds, else it is built again, as it is when the
+//! store cannot tell. A change in place by a tool that is neither the
+//! server nor worldfs does not show either; while a server runs, such a
+//! tool's change is lost at the server's next save of that block anyway.
+//!
 //! Memory: a build holds at most `BUILD_HELD` bytes of block lists (a
 //! varint per block and name: about 2-3 bytes) and appends them to the
 //! index file in pieces as it goes, whatever the world's size; serving holds the names and counts,
@@ -34,7 +46,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use worldfs_codec::luanti::{Block, NodeCounts};
 use worldfs_store::name_index::{IndexFile, NameRow, Override, Stamp};
-use worldfs_store::{BlockPos, MapStore};
+use worldfs_store::{BlockPos, MapStore, WriteMark};
 
 /// The names of a block with how many of its nodes have each.
 pub(crate) type Counts = Vec<(Vec<u8>, u32)>;
@@ -86,7 +98,9 @@ fn get_varint(data: &[u8], at: &mut usize) -> Option<u64> {
 }
 
 /// A block list as zigzag varint deltas of packed positions, in the order
-/// given (scan order keeps neighbours close, so deltas are small).
+/// given (scan order keeps neighbours close, so deltas are small), each
+/// followed by the name's node count in that block (what a block held, for
+/// a refresh that learns the block changed: `NameIndex::refresh`).
 #[derive(Default)]
 struct Postings {
     bytes: Vec<u8>,
@@ -94,21 +108,76 @@ struct Postings {
 }
 
 impl Postings {
-    fn push(&mut self, pos: BlockPos) {
+    fn push(&mut self, pos: BlockPos, nodes: u32) {
         let p = pos.packed() as i64;
         let d = p - self.last;
         self.last = p;
         put_varint(&mut self.bytes, ((d << 1) ^ (d >> 63)) as u64);
+        put_varint(&mut self.bytes, nodes as u64);
     }
 }
 
-fn decode_postings(data: &[u8]) -> Vec<BlockPos> {
+/// Each block of a block list with the name's nodes there.
+fn decode_postings(data: &[u8]) -> Vec<(BlockPos, u32)> {
     let (mut at, mut last, mut out) = (0usize, 0i64, Vec::new());
     while let Some(z) = get_varint(data, &mut at) {
+        let Some(nodes) = get_varint(data, &mut at) else { break };
         last += ((z >> 1) as i64) ^ -((z & 1) as i64);
-        out.push(BlockPos::unpack(last as u64));
+        out.push((BlockPos::unpack(last as u64), nodes as u32));
     }
     out
+}
+
+/// What was written since a mark (`NameIndex::refresh`): each block's
+/// names now (by packed position), how many blocks the map holds, the mark
+/// and the data version as of then.
+struct Since {
+    now: HashMap<u64, Counts>,
+    count: u64,
+    mark: WriteMark,
+    version: Option<u64>,
+}
+
+/// The blocks written since `mark`, read again until the data version stood
+/// still while they were read (at most three times): then the version
+/// describes what was read exactly. Else the version from before the last
+/// reading, which is older than what was read: the next use reads again.
+/// None when the store cannot tell (`worldfs_store::each_written_since`).
+fn written_since(store: &dyn MapStore, mut mark: WriteMark) -> Option<Since> {
+    let mut now: HashMap<u64, Counts> = HashMap::new();
+    let (mut count, mut version) = (0, None);
+    for _ in 0..3 {
+        let before = store.data_version();
+        let most = REFRESH_MOST.saturating_sub(now.len());
+        let end = worldfs_store::each_written_since(store, &mark, most, &mut |page| {
+            for ((_, p, _), counts) in page.iter().zip(counts_in_parallel(page)) {
+                now.insert(p.packed(), counts);
+            }
+        });
+        (count, mark) = match end {
+            Ok(Some(end)) => end,
+            Ok(None) => return None,
+            Err(e) => {
+                log::info!("name index: the blocks written since it was made cannot be read ({e})");
+                return None;
+            }
+        };
+        version = before;
+        if store.data_version() == before {
+            break;
+        }
+    }
+    Some(Since { now, count, mark, version })
+}
+
+/// `decode_postings` without a list: each block (packed) and its nodes to `f`.
+fn each_posting(data: &[u8], mut f: impl FnMut(u64, u32)) {
+    let (mut at, mut last) = (0usize, 0i64);
+    while let Some(z) = get_varint(data, &mut at) {
+        let Some(nodes) = get_varint(data, &mut at) else { break };
+        last += ((z >> 1) as i64) ^ -((z & 1) as i64);
+        f(last as u64, nodes as u32);
+    }
 }
 
 fn encode_counts(c: &Counts) -> Vec<u8> {
@@ -165,6 +234,12 @@ struct State {
     generation: u64,
     /// The positions of recently listed names: (name, generation, list).
     listed: Vec<(Vec<u8>, u64, Arc<Vec<BlockPos>>)>,
+    /// Where the map's writes stood when the index was built (or last
+    /// refreshed), for `NameIndex::refresh`; None: not known.
+    mark: Option<WriteMark>,
+    /// How many blocks the build read: with the overrides, how many the
+    /// index knows to be there.
+    rows: u64,
 }
 
 pub(crate) struct NameIndex {
@@ -182,6 +257,12 @@ pub(crate) struct NameIndex {
     numbers: Mutex<Numbers>,
     /// How many scans built it (for tests).
     builds: std::sync::atomic::AtomicU64,
+    /// Whether a map changed by others is brought up to date by the blocks
+    /// written since (`refresh`) rather than built again: on a live mount,
+    /// whose other writer is the server.
+    by_rows: bool,
+    /// How many refreshes took blocks in (for tests).
+    refreshes: std::sync::atomic::AtomicU64,
 }
 
 /// Where index files live: $XDG_CACHE_HOME/worldfs, else ~/.cache/worldfs,
@@ -235,9 +316,13 @@ impl NameIndex {
                 overrides: HashMap::new(),
                 generation: 0,
                 listed: Vec::new(),
+                mark: None,
+                rows: 0,
             }),
             numbers: Mutex::new((HashMap::new(), Vec::new())),
             builds: std::sync::atomic::AtomicU64::new(0),
+            by_rows: false,
+            refreshes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -245,6 +330,15 @@ impl NameIndex {
     /// size and modification time are part of the map's fingerprint.
     pub(crate) fn with_files(mut self, files: Vec<std::path::PathBuf>) -> NameIndex {
         self.files = files;
+        self
+    }
+
+    /// Bring the index up to date by the blocks written since it was made
+    /// (`refresh`) when others changed the map: for a live mount, where the
+    /// other writer is the server, which gives every block it saves a new
+    /// row.
+    pub(crate) fn refreshed_by_rows(mut self) -> NameIndex {
+        self.by_rows = true;
         self
     }
 
@@ -326,7 +420,9 @@ impl NameIndex {
         if st.valid && due {
             st.checked = Some(Instant::now());
             let same_print = self.fingerprint_of_sample(store, &st.sample) == st.fingerprint;
-            if !self.still_current((store.data_version(), st.version), same_print, st.built.elapsed()) {
+            if !self.still_current((store.data_version(), st.version), same_print, st.built.elapsed())
+                && !self.refresh(store, &mut st)
+            {
                 log::info!("name index: the map changed outside this mount; it will be built again");
                 st.valid = false;
             }
@@ -358,11 +454,15 @@ impl NameIndex {
                 .into_iter()
                 .map(|o| (o.packed, (decode_counts(&o.base), decode_counts(&o.now))))
                 .collect();
+            st.mark = None;
         } else {
             let t = Instant::now();
             let built_ms = crate::sys::time::now_secs() * 1000;
             let stamp = Stamp { map: self.stamped(&print), version: now, built_ms };
-            let rows = build(store, &self.file, &stamp)?;
+            // Read before the scan: what is written while it runs is above it.
+            st.mark = if self.by_rows { store.write_mark().ok().flatten() } else { None };
+            let (rows, scanned) = build(store, &self.file, &stamp)?;
+            st.rows = scanned;
             self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             log::info!(
                 "name index: {} names built in {:.1} s ({})",
@@ -391,7 +491,9 @@ impl NameIndex {
     /// now (the index is built afresh).
     pub(crate) fn blocks_for_write(&self, store: &dyn MapStore, name: &[u8]) -> Result<Arc<Vec<BlockPos>>, String> {
         let mut st = self.state.lock();
-        if !self.proven(store, &st) {
+        // Made current by the blocks written since (a live mount) where it can.
+        let current = self.proven(store, &st) || (st.scanned_here && self.refresh(store, &mut st));
+        if !current {
             self.load_or_build(store, &mut st, true)?;
         }
         drop(st);
@@ -414,10 +516,120 @@ impl NameIndex {
             && self.fingerprint_of_sample(store, &st.sample) == st.fingerprint
     }
 
+    /// Bring the index up to the map as it is now by the blocks written
+    /// since it was made (`worldfs_store::each_written_since`), without a
+    /// scan: each becomes an override (its names when the index was made,
+    /// from the block lists, and now). Deleted blocks are not among them:
+    /// the map's count must then be what the index holds, else (and when
+    /// the store cannot tell, or nothing was written although the map
+    /// moved: a change in place) false, and the caller builds it again.
+    fn refresh(&self, store: &dyn MapStore, st: &mut State) -> bool {
+        if !self.by_rows || !st.valid {
+            return false;
+        }
+        let Some(mark) = st.mark else { return false };
+        let t = Instant::now();
+        let Some(Since { now, count, mark: mark_now, version }) = written_since(store, mark) else { return false };
+        let Some(mut then) = self.counts_then(&now) else { return false };
+        let mut overrides = st.overrides.clone();
+        for (packed, counts) in now {
+            overrides.remove(&packed);
+            let base = then.remove(&packed).unwrap_or_default();
+            // A block written with the names the lists give it needs no override.
+            if base != counts {
+                overrides.insert(packed, (base, counts));
+            }
+        }
+        let exists = |c: &Counts| i64::from(!c.is_empty());
+        let held = st.rows as i64 + overrides.values().map(|(b, n)| exists(n) - exists(b)).sum::<i64>();
+        if held != count as i64 || overrides.len() > OVERRIDES_MOST {
+            log::info!(
+                "name index: the map holds {count} blocks, the index {held} (some were deleted), or too many changed"
+            );
+            return false;
+        }
+        let written = overrides.len();
+        self.take_in(store, st, overrides, version, mark_now);
+        self.refreshes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        log::info!(
+            "name index: blocks written by others taken in ({written} overrides) in {:.2} s",
+            t.elapsed().as_secs_f64()
+        );
+        st.valid
+    }
+
+    /// The names the block lists give each block of `blocks` (by packed
+    /// position): one pass over every name's list. What an override's base
+    /// must be, also where this mount's own change made it from the block
+    /// it read, which others may have written since the lists were made.
+    fn counts_then(&self, blocks: &HashMap<u64, Counts>) -> Option<HashMap<u64, Counts>> {
+        let mut then: HashMap<u64, Counts> = HashMap::new();
+        if blocks.is_empty() {
+            return Some(then);
+        }
+        let r = self.file.each_postings(&mut |name, postings| {
+            each_posting(postings, |p, n| {
+                if blocks.contains_key(&p) {
+                    then.entry(p).or_default().push((name.to_vec(), n));
+                }
+            })
+        });
+        if let Err(e) = r {
+            log::warn!("name index: {e}");
+            return None;
+        }
+        then.values_mut().for_each(|c| c.sort());
+        Some(then)
+    }
+
+    /// A refresh's overrides become the index's, here and in its file.
+    fn take_in(
+        &self,
+        store: &dyn MapStore,
+        st: &mut State,
+        overrides: HashMap<u64, (Counts, Counts)>,
+        version: Option<u64>,
+        mark: WriteMark,
+    ) {
+        let gone: Vec<u64> = st.overrides.keys().filter(|p| !overrides.contains_key(p)).copied().collect();
+        let rows: Vec<Override> = overrides
+            .iter()
+            .filter(|(p, o)| st.overrides.get(p) != Some(o))
+            .map(|(p, (b, n))| Override { packed: *p, base: encode_counts(b), now: encode_counts(n) })
+            .collect();
+        st.overrides = overrides;
+        st.version = version;
+        st.mark = Some(mark);
+        st.fingerprint = self.fingerprint_of_sample(store, &st.sample);
+        st.checked = Some(Instant::now());
+        st.generation += 1;
+        st.listed.clear();
+        let saved = self
+            .file
+            .drop_overrides(&gone)
+            .and_then(|()| self.file.put_overrides(&rows, version))
+            .and_then(|()| self.file.restamp(&self.stamped(&st.fingerprint), version));
+        if let Err(e) = saved {
+            log::warn!("name index: {e}; it will be built again");
+            st.valid = false;
+        }
+    }
+
     /// Whether a write would trust the index now (for tests).
     #[cfg(test)]
     pub(crate) fn is_proven(&self, store: &dyn MapStore) -> bool {
         self.proven(store, &self.state.lock())
+    }
+
+    /// A number that changes whenever what the index says changes (checked
+    /// against the map as every use is): the `find/` directories' mtime.
+    /// Not made yet: 0, without making it (a listing of the root must not
+    /// build it).
+    pub(crate) fn generation(&self, store: &dyn MapStore) -> Result<u64, String> {
+        if !self.is_made() {
+            return Ok(0);
+        }
+        self.current(store, |st| st.generation)
     }
 
     /// Whether the index was made (built or loaded) in this process: until
@@ -470,7 +682,7 @@ impl NameIndex {
             return Ok(l);
         }
         let postings = self.file.postings(name).map_err(|e| e.to_string())?.unwrap_or_default();
-        let mut list = decode_postings(&postings);
+        let mut list: Vec<BlockPos> = decode_postings(&postings).into_iter().map(|(p, _)| p).collect();
         self.current(store, |st| {
             list.retain(|p| !st.overrides.contains_key(&p.packed()));
             for (&packed, (_, now)) in &st.overrides {
@@ -527,6 +739,12 @@ impl NameIndex {
                 st.version = Some(end)
             }
             (None, None, _) => {}
+            // Others wrote too: the next use takes in what was written since
+            // the index was last current, ours and theirs (`refresh`).
+            _ if self.by_rows && st.mark.is_some() => {
+                st.checked = None;
+                return;
+            }
             _ => {
                 log::info!("name index: the map changed outside this mount meanwhile; it will be built again");
                 st.valid = false;
@@ -553,15 +771,16 @@ impl NameIndex {
             return;
         }
         let r = (|| -> Result<(), String> {
-            let list = |n: &[u8]| -> Result<Vec<BlockPos>, String> {
+            let list = |n: &[u8]| -> Result<Vec<(BlockPos, u32)>, String> {
                 Ok(decode_postings(&self.file.postings(n).map_err(|e| e.to_string())?.unwrap_or_default()))
             };
-            let mut merged = list(from)?;
-            merged.extend(list(to)?);
-            merged.sort_by_key(BlockPos::packed);
-            merged.dedup();
+            // A block holding both names holds the new one with both counts.
+            let mut merged: BTreeMap<u64, u32> = BTreeMap::new();
+            for (p, n) in list(from)?.into_iter().chain(list(to)?) {
+                *merged.entry(p.packed()).or_default() += n;
+            }
             let mut postings = Postings::default();
-            merged.iter().for_each(|&p| postings.push(p));
+            merged.iter().for_each(|(&p, &n)| postings.push(BlockPos::unpack(p), n));
             let count = |n: &[u8]| st.base.iter().find(|i| i.name == n).map_or(0, |i| i.nodes);
             let row = NameRow {
                 name: to.to_vec(),
@@ -626,6 +845,40 @@ fn info(r: NameRow) -> NameInfo {
     NameInfo { name: r.name, blocks: r.blocks, nodes: r.nodes }
 }
 
+/// How many blocks written by others one refresh takes in; more, and the
+/// index is built again (as fast, and its memory bounded).
+const REFRESH_MOST: usize = 200_000;
+
+/// How many overrides the index keeps before a refresh builds it again
+/// instead (each holds two blocks' names in memory).
+const OVERRIDES_MOST: usize = 200_000;
+
+/// The names of each block of a page, decoded on every core (a block that
+/// does not decode: none).
+fn counts_in_parallel(page: &[worldfs_store::WrittenBlock]) -> Vec<Counts> {
+    let of = |blob: &[u8]| -> Counts {
+        let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { return Vec::new() };
+        let mut c: Counts = Vec::new();
+        for m in mapping {
+            let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0).map(std::mem::take) else { continue };
+            match c.iter_mut().find(|(name, _)| *name == m.name) {
+                Some((_, k)) => *k += n,
+                None => c.push((m.name, n)),
+            }
+        }
+        c.sort();
+        c
+    };
+    let chunk = page.len().div_ceil(super::scan::threads()).max(1);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = page
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|(_, _, b)| of(b)).collect::<Vec<_>>()))
+            .collect();
+        parts.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    })
+}
+
 /// How many blocks (the first by key) the fingerprint reads.
 const FINGERPRINT_BLOCKS: usize = 8;
 
@@ -645,12 +898,18 @@ const BUILD_HELD: usize = 8 << 20;
 
 /// One scan of every block: each name's counts and block list, appended to
 /// `file` in pieces as the scan goes, the index replaced at the end.
-fn build(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp) -> Result<Vec<NameInfo>, String> {
+/// Gives each name's counts and how many blocks were read.
+fn build(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp) -> Result<(Vec<NameInfo>, u64), String> {
     build_holding(store, file, stamp, BUILD_HELD)
 }
 
 /// `build`, appending whenever more than `most` bytes are held.
-fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: usize) -> Result<Vec<NameInfo>, String> {
+fn build_holding(
+    store: &dyn MapStore,
+    file: &IndexFile,
+    stamp: &Stamp,
+    most: usize,
+) -> Result<(Vec<NameInfo>, u64), String> {
     #[derive(Default)]
     struct Acc {
         blocks: u64,
@@ -676,10 +935,12 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
         let refs: Vec<(&[u8], &[u8])> = pieces.iter().map(|(n, b)| (*n, b.as_slice())).collect();
         out.append(&refs).map_err(|e| e.to_string())
     };
+    let mut scanned = 0u64;
     crate::worlds::luanti::scan::scan(
         store,
-        |blocks| names_in_slice(blocks, &seen, &names),
-        |part| {
+        |blocks| (blocks.len() as u64, names_in_slice(blocks, &seen, &names)),
+        |(read, part)| {
+            scanned += read;
             for (id, nodes, pos) in part {
                 let id = id as usize;
                 if id >= acc.len() {
@@ -689,7 +950,7 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
                 a.blocks += 1;
                 a.nodes += nodes as u64;
                 let before = a.postings.bytes.len();
-                a.postings.push(pos);
+                a.postings.push(pos, nodes);
                 held += a.postings.bytes.len() - before;
             }
             if held > most {
@@ -709,7 +970,7 @@ fn build_holding(store: &dyn MapStore, file: &IndexFile, stamp: &Stamp, most: us
         .collect();
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     out.finish(stamp, &rows).map_err(|e| e.to_string())?;
-    Ok(rows.into_iter().map(info).collect())
+    Ok((rows.into_iter().map(info).collect(), scanned))
 }
 
 /// A table hashed fast: the build hashes the names of every distinct blob
@@ -845,9 +1106,10 @@ mod tests {
 
     #[test]
     fn postings_and_counts_encode_and_decode() {
-        let ps = [BlockPos::new(0, 0, 0), BlockPos::new(-2048, 2047, 5), BlockPos::new(3, -1, -2048)];
+        let ps =
+            [(BlockPos::new(0, 0, 0), 4096), (BlockPos::new(-2048, 2047, 5), 1), (BlockPos::new(3, -1, -2048), 77)];
         let mut p = Postings::default();
-        ps.iter().for_each(|&x| p.push(x));
+        ps.iter().for_each(|&(x, n)| p.push(x, n));
         assert_eq!(decode_postings(&p.bytes), ps);
         let c: Counts = vec![(b"air".to_vec(), 4000), (b"x:y".to_vec(), 96)];
         assert_eq!(decode_counts(&encode_counts(&c)), c);
@@ -867,8 +1129,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (whole, pieces) =
             (IndexFile::open(&d.path().join("a")).unwrap(), IndexFile::open(&d.path().join("b")).unwrap());
-        let names = build_holding(&store, &whole, &stamp, usize::MAX).unwrap();
-        assert_eq!(build_holding(&store, &pieces, &stamp, 0).unwrap(), names);
+        let (names, scanned) = build_holding(&store, &whole, &stamp, usize::MAX).unwrap();
+        assert_eq!(scanned, 2600);
+        assert_eq!(build_holding(&store, &pieces, &stamp, 0).unwrap(), (names.clone(), 2600));
         assert_eq!(names.iter().find(|n| n.name == b"default:chest").unwrap().blocks, 372);
         for n in ["air", "default:stone", "default:chest"] {
             let got = pieces.postings(n.as_bytes()).unwrap().unwrap();
@@ -878,7 +1141,7 @@ mod tests {
                 .filter(|(p, _)| n != "default:chest" || (p.x + 50 * (p.y + 20)) % 7 == 0)
                 .map(|(p, _)| p.packed())
                 .collect();
-            let mut listed: Vec<u64> = decode_postings(&got).iter().map(BlockPos::packed).collect();
+            let mut listed: Vec<u64> = decode_postings(&got).iter().map(|(p, _)| p.packed()).collect();
             want.sort();
             listed.sort();
             assert_eq!(listed, want, "{n}");
@@ -959,6 +1222,111 @@ mod tests {
         let stones: Vec<&Hit> = hits.iter().filter(|h| h.0 == stone).collect();
         assert_eq!(stones, vec![&(stone, 3, pos)], "one hit, nodes of ids 1 and 3");
         assert_eq!(hits.len(), 3, "air, stone, chest: {hits:?}");
+    }
+
+    /// What an index built afresh over `store` says: every name's counts
+    /// and blocks.
+    fn fresh(store: &MemoryStore) -> Vec<(NameInfo, Vec<BlockPos>)> {
+        let d = tempfile::tempdir().unwrap();
+        let idx = NameIndex::open(d.path(), "fresh".into(), Duration::ZERO, Duration::ZERO).unwrap();
+        let names = idx.names(store).unwrap();
+        names.into_iter().map(|n| (n.clone(), idx.blocks_with(store, &n.name).unwrap().to_vec())).collect()
+    }
+
+    fn shown(idx: &NameIndex, store: &MemoryStore) -> Vec<(NameInfo, Vec<BlockPos>)> {
+        let names = idx.names(store).unwrap();
+        names.into_iter().map(|n| (n.clone(), idx.blocks_with(store, &n.name).unwrap().to_vec())).collect()
+    }
+
+    fn refreshes(idx: &NameIndex) -> u64 {
+        idx.refreshes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A live mount's index takes in what the server wrote (each block a
+    /// new row) without a scan, and says what one built afresh says; a
+    /// write trusts it after that.
+    #[test]
+    fn a_live_index_takes_in_blocks_written_by_others_without_a_scan() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |x: i16| BlockPos::new(x, 0, 0);
+        let store = MemoryStore::with_blocks((0..40).map(|x| {
+            let names: &[&str] = if x % 4 == 0 { &["default:stone", "default:chest"] } else { &["default:stone"] };
+            (at(x), block(names).encode().unwrap())
+        }));
+        let idx = NameIndex::open(d.path(), "live".into(), Duration::ZERO, Duration::ZERO).unwrap().refreshed_by_rows();
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!(idx.builds(), 1);
+        // The server saves: a chest taken out, one put in, a new block, a
+        // block saved again as it was.
+        store.put_behind_the_back(at(0), block(&["default:stone"]).encode().unwrap());
+        store.put_behind_the_back(at(1), block(&["default:stone", "default:chest", "default:mese"]).encode().unwrap());
+        store.put_behind_the_back(at(99), block(&["default:chest"]).encode().unwrap());
+        store.put_behind_the_back(at(2), block(&["default:stone"]).encode().unwrap());
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!((idx.builds(), refreshes(&idx)), (1, 1));
+        assert!(idx.is_proven(&store), "refreshed here: a write may trust it");
+        // This mount's own change, then the server's save of more: the
+        // refresh sees ours among them and stays right.
+        let v0 = store.data_version();
+        let mine = block(&["default:dirt"]);
+        let old = Block::decode(&store.get(at(5)).unwrap().unwrap()).unwrap();
+        store.apply(&[Change::Put(at(5), mine.encode().unwrap())], &Note::default()).unwrap();
+        idx.wrote(&store, v0, store.data_version());
+        idx.changed(at(5), Some(&old), Some(&mine));
+        store.put_behind_the_back(at(6), block(&["default:dirt", "default:stone"]).encode().unwrap());
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        // A world-wide rename by this mount (the lists merged), then saves.
+        for x in [8, 12] {
+            let renamed = block(&["default:stone", "default:gold"]);
+            store.apply(&[Change::Put(at(x), renamed.encode().unwrap())], &Note::default()).unwrap();
+        }
+        store.put_behind_the_back(at(16), block(&["default:stone", "default:gold"]).encode().unwrap());
+        store.put_behind_the_back(at(20), block(&["default:stone", "default:gold"]).encode().unwrap());
+        let rest: Vec<BlockPos> = idx.blocks_with(&store, b"default:chest").unwrap().to_vec();
+        for p in rest {
+            let mut b = Block::decode(&store.get(p).unwrap().unwrap()).unwrap();
+            b.mapping.iter_mut().filter(|m| m.name == b"default:chest").for_each(|m| m.name = b"default:gold".to_vec());
+            store.apply(&[Change::Put(p, b.encode().unwrap())], &Note::default()).unwrap();
+        }
+        idx.renamed(b"default:chest", b"default:gold");
+        store.put_behind_the_back(at(3), block(&["default:stone", "default:gold"]).encode().unwrap());
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!(idx.builds(), 1, "never a scan");
+        // More than a page of the store's writes at once.
+        for x in 100..2600 {
+            store.put_behind_the_back(at(x % 2000), block(&["default:stone", "default:cobble"]).encode().unwrap());
+        }
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!(idx.builds(), 1, "never a scan");
+    }
+
+    /// A deletion by others, which the blocks written since cannot show,
+    /// makes the index built again (the count tells); a version moved with
+    /// nothing written (a live mount's overlay dropped once the server saved
+    /// it) is no change.
+    #[test]
+    fn a_live_index_is_built_again_after_what_the_rows_cannot_show() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |x: i16| BlockPos::new(x, 0, 0);
+        let store = MemoryStore::with_blocks(
+            (0..10).map(|x| (at(x), block(&["default:stone", "default:chest"]).encode().unwrap())),
+        );
+        let idx = NameIndex::open(d.path(), "live".into(), Duration::ZERO, Duration::ZERO).unwrap().refreshed_by_rows();
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        store.delete_behind_the_back(at(3));
+        store.put_behind_the_back(at(4), block(&["default:stone"]).encode().unwrap());
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!((idx.builds(), refreshes(&idx)), (2, 0), "the count told of the deletion");
+        store.update_in_place_behind_the_back(at(5), store.get(at(5)).unwrap().unwrap());
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!((idx.builds(), refreshes(&idx)), (2, 1), "nothing written: taken in, no scan");
+        // An index that is not a live mount's is built again whatever changed.
+        let other = tempfile::tempdir().unwrap();
+        let idx = NameIndex::open(other.path(), "offline".into(), Duration::ZERO, Duration::ZERO).unwrap();
+        idx.names(&store).unwrap();
+        store.put_behind_the_back(at(6), block(&["default:stone"]).encode().unwrap());
+        assert_eq!(shown(&idx, &store), fresh(&store));
+        assert_eq!((idx.builds(), refreshes(&idx)), (2, 0));
     }
 
     #[test]

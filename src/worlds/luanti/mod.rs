@@ -350,6 +350,7 @@ impl LuantiTree {
         let store =
             world.open_live_store(journal, opts.live_direct)?.with_shown_bytes((opts.cache_bytes / 4).max(64 << 10));
         let mut tree = LuantiTree::new(world, Box::new(store), opts, services).with_index();
+        tree.index = tree.index.map(index::NameIndex::refreshed_by_rows);
         // The server holds the map by design: the guard would refuse every write.
         tree.guard = worldfs_store::guard::ServerGuard::new(tree.world.map_path(), false);
         tree.live = true;
@@ -535,6 +536,10 @@ impl LuantiTree {
     fn stat(&self, node: &Node) -> Result<Attr> {
         if Self::is_dir(node) {
             self.check_dir(node)?;
+            if let (Node::FindDir | Node::FindName(_), Some(index)) = (node, &self.index) {
+                let generation = index.generation(self.store.as_ref()).map_err(FsError::io)?;
+                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, generation as u32) });
+            }
             return Ok(self.attr(node, Kind::Dir, 0, 0));
         }
         if let Node::FindLink(..) = node {

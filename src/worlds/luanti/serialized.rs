@@ -95,6 +95,21 @@ impl MapStore for Serialized {
         self.inner.last_commit_versions()
     }
 
+    fn write_mark(&self) -> Result<Option<worldfs_store::WriteMark>> {
+        let _r = self.read();
+        self.inner.write_mark()
+    }
+
+    fn written_after(
+        &self,
+        mark: &worldfs_store::WriteMark,
+        after: i64,
+        limit: usize,
+    ) -> Result<Option<worldfs_store::Written>> {
+        let _r = self.read();
+        self.inner.written_after(mark, after, limit)
+    }
+
     fn applies_through_server(&self) -> bool {
         self.inner.applies_through_server()
     }

@@ -279,7 +279,7 @@ impl Regions {
         let files = [(file.as_str(), patch.as_slice(), after)];
         // Another dimension's chunks are named as such in `worldfs undo`.
         let in_dimension = journal::dimension_of(&self.collection)
-            .map(|dim| Note { what: format!("{} in {dim}", note.what), reverts: note.reverts.clone() });
+            .map(|dim| Note { what: format!("{} in {dim}", note.what), ..note.clone() });
         let note = in_dimension.as_ref().unwrap_or(note);
         let entry =
             journal::begin_with_files(self.journal.as_deref(), note, &self.collection, &[(&name, old, new)], &files)?;

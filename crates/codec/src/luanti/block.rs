@@ -98,6 +98,11 @@ impl IdSet {
     pub fn contains(&self, id: u16) -> bool {
         self.0.get(id as usize).copied().unwrap_or(false)
     }
+
+    /// Every id in the set, in order.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        self.0.iter().enumerate().filter(|(_, p)| **p).map(|(id, _)| id as u16)
+    }
 }
 
 /// Index of node (x, y, z) inside a block, each 0..16.

@@ -100,7 +100,17 @@ struct Shown {
 struct ShownBlocks {
     blocks: HashMap<BlockPos, Shown>,
     bytes: usize,
+    /// Blocks whose change was lost (the run that applied it ended before
+    /// it saved them): they show the database again although no row was
+    /// written, and `written_after` tells so; `lost_too_many` once more
+    /// than `LOST_MOST` were.
+    lost: Vec<BlockPos>,
+    lost_too_many: bool,
 }
+
+/// How many lost blocks `ShownBlocks` lists before it only knows that
+/// there were many (then `written_after` cannot tell what changed).
+const LOST_MOST: usize = 10_000;
 
 impl ShownBlocks {
     fn insert(&mut self, pos: BlockPos, s: Shown) {
@@ -113,6 +123,16 @@ impl ShownBlocks {
     fn remove(&mut self, pos: &BlockPos) {
         if let Some(old) = self.blocks.remove(pos) {
             self.bytes -= old.blob.as_ref().map_or(0, Vec::len);
+        }
+    }
+
+    /// Forget a block whose change its server run lost.
+    fn lose(&mut self, pos: &BlockPos) {
+        self.remove(pos);
+        self.lost.push(*pos);
+        if self.lost.len() > LOST_MOST {
+            self.lost.clear();
+            self.lost_too_many = true;
         }
     }
 }
@@ -345,10 +365,15 @@ impl LiveStore {
     fn shown(&self, pos: BlockPos, db: Option<Vec<u8>>) -> Option<Vec<u8>> {
         let mut shown = self.shown.lock();
         if let Some(s) = shown.blocks.get(&pos) {
-            if fingerprint(&db) == s.db_after && self.current_run().as_deref() == Some(s.run.as_str()) {
+            let unwritten = fingerprint(&db) == s.db_after;
+            if unwritten && self.current_run().as_deref() == Some(s.run.as_str()) {
                 return s.blob.clone();
             }
-            shown.remove(&pos);
+            // Written since: the server saved it (a row the index reads).
+            match unwritten {
+                true => shown.lose(&pos),
+                false => shown.remove(&pos),
+            }
             self.applied.fetch_add(1, Ordering::SeqCst);
         }
         db
@@ -363,7 +388,7 @@ impl LiveStore {
     /// only for those that go through the server after all
     /// (`make_later_lines`): most are not (on the 2.8M-block world their
     /// text took 11.7 s of a 13 s rename).
-    fn block_requests<'c>(&self, changes: &'c [Change]) -> Result<Requests<'c>> {
+    fn block_requests<'c>(&self, changes: &'c [Change], note: &Note) -> Result<Requests<'c>> {
         let expected: HashMap<BlockPos, &'c Option<Vec<u8>>> =
             changes.iter().filter_map(|c| if let Change::Expect(p, b) = c { Some((*p, b)) } else { None }).collect();
         let mut out = Requests { lines: Vec::new(), before: HashMap::new(), written: false };
@@ -380,14 +405,23 @@ impl LiveStore {
                 Some(b) => b.as_deref().map(Cow::Borrowed),
                 None => self.get(pos)?.map(Cow::Owned),
             };
-            let decoded = old.as_deref().map(|o| decode_block(pos, o)).transpose()?;
-            out.before.insert(pos, old);
-            let Some(old) = decoded else {
+            let Some(old_bytes) = old.as_deref() else {
                 return Err(StoreError::Refused(format!(
                     "block {pos} is not stored: new blocks cannot be made while the server runs \
                      (it generates them); stop the server to make it"
                 )));
             };
+            // A rename's blocks (the writer's word, `Note::nodes_only`) are
+            // not decoded here: those that go through the server after all
+            // are when their lines are made.
+            if direct && note.nodes_only && expected.contains_key(&pos) && matches!(c, Change::Put(..)) {
+                out.before.insert(pos, old);
+                out.lines.push(Line::later(pos));
+                continue;
+            }
+            let old_block = decode_block(pos, old_bytes)?;
+            out.before.insert(pos, old);
+            let old = old_block;
             if direct
                 && let Change::Put(_, blob) = c
                 && request::nodes_only_change(pos, &old, &decode_block(pos, blob)?).map_err(StoreError::Refused)?
@@ -398,6 +432,21 @@ impl LiveStore {
             out.lines.push(checked_line(&limits, pos, block_text(c, &old)?, &mut held)?);
         }
         Ok(out)
+    }
+
+    /// `unmet_expectation` with the blocks read a slice of the change at a
+    /// time (`get_many`), not one by one.
+    fn unmet(&self, changes: &[Change]) -> Result<Option<StoreError>> {
+        for slice in changes.chunks(2048) {
+            let expected: Vec<BlockPos> =
+                slice.iter().filter(|c| matches!(c, Change::Expect(..))).map(Change::pos).collect();
+            let now: HashMap<BlockPos, Option<Vec<u8>>> =
+                expected.iter().copied().zip(self.db.get_many(&expected)?).collect();
+            if let Some(e) = unmet_expectation(slice, |p| Ok(self.shown(p, now.get(&p).cloned().flatten())))? {
+                return Ok(Some(e));
+            }
+        }
+        Ok(None)
     }
 
     /// The running server's limits (the mod's defaults when none runs).
@@ -518,14 +567,18 @@ impl LiveStore {
             None => 0,
         };
         let mut shown = self.shown.lock();
-        let gone: Vec<BlockPos> = shown
+        let gone: Vec<(BlockPos, bool)> = shown
             .blocks
             .iter()
-            .filter(|(_, s)| run.as_deref() != Some(s.run.as_str()) || s.seq.is_some_and(|q| q <= saved))
-            .map(|(p, _)| *p)
+            .map(|(p, s)| (*p, run.as_deref() != Some(s.run.as_str()), s.seq.is_some_and(|q| q <= saved)))
+            .filter(|(_, ended, saved)| *ended || *saved)
+            .map(|(p, ended, saved)| (p, ended && !saved))
             .collect();
-        for p in &gone {
-            shown.remove(p);
+        for (p, lost) in &gone {
+            match lost {
+                true => shown.lose(p),
+                false => shown.remove(p),
+            }
         }
         if !gone.is_empty() {
             self.applied.fetch_add(1, Ordering::SeqCst);
@@ -571,7 +624,7 @@ impl LiveStore {
     fn send(&self, changes: &[Change], note: &Note) -> Result<()> {
         let start = std::time::Instant::now();
         self.settle_now_and_then();
-        let mut requests = self.block_requests(changes)?;
+        let mut requests = self.block_requests(changes, note)?;
         timing::add(timing::Part::Build, start.elapsed());
         let total = requests.lines.len();
         let by_pos: HashMap<BlockPos, &Change> =
@@ -848,7 +901,7 @@ impl MapStore for LiveStore {
 
     fn apply(&self, changes: &[Change], note: &Note) -> Result<()> {
         let start = std::time::Instant::now();
-        if let Some(e) = unmet_expectation(changes, |p| self.get(p))? {
+        if let Some(e) = self.unmet(changes)? {
             return Err(e);
         }
         let r = self.send(changes, note);
@@ -871,6 +924,35 @@ impl MapStore for LiveStore {
 
     fn data_version(&self) -> Option<u64> {
         self.db.data_version().map(|v| v.wrapping_add(self.applied.load(Ordering::SeqCst)))
+    }
+
+    fn write_mark(&self) -> Result<Option<crate::WriteMark>> {
+        self.db.write_mark()
+    }
+
+    /// The database's, as this mount shows them (its changes the server
+    /// has not saved yet in their place), counted as `count` does.
+    /// The last page also lists the blocks whose change the server lost
+    /// (`ShownBlocks::lost`): they show the database again, no row written.
+    fn written_after(&self, mark: &crate::WriteMark, after: i64, limit: usize) -> Result<Option<crate::Written>> {
+        let Some(mut w) = self.db.written_after(mark, after, limit)? else { return Ok(None) };
+        w.blocks = w.blocks.into_iter().filter_map(|(r, p, b)| Some((r, p, self.shown(p, Some(b))?))).collect();
+        if let Some(end) = &mut w.end {
+            self.prune_saved();
+            let (lost, too_many) = {
+                let mut shown = self.shown.lock();
+                let deleted = shown.blocks.values().filter(|s| s.blob.is_none()).count() as u64;
+                end.count = end.count.saturating_sub(deleted);
+                (std::mem::take(&mut shown.lost), std::mem::take(&mut shown.lost_too_many))
+            };
+            if too_many {
+                return Ok(None);
+            }
+            for (p, b) in lost.iter().zip(self.db.get_many(&lost)?) {
+                w.blocks.extend(b.and_then(|b| Some((0, *p, self.shown(*p, Some(b))?))));
+            }
+        }
+        Ok(Some(w))
     }
 }
 

@@ -78,10 +78,9 @@ pub fn nodes_only_change(pos: BlockPos, old: &Block, new: &Block) -> Result<bool
         if b.param0.len() < 4096 {
             return Err(format!("block {pos}: fewer than 4096 nodes"));
         }
-        let mut ids: Vec<u16> = b.param0.clone();
-        ids.sort_unstable();
-        ids.dedup();
-        if let Some(id) = ids.iter().find(|id| b.name_of(**id).is_none()) {
+        if let Some(id) =
+            worldfs_codec::luanti::block::ids_present(&b.param0).iter().find(|id| b.name_of(*id).is_none())
+        {
             return Err(format!("block {pos}: content id {id} has no name"));
         }
     }
