@@ -291,3 +291,27 @@ fn listing_the_root_does_not_build_the_name_index() {
     assert!(text.contains("default:stone"), "{text}");
     assert!(m.log_text().contains("names built"), "{}", m.log_text());
 }
+
+/// The kernel keeps a directory's listing until its mtime changes (the
+/// mount answers OPENDIR with ENOSYS, so the kernel opens directories
+/// itself): a block another process adds to the map shows in `ls
+/// MNT/blocks` within the TTL, on a read-only mount (it did not before:
+/// blocks/ kept its mtime and its attributes for the entry TTL).
+#[test]
+fn a_block_another_process_adds_shows_in_the_blocks_listing_within_the_ttl() {
+    require_fuse!("a_block_another_process_adds_shows_in_the_blocks_listing_within_the_ttl");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &["ro", "ttl=1"]);
+    let before = m.ok("ls $MNT/blocks");
+    assert!(!before.lines().any(|l| l == "5,0,5"), "{before}");
+    let c = rusqlite::Connection::open(world.path().join("map.sqlite")).unwrap();
+    let key = 5 + 16_777_216 * 5;
+    c.execute("INSERT INTO blocks (pos, data) SELECT ?1, data FROM blocks WHERE pos = -4096", [key]).unwrap();
+    drop(c);
+    let start = std::time::Instant::now();
+    while !m.ok("ls $MNT/blocks").lines().any(|l| l == "5,0,5") {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "5,0,5 not listed after 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(m.ok("ls $MNT/blocks").lines().count(), before.lines().count() + 1);
+}

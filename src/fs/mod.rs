@@ -393,7 +393,8 @@ impl WorldFs {
 
     /// How long the kernel may keep these attributes: a file's size changes
     /// with its content, a directory's attributes only through this mount
-    /// (which invalidates them), so those are kept as long as names; so are
+    /// (which invalidates them), so those are kept as long as names, except
+    /// a directory whose listing others change (`Attr::listing_moves`); so are
     /// a file's when the tree watches it for outside changes (`watch`).
     /// Called for every reply that hands attributes to the kernel.
     pub fn attr_ttl(&self, a: &Attr) -> Duration {

@@ -540,6 +540,11 @@ impl LuantiTree {
                 let generation = index.generation(self.store.as_ref()).map_err(FsError::io)?;
                 return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, generation as u32) });
             }
+            // Blocks another process adds or deletes (a running server)
+            // change the listing: its mtime moves with the map's version.
+            if let (Node::Blocks, Some(version)) = (node, self.store.data_version()) {
+                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version as u32) });
+            }
             return Ok(self.attr(node, Kind::Dir, 0, 0));
         }
         if let Node::FindLink(..) = node {
