@@ -86,7 +86,7 @@ impl SqliteStore {
         let conn = store.connect()?;
         store.header = std::fs::File::open(path).ok();
         store.schema = detect_schema(&conn).map_err(|e| hot_journal_explained(path, read_only, e))?;
-        store.rowids = conn.prepare("SELECT rowid FROM blocks LIMIT 1").is_ok();
+        store.rowids = has_own_rowids(&conn);
         let id = file_identity(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         store.identity.push((path.to_path_buf(), id));
         store.pool.add(conn);
@@ -407,6 +407,20 @@ fn column_int(row: &rusqlite::Row<'_>, col: usize) -> rusqlite::Result<Option<i6
         rusqlite::types::ValueRef::Integer(i) => Some(i),
         _ => None,
     })
+}
+
+/// Whether `blocks` has row ids of its own: a table WITHOUT ROWID has
+/// none, and in one whose key is declared `INTEGER PRIMARY KEY` (another
+/// tool's) the row id is the key itself, which a write must never move.
+fn has_own_rowids(conn: &Connection) -> bool {
+    if conn.prepare("SELECT rowid FROM blocks LIMIT 1").is_err() {
+        return false;
+    }
+    let keys: Vec<String> = conn
+        .prepare("SELECT type FROM pragma_table_info('blocks') WHERE pk > 0")
+        .and_then(|mut s| s.query_map([], |r| r.get::<_, String>(0))?.collect())
+        .unwrap_or_default();
+    !(keys.len() == 1 && keys[0].eq_ignore_ascii_case("INTEGER"))
 }
 
 fn detect_schema(conn: &Connection) -> Result<Schema> {
@@ -874,17 +888,24 @@ mod tests {
             other.execute(&format!("DELETE FROM blocks WHERE {}", key(c)), []).unwrap();
             assert_eq!(since(&st, &m4), Some((vec![], 3)));
         }
-        // A table without row ids cannot tell.
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("map.sqlite");
-        Connection::open(&path)
-            .unwrap()
-            .execute_batch("CREATE TABLE blocks (pos INT PRIMARY KEY, data BLOB) WITHOUT ROWID")
-            .unwrap();
-        let st = SqliteStore::open(&path, false).unwrap();
-        st.apply(&[Change::Put(a, vec![29, 1])], &Note::default()).unwrap();
-        assert_eq!(st.get(a).unwrap(), Some(vec![29, 1]));
-        assert_eq!(st.write_mark().unwrap(), None);
+        // A table without row ids cannot tell, nor one whose key is its row
+        // id (`INTEGER PRIMARY KEY`): there a write must not move the row id,
+        // which is the block's position.
+        for table in [
+            "CREATE TABLE blocks (pos INT PRIMARY KEY, data BLOB) WITHOUT ROWID",
+            "CREATE TABLE blocks (pos integer PRIMARY KEY, data BLOB)",
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            let path = d.path().join("map.sqlite");
+            Connection::open(&path).unwrap().execute_batch(table).unwrap();
+            let st = SqliteStore::open(&path, false).unwrap();
+            st.apply(&[Change::Put(a, vec![29, 1]), Change::Put(b, vec![29, 2])], &Note::default()).unwrap();
+            st.apply(&[Change::Put(a, vec![29, 3])], &Note::default()).unwrap();
+            assert_eq!(st.get(a).unwrap(), Some(vec![29, 3]), "{table}");
+            assert_eq!(st.get(b).unwrap(), Some(vec![29, 2]), "{table}");
+            assert_eq!(st.list_after(None, 10).unwrap(), vec![a, b], "{table}: no block moved");
+            assert_eq!(st.write_mark().unwrap(), None, "{table}");
+        }
     }
 
     #[test]
