@@ -271,7 +271,7 @@ pub trait MapStore: Send + Sync {
     }
 
     /// Where the map's writes stand now, to ask later which blocks were
-    /// written since (`written_since`). None: the store cannot tell.
+    /// written since (`written_after`, `each_written_since`). None: the store cannot tell.
     fn write_mark(&self) -> Result<Option<WriteMark>> {
         Ok(None)
     }

@@ -29,7 +29,7 @@ pub struct MemoryStore {
     fail: Mutex<Option<FailRule>>,
     version: std::sync::atomic::AtomicU64,
     read_only: bool,
-    /// When each block was last written (`MapStore::written_since`), and
+    /// When each block was last written (`MapStore::written_after`), and
     /// the last number given.
     written: Mutex<(std::collections::HashMap<BlockPos, i64>, i64)>,
 }
@@ -87,7 +87,7 @@ impl MemoryStore {
     }
 
     /// A change by another process that rewrites the block in place,
-    /// unseen by `written_since` (as SQLite's plain UPDATE by another tool).
+    /// unseen by `written_after` (as SQLite's plain UPDATE by another tool).
     pub fn update_in_place_behind_the_back(&self, pos: BlockPos, blob: Vec<u8>) {
         self.blocks.lock().insert(pos, blob);
         self.version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

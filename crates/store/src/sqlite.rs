@@ -6,7 +6,7 @@
 //! INSERT rows that do not exist. An UPDATE also gives the row a new row id
 //! above all others, as the engine's REPLACE does, so that a reader can
 //! find every block written since a point by its row id
-//! (`MapStore::written_since`).
+//! (`MapStore::written_after`).
 
 mod consistent;
 
@@ -55,7 +55,7 @@ pub struct SqliteStore {
     gate: Option<super::WriteGate>,
     /// Whether `blocks` has row ids (not a WITHOUT ROWID table): then every
     /// write gives the row a new id above all others (the engine's REPLACE
-    /// does, and so do our writes), which is how `written_since` finds them.
+    /// does, and so do our writes), which is how `written_after` finds them.
     rowids: bool,
 }
 
@@ -491,10 +491,7 @@ impl MapStore for SqliteStore {
     }
 
     fn scan_after(&self, after: Option<BlockPos>, limit: usize) -> Result<Vec<(BlockPos, Vec<u8>)>> {
-        let col = match self.schema {
-            Schema::Legacy => 1,
-            Schema::Split => 3,
-        };
+        let col = self.data_column();
         self.query_after(after, limit, true, |p, row| Ok((p, column_bytes(row, col)?.unwrap_or_default())))
     }
 

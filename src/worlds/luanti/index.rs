@@ -857,13 +857,11 @@ const OVERRIDES_MOST: usize = 200_000;
 /// does not decode: none).
 fn counts_in_parallel(page: &[worldfs_store::WrittenBlock]) -> Vec<Counts> {
     let of = |blob: &[u8]| -> Counts {
-        let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { return Vec::new() };
         let mut c: Counts = Vec::new();
-        for m in mapping {
-            let Some(n) = per_id.get_mut(m.id as usize).filter(|n| **n > 0).map(std::mem::take) else { continue };
-            match c.iter_mut().find(|(name, _)| *name == m.name) {
+        for (name, n) in named_counts(blob).unwrap_or_default() {
+            match c.iter_mut().find(|(m, _)| *m == name) {
                 Some((_, k)) => *k += n,
-                None => c.push((m.name, n)),
+                None => c.push((name, n)),
             }
         }
         c.sort();
@@ -1062,15 +1060,25 @@ impl BlobNames {
 }
 
 fn blob_names(blob: &[u8], names: &BuildNames) -> BlobNames {
-    let Ok(NodeCounts { mapping, by_id: mut per_id }) = NodeCounts::of(blob) else { return BlobNames::Bad };
-    let counted: Vec<(Vec<u8>, u32)> = mapping
-        .into_iter()
-        .filter_map(|m| {
-            let n = per_id.get_mut(m.id as usize).filter(|n| **n > 0)?;
-            Some((m.name, std::mem::take(n)))
-        })
-        .collect();
-    BlobNames::of(names.numbered(counted))
+    match named_counts(blob) {
+        Some(counted) => BlobNames::of(names.numbered(counted)),
+        None => BlobNames::Bad,
+    }
+}
+
+/// The names of a blob with their node counts, in its mapping's order (a
+/// name mapped twice listed twice); None when it does not decode.
+fn named_counts(blob: &[u8]) -> Option<Vec<(Vec<u8>, u32)>> {
+    let NodeCounts { mapping, by_id: mut per_id } = NodeCounts::of(blob).ok()?;
+    Some(
+        mapping
+            .into_iter()
+            .filter_map(|m| {
+                let n = per_id.get_mut(m.id as usize).filter(|n| **n > 0)?;
+                Some((m.name, std::mem::take(n)))
+            })
+            .collect(),
+    )
 }
 
 /// One block holding one name: (name number, its nodes there, the block).
@@ -1228,9 +1236,7 @@ mod tests {
     /// and blocks.
     fn fresh(store: &MemoryStore) -> Vec<(NameInfo, Vec<BlockPos>)> {
         let d = tempfile::tempdir().unwrap();
-        let idx = NameIndex::open(d.path(), "fresh".into(), Duration::ZERO, Duration::ZERO).unwrap();
-        let names = idx.names(store).unwrap();
-        names.into_iter().map(|n| (n.clone(), idx.blocks_with(store, &n.name).unwrap().to_vec())).collect()
+        shown(&NameIndex::open(d.path(), "fresh".into(), Duration::ZERO, Duration::ZERO).unwrap(), store)
     }
 
     fn shown(idx: &NameIndex, store: &MemoryStore) -> Vec<(NameInfo, Vec<BlockPos>)> {
