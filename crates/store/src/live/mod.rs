@@ -13,6 +13,7 @@
 pub mod direct;
 pub mod journal;
 pub mod records;
+mod reply_watch;
 pub mod request;
 pub mod settle;
 pub mod spool;

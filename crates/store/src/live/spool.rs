@@ -5,6 +5,7 @@
 //! mod takes one by removing it, so a request the mount withdrew first (on
 //! a timeout) is never applied.
 
+use super::reply_watch::{ReplyWatch, Ticket};
 use super::timing::{self, Part};
 use crate::{BlockPos, Result, StoreError};
 use std::path::{Path, PathBuf};
@@ -262,6 +263,8 @@ fn parse_block(w: &str) -> Option<BlockPos> {
 pub struct Spool {
     world: PathBuf,
     counter: AtomicU64,
+    /// Wakes `wait_reply` when an answer is written.
+    replies: ReplyWatch,
 }
 
 /// An answer file as read: its first line (the answer), the mod's times
@@ -316,7 +319,8 @@ impl Spool {
     /// The spool of the world at `world`: requests and answers go through
     /// its [`DIR`] directory, where the mod reads and writes them.
     pub fn new(world: &Path) -> Spool {
-        Spool { world: world.to_path_buf(), counter: AtomicU64::new(0) }
+        let replies = ReplyWatch::new(&world.join(DIR).join("replies"));
+        Spool { world: world.to_path_buf(), counter: AtomicU64::new(0), replies }
     }
 
     fn requests(&self) -> PathBuf {
@@ -437,10 +441,14 @@ impl Spool {
     fn wait_reply(&self, reply: &Path, timeout: Duration) -> Result<Option<Reply>> {
         let start = Instant::now();
         let mut checked = Instant::now();
+        let mut waited: Option<Ticket> = None;
         loop {
+            let ticket = self.replies.ticket();
             if let Ok(text) = std::fs::read_to_string(reply) {
                 let read = SystemTime::now();
-                let written = std::fs::metadata(reply).and_then(|m| m.modified()).ok();
+                let stamped = std::fs::metadata(reply).and_then(|m| m.modified()).ok();
+                let seen = waited.as_ref().and_then(|t| self.replies.woken_at(t));
+                let written = stamped.max(seen);
                 let _ = std::fs::remove_file(reply);
                 return Ok(Some(Reply::new(&text, written, read)));
             }
@@ -453,7 +461,8 @@ impl Spool {
                     return Ok(None);
                 }
             }
-            std::thread::sleep(Duration::from_millis(5));
+            self.replies.wait(&ticket, timeout.saturating_sub(start.elapsed()));
+            waited = Some(ticket);
         }
     }
 

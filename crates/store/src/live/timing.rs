@@ -104,7 +104,9 @@ pub fn counters() -> Vec<(&'static str, (u64, u64))> {
 pub fn answered(renamed: SystemTime, written: SystemTime, read: SystemTime, queued_us: u64, handled_us: u64) {
     let since = |later: SystemTime, earlier: SystemTime| later.duration_since(earlier).unwrap_or_default();
     let (queued, handled) = (Duration::from_micros(queued_us), Duration::from_micros(handled_us));
-    // The file's time is the kernel's coarse clock, a tick behind at most.
+    // `written`: when the reply watch saw the answer written, else its
+    // file's time (the kernel's coarse clock: a few ms early, which then
+    // counts as pickup).
     let taken = since(written, renamed).saturating_sub(handled);
     add(Part::Step, taken.saturating_sub(queued));
     add(Part::Queue, queued.min(taken));
