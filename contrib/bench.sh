@@ -814,7 +814,7 @@ live_figures() {
         echo "  the large world ($LARGE, copied), mv find/$LIVE_RENAME_OLD find/$LIVE_RENAME_NEW:"
         WORLDFS=$WORLDFS LIVE_WORLD=$LARGE RENAME_OLD=$LIVE_RENAME_OLD RENAME_NEW=$LIVE_RENAME_NEW \
             MAP_SAVE_INTERVAL=$LIVE_MAP_SAVE_INTERVAL SERVER_STEP=$LIVE_SERVER_STEP \
-            "$ROOT/contrib/bench-live.sh" 20 2>&1 | sed 's/^/    /'
+            "$ROOT/contrib/bench-live.sh" 100 2>&1 | sed 's/^/    /'
     fi
 }
 
