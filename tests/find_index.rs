@@ -315,3 +315,25 @@ fn a_block_another_process_adds_shows_in_the_blocks_listing_within_the_ttl() {
     }
     assert_eq!(m.ok("ls $MNT/blocks").lines().count(), before.lines().count() + 1);
 }
+
+/// The kernel keeps a listing until the directory's mtime moves: a block's
+/// `meta/` must move when another process (a running server placing a
+/// chest) gives the block metadata.
+#[test]
+fn metadata_another_process_adds_shows_in_the_blocks_meta_listing_within_the_ttl() {
+    require_fuse!("metadata_another_process_adds_shows_in_the_blocks_meta_listing_within_the_ttl");
+    let world = common::demo_world();
+    let m = Mounted::new(world.path(), &["ro", "ttl=1"]);
+    assert_eq!(m.ok("ls $MNT/blocks/1,0,0/meta"), "");
+    let with_meta = m.ok("ls $MNT/blocks/0,0,0/meta").lines().count();
+    assert!(with_meta > 0);
+    // Block 1,0,0 gets the bytes of 0,0,0, which has metadata.
+    let c = rusqlite::Connection::open(world.path().join("map.sqlite")).unwrap();
+    c.execute("UPDATE blocks SET data = (SELECT data FROM blocks WHERE pos = 0) WHERE pos = 1", []).unwrap();
+    drop(c);
+    let start = std::time::Instant::now();
+    while m.ok("ls $MNT/blocks/1,0,0/meta").lines().count() != with_meta {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "1,0,0's metadata not listed after 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

@@ -545,6 +545,13 @@ impl LuantiTree {
             if let (Node::Blocks, Some(version)) = (node, self.store.data_version()) {
                 return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version as u32) });
             }
+            // A block's metadata directories list what the block holds, which
+            // another process (a running server placing a chest) changes:
+            // their mtime moves with the block, as its files' do.
+            if let Node::MetaRoot(pos) | Node::MetaDir(pos, _) | Node::FieldsDir(pos, _) = node {
+                let version = self.existing_block(*pos)?.version();
+                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version) });
+            }
             return Ok(self.attr(node, Kind::Dir, 0, 0));
         }
         if let Node::FindLink(..) = node {
