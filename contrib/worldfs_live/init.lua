@@ -1306,7 +1306,9 @@ core.register_globalstep(function(dtime)
   window.work = math.max(window.work, core.get_us_time() - start)
   window.dtime = math.max(window.dtime, dtime)
   window.steps = window.steps + 1
-  if dtime > 0.1 then window.over = window.over + 1 end
+  -- dtime sums steps in single precision: two steps of 0.05 s make
+  -- 0.100000001, a step at 100 ms and not over it.
+  if dtime > 0.1 + 1e-6 then window.over = window.over + 1 end
   saves.applied(followed, applied_seq)
 end)
 
