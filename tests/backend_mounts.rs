@@ -359,3 +359,44 @@ fn killing_redis_mid_edit_gives_eio_with_a_reason_and_loses_nothing_committed() 
     let store = worldfs_store::redis::RedisStore::open("127.0.0.1", port, "mt", Some("pw"), true).unwrap();
     check_nothing_lost(&store, &all, &log);
 }
+
+/// Redis keeps no change counter: a block another client (a running
+/// server) adds still shows in `ls blocks` within the TTL (the kernel keeps
+/// a listing until the directory's mtime moves, which follows the hash's
+/// length here).
+#[test]
+fn a_block_another_redis_client_adds_shows_in_the_blocks_listing() {
+    let test = "a_block_another_redis_client_adds_shows_in_the_blocks_listing";
+    require_fuse!(test);
+    if let Some(why) = common::redis::unavailable() {
+        common::skip(test, "redis", &why);
+        return;
+    }
+    let r = common::redis::Redis::start(None);
+    let world = common::demo_world();
+    let w = world.path();
+    let sqlite = SqliteStore::open(&w.join("map.sqlite"), true).unwrap();
+    let all = sqlite.scan_after(None, 100_000).unwrap();
+    drop(sqlite);
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", r.port)).unwrap();
+    let hset = |pos: BlockPos, blob: &[u8]| {
+        let mut c = client.get_connection().unwrap();
+        let _: () = redis::cmd("HSET").arg("mt").arg(pos.legacy_key().to_string()).arg(blob).query(&mut c).unwrap();
+    };
+    for (pos, blob) in &all {
+        hset(*pos, blob);
+    }
+    std::fs::rename(w.join("map.sqlite"), w.join("old-map.sqlite.bak")).unwrap();
+    set_world_mt(w, &format!("backend = redis\nredis_address = 127.0.0.1\nredis_port = {}\nredis_hash = mt\n", r.port));
+    let m = Mounted::new(w, &["ro", "ttl=1"]);
+    let before = m.ok("ls $MNT/blocks");
+    assert_eq!(before.lines().count(), all.len());
+    assert!(!before.lines().any(|l| l == "5,0,5"), "{before}");
+    hset(BlockPos::new(5, 0, 5), &all[0].1);
+    let start = std::time::Instant::now();
+    while !m.ok("ls $MNT/blocks").lines().any(|l| l == "5,0,5") {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "5,0,5 not listed after 20 s");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(m.ok("ls $MNT/blocks").lines().count(), all.len() + 1);
+}

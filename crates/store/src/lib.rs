@@ -261,6 +261,14 @@ pub trait MapStore: Send + Sync {
         None
     }
 
+    /// A number that changes whenever a block is added or deleted, by this
+    /// process or any other (what a listing of the map's blocks shows):
+    /// the data version where there is one; None if the store cannot tell
+    /// cheaply.
+    fn listing_version(&self) -> Option<u64> {
+        self.data_version()
+    }
+
     /// The data version at the start of this store's last commit and just
     /// after it, for stores whose version moves by an amount no one can
     /// foretell (PostgreSQL's, a hash of its snapshot): how a mount tells its own
@@ -435,6 +443,9 @@ impl<T: MapStore + ?Sized> MapStore for std::sync::Arc<T> {
     }
     fn data_version(&self) -> Option<u64> {
         (**self).data_version()
+    }
+    fn listing_version(&self) -> Option<u64> {
+        (**self).listing_version()
     }
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
         (**self).last_commit_versions()

@@ -34,6 +34,8 @@ pub struct RedisStore {
     /// The last sorted positions read, kept past writes and the TTL: only
     /// a hint of which fields `get_near` asks for with the one it needs.
     near_hint: Mutex<Option<Arc<Vec<BlockPos>>>>,
+    /// The hash's length `listing_version` last read.
+    listed_len: Mutex<Option<u64>>,
 }
 
 /// The name our connections carry in `CLIENT LIST`.
@@ -70,6 +72,7 @@ impl RedisStore {
             conn: Mutex::new(None),
             keys: Mutex::new(None),
             near_hint: Mutex::new(None),
+            listed_len: Mutex::new(None),
         };
         s.with(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(s)
@@ -296,6 +299,23 @@ impl MapStore for RedisStore {
     /// The blocks listed (fields that are not block positions left out).
     fn count(&self) -> Result<u64> {
         Ok(self.sorted_keys(true)?.len() as u64)
+    }
+
+    /// The hash's number of fields (HLEN, one round trip): Redis keeps no
+    /// change counter, but a block added or deleted changes this (unless
+    /// another is deleted or added at once), and it is what moves a
+    /// listing of `blocks/`. Changes in place are not seen: no
+    /// `data_version`.
+    /// When it moved, the kept field list is dropped, so that the listing
+    /// the kernel then asks for has the new block.
+    fn listing_version(&self) -> Option<u64> {
+        let len: u64 = self.with(|c| c.hlen(&self.hash)).ok()?;
+        let mut listed = self.listed_len.lock();
+        if listed.is_some_and(|l| l != len) {
+            *self.keys.lock() = None;
+        }
+        *listed = Some(len);
+        Some(len)
     }
 
     /// Clients of this Redis server that are not worldfs: a Luanti server

@@ -541,8 +541,9 @@ impl LuantiTree {
                 return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, generation as u32) });
             }
             // Blocks another process adds or deletes (a running server)
-            // change the listing: its mtime moves with the map's version.
-            if let (Node::Blocks, Some(version)) = (node, self.store.data_version()) {
+            // change the listing: its mtime moves with the map's version
+            // (Redis: its number of blocks).
+            if let (Node::Blocks, Some(version)) = (node, self.store.listing_version()) {
                 return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version as u32) });
             }
             // A block's metadata directories list what the block holds, which

@@ -91,6 +91,10 @@ impl MapStore for Serialized {
         self.inner.data_version()
     }
 
+    fn listing_version(&self) -> Option<u64> {
+        self.inner.listing_version()
+    }
+
     fn last_commit_versions(&self) -> Option<(u64, u64)> {
         self.inner.last_commit_versions()
     }
