@@ -1,9 +1,10 @@
 //! Waking a change's waiter as soon as the mod writes its answer.
 //!
 //! A waiter used to look for its reply file every 5 ms: 2.5 ms late on
-//! average when the machine is idle, and each look a wake-up that waits
-//! for a CPU when it is not, so under load a writer's next change often
-//! missed the server's next step. One inotify watch on `replies/` per
+//! average when the machine is idle, and every waiter's looks wake-ups
+//! that compete for the CPUs with the server when it is not (paired at
+//! load 7-9: 8 writers 4-10 % faster with the watch, fewer late server
+//! steps; docs/performance.md). One inotify watch on `replies/` per
 //! spool (the mod renames each answer into place) now wakes every waiter
 //! of that spool; each looks for its own file again. Without inotify (no
 //! instance left, the directory not there yet) waiters look every 5 ms as
