@@ -3,8 +3,9 @@
 //! A waiter used to look for its reply file every 5 ms: 2.5 ms late on
 //! average when the machine is idle, and every waiter's looks wake-ups
 //! that compete for the CPUs with the server when it is not (paired at
-//! load 7-9: 8 writers 4-10 % faster with the watch, fewer late server
-//! steps; docs/performance.md). One inotify watch on `replies/` per
+//! load 7-9, 8 writers: within noise in one set of runs, 3-12 % more
+//! writes a second and a third of the late server steps in another;
+//! docs/performance.md). One inotify watch on `replies/` per
 //! spool (the mod renames each answer into place) now wakes every waiter
 //! of that spool; each looks for its own file again. Without inotify (no
 //! instance left, the directory not there yet) waiters look every 5 ms as
