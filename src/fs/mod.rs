@@ -160,10 +160,10 @@ pub struct Attr {
     /// whole world) that a listing should not cost. Given with a TTL of
     /// zero, so the kernel asks again (LOOKUP, GETATTR) before it uses it.
     pub(crate) provisional: bool,
-    /// A directory whose listing others may change (`find/`, by a running
-    /// server's saves): kept for the TTL only, its mtime moving with the
-    /// listing, since the kernel keeps listings (it opens directories
-    /// itself) until a directory's mtime changes.
+    /// A directory whose listing others may change (a running server's
+    /// saves: `blocks/`, `find/`, a block's `meta/`): kept for the TTL only,
+    /// its mtime moving with the listing, since the kernel keeps listings
+    /// (it opens directories itself) until a directory's mtime changes.
     pub(crate) listing_moves: bool,
 }
 

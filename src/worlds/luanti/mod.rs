@@ -533,27 +533,33 @@ impl LuantiTree {
         Attr::new(node.ino(), kind, size, access, self.mtime_of(node, version), &self.opts)
     }
 
+    /// For a directory whose listing another process can change (a running
+    /// server), what its mtime moves with (`Attr::listing_moves`); None for
+    /// the others, which change only through this mount.
+    fn listing_version(&self, node: &Node) -> Result<Option<u32>> {
+        Ok(match node {
+            Node::FindDir | Node::FindName(_) => match &self.index {
+                Some(index) => Some(index.generation(self.store.as_ref()).map_err(FsError::io)? as u32),
+                None => None,
+            },
+            // Blocks added or deleted: the map's version (Redis: its
+            // number of blocks).
+            Node::Blocks => self.store.listing_version().map(|v| v as u32),
+            // What the block holds (a chest placed): as its files' mtime.
+            Node::MetaRoot(pos) | Node::MetaDir(pos, _) | Node::FieldsDir(pos, _) => {
+                Some(self.existing_block(*pos)?.version())
+            }
+            _ => None,
+        })
+    }
+
     fn stat(&self, node: &Node) -> Result<Attr> {
         if Self::is_dir(node) {
             self.check_dir(node)?;
-            if let (Node::FindDir | Node::FindName(_), Some(index)) = (node, &self.index) {
-                let generation = index.generation(self.store.as_ref()).map_err(FsError::io)?;
-                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, generation as u32) });
-            }
-            // Blocks another process adds or deletes (a running server)
-            // change the listing: its mtime moves with the map's version
-            // (Redis: its number of blocks).
-            if let (Node::Blocks, Some(version)) = (node, self.store.listing_version()) {
-                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version as u32) });
-            }
-            // A block's metadata directories list what the block holds, which
-            // another process (a running server placing a chest) changes:
-            // their mtime moves with the block, as its files' do.
-            if let Node::MetaRoot(pos) | Node::MetaDir(pos, _) | Node::FieldsDir(pos, _) = node {
-                let version = self.existing_block(*pos)?.version();
-                return Ok(Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version) });
-            }
-            return Ok(self.attr(node, Kind::Dir, 0, 0));
+            return Ok(match self.listing_version(node)? {
+                Some(version) => Attr { listing_moves: true, ..self.attr(node, Kind::Dir, 0, version) },
+                None => self.attr(node, Kind::Dir, 0, 0),
+            });
         }
         if let Node::FindLink(..) = node {
             return self.link_attr(node);

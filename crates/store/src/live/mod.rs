@@ -127,9 +127,13 @@ impl ShownBlocks {
         }
     }
 
-    /// Forget a block whose change its server run lost.
-    fn lose(&mut self, pos: &BlockPos) {
+    /// Forget a block: saved by the server, or (`lost`) its change lost
+    /// with the run that applied it.
+    fn forget(&mut self, pos: &BlockPos, lost: bool) {
         self.remove(pos);
+        if !lost {
+            return;
+        }
         self.lost.push(*pos);
         if self.lost.len() > LOST_MOST {
             self.lost.clear();
@@ -371,10 +375,7 @@ impl LiveStore {
                 return s.blob.clone();
             }
             // Written since: the server saved it (a row the index reads).
-            match unwritten {
-                true => shown.lose(&pos),
-                false => shown.remove(&pos),
-            }
+            shown.forget(&pos, unwritten);
             self.applied.fetch_add(1, Ordering::SeqCst);
         }
         db
@@ -422,15 +423,15 @@ impl LiveStore {
             }
             let old_block = decode_block(pos, old_bytes)?;
             out.before.insert(pos, old);
-            let old = old_block;
             if direct
                 && let Change::Put(_, blob) = c
-                && request::nodes_only_change(pos, &old, &decode_block(pos, blob)?).map_err(StoreError::Refused)?
+                && request::nodes_only_change(pos, &old_block, &decode_block(pos, blob)?)
+                    .map_err(StoreError::Refused)?
             {
                 out.lines.push(Line::later(pos));
                 continue;
             }
-            out.lines.push(checked_line(&limits, pos, block_text(c, &old)?, &mut held)?);
+            out.lines.push(checked_line(&limits, pos, block_text(c, &old_block)?, &mut held)?);
         }
         Ok(out)
     }
@@ -576,10 +577,7 @@ impl LiveStore {
             .map(|(p, ended, saved)| (p, ended && !saved))
             .collect();
         for (p, lost) in &gone {
-            match lost {
-                true => shown.lose(p),
-                false => shown.remove(p),
-            }
+            shown.forget(p, *lost);
         }
         if !gone.is_empty() {
             self.applied.fetch_add(1, Ordering::SeqCst);
